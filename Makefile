@@ -1,0 +1,44 @@
+# Two entry points for people: `make demo` and `make test`.
+# Both create (or refresh, when pyproject.toml changed) the local virtual
+# environment .venv and install the package into it in editable mode.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.axisflow-installed
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: venv demo test lint typecheck unit lit bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@echo '== classify-axes on the bundled four-tensor forest =='
+	$(BIN)/xdsl-opt -p 'classify-axes{explain=true}' examples/four_tensor.mlir
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/pyright
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest
+
+lit: $(STAMP)
+	$(BIN)/lit -sv tests/filecheck
+
+test: lint typecheck unit lit
+
+bench: $(STAMP)
+	for script in benchmarks/*.py; do $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache *.egg-info

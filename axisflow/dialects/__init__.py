@@ -1,0 +1,1 @@
+"""IR dialects of axisflow, one module per dialect."""

@@ -1,0 +1,1 @@
+"""Module passes of axisflow, one module per pass, named after it."""

@@ -1,0 +1,228 @@
+"""The loop-role decision tree (``classify_axis``), free of any IR.
+
+Normative description: ``docs/roles.md`` (section 4 of the batching note).
+For one value and one batch-loop axis (only the axis's *type*, its base key,
+matters) the value is
+
+* ``REDUCTION`` when it carries no index of the axis's type but contracts one
+  at its own node;
+* ``LOOP_INVARIANT`` when it neither carries nor contracts one;
+* ``LOOP_LOCAL`` when every same-type carried slot, at every use-site under a
+  same-type loop, is bound to some same-type enclosing loop (and, with loop
+  slots supplied, to the same loop instance per slot position);
+* ``LOOP_CARRIED`` otherwise, including when no use-site has a same-type
+  enclosing loop at all.
+
+The cost is linear in the total size of the occurrences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+from axisflow.roles.index import Index
+
+
+class LoopRole(str, Enum):
+    """What one batch loop means for one value."""
+
+    LOOP_LOCAL = "loop_local"
+    """Built inside the loop, one slice at a time; never leaves it."""
+    REDUCTION = "reduction"
+    """Each iteration contributes a partial sum; accumulated outside."""
+    LOOP_CARRIED = "loop_carried"
+    """Must be assembled in full (scattered) before it is read."""
+    LOOP_INVARIANT = "loop_invariant"
+    """Untouched by the loop: it can be hoisted above it."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One use-site of a value.
+
+    ``carried`` are the indices the value carries at this use-site (labels of
+    the use-site's own tree), ``ectx`` the indices of the enclosing batch
+    loops, outermost first. ``slots`` optionally gives the fusion slot of each
+    enclosing loop (parallel to ``ectx``; ``-1`` = unknown) and ``site`` a name
+    used in explanations; neither changes equality semantics of the indices.
+    """
+
+    carried: tuple[Index, ...]
+    ectx: tuple[Index, ...]
+    slots: tuple[int, ...] = ()
+    site: str = ""
+
+    def __init__(
+        self,
+        carried: Iterable[Index],
+        ectx: Iterable[Index],
+        slots: Iterable[int] = (),
+        site: str = "",
+    ) -> None:
+        object.__setattr__(self, "carried", tuple(carried))
+        object.__setattr__(self, "ectx", tuple(ectx))
+        object.__setattr__(self, "slots", tuple(slots))
+        object.__setattr__(self, "site", site)
+        if self.slots and len(self.slots) != len(self.ectx):
+            raise ValueError(
+                f"occurrence has {len(self.ectx)} enclosing loops but "
+                f"{len(self.slots)} slots"
+            )
+
+    def slot_of(self, loop_index: Index) -> int:
+        """The slot of the innermost enclosing loop binding ``loop_index``.
+
+        ``-1`` when slots are unknown or no enclosing loop binds that index.
+        """
+        if not self.slots:
+            return -1
+        for position in range(len(self.ectx) - 1, -1, -1):
+            if self.ectx[position] == loop_index:
+                return self.slots[position]
+        return -1
+
+
+EnclosingSlot = Callable[[Occurrence, Index], int]
+"""``enclosing_slot(occurrence, loop_index) -> slot`` (``-1`` = unknown)."""
+
+
+def occurrence_slot(occurrence: Occurrence, loop_index: Index) -> int:
+    """An ``enclosing_slot`` that reads the slots recorded in the occurrence."""
+    return occurrence.slot_of(loop_index)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A role with the evidence that decided it (for ``explain``)."""
+
+    role: LoopRole
+    reason: str
+    occurrence: int | None = None
+    """Position of the deciding occurrence in the list, if one decided."""
+    index: Index | None = None
+    """The deciding index (unbound carried slot, contracted index)."""
+    details: tuple[str, ...] = field(default=())
+
+
+def _slots(
+    carried: Sequence[Index], key: str, sliced: frozenset[Index]
+) -> Iterator[tuple[tuple[int, int], Index]]:
+    """Same-type carried slots with their positions.
+
+    A plain carried index is a slot; a proto index (any depth) of a carried
+    composite is a slot exactly when it is in ``sliced``. Position is
+    ``(carried position, 0)`` for the plain index and ``(carried position, k)``
+    for the k-th proto (depth first, 1-based).
+    """
+    for position, index in enumerate(carried):
+        if index.base_key == key:
+            yield (position, 0), index
+        if index.protos and sliced:
+            for k, proto in enumerate(index.all_protos(), start=1):
+                if proto.base_key == key and proto in sliced:
+                    yield (position, k), proto
+
+
+def _site(occurrence: Occurrence, number: int) -> str:
+    return occurrence.site or f"use-site #{number}"
+
+
+def decide_axis(
+    carried: Sequence[Index],
+    contracted_below: Sequence[Index],
+    axis: Index,
+    occurrences: Sequence[Occurrence],
+    sliced: Iterable[Index] = (),
+    enclosing_slot: EnclosingSlot | None = None,
+) -> Verdict:
+    """``classify_axis`` with the evidence that decided the role."""
+    key = axis.base_key
+    sliced_set = frozenset(sliced)
+    if next(_slots(carried, key, sliced_set), None) is None:
+        for index in contracted_below:
+            if index.base_key == key:
+                return Verdict(
+                    LoopRole.REDUCTION,
+                    f"contracts {index} at its own node",
+                    index=index,
+                )
+        return Verdict(
+            LoopRole.LOOP_INVARIANT, f"neither carries nor contracts an index of {key}"
+        )
+
+    under_same_type_loop = False
+    slot_of_position: dict[tuple[int, int], tuple[int, int]] = {}
+    for number, occurrence in enumerate(occurrences):
+        loops = {loop for loop in occurrence.ectx if loop.base_key == key}
+        if not loops:
+            continue  # Q2b skips use-sites with no loop of this type
+        under_same_type_loop = True
+        site = _site(occurrence, number)
+        bound_any = False
+        for position, index in _slots(occurrence.carried, key, sliced_set):
+            bound_any = True
+            if index not in loops:
+                return Verdict(
+                    LoopRole.LOOP_CARRIED,
+                    f"{site} carries {index}, bound by no enclosing loop of {key}",
+                    occurrence=number,
+                    index=index,
+                )
+            if enclosing_slot is None:
+                continue
+            slot = enclosing_slot(occurrence, index)
+            if slot == -1:
+                continue
+            first = slot_of_position.setdefault(position, (slot, number))
+            if first[0] != slot:
+                return Verdict(
+                    LoopRole.LOOP_CARRIED,
+                    f"{site} reads {index} from loop instance {slot}, but "
+                    f"{_site(occurrences[first[1]], first[1])} binds that slot "
+                    f"in instance {first[0]}",
+                    occurrence=number,
+                    index=index,
+                )
+        if not bound_any:
+            return Verdict(
+                LoopRole.LOOP_CARRIED,
+                f"{site} is under a loop of {key} but carries no {key} index "
+                "(inconsistent relabelling; conservative answer)",
+                occurrence=number,
+            )
+    if not under_same_type_loop:
+        return Verdict(
+            LoopRole.LOOP_CARRIED,
+            f"no enclosing loop of {key} at any use-site: a free result index",
+        )
+    return Verdict(
+        LoopRole.LOOP_LOCAL,
+        f"every {key} slot is bound to an enclosing loop at every use-site",
+    )
+
+
+def classify_axis(
+    carried: Sequence[Index],
+    contracted_below: Sequence[Index],
+    axis: Index,
+    occurrences: Sequence[Occurrence],
+    sliced: Iterable[Index] = (),
+    enclosing_slot: EnclosingSlot | None = None,
+) -> LoopRole:
+    """Classify one batch-loop ``axis`` against one value.
+
+    ``carried``: the value's own result indices; ``contracted_below``: the
+    indices it contracts at its own node; ``occurrences``: every use-site;
+    ``sliced``: the value's sliced modes (proto indices of a carried composite
+    count as carried slots exactly when listed here); ``enclosing_slot``: the
+    fusion slot of an enclosing loop at an occurrence (``-1`` = unknown),
+    making the lockstep test instance-aware per carried-slot position.
+    """
+    return decide_axis(
+        carried, contracted_below, axis, occurrences, sliced, enclosing_slot
+    ).role
