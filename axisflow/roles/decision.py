@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from axisflow.roles.index import Index
 
 
-class LoopRole(str, Enum):
+class LoopRole(StrEnum):
     """What one batch loop means for one value."""
 
     LOOP_LOCAL = "loop_local"
@@ -36,9 +36,6 @@ class LoopRole(str, Enum):
     """Must be assembled in full (scattered) before it is read."""
     LOOP_INVARIANT = "loop_invariant"
     """Untouched by the loop: it can be hoisted above it."""
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

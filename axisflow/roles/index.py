@@ -138,7 +138,9 @@ class Index:
             return mapping[self]
         if not self.protos:
             return self
-        return Index(self.base_key, self.ordinal, (p.renamed(mapping) for p in self.protos))
+        return Index(
+            self.base_key, self.ordinal, (p.renamed(mapping) for p in self.protos)
+        )
 
     def sort_key(self) -> tuple[object, ...]:
         """A total order: base key, ordinal (none first), protos."""
