@@ -6,10 +6,33 @@ names factories; each dialect, pass and frontend is imported when first used.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from xdsl.universe import Universe
 
+if TYPE_CHECKING:
+    from xdsl.ir import Dialect
+    from xdsl.passes import ModulePass
+
+
+def _batch_dialect() -> Dialect:
+    from axisflow.dialects.batch import Batch
+
+    return Batch
+
+
+def _classify_axes() -> type[ModulePass]:
+    from axisflow.passes.classify_axes import ClassifyAxesPass
+
+    return ClassifyAxesPass
+
+
 AXISFLOW_UNIVERSE = Universe(
-    all_dialects={},
-    all_passes={},
+    all_dialects={
+        "batch": _batch_dialect,
+    },
+    all_passes={
+        "classify-axes": _classify_axes,
+    },
     all_frontends={},
 )

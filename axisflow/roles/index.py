@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-STRUCTURAL = frozenset("_<>,;{}()[]*+-/:=!\"'#@%&|\\`$?~^")
+STRUCTURAL = frozenset("_<>,;{}()[]*+-/:=!\"'#@%&|\\`$?~^.")
 """Characters that can never be part of a base key."""
 
 
-def _is_key_char(char: str) -> bool:
+def is_key_char(char: str) -> bool:
+    """Whether ``char`` may appear in a base key."""
     return not (char.isspace() or char.isdigit() or char in STRUCTURAL)
 
 
@@ -42,7 +43,7 @@ class Index:
     def __init__(
         self, base_key: str, ordinal: int | None = None, protos: Iterable[Index] = ()
     ) -> None:
-        if not base_key or not all(_is_key_char(c) for c in base_key):
+        if not base_key or not all(is_key_char(c) for c in base_key):
             raise ValueError(f"malformed index base key {base_key!r}")
         if ordinal is not None and ordinal < 0:
             raise ValueError(f"index ordinal must be non-negative, got {ordinal}")
@@ -71,7 +72,7 @@ class Index:
         """
         pos = _skip_space(text, start)
         key_start = pos
-        while pos < len(text) and _is_key_char(text[pos]):
+        while pos < len(text) and is_key_char(text[pos]):
             pos += 1
         if pos == key_start:
             raise _error(text, pos, "an index base key")
@@ -183,9 +184,20 @@ def _skip_space(text: str, pos: int) -> int:
     return pos
 
 
-def _error(text: str, pos: int, expected: str) -> ValueError:
-    found = repr(text[pos]) if pos < len(text) else "end of text"
-    return ValueError(
-        f"malformed index label {text!r} at position {pos}: expected {expected}, "
-        f"found {found}"
-    )
+class IndexSyntaxError(ValueError):
+    """A malformed label; ``position`` and ``expected`` locate the fault."""
+
+    def __init__(self, text: str, position: int, expected: str) -> None:
+        self.text = text
+        self.position = position
+        self.expected = expected
+        found = repr(text[position]) if position < len(text) else "end of text"
+        self.found = found
+        super().__init__(
+            f"malformed index label {text!r} at position {position}: "
+            f"expected {expected}, found {found}"
+        )
+
+
+def _error(text: str, pos: int, expected: str) -> IndexSyntaxError:
+    return IndexSyntaxError(text, pos, expected)

@@ -1,0 +1,1 @@
+"""Analyses over ``batch`` IR (built on the pure logic of ``axisflow.roles``)."""

@@ -1,0 +1,120 @@
+"""Occurrences of every value of a ``batch.forest``, collected in one walk.
+
+Each ``batch.use`` is one occurrence of its value: the indices it carries
+there and the enclosing ``batch.loop`` ops (outermost first) with their fusion
+slots. The role analysis, the scheduler and the evaluator all start here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.ir import Operation
+
+from axisflow.dialects.batch import ForestOp, LoopOp, TreeOp, UseOp, ValueOp
+from axisflow.roles.decision import Occurrence
+from axisflow.roles.index import Index
+
+
+@dataclass
+class UseSite:
+    """Where one occurrence sits in the IR."""
+
+    use: UseOp
+    tree: TreeOp
+    loops: tuple[LoopOp, ...]
+    """Batch loops enclosing the use-site (where the value is built), outermost
+    first."""
+    consumer_loops: tuple[LoopOp, ...]
+    """Batch loops enclosing the consumer (the parent use-site): the
+    occurrence's ``ectx``. Empty for a tree root."""
+    number: int
+    """Position among the value's occurrences (walk order)."""
+
+
+@dataclass
+class ValueInfo:
+    """A value with all its occurrences and the loop axes enclosing them."""
+
+    op: ValueOp
+    occurrences: list[Occurrence] = field(default_factory=list[Occurrence])
+    sites: list[UseSite] = field(default_factory=list[UseSite])
+    axes: dict[Index, None] = field(default_factory=dict[Index, None])
+    """Indices of loops enclosing any use-site of the value, first-seen order."""
+
+    @property
+    def name(self) -> str:
+        """The value's symbol name."""
+        return self.op.value_name
+
+    def sliced(self) -> frozenset[Index]:
+        """Modes sliced at every occurrence: the meet of the enclosing loops'
+        indices over all occurrences, expanded through proto indices."""
+        common: set[Index] | None = None
+        for occurrence in self.occurrences:
+            modes: set[Index] = set()
+            for loop_index in occurrence.ectx:
+                modes.add(loop_index)
+                modes.update(loop_index.all_protos())
+            common = modes if common is None else common & modes
+            if not common:
+                return frozenset()
+        return frozenset() if common is None else frozenset(common)
+
+
+@dataclass
+class ForestInfo:
+    """Occurrences of every value of one forest."""
+
+    forest: ForestOp
+    values: dict[str, ValueInfo]
+    has_slots: bool
+    """Whether any loop declares a fusion slot (instance-aware binding)."""
+
+
+_Frame = tuple[Operation, tuple[LoopOp, ...], tuple[LoopOp, ...]]
+"""Walk frame: an item, the loops around it, the loops around its consumer."""
+
+
+def collect_forest(forest: ForestOp) -> ForestInfo:
+    """Walk every tree once and record each use-site as an occurrence.
+
+    A ``batch.use`` is both where its value is built in that tree and where
+    its consumer reads it. The occurrence's enclosing context is the consumer
+    side: the loops enclosing the parent use-site (none for a tree root, which
+    the forest's output reads). The value's axes are the loops enclosing the
+    use-site itself, which also covers loops placed between a node and its
+    parent. Assumes a verified forest (every used value is defined).
+    """
+    values = {op.value_name: ValueInfo(op) for op in forest.values()}
+    has_slots = False
+    for tree in forest.trees():
+        # Depth-first walk carrying (loops around the item, loops around the
+        # item's consumer).
+        stack: list[_Frame] = [(item, (), ()) for item in reversed(list(tree.items()))]
+        while stack:
+            item, loops, consumer_loops = stack.pop()
+            if isinstance(item, LoopOp):
+                has_slots = has_slots or item.slot is not None
+                inner = (*loops, item)
+                stack.extend(
+                    (child, inner, consumer_loops)
+                    for child in reversed(list(item.items()))
+                )
+            elif isinstance(item, UseOp):
+                info = values[item.value_name]
+                ectx = tuple(loop.loop_index for loop in consumer_loops)
+                slots = tuple(
+                    -1 if loop.slot_value is None else loop.slot_value
+                    for loop in consumer_loops
+                )
+                info.sites.append(
+                    UseSite(item, tree, loops, consumer_loops, len(info.occurrences))
+                )
+                info.occurrences.append(Occurrence(item.carried_indices, ectx, slots))
+                for loop in loops:
+                    info.axes.setdefault(loop.loop_index, None)
+                stack.extend(
+                    (child, loops, loops) for child in reversed(list(item.items()))
+                )
+    return ForestInfo(forest, values, has_slots)

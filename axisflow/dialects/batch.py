@@ -1,0 +1,967 @@
+"""The ``batch`` dialect: a forest of tensor contractions with its batch loops.
+
+A ``batch.forest`` holds index spaces, values and trees::
+
+    batch.forest @ccsd {
+      batch.space i extent 80 elem 8
+      batch.space Κ extent 1682
+      batch.value @g [i_1, a_1, Κ_1] leaf "g" symmetry "N-N-N"
+      batch.value @t [a_1, i_1] leaf "t"
+      batch.value @v0 [Κ_1] contracted [a_1, i_1] = @g [i_1, a_1, Κ_1] * @t [a_1, i_1]
+      batch.tree @term0 coeff -1/2 {
+        batch.loop Κ_1 slot 0 {
+          batch.use @v0 [Κ_1] {
+            batch.use @g [i_1, a_1, Κ_1]
+            batch.use @t [a_1, i_1]
+          }
+        }
+      }
+    }
+
+* ``batch.value`` defines a value (symbol) in its own index frame: its result
+  indices, the indices it contracts at its own node, and either a leaf tensor
+  label, two factors (a pairwise contraction), or nothing (an opaque value).
+* ``batch.tree`` is one evaluation tree (a term) with a rational coefficient.
+  Its body nests ``batch.use`` (a use-site: a value with the indices it
+  carries there, and the use-sites of its factors in its region) and
+  ``batch.loop`` (a batch loop binding one index label, with an optional
+  fusion slot) enclosing any part of the tree.
+
+Verification that needs a table (symbols, spaces) builds it once per forest,
+in ``ForestOp.verify``; the per-op verifiers then look names up in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import ClassVar, NoReturn
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FlatSymbolRefAttr,
+    IntegerAttr,
+    StringAttr,
+    SymbolRefAttr,
+    i64,
+)
+from xdsl.dialects.utils.enum_attribute import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Data,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    traits_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from axisflow.dialects.labels import (
+    parse_index,
+    parse_index_list,
+    parse_key,
+    parse_label,
+    parse_text,
+    print_index_list,
+    print_label,
+    quote_text,
+)
+from axisflow.roles.decision import LoopRole
+from axisflow.roles.index import Index, is_key_char
+
+# --------------------------------------------------------------------------
+# Attributes
+# --------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class IndexAttr(ParametrizedAttribute):
+    """One SeQuant index label, e.g. ``#batch.index<"a_1<i_1,i_2>">``.
+
+    The label is kept as text (so any label round-trips); ``index`` parses it
+    (cached). Ops verify their labels, so a malformed label is reported at the
+    op that holds it.
+    """
+
+    name = "batch.index"
+
+    label: StringAttr
+
+    def __init__(self, label: str | StringAttr | Index) -> None:
+        if isinstance(label, Index):
+            label = label.full_label
+        if isinstance(label, str):
+            label = StringAttr(label)
+        super().__init__(label)
+
+    @property
+    def index(self) -> Index:
+        """The parsed label; raises ``ValueError`` if it is malformed."""
+        return parse_label(self.label.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (StringAttr(parse_text(parser, "an index label")),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(quote_text(self.label.data))
+
+
+@irdl_attr_definition
+class TextAttr(Data[str]):
+    """A Unicode text that round-trips through xDSL's generic form,
+    ``#batch.text<"δ">`` (a builtin string with non-ASCII characters would
+    come back as bytes)."""
+
+    name = "batch.text"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> str:
+        with parser.in_angle_brackets():
+            return parse_text(parser, "a text")
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(quote_text(self.data))
+
+
+@irdl_attr_definition
+class RoleAttr(EnumAttribute[LoopRole]):  # pyright: ignore[reportInvalidTypeArguments]
+    """A loop role: ``#batch.role<loop_local>`` (``reduction``, ``loop_carried``,
+    ``loop_invariant``)."""
+
+    name = "batch.role"
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.data.value)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> LoopRole:
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(LoopRole)  # pyright: ignore[reportArgumentType]
+
+
+@irdl_attr_definition
+class FactorAttr(ParametrizedAttribute):
+    """One factor of a contraction: a value symbol with the labels it carries
+    in the defining value's frame, ``#batch.factor<@g, ["i_1", "a_1"]>``."""
+
+    name = "batch.factor"
+
+    value: FlatSymbolRefAttr
+    indices: ArrayAttr[IndexAttr]
+
+    def __init__(
+        self, value: str | FlatSymbolRefAttr, indices: Sequence[Index]
+    ) -> None:
+        if isinstance(value, str):
+            value = SymbolRefAttr(value)
+        super().__init__(value, ArrayAttr(IndexAttr(i) for i in indices))
+
+    @property
+    def symbol(self) -> str:
+        """The factor's value name (without ``@``)."""
+        return self.value.root_reference.data
+
+
+# --------------------------------------------------------------------------
+# Helpers shared by the ops
+# --------------------------------------------------------------------------
+
+
+def _index_array(indices: Sequence[Index | IndexAttr]) -> ArrayAttr[IndexAttr]:
+    return ArrayAttr(i if isinstance(i, IndexAttr) else IndexAttr(i) for i in indices)
+
+
+def _checked_indices(
+    op: Operation, what: str, array: ArrayAttr[IndexAttr]
+) -> list[Index]:
+    """Parse every label of ``array``; a malformed one is a ``VerifyException``."""
+    indices: list[Index] = []
+    for attr in array.data:
+        try:
+            indices.append(attr.index)
+        except ValueError as error:
+            raise VerifyException(
+                f"{op.name}: malformed index in {what}: {error}"
+            ) from None
+    return indices
+
+
+def _int_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i64)
+
+
+def _parse_int(parser: Parser, what: str) -> int:
+    return parser.parse_integer(allow_boolean=False, context_msg=f" for {what}")
+
+
+# --------------------------------------------------------------------------
+# Operations
+# --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class SpaceOp(IRDLOperation):
+    """An index space: ``batch.space i extent 80 elem 8``.
+
+    ``extent`` (number of orbitals/functions) and ``elem`` (bytes per tensor
+    element) are optional; memory accounting uses documented defaults.
+    """
+
+    name = "batch.space"
+
+    key = prop_def(IndexAttr)
+    extent = opt_prop_def(IntegerAttr)
+    elem = opt_prop_def(IntegerAttr)
+
+    traits = lazy_traits_def(lambda: (HasParent(ForestOp),))
+
+    def __init__(self, key: str, extent: int | None = None, elem: int | None = None):
+        super().__init__(
+            properties={
+                "key": IndexAttr(key),
+                "extent": None if extent is None else _int_attr(extent),
+                "elem": None if elem is None else _int_attr(elem),
+            }
+        )
+
+    @property
+    def extent_value(self) -> int | None:
+        """The extent, if given."""
+        return None if self.extent is None else self.extent.value.data
+
+    @property
+    def elem_value(self) -> int | None:
+        """The element size in bytes, if given."""
+        return None if self.elem is None else self.elem.value.data
+
+    @property
+    def space_key(self) -> str:
+        """The base key of the space (``i``, ``Κ``, ``μ̃``)."""
+        return self.key.label.data
+
+    def verify_(self) -> None:
+        key = self.space_key
+        if not key or not all(is_key_char(c) for c in key):
+            raise VerifyException(f"batch.space: malformed index-space key {key!r}")
+        for what, value in (("extent", self.extent_value), ("elem", self.elem_value)):
+            if value is not None and value <= 0:
+                raise VerifyException(
+                    f"batch.space {key}: {what} must be positive, got {value}"
+                )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SpaceOp:
+        key = parse_key(parser)
+        extent = elem = None
+        if parser.parse_optional_keyword("extent"):
+            extent = _parse_int(parser, "extent")
+        if parser.parse_optional_keyword("elem"):
+            elem = _parse_int(parser, "elem")
+        op = cls(key, extent, elem)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        key = self.space_key
+        printer.print_string(" " + (key if key[0].isalpha() else quote_text(key)))
+        if self.extent_value is not None:
+            printer.print_string(f" extent {self.extent_value}")
+        if self.elem_value is not None:
+            printer.print_string(f" elem {self.elem_value}")
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class ValueOp(IRDLOperation):
+    """A value of the forest, in its own index frame.
+
+    ``batch.value @v [i_1, i_2] contracted [a_1] = @x [i_1, a_1] * @y [a_1, i_2]``
+    (a pairwise contraction), ``batch.value @t [a_1, i_1] leaf "t"`` (an input
+    tensor, optional ``symmetry "N-N-S"``) or ``batch.value @w [i_1]`` (opaque:
+    only its indices are known). ``contracted`` lists the indices summed at
+    this node (on both factors, absent from the result).
+    """
+
+    name = "batch.value"
+
+    sym_name = prop_def(StringAttr)
+    result = prop_def(ArrayAttr[IndexAttr])
+    contracted = prop_def(ArrayAttr[IndexAttr])
+    tensor = opt_prop_def(TextAttr)
+    symmetry = opt_prop_def(TextAttr)
+    factors = prop_def(ArrayAttr[FactorAttr])
+
+    traits = lazy_traits_def(lambda: (HasParent(ForestOp),))
+
+    def __init__(
+        self,
+        sym_name: str,
+        result: Sequence[Index],
+        contracted: Sequence[Index] = (),
+        *,
+        tensor: str | None = None,
+        symmetry: str | None = None,
+        factors: Sequence[FactorAttr] = (),
+    ):
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(sym_name),
+                "result": _index_array(result),
+                "contracted": _index_array(contracted),
+                "tensor": None if tensor is None else TextAttr(tensor),
+                "symmetry": None if symmetry is None else TextAttr(symmetry),
+                "factors": ArrayAttr(factors),
+            }
+        )
+
+    @property
+    def value_name(self) -> str:
+        """The symbol name (without ``@``)."""
+        return self.sym_name.data
+
+    @property
+    def result_indices(self) -> tuple[Index, ...]:
+        """Result indices (labels of the value's own frame)."""
+        return tuple(a.index for a in self.result.data)
+
+    @property
+    def contracted_indices(self) -> tuple[Index, ...]:
+        """Indices contracted at this node."""
+        return tuple(a.index for a in self.contracted.data)
+
+    @property
+    def is_leaf(self) -> bool:
+        """Whether this is an input tensor."""
+        return self.tensor is not None
+
+    def verify_(self) -> None:
+        name = f"batch.value @{self.value_name}"
+        result = _checked_indices(self, "the result", self.result)
+        contracted = _checked_indices(self, "the contracted indices", self.contracted)
+        _no_duplicates(name, "result", result)
+        _no_duplicates(name, "contracted", contracted)
+        if set(result) & set(contracted):
+            both = sorted(set(result) & set(contracted))
+            raise VerifyException(f"{name}: {both[0]} is both a result and contracted")
+        factors = self.factors.data
+        if factors and self.tensor is not None:
+            raise VerifyException(f"{name}: a leaf tensor cannot have factors")
+        if factors and len(factors) != 2:
+            raise VerifyException(
+                f"{name}: a contraction has exactly 2 factors, got {len(factors)}"
+            )
+        if not factors:
+            return
+        left = _checked_indices(self, "factor 1", factors[0].indices)
+        right = _checked_indices(self, "factor 2", factors[1].indices)
+        on_both = set(left) & set(right)
+        expected = on_both - set(result)
+        if set(contracted) != expected:
+            raise VerifyException(
+                f"{name}: contracted indices must be those on both factors and not "
+                f"in the result: expected {print_index_list(sorted(expected))}, "
+                f"got {print_index_list(contracted)}"
+            )
+        available = set(left) | set(right)
+        for index in result:
+            if index not in available:
+                raise VerifyException(f"{name}: result index {index} is on no factor")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ValueOp:
+        sym_name = parser.parse_symbol_name().data
+        result = parse_index_list(parser)
+        contracted: list[Index] = []
+        tensor = symmetry = None
+        factors: list[FactorAttr] = []
+        if parser.parse_optional_keyword("contracted"):
+            contracted = parse_index_list(parser)
+        if parser.parse_optional_keyword("leaf"):
+            tensor = parse_text(parser, "the leaf tensor label")
+            if parser.parse_optional_keyword("symmetry"):
+                symmetry = parse_text(parser, "the symmetry")
+        elif parser.parse_optional_punctuation("="):
+            factors.append(_parse_factor(parser))
+            parser.parse_punctuation("*", " between the two factors")
+            factors.append(_parse_factor(parser))
+        op = cls(
+            sym_name,
+            result,
+            contracted,
+            tensor=tensor,
+            symmetry=symmetry,
+            factors=factors,
+        )
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.value_name)
+        printer.print_string(" " + print_index_list(self.result_indices))
+        if self.contracted.data:
+            printer.print_string(
+                " contracted " + print_index_list(self.contracted_indices)
+            )
+        if self.tensor is not None:
+            printer.print_string(" leaf " + quote_text(self.tensor.data))
+            if self.symmetry is not None:
+                printer.print_string(" symmetry " + quote_text(self.symmetry.data))
+        if self.factors.data:
+            printer.print_string(" = ")
+            _print_factor(printer, self.factors.data[0])
+            printer.print_string(" * ")
+            _print_factor(printer, self.factors.data[1])
+        printer.print_op_attributes(self.attributes)
+
+
+def _parse_factor(parser: Parser) -> FactorAttr:
+    symbol = parser.parse_symbol_name().data
+    return FactorAttr(symbol, parse_index_list(parser))
+
+
+def _print_factor(printer: Printer, factor: FactorAttr) -> None:
+    printer.print_symbol_name(factor.symbol)
+    printer.print_string(" " + print_index_list([a.index for a in factor.indices.data]))
+
+
+def _no_duplicates(name: str, what: str, indices: Sequence[Index]) -> None:
+    seen: set[Index] = set()
+    for index in indices:
+        if index in seen:
+            raise VerifyException(f"{name}: index {index} repeated in the {what}")
+        seen.add(index)
+
+
+def _parse_optional_body(parser: Parser) -> Region:
+    region = parser.parse_optional_region()
+    return Region() if region is None else region
+
+
+def _print_optional_body(printer: Printer, region: Region) -> None:
+    block = region.blocks.first
+    if block is None or block.first_op is None:
+        return
+    printer.print_string(" ")
+    printer.print_region(region, print_entry_block_args=False, print_empty_block=False)
+
+
+def _at_most_one_block(op: Operation, region: Region) -> None:
+    if len(region.blocks) > 1:
+        raise VerifyException(f"{op.name}: the body has at most one block")
+    if region.blocks.first is not None and region.blocks.first.args:
+        raise VerifyException(f"{op.name}: the body takes no block arguments")
+
+
+@irdl_op_definition
+class TreeOp(IRDLOperation):
+    """One evaluation tree (a term): ``batch.tree @term0 coeff -1/2 { ... }``."""
+
+    name = "batch.tree"
+
+    sym_name = prop_def(StringAttr)
+    coeff_num = prop_def(IntegerAttr)
+    coeff_den = prop_def(IntegerAttr)
+    body = region_def()
+
+    traits = lazy_traits_def(lambda: (HasParent(ForestOp), NoTerminator()))
+
+    def __init__(
+        self, sym_name: str, coeff: Fraction | int = 1, body: Region | None = None
+    ):
+        coeff = Fraction(coeff)
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(sym_name),
+                "coeff_num": _int_attr(coeff.numerator),
+                "coeff_den": _int_attr(coeff.denominator),
+            },
+            regions=[Region(Block()) if body is None else body],
+        )
+
+    @property
+    def tree_name(self) -> str:
+        """The symbol name (without ``@``)."""
+        return self.sym_name.data
+
+    @property
+    def coeff(self) -> Fraction:
+        """The term's rational coefficient."""
+        return Fraction(self.coeff_num.value.data, self.coeff_den.value.data)
+
+    def items(self) -> Iterator[Operation]:
+        """The top-level items (uses and loops) of the tree."""
+        block = self.body.blocks.first
+        return iter(()) if block is None else iter(block.ops)
+
+    def verify_(self) -> None:
+        _at_most_one_block(self, self.body)
+        if self.coeff_den.value.data <= 0:
+            raise VerifyException(
+                f"batch.tree @{self.tree_name}: coefficient denominator must be "
+                "positive"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TreeOp:
+        sym_name = parser.parse_symbol_name().data
+        coeff = Fraction(1)
+        if parser.parse_optional_keyword("coeff"):
+            negative = parser.parse_optional_punctuation("-") is not None
+            numerator = _parse_int(parser, "coefficient")
+            denominator = 1
+            if parser.parse_optional_punctuation("/"):
+                denominator = _parse_int(parser, "coefficient denominator")
+                if denominator <= 0:
+                    parser.raise_error("coefficient denominator must be positive")
+            coeff = Fraction(-numerator if negative else numerator, denominator)
+        body = _parse_optional_body(parser)
+        if not body.blocks:
+            body.add_block(Block())
+        op = cls(sym_name, coeff, body)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.tree_name)
+        if self.coeff != 1:
+            printer.print_string(f" coeff {self.coeff}")
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class LoopOp(IRDLOperation):
+    """A batch loop binding one index label: ``batch.loop Κ_1 slot 0 { ... }``.
+
+    It iterates over blocks of the label's index space and encloses part of a
+    tree. Loops of different trees fused into one physical loop share a
+    ``slot`` (instance number).
+    """
+
+    name = "batch.loop"
+
+    index = prop_def(IndexAttr)
+    slot = opt_prop_def(IntegerAttr)
+    body = region_def()
+
+    traits = lazy_traits_def(lambda: (HasParent(TreeOp, LoopOp, UseOp), NoTerminator()))
+
+    def __init__(
+        self,
+        index: Index | IndexAttr,
+        slot: int | None = None,
+        body: Region | None = None,
+    ):
+        super().__init__(
+            properties={
+                "index": index if isinstance(index, IndexAttr) else IndexAttr(index),
+                "slot": None if slot is None else _int_attr(slot),
+            },
+            regions=[Region(Block()) if body is None else body],
+        )
+
+    @property
+    def loop_index(self) -> Index:
+        """The bound index label."""
+        return self.index.index
+
+    @property
+    def slot_value(self) -> int | None:
+        """The fusion slot, if given."""
+        return None if self.slot is None else self.slot.value.data
+
+    def items(self) -> Iterator[Operation]:
+        """The items (uses and loops) directly inside the loop."""
+        block = self.body.blocks.first
+        return iter(()) if block is None else iter(block.ops)
+
+    def verify_(self) -> None:
+        _at_most_one_block(self, self.body)
+        _checked_indices(self, "the loop index", ArrayAttr([self.index]))
+        if self.slot_value is not None and self.slot_value < 0:
+            raise VerifyException(
+                f"batch.loop {self.index.label.data}: slot must be non-negative"
+            )
+        table = ForestTable.of(self)
+        if table is not None and table.spaces:
+            key = self.loop_index.base_key
+            if key not in table.spaces:
+                raise VerifyException(
+                    f"batch.loop {self.loop_index}: loop over undeclared index space "
+                    f"{key!r} (declare it with batch.space)"
+                )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoopOp:
+        index = parse_index(parser)
+        slot = None
+        if parser.parse_optional_keyword("slot"):
+            slot = _parse_int(parser, "slot")
+        body = _parse_optional_body(parser)
+        if not body.blocks:
+            body.add_block(Block())
+        op = cls(index, slot, body)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" " + print_label(self.loop_index))
+        if self.slot_value is not None:
+            printer.print_string(f" slot {self.slot_value}")
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class UseOp(IRDLOperation):
+    """A use-site: ``batch.use @v [i_3, a_2] { <factor use-sites> }``.
+
+    The indices are those the value carries here, in the tree's own labels.
+    The region holds the use-sites of the value's two factors (possibly inside
+    loops) when the value is a contraction, and is empty otherwise.
+    """
+
+    name = "batch.use"
+
+    value = prop_def(FlatSymbolRefAttr)
+    carried = prop_def(ArrayAttr[IndexAttr])
+    body = region_def()
+
+    traits = lazy_traits_def(lambda: (HasParent(TreeOp, LoopOp, UseOp), NoTerminator()))
+
+    def __init__(
+        self,
+        value: str,
+        carried: Sequence[Index | IndexAttr],
+        body: Region | None = None,
+    ):
+        super().__init__(
+            properties={
+                "value": SymbolRefAttr(value),
+                "carried": _index_array(carried),
+            },
+            regions=[Region() if body is None else body],
+        )
+
+    @property
+    def value_name(self) -> str:
+        """The used value's symbol name (without ``@``)."""
+        return self.value.root_reference.data
+
+    @property
+    def carried_indices(self) -> tuple[Index, ...]:
+        """The indices the value carries at this use-site."""
+        return tuple(a.index for a in self.carried.data)
+
+    def items(self) -> Iterator[Operation]:
+        """The items (uses and loops) directly inside the use-site's region."""
+        block = self.body.blocks.first
+        return iter(()) if block is None else iter(block.ops)
+
+    def factor_uses(self) -> list[UseOp]:
+        """The use-sites of the factors, looking through loops."""
+        found: list[UseOp] = []
+        stack = list(self.items())
+        stack.reverse()
+        while stack:
+            item = stack.pop()
+            if isinstance(item, UseOp):
+                found.append(item)
+            elif isinstance(item, LoopOp):
+                inner = list(item.items())
+                inner.reverse()
+                stack.extend(inner)
+        return found
+
+    def verify_(self) -> None:
+        _at_most_one_block(self, self.body)
+        name = f"batch.use @{self.value_name}"
+        carried = _checked_indices(self, "the carried indices", self.carried)
+        table = ForestTable.of(self)
+        if table is None:
+            return
+        value = table.values.get(self.value_name)
+        if value is None:
+            raise VerifyException(f"{name}: use of unknown value @{self.value_name}")
+        table.check_use(self, value, carried)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> UseOp:
+        value = parser.parse_symbol_name().data
+        carried = parse_index_list(parser)
+        body = _parse_optional_body(parser)
+        op = cls(value, carried, body)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.value_name)
+        printer.print_string(" " + print_index_list(self.carried_indices))
+        _print_optional_body(printer, self.body)
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class ForestOp(IRDLOperation):
+    """A forest: index spaces, values and trees, ``batch.forest @name { ... }``.
+
+    Its verifier builds the symbol and space tables once; the nested ops'
+    verifiers look names up in them (no quadratic verification).
+    """
+
+    name = "batch.forest"
+
+    sym_name = opt_prop_def(StringAttr)
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator())
+
+    def __init__(
+        self, body: Region | Sequence[Operation] = (), sym_name: str | None = None
+    ):
+        if not isinstance(body, Region):
+            body = Region(Block(body))
+        super().__init__(
+            properties={"sym_name": None if sym_name is None else StringAttr(sym_name)},
+            regions=[body],
+        )
+
+    def spaces(self) -> Iterator[SpaceOp]:
+        """The declared index spaces."""
+        return (op for op in self.body.block.ops if isinstance(op, SpaceOp))
+
+    def values(self) -> Iterator[ValueOp]:
+        """The values, in definition order."""
+        return (op for op in self.body.block.ops if isinstance(op, ValueOp))
+
+    def trees(self) -> Iterator[TreeOp]:
+        """The trees, in order."""
+        return (op for op in self.body.block.ops if isinstance(op, TreeOp))
+
+    def verify(self, verify_nested_ops: bool = True) -> None:
+        table = ForestTable.build(self)
+        ForestTable.active.append(table)
+        try:
+            super().verify(verify_nested_ops)
+        finally:
+            ForestTable.active.pop()
+
+    def verify_(self) -> None:
+        table = ForestTable.of(self)
+        if table is not None:
+            table.check_factors()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ForestOp:
+        sym_name = parser.parse_optional_symbol_name()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region()
+        if not region.blocks:
+            region.add_block(Block())
+        op = cls(region, None if sym_name is None else sym_name.data)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.sym_name is not None:
+            printer.print_string(" ")
+            printer.print_symbol_name(self.sym_name.data)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+
+# --------------------------------------------------------------------------
+# Per-forest tables for verification
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class ForestTable:
+    """Symbol and space tables of one forest, built once per verification."""
+
+    forest: ForestOp
+    values: dict[str, ValueOp] = field(default_factory=dict[str, ValueOp])
+    spaces: dict[str, SpaceOp] = field(default_factory=dict[str, SpaceOp])
+
+    active: ClassVar[list[ForestTable]] = []
+    """Tables of the forests being verified (innermost last)."""
+
+    @staticmethod
+    def build(forest: ForestOp) -> ForestTable:
+        """Index the forest; duplicate names are reported at the second one."""
+        table = ForestTable(forest)
+        for op in forest.body.block.ops:
+            if isinstance(op, ValueOp):
+                name = op.value_name
+                if name in table.values:
+                    _fail_at(op, f"batch.value @{name}: duplicate value name @{name}")
+                table.values[name] = op
+            elif isinstance(op, SpaceOp):
+                key = op.space_key
+                if key in table.spaces:
+                    _fail_at(op, f"batch.space {key}: duplicate index space {key!r}")
+                table.spaces[key] = op
+        return table
+
+    @staticmethod
+    def of(op: Operation) -> ForestTable | None:
+        """The table of the forest enclosing ``op`` (built if not verifying)."""
+        forest = op if isinstance(op, ForestOp) else None
+        parent = op.parent_op()
+        while forest is None and parent is not None:
+            if isinstance(parent, ForestOp):
+                forest = parent
+            parent = parent.parent_op()
+        if forest is None:
+            return None
+        for table in reversed(ForestTable.active):
+            if table.forest is forest:
+                return table
+        return ForestTable.build(forest)
+
+    def check_factors(self) -> None:
+        """Every factor names a known value; no value depends on itself."""
+        for value in self.values.values():
+            for factor in value.factors.data:
+                known = self.values.get(factor.symbol)
+                if known is None:
+                    _fail_at(
+                        value,
+                        f"batch.value @{value.value_name}: factor names unknown value "
+                        f"@{factor.symbol}",
+                    )
+                if len(factor.indices.data) != len(known.result.data):
+                    _fail_at(
+                        value,
+                        f"batch.value @{value.value_name}: factor @{factor.symbol} "
+                        f"carries {len(factor.indices.data)} indices, but the value "
+                        f"has {len(known.result.data)}",
+                    )
+        self._check_acyclic()
+
+    def _check_acyclic(self) -> None:
+        state: dict[str, int] = {}  # 1 = on the DFS stack, 2 = done
+        for root in self.values:
+            if root in state:
+                continue
+            stack: list[tuple[str, int]] = [(root, 0)]
+            state[root] = 1
+            while stack:
+                name, position = stack[-1]
+                factors = self.values[name].factors.data
+                if position == len(factors):
+                    state[name] = 2
+                    stack.pop()
+                    continue
+                stack[-1] = (name, position + 1)
+                child = factors[position].symbol
+                if state.get(child) == 1:
+                    _fail_at(
+                        self.values[name],
+                        f"batch.value @{name}: value @{child} depends on itself",
+                    )
+                if child not in state:
+                    state[child] = 1
+                    stack.append((child, 0))
+
+    def check_use(self, use: UseOp, value: ValueOp, carried: list[Index]) -> None:
+        """A use-site matches its value: arity, factor use-sites, relabelling."""
+        name = f"batch.use @{value.value_name}"
+        result = value.result_indices
+        if len(carried) != len(result):
+            raise VerifyException(
+                f"{name}: carries {len(carried)} indices, but @{value.value_name} "
+                f"has {len(result)} ({print_index_list(result)})"
+            )
+        factor_uses = use.factor_uses()
+        factors = value.factors.data
+        if len(factor_uses) != len(factors):
+            raise VerifyException(
+                f"{name}: expected {len(factors)} factor use-sites in its region, "
+                f"found {len(factor_uses)}"
+            )
+        for factor, factor_use in zip(factors, factor_uses, strict=True):
+            if factor_use.value_name != factor.symbol:
+                raise VerifyException(
+                    f"{name}: factor use-site names @{factor_use.value_name}, but "
+                    f"@{value.value_name} is built from @{factor.symbol}"
+                )
+        renaming = _Renaming(name)
+        renaming.add_all(result, carried)
+        for factor, factor_use in zip(factors, factor_uses, strict=True):
+            frame = [a.index for a in factor.indices.data]
+            here = [a.index for a in factor_use.carried.data]
+            if len(frame) == len(here):
+                renaming.add_all(frame, here)
+
+
+class _Renaming:
+    """A use-site's labels must be a consistent renaming of its value's frame."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.forward: dict[Index, Index] = {}
+        self.backward: dict[Index, Index] = {}
+
+    def add_all(self, frame: Sequence[Index], here: Sequence[Index]) -> None:
+        for source, target in zip(frame, here, strict=True):
+            self.add(source, target)
+
+    def add(self, source: Index, target: Index) -> None:
+        if not source.same_type(target):
+            raise VerifyException(
+                f"{self.name}: index {target} stands for {source} of the value's "
+                "frame, which is of another index space"
+            )
+        seen = self.forward.setdefault(source, target)
+        if seen != target:
+            raise VerifyException(
+                f"{self.name}: the value's index {source} is labelled both {seen} and "
+                f"{target} here"
+            )
+        back = self.backward.setdefault(target, source)
+        if back != source:
+            raise VerifyException(
+                f"{self.name}: label {target} stands for both {back} and {source} of "
+                "the value's frame"
+            )
+
+
+def _fail_at(op: Operation, message: str) -> NoReturn:
+    """Report ``message`` at ``op`` (annotated in the printed IR) and raise."""
+    op.emit_error(message, VerifyException(message))
+
+
+Batch = Dialect(
+    "batch",
+    [SpaceOp, ValueOp, TreeOp, LoopOp, UseOp, ForestOp],
+    [IndexAttr, TextAttr, RoleAttr, FactorAttr],
+)
+"""The ``batch`` dialect."""

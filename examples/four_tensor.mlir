@@ -1,0 +1,30 @@
+// The classic four-tensor term (batching note, section 5), with batch loops
+// over b and c around the whole tree. Every letter is an index space.
+//   T1(b,c,d,f) = sum_{e,l} B(b,e,f,l) D(c,d,e,l)
+//   T2(b,c,j,k) = sum_{d,f} T1(b,c,d,f) C(d,f,j,k)
+//   S(a,b,i,j)  = sum_{c,k} T2(b,c,j,k) A(a,c,i,k)
+batch.forest @four_tensor {
+  batch.value @B [b, e, f, l] leaf "B"
+  batch.value @D [c, d, e, l] leaf "D"
+  batch.value @C [d, f, j, k] leaf "C"
+  batch.value @A [a, c, i, k] leaf "A"
+  batch.value @T1 [b, c, d, f] contracted [e, l] = @B [b, e, f, l] * @D [c, d, e, l]
+  batch.value @T2 [b, c, j, k] contracted [d, f] = @T1 [b, c, d, f] * @C [d, f, j, k]
+  batch.value @S [a, b, i, j] contracted [c, k] = @T2 [b, c, j, k] * @A [a, c, i, k]
+  batch.tree @S_term {
+    batch.loop b {
+      batch.loop c {
+        batch.use @S [a, b, i, j] {
+          batch.use @T2 [b, c, j, k] {
+            batch.use @T1 [b, c, d, f] {
+              batch.use @B [b, e, f, l]
+              batch.use @D [c, d, e, l]
+            }
+            batch.use @C [d, f, j, k]
+          }
+          batch.use @A [a, c, i, k]
+        }
+      }
+    }
+  }
+}
