@@ -33,13 +33,14 @@ in ``ForestOp.verify``; the per-op verifiers then look names up in it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import ClassVar, NoReturn
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DictionaryAttr,
     FlatSymbolRefAttr,
     IntegerAttr,
     StringAttr,
@@ -70,6 +71,7 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 from axisflow.dialects.labels import (
     parse_index,
@@ -432,7 +434,45 @@ class ValueOp(IRDLOperation):
             _print_factor(printer, self.factors.data[0])
             printer.print_string(" * ")
             _print_factor(printer, self.factors.data[1])
-        printer.print_op_attributes(self.attributes)
+        _print_attributes(printer, self.attributes)
+
+
+def _print_key(printer: Printer, key: str) -> None:
+    if MLIRLexer.bare_identifier_regex.fullmatch(key):
+        printer.print_string(key)
+    else:
+        printer.print_string(quote_text(key))
+
+
+def _print_attributes(printer: Printer, attributes: Mapping[str, Attribute]) -> None:
+    """``print_op_attributes``, keeping Unicode readable in dictionary keys and
+    texts one level down (``roles``/``why`` are keyed by loop labels such as
+    ``Κ_1``). xDSL prints such a key as escaped UTF-8 bytes, ``"\\CE\\9A_1"``,
+    which its own parser rejects as a dictionary key; a quoted ``"Κ_1"`` parses.
+    """
+    if not attributes:
+        return
+    printer.print_string(" {")
+    for number, (name, attr) in enumerate(attributes.items()):
+        if number:
+            printer.print_string(", ")
+        _print_key(printer, name)
+        printer.print_string(" = ")
+        if not isinstance(attr, DictionaryAttr):
+            printer.print_attribute(attr)
+            continue
+        printer.print_string("{")
+        for position, (key, value) in enumerate(attr.data.items()):
+            if position:
+                printer.print_string(", ")
+            _print_key(printer, key)
+            printer.print_string(" = ")
+            if isinstance(value, StringAttr):
+                printer.print_string(quote_text(value.data))
+            else:
+                printer.print_attribute(value)
+        printer.print_string("}")
+    printer.print_string("}")
 
 
 def _parse_factor(parser: Parser) -> FactorAttr:
