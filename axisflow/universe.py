@@ -21,18 +21,32 @@ def _batch_dialect() -> Dialect:
     return Batch
 
 
+def _sched_dialect() -> Dialect:
+    from axisflow.dialects.sched import Sched
+
+    return Sched
+
+
 def _classify_axes() -> type[ModulePass]:
     from axisflow.passes.classify_axes import ClassifyAxesPass
 
     return ClassifyAxesPass
 
 
+def _schedule_batches() -> type[ModulePass]:
+    from axisflow.passes.schedule_batches import ScheduleBatchesPass
+
+    return ScheduleBatchesPass
+
+
 AXISFLOW_UNIVERSE = Universe(
     all_dialects={
         "batch": _batch_dialect,
+        "sched": _sched_dialect,
     },
     all_passes={
         "classify-axes": _classify_axes,
+        "schedule-batches": _schedule_batches,
     },
     all_frontends={},
 )

@@ -10,15 +10,17 @@ from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.parser import Parser
 
 from axisflow.dialects.batch import Batch, ForestOp
+from axisflow.dialects.sched import Sched
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def context() -> Context:
-    """A context with builtin and batch loaded."""
+    """A context with builtin, batch and sched loaded."""
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Batch)
+    ctx.load_dialect(Sched)
     return ctx
 
 
