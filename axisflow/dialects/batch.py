@@ -33,7 +33,7 @@ in ``ForestOp.verify``; the per-op verifiers then look names up in it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import ClassVar, NoReturn
@@ -157,6 +157,116 @@ class RoleAttr(EnumAttribute[LoopRole]):  # pyright: ignore[reportInvalidTypeArg
     def parse_parameter(cls, parser: AttrParser) -> LoopRole:
         with parser.in_angle_brackets():
             return parser.parse_str_enum(LoopRole)  # pyright: ignore[reportArgumentType]
+
+
+def _parse_axis_map(parser: AttrParser, parse_entry: Callable[[], Attribute]):
+    """``<label = entry, ...>`` with raw-scanned labels; returns both lists."""
+    axes: list[IndexAttr] = []
+    entries: list[Attribute] = []
+    parser.parse_punctuation("<")
+    if parser.parse_optional_punctuation(">") is None:
+        while True:
+            axes.append(IndexAttr(parse_index(parser)))
+            parser.parse_punctuation("=", " after an axis label")
+            entries.append(parse_entry())
+            if parser.parse_optional_punctuation(",") is None:
+                break
+        parser.parse_punctuation(">", " to close the axis map")
+    return ArrayAttr(axes), ArrayAttr(entries)
+
+
+def _print_axis_map(
+    printer: Printer, axes: ArrayAttr[IndexAttr], entries: Sequence[str]
+) -> None:
+    printer.print_string(
+        "<"
+        + ", ".join(
+            f"{print_label(axis.index)} = {entry}"
+            for axis, entry in zip(axes.data, entries, strict=True)
+        )
+        + ">"
+    )
+
+
+@irdl_attr_definition
+class AxisRolesAttr(ParametrizedAttribute):
+    """The roles of one value per batch-loop axis (``classify-axes`` output):
+    ``#batch.roles<b = loop_carried, Κ_1 = reduction>``.
+
+    A dialect attribute rather than a builtin dictionary, because xDSL cannot
+    read back dictionary keys such as ``Κ_1`` once it has printed them.
+    """
+
+    name = "batch.roles"
+
+    axes: ArrayAttr[IndexAttr]
+    roles: ArrayAttr[RoleAttr]
+
+    def __init__(self, entries: Sequence[tuple[Index, LoopRole]]) -> None:
+        super().__init__(
+            ArrayAttr(IndexAttr(axis) for axis, _ in entries),
+            ArrayAttr(RoleAttr(role) for _, role in entries),
+        )
+
+    def as_dict(self) -> dict[Index, LoopRole]:
+        """Axis index to role."""
+        return {
+            axis.index: role.data
+            for axis, role in zip(self.axes.data, self.roles.data, strict=True)
+        }
+
+    def verify(self) -> None:
+        if len(self.axes.data) != len(self.roles.data):
+            raise VerifyException("batch.roles: one role per axis expected")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        def role() -> Attribute:
+            return RoleAttr(parser.parse_str_enum(LoopRole))  # pyright: ignore[reportArgumentType]
+
+        return _parse_axis_map(parser, role)
+
+    def print_parameters(self, printer: Printer) -> None:
+        _print_axis_map(printer, self.axes, [r.data.value for r in self.roles.data])
+
+
+@irdl_attr_definition
+class AxisReasonsAttr(ParametrizedAttribute):
+    """Why each role was decided (``classify-axes{explain=true}``):
+    ``#batch.why<c = "contracts c at its own node">``."""
+
+    name = "batch.why"
+
+    axes: ArrayAttr[IndexAttr]
+    reasons: ArrayAttr[StringAttr]
+
+    def __init__(self, entries: Sequence[tuple[Index, str]]) -> None:
+        super().__init__(
+            ArrayAttr(IndexAttr(axis) for axis, _ in entries),
+            ArrayAttr(StringAttr(reason) for _, reason in entries),
+        )
+
+    def as_dict(self) -> dict[Index, str]:
+        """Axis index to explanation."""
+        return {
+            axis.index: reason.data
+            for axis, reason in zip(self.axes.data, self.reasons.data, strict=True)
+        }
+
+    def verify(self) -> None:
+        if len(self.axes.data) != len(self.reasons.data):
+            raise VerifyException("batch.why: one reason per axis expected")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return _parse_axis_map(
+            parser, lambda: StringAttr(parse_text(parser, "a reason"))
+        )
+
+    def print_parameters(self, printer: Printer) -> None:
+        _print_axis_map(
+            printer, self.axes, [quote_text(r.data) for r in self.reasons.data]
+        )
 
 
 @irdl_attr_definition
@@ -962,6 +1072,6 @@ def _fail_at(op: Operation, message: str) -> NoReturn:
 Batch = Dialect(
     "batch",
     [SpaceOp, ValueOp, TreeOp, LoopOp, UseOp, ForestOp],
-    [IndexAttr, TextAttr, RoleAttr, FactorAttr],
+    [IndexAttr, TextAttr, RoleAttr, AxisRolesAttr, AxisReasonsAttr, FactorAttr],
 )
 """The ``batch`` dialect."""

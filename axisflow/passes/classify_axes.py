@@ -2,8 +2,9 @@
 
 For each value of each ``batch.forest`` and each batch-loop axis enclosing any
 of its use-sites, the role comes from ``axisflow.roles.classify_axis`` and is
-attached as ``roles = {"<loop label>" = #batch.role<...>}``; with
-``explain=true`` a ``why`` dictionary gives the evidence. Re-running the pass
+attached as ``roles = #batch.roles<LABEL = ROLE, ...>`` (a map from each loop
+label to its role); with ``explain=true`` a ``why = #batch.why<LABEL =
+"...">`` map gives the evidence. Re-running the pass
 recomputes and replaces both attributes, so it is idempotent.
 """
 
@@ -12,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from axisflow.analysis.forest import ForestInfo, ValueInfo, collect_forest
-from axisflow.dialects.batch import ForestOp, RoleAttr
+from axisflow.dialects.batch import AxisReasonsAttr, AxisRolesAttr, ForestOp
 from axisflow.dialects.labels import print_index_list
 from axisflow.roles.decision import Occurrence, Verdict, decide_axis, occurrence_slot
 from axisflow.roles.index import Index
@@ -79,15 +80,12 @@ def classify_forest(forest: ForestOp, explain: bool = False) -> ForestInfo:
         if not verdicts:
             continue
         ordered = sorted(verdicts.items(), key=lambda item: item[0].sort_key())
-        attributes[ROLES_ATTR] = DictionaryAttr(
-            {axis.full_label: RoleAttr(verdict.role) for axis, verdict in ordered}
+        attributes[ROLES_ATTR] = AxisRolesAttr(
+            [(axis, verdict.role) for axis, verdict in ordered]
         )
         if explain:
-            attributes[WHY_ATTR] = DictionaryAttr(
-                {
-                    axis.full_label: StringAttr(verdict.reason)
-                    for axis, verdict in ordered
-                }
+            attributes[WHY_ATTR] = AxisReasonsAttr(
+                [(axis, verdict.reason) for axis, verdict in ordered]
             )
     return info
 
