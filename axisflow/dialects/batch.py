@@ -496,6 +496,13 @@ class ValueOp(IRDLOperation):
         for index in result:
             if index not in available:
                 raise VerifyException(f"{name}: result index {index} is on no factor")
+        for index in available - on_both:
+            if index not in result:
+                raise VerifyException(
+                    f"{name}: index {index} is on one factor only and not in the "
+                    "result (an index is either kept or contracted between the two "
+                    "factors)"
+                )
 
     @classmethod
     def parse(cls, parser: Parser) -> ValueOp:
@@ -641,9 +648,12 @@ class TreeOp(IRDLOperation):
             numerator = _parse_int(parser, "coefficient")
             denominator = 1
             if parser.parse_optional_punctuation("/"):
+                at = parser.pos
                 denominator = _parse_int(parser, "coefficient denominator")
                 if denominator <= 0:
-                    parser.raise_error("coefficient denominator must be positive")
+                    parser.raise_error(
+                        "coefficient denominator must be positive", at, parser.pos
+                    )
             coeff = Fraction(-numerator if negative else numerator, denominator)
         body = _parse_optional_body(parser)
         if not body.blocks:
