@@ -72,8 +72,14 @@ class ForestInfo:
     """Whether any loop declares a fusion slot (instance-aware binding)."""
 
 
-_Frame = tuple[Operation, tuple[LoopOp, ...], tuple[LoopOp, ...]]
-"""Walk frame: an item, the loops around it, the loops around its consumer."""
+_Loops = tuple[LoopOp, ...]
+_Context = tuple[tuple[Index, ...], tuple[int, ...]]
+"""The indices and slots of a sequence of loops (an occurrence's ``ectx``)."""
+_Frame = tuple[Operation, _Loops, _Loops, _Context]
+"""Walk frame: an item, the loops around it, the loops around its consumer,
+and the consumer's context (computed once per loop nest, shared by uses)."""
+
+_NO_CONTEXT: _Context = ((), ())
 
 
 def collect_forest(forest: ForestOp) -> ForestInfo:
@@ -89,32 +95,39 @@ def collect_forest(forest: ForestOp) -> ForestInfo:
     values = {op.value_name: ValueInfo(op) for op in forest.values()}
     has_slots = False
     for tree in forest.trees():
-        # Depth-first walk carrying (loops around the item, loops around the
-        # item's consumer).
-        stack: list[_Frame] = [(item, (), ()) for item in reversed(list(tree.items()))]
+        stack: list[_Frame] = [
+            (item, (), (), _NO_CONTEXT) for item in reversed(list(tree.items()))
+        ]
         while stack:
-            item, loops, consumer_loops = stack.pop()
+            item, loops, consumer_loops, consumer_context = stack.pop()
             if isinstance(item, LoopOp):
                 has_slots = has_slots or item.slot is not None
                 inner = (*loops, item)
                 stack.extend(
-                    (child, inner, consumer_loops)
+                    (child, inner, consumer_loops, consumer_context)
                     for child in reversed(list(item.items()))
                 )
             elif isinstance(item, UseOp):
                 info = values[item.value_name]
-                ectx = tuple(loop.loop_index for loop in consumer_loops)
-                slots = tuple(
-                    -1 if loop.slot_value is None else loop.slot_value
-                    for loop in consumer_loops
-                )
+                ectx, slots = consumer_context
                 info.sites.append(
                     UseSite(item, tree, loops, consumer_loops, len(info.occurrences))
                 )
                 info.occurrences.append(Occurrence(item.carried_indices, ectx, slots))
+                axes = info.axes
                 for loop in loops:
-                    info.axes.setdefault(loop.loop_index, None)
-                stack.extend(
-                    (child, loops, loops) for child in reversed(list(item.items()))
-                )
+                    axes.setdefault(loop.loop_index, None)
+                children = list(item.items())
+                if children:
+                    context = _context_of(loops) if loops else _NO_CONTEXT
+                    stack.extend(
+                        (child, loops, loops, context) for child in reversed(children)
+                    )
     return ForestInfo(forest, values, has_slots)
+
+
+def _context_of(loops: _Loops) -> _Context:
+    return (
+        tuple(loop.loop_index for loop in loops),
+        tuple(-1 if loop.slot_value is None else loop.slot_value for loop in loops),
+    )

@@ -111,8 +111,21 @@ class IndexAttr(ParametrizedAttribute):
 
     @property
     def index(self) -> Index:
-        """The parsed label; raises ``ValueError`` if it is malformed."""
-        return parse_label(self.label.data)
+        """The parsed label (cached); raises ``ValueError`` if it is malformed."""
+        parsed = self.__dict__.get("_parsed")
+        if parsed is None:
+            parsed = parse_label(self.label.data)
+            # A cache, not a parameter: attributes are frozen dataclasses.
+            object.__setattr__(self, "_parsed", parsed)
+        return parsed
+
+    @staticmethod
+    def of(index: Index) -> IndexAttr:
+        """The (shared) attribute of ``index``: IR repeats few labels many times."""
+        attr = _INDEX_ATTRS.get(index)
+        if attr is None:
+            attr = _INDEX_ATTRS[index] = IndexAttr(index)
+        return attr
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -122,6 +135,9 @@ class IndexAttr(ParametrizedAttribute):
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
             printer.print_string(quote_text(self.label.data))
+
+
+_INDEX_ATTRS: dict[Index, IndexAttr] = {}
 
 
 @irdl_attr_definition
@@ -157,6 +173,9 @@ class RoleAttr(EnumAttribute[LoopRole]):  # pyright: ignore[reportInvalidTypeArg
     def parse_parameter(cls, parser: AttrParser) -> LoopRole:
         with parser.in_angle_brackets():
             return parser.parse_str_enum(LoopRole)  # pyright: ignore[reportArgumentType]
+
+
+_ROLE_ATTRS = {role: RoleAttr(role) for role in LoopRole}
 
 
 def _parse_axis_map(parser: AttrParser, parse_entry: Callable[[], Attribute]):
@@ -204,8 +223,8 @@ class AxisRolesAttr(ParametrizedAttribute):
 
     def __init__(self, entries: Sequence[tuple[Index, LoopRole]]) -> None:
         super().__init__(
-            ArrayAttr(IndexAttr(axis) for axis, _ in entries),
-            ArrayAttr(RoleAttr(role) for _, role in entries),
+            ArrayAttr(IndexAttr.of(axis) for axis, _ in entries),
+            ArrayAttr(_ROLE_ATTRS[role] for _, role in entries),
         )
 
     def as_dict(self) -> dict[Index, LoopRole]:
@@ -242,7 +261,7 @@ class AxisReasonsAttr(ParametrizedAttribute):
 
     def __init__(self, entries: Sequence[tuple[Index, str]]) -> None:
         super().__init__(
-            ArrayAttr(IndexAttr(axis) for axis, _ in entries),
+            ArrayAttr(IndexAttr.of(axis) for axis, _ in entries),
             ArrayAttr(StringAttr(reason) for _, reason in entries),
         )
 
@@ -298,7 +317,9 @@ class FactorAttr(ParametrizedAttribute):
 
 
 def _index_array(indices: Sequence[Index | IndexAttr]) -> ArrayAttr[IndexAttr]:
-    return ArrayAttr(i if isinstance(i, IndexAttr) else IndexAttr(i) for i in indices)
+    return ArrayAttr(
+        i if isinstance(i, IndexAttr) else IndexAttr.of(i) for i in indices
+    )
 
 
 def _checked_indices(
