@@ -75,9 +75,10 @@ class ForestInfo:
 _Loops = tuple[LoopOp, ...]
 _Context = tuple[tuple[Index, ...], tuple[int, ...]]
 """The indices and slots of a sequence of loops (an occurrence's ``ectx``)."""
-_Frame = tuple[Operation, _Loops, _Loops, _Context]
-"""Walk frame: an item, the loops around it, the loops around its consumer,
-and the consumer's context (computed once per loop nest, shared by uses)."""
+_Frame = tuple[Operation, _Loops, _Context, _Loops, _Context]
+"""Walk frame: an item; the loops around it and their context; the loops
+around its consumer and their context. Contexts are built once per loop and
+shared by every use-site inside it."""
 
 _NO_CONTEXT: _Context = ((), ())
 
@@ -96,38 +97,39 @@ def collect_forest(forest: ForestOp) -> ForestInfo:
     has_slots = False
     for tree in forest.trees():
         stack: list[_Frame] = [
-            (item, (), (), _NO_CONTEXT) for item in reversed(list(tree.items()))
+            (item, (), _NO_CONTEXT, (), _NO_CONTEXT)
+            for item in reversed(list(tree.items()))
         ]
         while stack:
-            item, loops, consumer_loops, consumer_context = stack.pop()
-            if isinstance(item, LoopOp):
-                has_slots = has_slots or item.slot is not None
-                inner = (*loops, item)
-                stack.extend(
-                    (child, inner, consumer_loops, consumer_context)
-                    for child in reversed(list(item.items()))
-                )
-            elif isinstance(item, UseOp):
+            item, loops, context, consumer_loops, consumer_context = stack.pop()
+            if isinstance(item, UseOp):
                 info = values[item.value_name]
-                ectx, slots = consumer_context
                 info.sites.append(
                     UseSite(item, tree, loops, consumer_loops, len(info.occurrences))
                 )
-                info.occurrences.append(Occurrence(item.carried_indices, ectx, slots))
+                info.occurrences.append(
+                    Occurrence.trusted(item.carried_indices, *consumer_context)
+                )
                 axes = info.axes
-                for loop in loops:
-                    axes.setdefault(loop.loop_index, None)
+                for loop_index in context[0]:
+                    axes.setdefault(loop_index, None)
                 children = list(item.items())
-                if children:
-                    context = _context_of(loops) if loops else _NO_CONTEXT
-                    stack.extend(
-                        (child, loops, loops, context) for child in reversed(children)
-                    )
+                children.reverse()
+                stack.extend(
+                    (child, loops, context, loops, context) for child in children
+                )
+            elif isinstance(item, LoopOp):
+                slot = item.slot_value
+                has_slots = has_slots or slot is not None
+                inner = (*loops, item)
+                inner_context = (
+                    (*context[0], item.loop_index),
+                    (*context[1], -1 if slot is None else slot),
+                )
+                children = list(item.items())
+                children.reverse()
+                stack.extend(
+                    (child, inner, inner_context, consumer_loops, consumer_context)
+                    for child in children
+                )
     return ForestInfo(forest, values, has_slots)
-
-
-def _context_of(loops: _Loops) -> _Context:
-    return (
-        tuple(loop.loop_index for loop in loops),
-        tuple(-1 if loop.slot_value is None else loop.slot_value for loop in loops),
-    )
