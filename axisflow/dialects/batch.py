@@ -76,7 +76,9 @@ from axisflow.dialects.labels import (
     parse_index_list,
     parse_key,
     parse_label,
+    parse_optional_attr_dict_text,
     parse_text,
+    print_attr_dict_text,
     print_index_list,
     print_label,
     quote_text,
@@ -412,7 +414,8 @@ class ValueOp(IRDLOperation):
             symmetry=symmetry,
             factors=factors,
         )
-        op.attributes |= parser.parse_optional_attr_dict()
+        # roles/why are keyed by loop labels such as Κ_2 (see labels.py).
+        op.attributes |= parse_optional_attr_dict_text(parser)
         return op
 
     def print(self, printer: Printer) -> None:
@@ -432,7 +435,7 @@ class ValueOp(IRDLOperation):
             _print_factor(printer, self.factors.data[0])
             printer.print_string(" * ")
             _print_factor(printer, self.factors.data[1])
-        printer.print_op_attributes(self.attributes)
+        print_attr_dict_text(printer, self.attributes)
 
 
 def _parse_factor(parser: Parser) -> FactorAttr:

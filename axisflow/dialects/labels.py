@@ -10,11 +10,16 @@ exact position in the file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 
-from xdsl.parser import BaseParser
+from xdsl.dialects.builtin import DictionaryAttr, StringAttr, UnitAttr
+from xdsl.ir import Attribute
+from xdsl.parser import AttrParser, BaseParser
+from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError
 from xdsl.utils.lexer import Span
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 from axisflow.roles.index import Index, IndexSyntaxError, is_key_char
 
@@ -158,3 +163,76 @@ def print_label(index: Index) -> str:
 def print_index_list(indices: tuple[Index, ...] | list[Index]) -> str:
     """``[a, b]`` with bare labels; nothing needs quoting inside brackets."""
     return "[" + ", ".join(index.full_label for index in indices) + "]"
+
+
+# --------------------------------------------------------------------------
+# Attribute dictionaries keyed by labels
+# --------------------------------------------------------------------------
+# ``classify-axes`` keys ``roles`` and ``why`` by loop label (``Κ_2``). xDSL
+# prints a non-ASCII key as an escaped byte string that its own parser then
+# rejects, so ops holding such dictionaries print and parse them here, with
+# Unicode kept readable (string values too).
+
+
+def print_attr_dict_text(printer: Printer, attributes: Mapping[str, Attribute]) -> None:
+    """``print_op_attributes`` with Unicode keys and strings kept readable,
+    nested dictionaries included; nothing is printed for an empty dict."""
+    if attributes:
+        printer.print_string(" ")
+        _print_dict(printer, attributes)
+
+
+def _print_dict(printer: Printer, entries: Mapping[str, Attribute]) -> None:
+    printer.print_string("{")
+    for number, (key, value) in enumerate(entries.items()):
+        if number:
+            printer.print_string(", ")
+        bare = MLIRLexer.bare_identifier_regex.fullmatch(key) is not None
+        printer.print_string(key if bare else quote_text(key))
+        if isinstance(value, UnitAttr):
+            continue
+        printer.print_string(" = ")
+        if isinstance(value, DictionaryAttr):
+            _print_dict(printer, value.data)
+        elif isinstance(value, StringAttr):
+            printer.print_string(quote_text(value.data))
+        else:
+            printer.print_attribute(value)
+    printer.print_string("}")
+
+
+def parse_optional_attr_dict_text(parser: AttrParser) -> dict[str, Attribute]:
+    """Read what ``print_attr_dict_text`` prints (and xDSL's own form, whose
+    escaped UTF-8 keys and strings are decoded); empty if no ``{`` follows."""
+    if parser.parse_optional_punctuation("{") is None:
+        return {}
+    return _parse_dict_body(parser)
+
+
+def _parse_dict_body(parser: AttrParser) -> dict[str, Attribute]:
+    entries: dict[str, Attribute] = {}
+    if parser.parse_optional_punctuation("}") is not None:
+        return entries
+    while True:
+        key = parser.parse_optional_identifier()
+        if key is None:
+            key = parse_text(parser, "an attribute name")
+        value: Attribute
+        if parser.parse_optional_punctuation("=") is None:
+            value = UnitAttr()
+        elif parser.parse_optional_punctuation("{") is not None:
+            value = DictionaryAttr(_parse_dict_body(parser))
+        elif _at_string(parser):
+            value = StringAttr(parse_text(parser, "a string"))
+        else:
+            value = parser.parse_attribute()
+        entries[key] = value
+        if parser.parse_optional_punctuation(",") is None:
+            break
+    parser.parse_punctuation("}", " to close an attribute dictionary")
+    return entries
+
+
+def _at_string(parser: BaseParser) -> bool:
+    text = _raw_text(parser)
+    return parser.pos < len(text) and text[parser.pos] == '"'
