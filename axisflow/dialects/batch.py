@@ -299,11 +299,11 @@ class FactorAttr(ParametrizedAttribute):
     indices: ArrayAttr[IndexAttr]
 
     def __init__(
-        self, value: str | FlatSymbolRefAttr, indices: Sequence[Index]
+        self, value: str | FlatSymbolRefAttr, indices: Sequence[Index | IndexAttr]
     ) -> None:
         if isinstance(value, str):
             value = SymbolRefAttr(value)
-        super().__init__(value, ArrayAttr(IndexAttr(i) for i in indices))
+        super().__init__(value, _index_array(indices))
 
     @property
     def symbol(self) -> str:
@@ -447,8 +447,8 @@ class ValueOp(IRDLOperation):
     def __init__(
         self,
         sym_name: str,
-        result: Sequence[Index],
-        contracted: Sequence[Index] = (),
+        result: Sequence[Index | IndexAttr],
+        contracted: Sequence[Index | IndexAttr] = (),
         *,
         tensor: str | None = None,
         symmetry: str | None = None,
