@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.axisflow-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv demo test lint typecheck unit lit bench clean
+.PHONY: venv demo demo-four-tensor demo-sequant test lint typecheck unit lit bench clean
 
 venv: $(STAMP)
 
@@ -18,9 +18,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: demo-four-tensor demo-sequant
+
+demo-four-tensor: $(STAMP)
 	@echo '== classify-axes on the bundled four-tensor forest =='
 	$(BIN)/xdsl-opt -p 'classify-axes{explain=true}' examples/four_tensor.mlir
+
+# A real equation: the CSV-CCSD doubles residual, batched over the density-fitting
+# space Κ (quoted: xdsl-opt's option lexer reads only ASCII words unquoted).
+demo-sequant: $(STAMP)
+	@echo '== SeQuant frontend + classify-axes on the CSV-CCSD doubles residual, batch=Κ =='
+	$(BIN)/xdsl-opt -f 'sequant{batch="Κ"}' examples/sequant/csv_ccsd_doubles_residual_df.txt -p classify-axes
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

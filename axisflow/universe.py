@@ -13,6 +13,7 @@ from xdsl.universe import Universe
 if TYPE_CHECKING:
     from xdsl.ir import Dialect
     from xdsl.passes import ModulePass
+    from xdsl.utils.frontend import Frontend
 
 
 def _batch_dialect() -> Dialect:
@@ -39,6 +40,20 @@ def _schedule_batches() -> type[ModulePass]:
     return ScheduleBatchesPass
 
 
+def _sequant_frontend() -> type[Frontend]:
+    from axisflow.sequant.frontend import SequantFrontend
+
+    return SequantFrontend
+
+
+def _sequant_txt_frontend() -> type[Frontend]:
+    # xdsl-opt checks that the input's extension names a frontend even when
+    # -f is given; SeQuant files end in .txt.
+    from axisflow.sequant.frontend import SequantTextFrontend
+
+    return SequantTextFrontend
+
+
 AXISFLOW_UNIVERSE = Universe(
     all_dialects={
         "batch": _batch_dialect,
@@ -48,5 +63,8 @@ AXISFLOW_UNIVERSE = Universe(
         "classify-axes": _classify_axes,
         "schedule-batches": _schedule_batches,
     },
-    all_frontends={},
+    all_frontends={
+        "sequant": _sequant_frontend,
+        "txt": _sequant_txt_frontend,
+    },
 )

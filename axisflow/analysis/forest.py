@@ -72,8 +72,15 @@ class ForestInfo:
     """Whether any loop declares a fusion slot (instance-aware binding)."""
 
 
-_Frame = tuple[Operation, tuple[LoopOp, ...], tuple[LoopOp, ...]]
-"""Walk frame: an item, the loops around it, the loops around its consumer."""
+_Loops = tuple[LoopOp, ...]
+_Context = tuple[tuple[Index, ...], tuple[int, ...]]
+"""The indices and slots of a sequence of loops (an occurrence's ``ectx``)."""
+_Frame = tuple[Operation, _Loops, _Context, _Loops, _Context]
+"""Walk frame: an item; the loops around it and their context; the loops
+around its consumer and their context. Contexts are built once per loop and
+shared by every use-site inside it."""
+
+_NO_CONTEXT: _Context = ((), ())
 
 
 def collect_forest(forest: ForestOp) -> ForestInfo:
@@ -89,32 +96,40 @@ def collect_forest(forest: ForestOp) -> ForestInfo:
     values = {op.value_name: ValueInfo(op) for op in forest.values()}
     has_slots = False
     for tree in forest.trees():
-        # Depth-first walk carrying (loops around the item, loops around the
-        # item's consumer).
-        stack: list[_Frame] = [(item, (), ()) for item in reversed(list(tree.items()))]
+        stack: list[_Frame] = [
+            (item, (), _NO_CONTEXT, (), _NO_CONTEXT)
+            for item in reversed(list(tree.items()))
+        ]
         while stack:
-            item, loops, consumer_loops = stack.pop()
-            if isinstance(item, LoopOp):
-                has_slots = has_slots or item.slot is not None
-                inner = (*loops, item)
-                stack.extend(
-                    (child, inner, consumer_loops)
-                    for child in reversed(list(item.items()))
-                )
-            elif isinstance(item, UseOp):
+            item, loops, context, consumer_loops, consumer_context = stack.pop()
+            if isinstance(item, UseOp):
                 info = values[item.value_name]
-                ectx = tuple(loop.loop_index for loop in consumer_loops)
-                slots = tuple(
-                    -1 if loop.slot_value is None else loop.slot_value
-                    for loop in consumer_loops
-                )
                 info.sites.append(
                     UseSite(item, tree, loops, consumer_loops, len(info.occurrences))
                 )
-                info.occurrences.append(Occurrence(item.carried_indices, ectx, slots))
-                for loop in loops:
-                    info.axes.setdefault(loop.loop_index, None)
+                info.occurrences.append(
+                    Occurrence.trusted(item.carried_indices, *consumer_context)
+                )
+                axes = info.axes
+                for loop_index in context[0]:
+                    axes.setdefault(loop_index, None)
+                children = list(item.items())
+                children.reverse()
                 stack.extend(
-                    (child, loops, loops) for child in reversed(list(item.items()))
+                    (child, loops, context, loops, context) for child in children
+                )
+            elif isinstance(item, LoopOp):
+                slot = item.slot_value
+                has_slots = has_slots or slot is not None
+                inner = (*loops, item)
+                inner_context = (
+                    (*context[0], item.loop_index),
+                    (*context[1], -1 if slot is None else slot),
+                )
+                children = list(item.items())
+                children.reverse()
+                stack.extend(
+                    (child, inner, inner_context, consumer_loops, consumer_context)
+                    for child in children
                 )
     return ForestInfo(forest, values, has_slots)

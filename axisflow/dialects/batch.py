@@ -33,14 +33,13 @@ in ``ForestOp.verify``; the per-op verifiers then look names up in it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import ClassVar, NoReturn
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    DictionaryAttr,
     FlatSymbolRefAttr,
     IntegerAttr,
     StringAttr,
@@ -71,7 +70,6 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.mlir_lexer import MLIRLexer
 
 from axisflow.dialects.labels import (
     parse_index,
@@ -113,8 +111,21 @@ class IndexAttr(ParametrizedAttribute):
 
     @property
     def index(self) -> Index:
-        """The parsed label; raises ``ValueError`` if it is malformed."""
-        return parse_label(self.label.data)
+        """The parsed label (cached); raises ``ValueError`` if it is malformed."""
+        parsed = self.__dict__.get("_parsed")
+        if parsed is None:
+            parsed = parse_label(self.label.data)
+            # A cache, not a parameter: attributes are frozen dataclasses.
+            object.__setattr__(self, "_parsed", parsed)
+        return parsed
+
+    @staticmethod
+    def of(index: Index) -> IndexAttr:
+        """The (shared) attribute of ``index``: IR repeats few labels many times."""
+        attr = _INDEX_ATTRS.get(index)
+        if attr is None:
+            attr = _INDEX_ATTRS[index] = IndexAttr(index)
+        return attr
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -124,6 +135,9 @@ class IndexAttr(ParametrizedAttribute):
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
             printer.print_string(quote_text(self.label.data))
+
+
+_INDEX_ATTRS: dict[Index, IndexAttr] = {}
 
 
 @irdl_attr_definition
@@ -161,6 +175,119 @@ class RoleAttr(EnumAttribute[LoopRole]):  # pyright: ignore[reportInvalidTypeArg
             return parser.parse_str_enum(LoopRole)  # pyright: ignore[reportArgumentType]
 
 
+_ROLE_ATTRS = {role: RoleAttr(role) for role in LoopRole}
+
+
+def _parse_axis_map(parser: AttrParser, parse_entry: Callable[[], Attribute]):
+    """``<label = entry, ...>`` with raw-scanned labels; returns both lists."""
+    axes: list[IndexAttr] = []
+    entries: list[Attribute] = []
+    parser.parse_punctuation("<")
+    if parser.parse_optional_punctuation(">") is None:
+        while True:
+            axes.append(IndexAttr(parse_index(parser)))
+            parser.parse_punctuation("=", " after an axis label")
+            entries.append(parse_entry())
+            if parser.parse_optional_punctuation(",") is None:
+                break
+        parser.parse_punctuation(">", " to close the axis map")
+    return ArrayAttr(axes), ArrayAttr(entries)
+
+
+def _print_axis_map(
+    printer: Printer, axes: ArrayAttr[IndexAttr], entries: Sequence[str]
+) -> None:
+    printer.print_string(
+        "<"
+        + ", ".join(
+            f"{print_label(axis.index)} = {entry}"
+            for axis, entry in zip(axes.data, entries, strict=True)
+        )
+        + ">"
+    )
+
+
+@irdl_attr_definition
+class AxisRolesAttr(ParametrizedAttribute):
+    """The roles of one value per batch-loop axis (``classify-axes`` output):
+    ``#batch.roles<b = loop_carried, Κ_1 = reduction>``.
+
+    A dialect attribute rather than a builtin dictionary, because xDSL cannot
+    read back dictionary keys such as ``Κ_1`` once it has printed them.
+    """
+
+    name = "batch.roles"
+
+    axes: ArrayAttr[IndexAttr]
+    roles: ArrayAttr[RoleAttr]
+
+    def __init__(self, entries: Sequence[tuple[Index, LoopRole]]) -> None:
+        super().__init__(
+            ArrayAttr(IndexAttr.of(axis) for axis, _ in entries),
+            ArrayAttr(_ROLE_ATTRS[role] for _, role in entries),
+        )
+
+    def as_dict(self) -> dict[Index, LoopRole]:
+        """Axis index to role."""
+        return {
+            axis.index: role.data
+            for axis, role in zip(self.axes.data, self.roles.data, strict=True)
+        }
+
+    def verify(self) -> None:
+        if len(self.axes.data) != len(self.roles.data):
+            raise VerifyException("batch.roles: one role per axis expected")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        def role() -> Attribute:
+            return RoleAttr(parser.parse_str_enum(LoopRole))  # pyright: ignore[reportArgumentType]
+
+        return _parse_axis_map(parser, role)
+
+    def print_parameters(self, printer: Printer) -> None:
+        _print_axis_map(printer, self.axes, [r.data.value for r in self.roles.data])
+
+
+@irdl_attr_definition
+class AxisReasonsAttr(ParametrizedAttribute):
+    """Why each role was decided (``classify-axes{explain=true}``):
+    ``#batch.why<c = "contracts c at its own node">``."""
+
+    name = "batch.why"
+
+    axes: ArrayAttr[IndexAttr]
+    reasons: ArrayAttr[StringAttr]
+
+    def __init__(self, entries: Sequence[tuple[Index, str]]) -> None:
+        super().__init__(
+            ArrayAttr(IndexAttr.of(axis) for axis, _ in entries),
+            ArrayAttr(StringAttr(reason) for _, reason in entries),
+        )
+
+    def as_dict(self) -> dict[Index, str]:
+        """Axis index to explanation."""
+        return {
+            axis.index: reason.data
+            for axis, reason in zip(self.axes.data, self.reasons.data, strict=True)
+        }
+
+    def verify(self) -> None:
+        if len(self.axes.data) != len(self.reasons.data):
+            raise VerifyException("batch.why: one reason per axis expected")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return _parse_axis_map(
+            parser, lambda: StringAttr(parse_text(parser, "a reason"))
+        )
+
+    def print_parameters(self, printer: Printer) -> None:
+        _print_axis_map(
+            printer, self.axes, [quote_text(r.data) for r in self.reasons.data]
+        )
+
+
 @irdl_attr_definition
 class FactorAttr(ParametrizedAttribute):
     """One factor of a contraction: a value symbol with the labels it carries
@@ -172,11 +299,11 @@ class FactorAttr(ParametrizedAttribute):
     indices: ArrayAttr[IndexAttr]
 
     def __init__(
-        self, value: str | FlatSymbolRefAttr, indices: Sequence[Index]
+        self, value: str | FlatSymbolRefAttr, indices: Sequence[Index | IndexAttr]
     ) -> None:
         if isinstance(value, str):
             value = SymbolRefAttr(value)
-        super().__init__(value, ArrayAttr(IndexAttr(i) for i in indices))
+        super().__init__(value, _index_array(indices))
 
     @property
     def symbol(self) -> str:
@@ -190,7 +317,9 @@ class FactorAttr(ParametrizedAttribute):
 
 
 def _index_array(indices: Sequence[Index | IndexAttr]) -> ArrayAttr[IndexAttr]:
-    return ArrayAttr(i if isinstance(i, IndexAttr) else IndexAttr(i) for i in indices)
+    return ArrayAttr(
+        i if isinstance(i, IndexAttr) else IndexAttr.of(i) for i in indices
+    )
 
 
 def _checked_indices(
@@ -318,8 +447,8 @@ class ValueOp(IRDLOperation):
     def __init__(
         self,
         sym_name: str,
-        result: Sequence[Index],
-        contracted: Sequence[Index] = (),
+        result: Sequence[Index | IndexAttr],
+        contracted: Sequence[Index | IndexAttr] = (),
         *,
         tensor: str | None = None,
         symmetry: str | None = None,
@@ -388,6 +517,13 @@ class ValueOp(IRDLOperation):
         for index in result:
             if index not in available:
                 raise VerifyException(f"{name}: result index {index} is on no factor")
+        for index in available - on_both:
+            if index not in result:
+                raise VerifyException(
+                    f"{name}: index {index} is on one factor only and not in the "
+                    "result (an index is either kept or contracted between the two "
+                    "factors)"
+                )
 
     @classmethod
     def parse(cls, parser: Parser) -> ValueOp:
@@ -434,45 +570,7 @@ class ValueOp(IRDLOperation):
             _print_factor(printer, self.factors.data[0])
             printer.print_string(" * ")
             _print_factor(printer, self.factors.data[1])
-        _print_attributes(printer, self.attributes)
-
-
-def _print_key(printer: Printer, key: str) -> None:
-    if MLIRLexer.bare_identifier_regex.fullmatch(key):
-        printer.print_string(key)
-    else:
-        printer.print_string(quote_text(key))
-
-
-def _print_attributes(printer: Printer, attributes: Mapping[str, Attribute]) -> None:
-    """``print_op_attributes``, keeping Unicode readable in dictionary keys and
-    texts one level down (``roles``/``why`` are keyed by loop labels such as
-    ``Κ_1``). xDSL prints such a key as escaped UTF-8 bytes, ``"\\CE\\9A_1"``,
-    which its own parser rejects as a dictionary key; a quoted ``"Κ_1"`` parses.
-    """
-    if not attributes:
-        return
-    printer.print_string(" {")
-    for number, (name, attr) in enumerate(attributes.items()):
-        if number:
-            printer.print_string(", ")
-        _print_key(printer, name)
-        printer.print_string(" = ")
-        if not isinstance(attr, DictionaryAttr):
-            printer.print_attribute(attr)
-            continue
-        printer.print_string("{")
-        for position, (key, value) in enumerate(attr.data.items()):
-            if position:
-                printer.print_string(", ")
-            _print_key(printer, key)
-            printer.print_string(" = ")
-            if isinstance(value, StringAttr):
-                printer.print_string(quote_text(value.data))
-            else:
-                printer.print_attribute(value)
-        printer.print_string("}")
-    printer.print_string("}")
+        printer.print_op_attributes(self.attributes)
 
 
 def _parse_factor(parser: Parser) -> FactorAttr:
@@ -571,9 +669,12 @@ class TreeOp(IRDLOperation):
             numerator = _parse_int(parser, "coefficient")
             denominator = 1
             if parser.parse_optional_punctuation("/"):
+                at = parser.pos
                 denominator = _parse_int(parser, "coefficient denominator")
                 if denominator <= 0:
-                    parser.raise_error("coefficient denominator must be positive")
+                    parser.raise_error(
+                        "coefficient denominator must be positive", at, parser.pos
+                    )
             coeff = Fraction(-numerator if negative else numerator, denominator)
         body = _parse_optional_body(parser)
         if not body.blocks:
@@ -1002,6 +1103,6 @@ def _fail_at(op: Operation, message: str) -> NoReturn:
 Batch = Dialect(
     "batch",
     [SpaceOp, ValueOp, TreeOp, LoopOp, UseOp, ForestOp],
-    [IndexAttr, TextAttr, RoleAttr, FactorAttr],
+    [IndexAttr, TextAttr, RoleAttr, AxisRolesAttr, AxisReasonsAttr, FactorAttr],
 )
 """The ``batch`` dialect."""

@@ -139,6 +139,8 @@ def parse_key(parser: BaseParser) -> str:
         end += 1
     if end == start:
         raise _fail(parser, start, "expected an index-space key")
+    if end < len(text) and (text[end] in "_<" or text[end].isdigit()):
+        raise _fail(parser, end, "an index-space key has no ordinal or proto indices")
     _resume(parser, end)
     return text[start:end]
 

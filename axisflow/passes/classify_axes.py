@@ -2,23 +2,32 @@
 
 For each value of each ``batch.forest`` and each batch-loop axis enclosing any
 of its use-sites, the role comes from ``axisflow.roles.classify_axis`` and is
-attached as ``roles = {"<loop label>" = #batch.role<...>}``; with
-``explain=true`` a ``why`` dictionary gives the evidence. Re-running the pass
+attached as ``roles = #batch.roles<LABEL = ROLE, ...>`` (a map from each loop
+label to its role); with ``explain=true`` a ``why = #batch.why<LABEL =
+"...">`` map gives the evidence. Re-running the pass
 recomputes and replaces both attributes, so it is idempotent.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from axisflow.analysis.forest import ForestInfo, ValueInfo, collect_forest
-from axisflow.dialects.batch import ForestOp, RoleAttr
+from axisflow.dialects.batch import AxisReasonsAttr, AxisRolesAttr, ForestOp
 from axisflow.dialects.labels import print_index_list
-from axisflow.roles.decision import Occurrence, Verdict, decide_axis, occurrence_slot
+from axisflow.roles.decision import (
+    LoopRole,
+    Occurrence,
+    Verdict,
+    decide_axis,
+    occurrence_slot,
+)
 from axisflow.roles.index import Index
 
 ROLES_ATTR = "roles"
@@ -69,6 +78,8 @@ def _describe_sites(info: ValueInfo) -> None:
 def classify_forest(forest: ForestOp, explain: bool = False) -> ForestInfo:
     """Classify every value of ``forest`` and attach the results to the IR."""
     info = collect_forest(forest)
+    # Many values share one role map: build each distinct attribute once.
+    role_maps: dict[tuple[tuple[Index, LoopRole], ...], AxisRolesAttr] = {}
     for value_info in info.values.values():
         if explain:
             _describe_sites(value_info)
@@ -79,15 +90,14 @@ def classify_forest(forest: ForestOp, explain: bool = False) -> ForestInfo:
         if not verdicts:
             continue
         ordered = sorted(verdicts.items(), key=lambda item: item[0].sort_key())
-        attributes[ROLES_ATTR] = DictionaryAttr(
-            {axis.full_label: RoleAttr(verdict.role) for axis, verdict in ordered}
-        )
+        key = tuple((axis, verdict.role) for axis, verdict in ordered)
+        roles = role_maps.get(key)
+        if roles is None:
+            roles = role_maps[key] = AxisRolesAttr(key)
+        attributes[ROLES_ATTR] = roles
         if explain:
-            attributes[WHY_ATTR] = DictionaryAttr(
-                {
-                    axis.full_label: StringAttr(verdict.reason)
-                    for axis, verdict in ordered
-                }
+            attributes[WHY_ATTR] = AxisReasonsAttr(
+                [(axis, verdict.reason) for axis, verdict in ordered]
             )
     return info
 
@@ -102,6 +112,16 @@ class ClassifyAxesPass(ModulePass):
     """Also attach ``why``: the use-site and index behind each role."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for forest in op.walk():
-            if isinstance(forest, ForestOp):
-                classify_forest(forest, self.explain)
+        for forest in forests_in(op):
+            classify_forest(forest, self.explain)
+
+
+def forests_in(op: Operation) -> Iterator[ForestOp]:
+    """Every ``batch.forest`` nested in ``op``, without walking into forests."""
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.ops:
+                if isinstance(child, ForestOp):
+                    yield child
+                else:
+                    yield from forests_in(child)

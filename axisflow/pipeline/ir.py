@@ -1,16 +1,15 @@
 """``batch.forest`` IR -> the pipeline's forest model (one linear walk).
 
-Roles are read from the ``roles`` attribute that ``classify-axes`` attaches
-to each ``batch.value`` (keyed by loop label; the role depends only on the
-label's index space).
+Roles are read from the ``roles`` attribute (``#batch.roles<...>``) that
+``classify-axes`` attaches to each ``batch.value``, keyed by loop label; the
+role depends only on the label's index space.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import DictionaryAttr
 from xdsl.ir import Operation
 
-from axisflow.dialects.batch import ForestOp, LoopOp, RoleAttr, UseOp
+from axisflow.dialects.batch import AxisRolesAttr, ForestOp, LoopOp, UseOp
 from axisflow.passes.classify_axes import ROLES_ATTR
 from axisflow.pipeline.model import (
     Factor,
@@ -24,7 +23,6 @@ from axisflow.pipeline.model import (
     renumber_unslotted,
 )
 from axisflow.roles.decision import LoopRole
-from axisflow.roles.index import Index
 
 
 def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
@@ -52,11 +50,9 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
             None if op.tensor is None else op.tensor.data,
         )
         attr = op.attributes.get(ROLES_ATTR)
-        if with_roles and isinstance(attr, DictionaryAttr):
-            for label, role in attr.data.items():
-                if isinstance(role, RoleAttr):
-                    key = Index.parse(label).base_key
-                    roles[(op.value_name, key)] = role.data
+        if with_roles and isinstance(attr, AxisRolesAttr):
+            for axis, role in attr.as_dict().items():
+                roles[(op.value_name, axis.base_key)] = role
     model = Forest(
         forest.sym_name.data if forest.sym_name is not None else None,
         spaces,

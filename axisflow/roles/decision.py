@@ -71,6 +71,19 @@ class Occurrence:
                 f"{len(self.slots)} slots"
             )
 
+    @classmethod
+    def trusted(
+        cls,
+        carried: tuple[Index, ...],
+        ectx: tuple[Index, ...],
+        slots: tuple[int, ...] = (),
+        site: str = "",
+    ) -> Occurrence:
+        """Build from tuples already checked by the caller (hot paths)."""
+        occurrence = object.__new__(cls)
+        occurrence.__dict__.update(carried=carried, ectx=ectx, slots=slots, site=site)
+        return occurrence
+
     def slot_of(self, loop_index: Index) -> int:
         """The slot of the innermost enclosing loop binding ``loop_index``.
 

@@ -10,7 +10,6 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from axisflow.dialects.batch import ValueOp
 from axisflow.dialects.sched import ScheduleOp, schedule_from_op
 from axisflow.pipeline.api import schedule_module
 from tests.conftest import context, example, parse
@@ -34,13 +33,6 @@ def printed(module: ModuleOp, generic: bool = False) -> str:
 def test_schedules_round_trip(name: str, generic: bool) -> None:
     module = example(name)
     result = schedule_module(module, block=2)
-    if generic:
-        # xDSL's generic printer escapes Unicode dictionary keys (the roles of
-        # a loop over Κ) in a way its parser rejects; the schedule ops
-        # themselves carry no dictionary and must round-trip.
-        for op in module.walk():
-            if isinstance(op, ValueOp):
-                op.attributes.pop("roles", None)
     text = printed(module, generic)
     again = Parser(context(), text).parse_module()
     again.verify()

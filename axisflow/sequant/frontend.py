@@ -1,0 +1,102 @@
+"""The ``sequant`` frontend of ``xdsl-opt``.
+
+::
+
+    xdsl-opt -f 'sequant{batch="Κ" extents="i=80,a=896,Κ=1682"}' eq.txt -p classify-axes
+
+Options (``name{key=value ...}``; ``-`` and ``_`` are interchangeable in keys):
+
+* ``batch``: index spaces to batch, outermost loop first (``batch="Κ",i``).
+  xDSL's option lexer only reads ASCII words unquoted, so a Unicode key must
+  be quoted (``batch="Κ"``) or spelled by its ASCII alias (``batch=Kappa``).
+* ``extents``: space sizes, ``extents="i=80,a=896,Κ=1682"``.
+* ``elem``: element size in bytes, declared on every space.
+* ``separate-instances``: one fusion slot per loop (default: loops over one
+  space at one nesting position share a slot across trees).
+* ``forest``: the forest's symbol name (default: the input file's stem).
+
+``xdsl-opt`` refuses an input file whose extension is not the name of a
+registered frontend, even with ``-f``; the universe therefore also registers
+this frontend as ``txt`` (the extension of SeQuant's files), so both
+``xdsl-opt -f sequant eq.txt`` and ``xdsl-opt eq.txt`` work.
+
+Input errors (syntax, a term that cannot be a tree) are ``ParseError``\\ s
+located in the input; option errors are ``DiagnosticException``\\ s. With
+``--parsing-diagnostics`` / ``--verify-diagnostics`` xdsl-opt prints them
+without a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import IO, ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.frontend import Frontend
+from xdsl.utils.lexer import Input, Span
+
+from axisflow.dialects.batch import Batch
+from axisflow.sequant.forest import BatchPolicy, PolicyError, build_forest
+from axisflow.sequant.syntax import SequantError, parse
+
+
+def default_forest_name(input_name: str) -> str:
+    """The input file's stem as an ASCII symbol name (``sequant`` for stdin)."""
+    stem = PurePath(input_name).stem if input_name not in ("", "stdin") else ""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", stem)
+    if not name or not (name[0].isalpha() or name[0] == "_"):
+        name = f"sequant{'_' + name if name else ''}"
+    return name
+
+
+@dataclass(frozen=True)
+class SequantFrontend(Frontend):
+    """Reads SeQuant expression text into a ``batch.forest`` (see module doc)."""
+
+    name: ClassVar[str] = "sequant"
+
+    batch: tuple[str, ...] = ()
+    extents: tuple[str, ...] = ()
+    elem: int | None = None
+    separate_instances: bool = False
+    forest: str | None = None
+
+    def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
+        """Parse, build the forest, emit IR; input errors are ``ParseError``."""
+        from axisflow.sequant.emit import forest_module
+
+        if Batch.name not in ctx.registered_dialect_names:
+            ctx.load_dialect(Batch)
+        data = input.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            span = Span(error.start, error.start + 1, Input(data, input_name))
+            raise ParseError(span, "input is not valid UTF-8") from None
+        try:
+            policy = BatchPolicy.make(
+                self.batch, ",".join(self.extents), self.elem, self.separate_instances
+            )
+            expression = parse(text, input_name)
+            forest = build_forest(
+                expression, policy, self.forest or default_forest_name(input_name)
+            )
+        except SequantError as error:
+            offset = max(error.offset, 0)
+            span = Span(offset, offset + 1, Input(text, input_name))
+            raise ParseError(span, error.reason) from None
+        except PolicyError as error:
+            raise DiagnosticException(f"sequant frontend: {error}") from None
+        return forest_module(forest)
+
+
+@dataclass(frozen=True)
+class SequantTextFrontend(SequantFrontend):
+    """``SequantFrontend`` under the name ``txt``, so that xdsl-opt accepts
+    ``.txt`` input files (it checks the extension even when ``-f`` is given)."""
+
+    name: ClassVar[str] = "txt"

@@ -1,0 +1,463 @@
+"""SeQuant expression text: the syntax tree, its parser and its printer.
+
+Pure Python, no xDSL. The accepted syntax (section 6 of the batching note,
+and SeQuant's own ``parse_expr``)::
+
+    expression ::= ( sign? term ( sign term )* )?        sign ::= "+" | "-"
+    term       ::= factor ( "*"? factor )*
+    factor     ::= number | tensor
+    number     ::= decimal ( "/" decimal )?              e.g. 2, 1/2, 0.5
+    tensor     ::= label "{" indices ( ";" indices ( ";" indices )? )? "}"
+                   ( ":" LETTER ( "-" LETTER ( "-" LETTER )? )? )?
+    indices    ::= ( index ( "," index )* )?             (see axisflow.Index)
+
+* The three index groups are bra, ket and auxiliary (``g{p_1;p_2;Κ_1}``);
+  missing groups are empty. ``:N-S-S`` (symmetry, bra-ket symmetry, particle
+  symmetry) is kept as text.
+* Numbers multiply into the term's rational coefficient (decimals are read
+  exactly, ``0.5`` is ``1/2``); ``*`` between factors is optional, as in
+  SeQuant (``2 g{...}``).
+* White space (new lines included) may separate any two tokens; ``//`` starts
+  a comment up to the end of the line (an extension, so that a test file can
+  carry its own ``// RUN:`` lines).
+* Reserved operator labels ``Ŝ`` (symmetrizer), ``Â`` (antisymmetrizer) and
+  ``P̂`` (transposition) are not factors: the parser moves them to
+  ``Term.operators`` and the term's external indices are the ones they list.
+* Not supported (reported as a syntax error): parentheses, scalar variables,
+  the ``t_{...}^{...}`` tensor notation and ``R{...} = ...`` result
+  expressions.
+
+Errors are ``SequantSyntaxError`` with the source name, line, column (both
+1-based, columns in code points) and what was expected; ``parse`` returns a
+complete ``Expression`` or raises, never a partial result.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from axisflow.roles.index import Index, IndexSyntaxError
+
+RESERVED_OPERATORS = frozenset(
+    unicodedata.normalize("NFC", label) for label in ("Ŝ", "Â", "P̂")
+)
+"""Operator labels (NFC): symmetrizer, antisymmetrizer, transposition."""
+
+
+# --------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------
+
+
+class SequantError(ValueError):
+    """Bad SeQuant input, located in the source text.
+
+    ``offset`` is the 0-based code-point position in the source (``-1`` when
+    unknown, e.g. for a hand-built expression); ``line`` and ``column`` are
+    1-based (0 when unknown); ``reason`` is the message without location.
+    """
+
+    def __init__(
+        self, reason: str, source: str, offset: int, line: int, column: int
+    ) -> None:
+        self.reason = reason
+        self.source = source
+        self.offset = offset
+        self.line = line
+        self.column = column
+        where = f"{source}:{line}:{column}: " if line > 0 else f"{source}: "
+        super().__init__(where + reason)
+
+
+class SequantSyntaxError(SequantError):
+    """Malformed expression text: ``expected`` says what would have been valid
+    at the location, ``found`` what is there (quoted, or ``end of input``)."""
+
+    def __init__(
+        self,
+        expected: str,
+        found: str,
+        source: str,
+        offset: int,
+        line: int,
+        column: int,
+    ) -> None:
+        self.expected = expected
+        self.found = found
+        super().__init__(
+            f"expected {expected}, found {found}", source, offset, line, column
+        )
+
+
+# --------------------------------------------------------------------------
+# Syntax tree
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """``label{bra;ket;aux}:symmetry``; ``offset`` locates it in the source
+    (``-1`` if built by hand) and takes no part in equality."""
+
+    label: str
+    bra: tuple[Index, ...] = ()
+    ket: tuple[Index, ...] = ()
+    aux: tuple[Index, ...] = ()
+    symmetry: str | None = None
+    offset: int = field(default=-1, compare=False)
+
+    @property
+    def indices(self) -> tuple[Index, ...]:
+        """All indices in slot order: bra, then ket, then aux."""
+        return self.bra + self.ket + self.aux
+
+    @property
+    def layout(self) -> tuple[int, int, int]:
+        """Sizes of the bra, ket and aux groups."""
+        return (len(self.bra), len(self.ket), len(self.aux))
+
+    @property
+    def is_operator(self) -> bool:
+        """Whether the label is a reserved operator (``Ŝ``, ``Â``, ``P̂``)."""
+        return unicodedata.normalize("NFC", self.label) in RESERVED_OPERATORS
+
+    def __str__(self) -> str:
+        groups = [self.bra, self.ket] + ([self.aux] if self.aux else [])
+        body = ";".join(",".join(i.full_label for i in group) for group in groups)
+        suffix = "" if self.symmetry is None else f":{self.symmetry}"
+        return f"{self.label}{{{body}}}{suffix}"
+
+
+@dataclass(frozen=True)
+class Term:
+    """One product: a rational coefficient, tensors in product order, and
+    the reserved operators applied to it (not factors)."""
+
+    coefficient: Fraction
+    tensors: tuple[Tensor, ...]
+    operators: tuple[Tensor, ...] = ()
+    offset: int = field(default=-1, compare=False)
+
+    def appearances(self) -> dict[Index, int]:
+        """How often each index appears as a tensor index (proto indices
+        inside a composite label are not appearances), first-seen order."""
+        counts: dict[Index, int] = {}
+        for tensor in self.tensors:
+            for index in tensor.indices:
+                counts[index] = counts.get(index, 0) + 1
+        return counts
+
+    def externals(self) -> tuple[Index, ...]:
+        """The term's result indices.
+
+        Those listed by its operators (in order, without repeats) if it has
+        any; otherwise the indices that appear exactly once.
+        """
+        if self.operators:
+            listed: dict[Index, None] = {}
+            for operator in self.operators:
+                listed.update(dict.fromkeys(operator.indices))
+            return tuple(listed)
+        return tuple(i for i, n in self.appearances().items() if n == 1)
+
+    def __str__(self) -> str:
+        return _format_term(self, first=True)
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A sum of terms, with what is needed to locate its parts in the source."""
+
+    terms: tuple[Term, ...]
+    source: str = field(default="<input>", compare=False)
+    line_starts: tuple[int, ...] = field(default=(0,), compare=False, repr=False)
+    """Offsets at which source lines start (for ``locate``)."""
+
+    def locate(self, offset: int) -> tuple[int, int]:
+        """1-based (line, column) of a source offset; (0, 0) if unknown."""
+        if offset < 0:
+            return (0, 0)
+        line = bisect_right(self.line_starts, offset)
+        return (line, offset - self.line_starts[line - 1] + 1)
+
+    def error(self, reason: str, offset: int) -> SequantError:
+        """A ``SequantError`` at ``offset`` of this expression's source."""
+        line, column = self.locate(offset)
+        return SequantError(reason, self.source, offset, line, column)
+
+    def tensors(self) -> Iterator[Tensor]:
+        """Every tensor and operator of every term."""
+        for term in self.terms:
+            yield from term.operators
+            yield from term.tensors
+
+    def space_keys(self) -> list[str]:
+        """Base keys of every index at any depth (protos included), sorted."""
+        keys: set[str] = set()
+        seen: set[Index] = set()
+        for tensor in self.tensors():
+            for index in tensor.indices:
+                if index in seen:
+                    continue
+                seen.add(index)
+                keys.add(index.base_key)
+                keys.update(proto.base_key for proto in index.all_protos())
+        return sorted(keys)
+
+    def __str__(self) -> str:
+        return deparse(self)
+
+
+# --------------------------------------------------------------------------
+# Printer
+# --------------------------------------------------------------------------
+
+
+def _format_term(term: Term, first: bool) -> str:
+    coefficient = term.coefficient
+    magnitude = abs(coefficient)
+    factors = [str(t) for t in (*term.operators, *term.tensors)]
+    if magnitude != 1 or not factors:
+        factors.insert(0, str(magnitude))
+    body = " * ".join(factors)
+    if first:
+        return f"-{body}" if coefficient < 0 else body
+    return f"- {body}" if coefficient < 0 else f"+ {body}"
+
+
+def deparse(expression: Expression) -> str:
+    """The expression as SeQuant text; ``parse(deparse(e)) == e``.
+
+    Operators are printed first in their term; ``*`` joins all factors.
+    """
+    return " ".join(
+        _format_term(term, first=number == 0)
+        for number, term in enumerate(expression.terms)
+    )
+
+
+# --------------------------------------------------------------------------
+# Parser
+# --------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+_SYMMETRY_LETTERS = "an upper-case symmetry letter (such as N, S, C or A)"
+
+
+def _is_label_start(char: str) -> bool:
+    return char.isalpha()
+
+
+def _is_label_char(char: str) -> bool:
+    """Characters of a tensor label (after the first letter), as in SeQuant:
+    letters, digits, ``_``, combining marks, super/subscripts and arrows."""
+    if char.isalnum() or char in "_⁔":
+        return True
+    code = ord(char)
+    if 0x2070 <= code <= 0x209F or 0x2190 <= code <= 0x21FF:
+        return True
+    return unicodedata.category(char).startswith("M")
+
+
+def parse(text: str, source: str = "<input>") -> Expression:
+    """Parse SeQuant expression text into an ``Expression``.
+
+    ``source`` names the input in error messages. Raises
+    ``SequantSyntaxError`` (line, column, what was expected) on bad input.
+    """
+    return _Parser(text, source).parse_expression()
+
+
+class _Parser:
+    def __init__(self, text: str, source: str) -> None:
+        self.text = text
+        self.source = source
+        self.pos = 0
+        self.token_end = 0
+        """End of the last token read (where an unexpected end of input is
+        reported, rather than after trailing blanks and comments)."""
+        starts = [0]
+        newline = text.find("\n")
+        while newline != -1:
+            starts.append(newline + 1)
+            newline = text.find("\n", newline + 1)
+        self.line_starts = tuple(starts)
+
+    # -- low level ---------------------------------------------------------
+
+    def fail(self, expected: str, pos: int | None = None) -> SequantSyntaxError:
+        pos = self.pos if pos is None else pos
+        if pos < len(self.text):
+            found = repr(self.text[pos])
+        else:
+            found = "end of input"
+            pos = self.token_end
+        line = bisect_right(self.line_starts, pos)
+        column = pos - self.line_starts[line - 1] + 1
+        return SequantSyntaxError(expected, found, self.source, pos, line, column)
+
+    def take(self, end: int) -> None:
+        """Consume a token ending at ``end``."""
+        self.pos = self.token_end = end
+
+    def peek(self) -> str:
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def skip(self) -> str:
+        """Skip white space and ``//`` comments; return the next character."""
+        text = self.text
+        while self.pos < len(text):
+            char = text[self.pos]
+            if char.isspace():
+                self.pos += 1
+            elif text.startswith("//", self.pos):
+                end = text.find("\n", self.pos)
+                self.pos = len(text) if end == -1 else end
+            else:
+                return char
+        return ""
+
+    # -- grammar -----------------------------------------------------------
+
+    def parse_expression(self) -> Expression:
+        terms: list[Term] = []
+        char = self.skip()
+        if char:
+            sign = 1
+            start = self.pos
+            if char in "+-":
+                sign = -1 if char == "-" else 1
+                self.take(self.pos + 1)
+            terms.append(self.parse_term(sign, start))
+        while char := self.skip():
+            if char not in "+-":
+                raise self.fail("'+', '-', '*', another factor or end of input")
+            start = self.pos
+            self.take(self.pos + 1)
+            terms.append(self.parse_term(-1 if char == "-" else 1, start))
+        return Expression(tuple(terms), self.source, self.line_starts)
+
+    def parse_term(self, sign: int, start: int) -> Term:
+        coefficient = Fraction(sign)
+        tensors: list[Tensor] = []
+        operators: list[Tensor] = []
+        expected = "a number or a tensor"
+        while True:
+            char = self.skip()
+            if char.isdigit() or (char == "." and self._digit_at(self.pos + 1)):
+                coefficient *= self.parse_number()
+            elif char and _is_label_start(char):
+                tensor = self.parse_tensor()
+                (operators if tensor.is_operator else tensors).append(tensor)
+            elif char == "(":
+                raise self.fail(f"{expected} (parentheses are not supported)")
+            else:
+                raise self.fail(expected)
+            char = self.skip()
+            if char == "*":
+                self.take(self.pos + 1)
+                expected = "a number or a tensor after '*'"
+            elif char.isdigit() or char == "." or (char and _is_label_start(char)):
+                expected = "a number or a tensor"
+            elif char == "(":
+                raise self.fail(
+                    "'*', '+', '-' or a factor (parentheses are not supported)"
+                )
+            else:
+                return Term(coefficient, tuple(tensors), tuple(operators), start)
+
+    def _digit_at(self, pos: int) -> bool:
+        return pos < len(self.text) and self.text[pos].isdigit()
+
+    def parse_decimal(self) -> Fraction:
+        match = _NUMBER.match(self.text, self.pos)
+        if match is None:
+            raise self.fail("a number")
+        self.take(match.end())
+        return Fraction(match.group())
+
+    def parse_number(self) -> Fraction:
+        value = self.parse_decimal()
+        save = self.pos
+        if self.skip() != "/" or self.text.startswith("//", self.pos):
+            self.pos = save
+            return value
+        self.take(self.pos + 1)
+        self.skip()
+        denominator_at = self.pos
+        denominator = self.parse_decimal()
+        if denominator == 0:
+            raise self.fail("a non-zero denominator", denominator_at)
+        return value / denominator
+
+    def parse_tensor(self) -> Tensor:
+        start = self.pos
+        text = self.text
+        end = start + 1
+        while end < len(text) and _is_label_char(text[end]):
+            end += 1
+        label = text[start:end]
+        self.take(end)
+        if self.skip() != "{":
+            raise self.fail(f"'{{' after tensor label {label!r}")
+        self.take(self.pos + 1)
+        groups: list[list[Index]] = [[]]
+        need_index = False  # after ',' an index must follow
+        while True:
+            char = self.skip()
+            if need_index or char not in ("", ";", "}"):
+                groups[-1].append(self.parse_index(need_index))
+                need_index = False
+                char = self.skip()
+                if char == ",":
+                    self.take(self.pos + 1)
+                    need_index = True
+                    continue
+                if char not in (";", "}"):
+                    raise self.fail("',', ';' or '}' after an index")
+            if char == "}":
+                self.take(self.pos + 1)
+                break
+            if char == ";" and len(groups) < 3:
+                self.take(self.pos + 1)
+                groups.append([])
+                continue
+            if char == ";":
+                raise self.fail("',' or '}' (a tensor has at most 3 index groups)")
+            raise self.fail("an index, ';' or '}'")
+        symmetry = self.parse_symmetry()
+        bra, ket, aux = (tuple(g) for g in groups + [[]] * (3 - len(groups)))
+        return Tensor(label, bra, ket, aux, symmetry, start)
+
+    def parse_index(self, after_comma: bool) -> Index:
+        try:
+            index, end = Index.parse_prefix(self.text, self.pos)
+        except IndexSyntaxError as error:
+            expected = error.expected
+            if error.position == self.pos:
+                expected = "an index label" + (" after ','" if after_comma else "")
+            raise self.fail(expected, error.position) from None
+        self.take(end)
+        return index
+
+    def parse_symmetry(self) -> str | None:
+        save = self.pos
+        if self.skip() != ":":
+            self.pos = save
+            return None
+        self.take(self.pos + 1)
+        letters: list[str] = []
+        while True:
+            char = self.peek()
+            if not ("A" <= char <= "Z"):
+                raise self.fail(_SYMMETRY_LETTERS)
+            letters.append(char)
+            self.take(self.pos + 1)
+            if len(letters) == 3 or self.peek() != "-":
+                return "-".join(letters)
+            self.take(self.pos + 1)
