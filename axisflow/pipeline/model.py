@@ -21,7 +21,7 @@ positional renaming to proto indices.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -52,15 +52,21 @@ def expand_modes(indices: Iterable[Index]) -> tuple[Index, ...]:
 
 
 def relabel(
-    frame: Sequence[Index], here: Sequence[Index], where: str
+    frame: Sequence[Index],
+    here: Sequence[Index],
+    where: str,
+    seed: Mapping[Index, Index] | None = None,
 ) -> dict[Index, Index]:
     """The renaming of every mode of ``frame`` into ``here`` (positional).
 
-    Plain indices map position by position; proto indices then follow: a
-    proto already mapped (because it is also carried) must map into the
-    matching composite's protos, and the others pair up in sorted order per
-    index space (proto lists are symmetric). Raises ``ModelError`` naming
-    ``where`` if the renaming is inconsistent.
+    ``seed`` holds renamings already decided (a consumer's choice). Plain
+    indices map position by position; proto indices then follow: a proto
+    already mapped must map into the matching composite's protos, a composite
+    with one unmapped proto per index space pairs it with the one left, and
+    only when nothing is forced do the protos of one composite pair up in
+    sorted order (proto lists are symmetric, so any pairing is a valid
+    reading; deciding forced ones first keeps every list consistent). Raises
+    ``ModelError`` naming ``where`` if the renaming is inconsistent.
     """
     if len(frame) != len(here):
         raise ModelError(
@@ -82,17 +88,18 @@ def relabel(
         if back != source:
             raise ModelError(f"{where}: {target} stands for both {back} and {source}")
 
-    def bind_protos(source: Index, target: Index) -> None:
+    def resolve(source: Index, target: Index, forced_only: bool) -> bool:
+        """Pair the protos of one composite; False if not forced (yet)."""
         if len(source.protos) != len(target.protos):
             raise ModelError(
                 f"{where}: {target} and {source} have different proto lists"
             )
         free = list(target.protos)
-        pending: list[Index] = []
+        unmapped: list[Index] = []
         for proto in source.protos:
             image = mapping.get(proto)
             if image is None:
-                pending.append(proto)
+                unmapped.append(proto)
             elif image in free:
                 free.remove(image)
             else:
@@ -100,19 +107,47 @@ def relabel(
                     f"{where}: proto {proto} of {source} maps to {image}, which "
                     f"is not a proto of {target}"
                 )
-        for proto in pending:
-            match = next((p for p in free if p.same_type(proto)), None)
-            if match is None:
-                raise ModelError(f"{where}: no proto of {target} for {proto}")
-            free.remove(match)
-            bind(proto, match)
-        for proto in source.protos:
-            bind_protos(proto, mapping[proto])
+        keys = {p.base_key for p in unmapped}
+        groups = {
+            key: (
+                [p for p in unmapped if p.base_key == key],
+                [p for p in free if p.base_key == key],
+            )
+            for key in keys
+        }
+        for key, (sources, targets) in groups.items():
+            if len(sources) != len(targets):
+                raise ModelError(f"{where}: no proto of {target} for {key} in {source}")
+        if forced_only and any(len(sources) > 1 for sources, _ in groups.values()):
+            return False
+        for sources, targets in groups.values():
+            for proto, image in zip(sources, targets, strict=True):
+                bind(proto, image)
+        return True
 
-    for source, target in zip(frame, here, strict=True):
+    for source, target in (seed or {}).items():
         bind(source, target)
     for source, target in zip(frame, here, strict=True):
-        bind_protos(source, target)
+        bind(source, target)
+    pending = [(s, t) for s, t in zip(frame, here, strict=True) if s.protos or t.protos]
+    while pending:
+        waiting: list[tuple[Index, Index]] = []
+        for source, target in pending:
+            if resolve(source, target, forced_only=True):
+                waiting.extend(
+                    (p, mapping[p])
+                    for p in source.protos
+                    if p.protos or mapping[p].protos
+                )
+            else:
+                waiting.append((source, target))
+        if len(waiting) == len(pending) and waiting == pending:
+            source, target = waiting.pop(0)  # nothing forced: choose
+            resolve(source, target, forced_only=False)
+            waiting.extend(
+                (p, mapping[p]) for p in source.protos if p.protos or mapping[p].protos
+            )
+        pending = waiting
     return mapping
 
 
@@ -304,20 +339,27 @@ class Forest:
         value = self.values[site.value]
         tree = self.trees[site.tree].name
         where = f"use-site of @{value.name} in tree @{tree}"
-        labels = relabel(value.result, site.labels, where)
-        mode_labels = {mode: labels[mode] for mode in value.modes}
         if len(site.children) != len(value.factors):
             raise ModelError(
                 f"{where}: {len(site.children)} factor use-sites for "
                 f"{len(value.factors)} factors"
             )
+        # One renaming for the whole node (result and factors together), seeded
+        # with the consumer's labels for this value's modes: every list then
+        # reads the symmetric proto pairings the same way.
+        seed: dict[Index, Index] = {}
+        if site.parent is not None:
+            parent = self.sites[site.parent]
+            position = parent.children.index(site.number)
+            factor_map = self.values[parent.value].factor_maps[position]
+            seed = {mode: parent.mode_labels[factor_map[mode]] for mode in value.modes}
+        frame = list(value.result)
+        here = list(site.labels)
         for factor, child_number in zip(value.factors, site.children, strict=True):
-            child = self.sites[child_number]
-            mapping = relabel(factor.labels, child.labels, f"{where}, factor")
-            for mode, label in mapping.items():
-                seen = mode_labels.setdefault(mode, label)
-                if seen != label:
-                    raise ModelError(f"{where}: {mode} is labelled {seen} and {label}")
+            frame += factor.labels
+            here += self.sites[child_number].labels
+        mapping = relabel(frame, here, where, seed)
+        mode_labels = {mode: mapping[mode] for mode in value.node_modes}
         used: dict[Index, Index] = {}
         for mode, label in mode_labels.items():
             other = used.setdefault(label, mode)

@@ -121,3 +121,38 @@ def test_four_tensor_roles_are_those_of_the_note() -> None:
 def test_topological_order_puts_factors_first_and_outputs_after_roots() -> None:
     forest = forest_model(only_forest(example("pipeline/sibling_nests.mlir")))
     assert topological_order(forest) == ["X", "R1", 0, "R2", 1]
+
+
+def test_a_use_site_is_renamed_jointly_across_its_factors() -> None:
+    # The shape of the singles residual's @v6: the result pins i_1 -> i_2, so
+    # the protos of C's composite must swap too, although C's labels alone
+    # would pair them in sorted order.
+    builder = ForestBuilder().space("i", 2).space("a", 3)
+    builder.input("F", "i_1 a_1<i_1,i_2>").input("C", "a_1<i_1,i_2>")
+    builder.contraction(
+        "W", "i_1 a_1<i_1,i_2> a_2<i_1,i_2>", "F i_1 a_1<i_1,i_2>", "C a_2<i_1,i_2>"
+    )
+    builder.tree(
+        "t",
+        loop(
+            "i_1",
+            0,
+            use(
+                "W",
+                "i_2 a_2<i_1,i_2> a_3<i_1,i_2>",
+                use("F", "i_2 a_2<i_1,i_2>"),
+                use("C", "a_3<i_1,i_2>"),
+            ),
+        ),
+    )
+    forest = builder.finish()
+    w_site, f_site, c_site = forest.sites
+    i_1, i_2 = Index.parse("i_1"), Index.parse("i_2")
+    assert w_site.mode_labels[i_1] == i_2 and w_site.mode_labels[i_2] == i_1
+    # the factors' sites read the pairing the consumer chose
+    for site in (f_site, c_site):
+        value = forest.values[site.value]
+        position = w_site.children.index(site.number)
+        factor_map = forest.values["W"].factor_maps[position]
+        for mode in value.modes:
+            assert site.mode_labels[mode] == w_site.mode_labels[factor_map[mode]]
