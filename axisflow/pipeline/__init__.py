@@ -13,6 +13,9 @@ entry points below, which import xDSL when first used).
     result = schedule_module(module)            # classify-axes + scheduler
     result.forests[0].report.table()
 
+    from axisflow.pipeline import schedule_expression
+    forest = schedule_expression(text, batch="Κ", extents="i=80,Κ=1682")
+
 See ``docs/pipeline.md``.
 """
 
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
         PipelineError,
         PipelineResult,
         plan_forest,
+        schedule_expression,
         schedule_module,
     )
 
@@ -34,6 +38,7 @@ _API = (
     "PipelineError",
     "PipelineResult",
     "plan_forest",
+    "schedule_expression",
     "schedule_module",
 )
 
@@ -52,5 +57,6 @@ __all__ = [
     "PipelineError",
     "PipelineResult",
     "plan_forest",
+    "schedule_expression",
     "schedule_module",
 ]

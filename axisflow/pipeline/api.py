@@ -14,12 +14,16 @@ module, schedules each, and attaches the ``sched.schedule`` op at the end of
 the forest (replacing an earlier one). All forests are scheduled before any
 is changed: on error nothing is written (roles included) and
 ``PipelineError`` says which forest failed and why.
+
+``schedule_expression`` starts from SeQuant text (or a parsed expression) and
+a batching policy: the frontend builds the module, then ``schedule_module``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
@@ -38,6 +42,9 @@ from axisflow.pipeline.scheduler import (
     SchedulingError,
     schedule_forest,
 )
+
+if TYPE_CHECKING:
+    from axisflow.sequant import Expression
 
 
 class PipelineError(ValueError):
@@ -152,3 +159,36 @@ def schedule_module(
     for item in planned:
         attach(item.forest, item.schedule_op)
     return PipelineResult(module, planned)
+
+
+def schedule_expression(
+    expression: Expression | str,
+    batch: str | Iterable[str] = (),
+    *,
+    extents: str | Mapping[str, int] | None = None,
+    elem: int | None = None,
+    separate_instances: bool = False,
+    name: str = "sequant",
+    block: int | Mapping[str, int] = 1,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+) -> ForestSchedule:
+    """The pipeline on a SeQuant equation: text (or ``axisflow.sequant.parse``
+    output) and a batching policy, as ``axisflow.sequant.to_module`` takes
+    them (``batch="Κ"``, ``"Κ,i"``, ...; ``extents="i=80,Κ=1682"``), then
+    classification and scheduling. Raises the frontend's ``SequantError`` /
+    ``PolicyError`` for bad input and ``PipelineError`` if scheduling fails.
+    """
+    from axisflow.sequant import parse, to_module
+
+    if isinstance(expression, str):
+        expression = parse(expression)
+    module = to_module(
+        expression,
+        batch,
+        extents=extents,
+        elem=elem,
+        separate_instances=separate_instances,
+        name=name,
+    )
+    result = schedule_module(module, block=block, max_rounds=max_rounds)
+    return result.forests[0]
