@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import (
     ArrayAttr,
     FlatSymbolRefAttr,
+    IntAttr,
     IntegerAttr,
     SymbolRefAttr,
     UnitAttr,
@@ -87,7 +88,15 @@ class BindAttr(ParametrizedAttribute):
     instance: IntegerAttr
 
     def __init__(self, mode: Index, instance: int) -> None:
-        super().__init__(IndexAttr(mode), IntegerAttr(instance, i64))
+        super().__init__(IndexAttr.of(mode), IntegerAttr(instance, i64))
+
+    @staticmethod
+    def of(bind: model.Bind) -> BindAttr:
+        """The (shared) attribute of ``bind``: schedules repeat few binds."""
+        attr = _BIND_ATTRS.get(bind)
+        if attr is None:
+            attr = _BIND_ATTRS[bind] = BindAttr(bind.mode, bind.instance)
+        return attr
 
     @property
     def bind(self) -> model.Bind:
@@ -95,12 +104,15 @@ class BindAttr(ParametrizedAttribute):
         return model.Bind(self.mode.index, self.instance.value.data)
 
 
+_BIND_ATTRS: dict[model.Bind, BindAttr] = {}
+
+
 def _int(value: int) -> IntegerAttr:
     return IntegerAttr(value, i64)
 
 
 def _binds(binds: Sequence[model.Bind]) -> ArrayAttr[BindAttr]:
-    return ArrayAttr(BindAttr(b.mode, b.instance) for b in binds)
+    return ArrayAttr(BindAttr.of(b) for b in binds)
 
 
 def _parse_binds(parser: Parser) -> list[model.Bind]:
@@ -169,7 +181,8 @@ class BuildOp(IRDLOperation):
     slices = prop_def(ArrayAttr[BindAttr])
     sums = prop_def(ArrayAttr[BindAttr])
     demoted = prop_def(ArrayAttr[IntegerAttr])
-    size = prop_def(IntegerAttr, prop_name="bytes")
+    size = prop_def(IntAttr, prop_name="bytes")
+    """Unbounded (``#builtin.int``): dense sizes can pass 2**63 bytes."""
 
     traits = _IN_SCHEDULE
 
@@ -180,7 +193,7 @@ class BuildOp(IRDLOperation):
                 "slices": _binds(build.slices),
                 "sums": _binds(build.sums),
                 "demoted": ArrayAttr(_int(i) for i in build.demoted),
-                "bytes": _int(build.bytes),
+                "bytes": IntAttr(build.bytes),
             }
         )
 
@@ -191,11 +204,11 @@ class BuildOp(IRDLOperation):
             tuple(b.bind for b in self.slices.data),
             tuple(b.bind for b in self.sums.data),
             tuple(i.value.data for i in self.demoted.data),
-            self.size.value.data,
+            self.size.data,
         )
 
     def verify_(self) -> None:
-        if self.size.value.data < 0:
+        if self.size.data < 0:
             raise VerifyException("sched.build: bytes must be non-negative")
 
     @classmethod
@@ -219,7 +232,7 @@ class BuildOp(IRDLOperation):
         if self.demoted.data:
             numbers = ", ".join(str(i.value.data) for i in self.demoted.data)
             printer.print_string(f" demoted [{numbers}]")
-        printer.print_string(f" bytes {self.size.value.data}")
+        printer.print_string(f" bytes {self.size.data}")
         printer.print_op_attributes(self.attributes)
 
 
@@ -233,7 +246,7 @@ class BufferOp(IRDLOperation):
     value = prop_def(FlatSymbolRefAttr)
     slices = prop_def(ArrayAttr[BindAttr])
     zero = opt_prop_def(UnitAttr)
-    size = prop_def(IntegerAttr, prop_name="bytes")
+    size = prop_def(IntAttr, prop_name="bytes")
 
     traits = _IN_SCHEDULE
 
@@ -243,7 +256,7 @@ class BufferOp(IRDLOperation):
                 "value": SymbolRefAttr(buffer.value),
                 "slices": _binds(buffer.slices),
                 "zero": UnitAttr() if buffer.zero else None,
-                "bytes": _int(buffer.bytes),
+                "bytes": IntAttr(buffer.bytes),
             }
         )
 
@@ -253,11 +266,11 @@ class BufferOp(IRDLOperation):
             _symbol(self.value),
             tuple(b.bind for b in self.slices.data),
             self.zero is not None,
-            self.size.value.data,
+            self.size.data,
         )
 
     def verify_(self) -> None:
-        if self.size.value.data < 0:
+        if self.size.data < 0:
             raise VerifyException("sched.buffer: bytes must be non-negative")
 
     @classmethod
@@ -276,7 +289,7 @@ class BufferOp(IRDLOperation):
         _print_binds(printer, "slice", self.slices)
         if self.zero is not None:
             printer.print_string(" zero")
-        printer.print_string(f" bytes {self.size.value.data}")
+        printer.print_string(f" bytes {self.size.data}")
         printer.print_op_attributes(self.attributes)
 
 

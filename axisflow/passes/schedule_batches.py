@@ -49,8 +49,13 @@ class ScheduleBatchesPass(ModulePass):
                 f"got {self.report!r}"
             )
         try:
+            # xdsl-opt verifies the module after parsing and after each pass.
             result = schedule_module(
-                op, block=self.block, max_rounds=self.max_rounds, classify=False
+                op,
+                block=self.block,
+                max_rounds=self.max_rounds,
+                classify=False,
+                verify=False,
             )
         except PipelineError as error:
             raise PassFailedException(f"schedule-batches: {error}") from None

@@ -129,13 +129,16 @@ def schedule_module(
     block: int | Mapping[str, int] = 1,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     classify: bool = True,
+    verify: bool = True,
 ) -> PipelineResult:
     """Classify (unless ``classify=False``: roles already attached) and
     schedule every ``batch.forest`` of ``module``, attaching the schedules.
 
     ``block``: elements per block (one size, or per space key);
-    ``max_rounds``: bound on the demotion fixpoint. Raises ``PipelineError``
-    and leaves the module unchanged if any forest fails.
+    ``max_rounds``: bound on the demotion fixpoint; ``verify``: verify each
+    forest first (skip only for IR verified already, as ``xdsl-opt`` does
+    between passes). Raises ``PipelineError`` and leaves the module unchanged
+    if any forest fails.
     """
     forests = [op for op in module.walk() if isinstance(op, ForestOp)]
     saved: list[tuple[ValueOp, dict[str, Attribute]]] = []
@@ -143,7 +146,8 @@ def schedule_module(
     try:
         for forest in forests:
             try:
-                forest.verify()
+                if verify:
+                    forest.verify()
             except DiagnosticException as error:
                 first = str(error).splitlines()[0] if str(error) else "invalid IR"
                 raise PipelineError(f"{forest_label(forest)}: {first}") from None

@@ -174,3 +174,29 @@ def test_unaccumulated_partial_sums_are_rejected() -> None:
 def test_a_schedule_must_sit_in_a_forest() -> None:
     with pytest.raises(VerifyException, match=r"batch\.forest"):
         parse("sched.schedule rounds 1 {\n}")
+
+
+def test_sizes_beyond_64_bits_round_trip() -> None:
+    # 8 * (10**7)**3 bytes does not fit an i64: sizes are unbounded integers.
+    module = parse(
+        """
+        batch.forest @big {
+          batch.space i extent 10000000 elem 8
+          batch.value @A [i_1, i_2] leaf "A"
+          batch.value @B [i_2, i_3] leaf "B"
+          batch.value @V [i_1, i_2, i_3] = @A [i_1, i_2] * @B [i_2, i_3]
+          batch.tree @t {
+            batch.use @V [i_1, i_2, i_3] {
+              batch.use @A [i_1, i_2]
+              batch.use @B [i_2, i_3]
+            }
+          }
+        }
+        """
+    )
+    result = schedule_module(module)
+    assert result.forests[0].report.unbatched_peak == 8 * 10**21
+    text = printed(module)
+    assert "sched.build @V bytes 8000000000000000000000" in text
+    assert printed(parse(text)) == text
+    assert printed(parse(printed(module, generic=True))) == text
