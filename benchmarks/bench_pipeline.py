@@ -14,8 +14,9 @@ model of docs/pipeline.md), the schedule's shape, and the time of
 
 each the best of several runs on a fresh module; the frontend's own time and
 the verification of the forest are shown apart. Then what is live at each
-scheduled peak, a sensitivity run with PNO-sized virtual indices (a=40), the
-scaling on a 10x input, and the xdsl-opt spelling end to end.
+scheduled peak, the energy and singles residual under the same extents, a
+sensitivity run with PNO-sized virtual indices (a=40), the scaling on a 10x
+input, and the xdsl-opt spelling end to end.
 
 Run: .venv/bin/python benchmarks/bench_pipeline.py   (or make bench)
 """
@@ -43,7 +44,9 @@ from axisflow.roles.index import Index
 from axisflow.sequant import Expression, Tensor, Term, deparse, parse, to_module
 
 ROOT = Path(__file__).resolve().parents[1]
-DOUBLES = ROOT / "examples" / "sequant" / "csv_ccsd_doubles_residual_df.txt"
+SEQUANT = ROOT / "examples" / "sequant"
+DOUBLES = SEQUANT / "csv_ccsd_doubles_residual_df.txt"
+OTHERS = ("csv_ccsd_energy_df", "csv_ccsd_singles_residual_df")
 EXTENTS = "i=80,a=896,μ̃=896,Κ=1682"
 PNO_EXTENTS = "i=80,a=40,μ̃=896,Κ=1682"
 XDSL_OPT = str(Path(sys.executable).with_name("xdsl-opt"))
@@ -146,7 +149,7 @@ def measure(
 def print_table(rows: list[Row]) -> None:
     header = (
         f"{'policy':<13} {'loops':>5} {'passes':>6} {'rounds':>6} {'demoted':>7} "
-        f"{'hoisted':>7} {'unbatched peak':>15} {'scheduled peak':>15} {'ratio':>6} "
+        f"{'hoisted':>7} {'unbatched peak':>15} {'scheduled peak':>15} {'ratio':>8} "
         f"{'classify':>8} {'schedule':>8} {'pipeline':>8}"
     )
     print(header)
@@ -155,7 +158,7 @@ def print_table(rows: list[Row]) -> None:
         print(
             f"{r.policy:<13} {r.loops:>5} {r.passes:>6} {r.rounds:>6} {r.demoted:>7} "
             f"{r.hoisted:>7} {format_bytes(r.unbatched):>15} "
-            f"{format_bytes(r.scheduled):>15} {r.scheduled / r.unbatched:>6.3f} "
+            f"{format_bytes(r.scheduled):>15} {r.scheduled / r.unbatched:>8.3g} "
             f"{r.classify:>8.3f} {r.schedule:>8.3f} {r.pipeline:>8.3f}"
         )
 
@@ -246,6 +249,19 @@ def main() -> None:
         print(f"  {r.policy:<13} {live_at_peak(r, 3)}")
     print(f"  unbatched     {live_at_peak(rows[0], 3)}")
     print()
+
+    for name in OTHERS:
+        other = parse((SEQUANT / f"{name}.txt").read_text(encoding="utf-8"))
+        print(f"{name} ({len(other.terms)} terms), same extents")
+        print()
+        print_table(
+            [
+                measure(policy, other, batch, separate, EXTENTS, runs)
+                for policy, batch, separate in POLICIES
+                if not separate
+            ]
+        )
+        print()
 
     print(f"Sensitivity: PNO-sized virtual indices, extents {PNO_EXTENTS}")
     print()
