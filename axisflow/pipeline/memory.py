@@ -193,27 +193,21 @@ def lifetimes(
 
 
 def peak(found: list[Lifetime]) -> Peak:
-    """The peak of live bytes over program positions (a sweep, n log n)."""
+    """The peak of live bytes over program positions (a sweep, n log n), and
+    the objects live there."""
     events: list[tuple[int, int, int]] = []
-    for number, life in enumerate(found):
-        events.append((life.start, 0, number))
-        events.append((life.end + 1, -1, number))
-    events.sort(key=lambda e: (e[0], e[1]))
-    live: set[int] = set()
-    total = 0
-    best = Peak(0, 0, [])
-    for position, kind, number in events:
-        if kind == -1:
-            live.discard(number)
-            total -= found[number].bytes
-            continue
-        live.add(number)
-        total += found[number].bytes
-        if total > best.bytes:
-            best = Peak(total, position, [])
-            best_live = set(live)
-            best.live = [found[k] for k in sorted(best_live)]
-    return best
+    for life in found:
+        events.append((life.start, 1, life.bytes))
+        events.append((life.end + 1, 0, -life.bytes))
+    events.sort()  # at one position, releases (0) before allocations (1)
+    total = best = 0
+    where = 0
+    for position, _, change in events:
+        total += change
+        if total > best:
+            best, where = total, position
+    live = [life for life in found if life.start <= where <= life.end]
+    return Peak(best, where, live if best else [])
 
 
 def unbatched_schedule(forest: Forest, sizing: Sizing | None = None) -> Schedule:

@@ -356,13 +356,7 @@ class _Round:
         for value, readers in self.readers.items():
             produced = self.pass_path[value]
             for reader in readers:
-                read = self.pass_path[reader]
-                common = 0
-                while (
-                    common < min(len(produced), len(read))
-                    and produced[common] is read[common]
-                ):
-                    common += 1
+                common = _shared_depth(produced, self.pass_path[reader])
                 for left in produced[common:]:
                     changed |= self.leave(decisions, value, left.instance, reader)
                 for shared in produced[:common]:
@@ -425,6 +419,14 @@ class _Round:
         return f"@{node}"
 
 
+def _shared_depth(produced: tuple[_Pass, ...], read: tuple[_Pass, ...]) -> int:
+    """How many enclosing passes (the same pass objects) two nodes share."""
+    depth = 0
+    while depth < min(len(produced), len(read)) and produced[depth] is read[depth]:
+        depth += 1
+    return depth
+
+
 # --------------------------------------------------------------------------
 # Emission
 # --------------------------------------------------------------------------
@@ -453,14 +455,7 @@ class _Emitter:
             produced = round_.pass_path[value]
             depth = len(produced)
             for reader in readers:
-                read = round_.pass_path[reader]
-                common = 0
-                while (
-                    common < min(len(produced), len(read))
-                    and produced[common] is read[common]
-                ):
-                    common += 1
-                depth = min(depth, common)
+                depth = min(depth, _shared_depth(produced, round_.pass_path[reader]))
             if depth < len(produced):
                 self.buffers.setdefault(produced[depth], []).append(value)
                 self.buffered[value] = depth
