@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from axisflow.analysis.forest import ForestInfo, ValueInfo, collect_forest
+from axisflow.analysis.forest import ForestInfo, ValueInfo, collect_forest, gc_paused
 from axisflow.dialects.batch import AxisReasonsAttr, AxisRolesAttr, ForestOp
 from axisflow.dialects.labels import print_index_list
 from axisflow.roles.decision import (
@@ -112,8 +112,9 @@ class ClassifyAxesPass(ModulePass):
     """Also attach ``why``: the use-site and index behind each role."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for forest in forests_in(op):
-            classify_forest(forest, self.explain)
+        with gc_paused():
+            for forest in forests_in(op):
+                classify_forest(forest, self.explain)
 
 
 def forests_in(op: Operation) -> Iterator[ForestOp]:

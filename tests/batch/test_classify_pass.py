@@ -280,3 +280,25 @@ def test_every_role_matches_the_pure_decision_tree(module: ModuleOp) -> None:
             for axis in value.axes
         }
         assert found.get(name, {}) == expected
+
+
+def test_gc_paused_restores_the_collector_state() -> None:
+    import gc
+
+    from axisflow.analysis.forest import gc_paused
+
+    assert gc.isenabled()
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+            raise RuntimeError("boom")
+    except RuntimeError:
+        pass
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
