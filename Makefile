@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.axisflow-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv demo demo-four-tensor demo-sequant test lint typecheck unit lit bench clean
+.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline test lint typecheck unit lit bench clean
 
 venv: $(STAMP)
 
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-demo: demo-four-tensor demo-sequant
+demo: demo-four-tensor demo-sequant demo-pipeline
 
 demo-four-tensor: $(STAMP)
 	@echo '== classify-axes on the bundled four-tensor forest =='
@@ -29,6 +29,14 @@ demo-four-tensor: $(STAMP)
 demo-sequant: $(STAMP)
 	@echo '== SeQuant frontend + classify-axes on the CSV-CCSD doubles residual, batch=Κ =='
 	$(BIN)/xdsl-opt -f 'sequant{batch="Κ"}' examples/sequant/csv_ccsd_doubles_residual_df.txt -p classify-axes
+
+# The fusion pipeline: the ordered schedule and its memory report, on the
+# four-tensor term and on the CSV-CCSD energy batched over i then Κ.
+demo-pipeline: $(STAMP)
+	@echo '== classify-axes + schedule-batches on the four-tensor term (report, then IR) =='
+	$(BIN)/xdsl-opt -p 'classify-axes,schedule-batches{report=table}' examples/pipeline/four_tensor.mlir
+	@echo '== the CSV-CCSD energy batched over i then Κ: memory report only =='
+	$(BIN)/xdsl-opt -f 'sequant{batch=i,"Κ" extents="i=80,a=896,μ̃=896,Κ=1682" elem=8}' examples/sequant/csv_ccsd_energy_df.txt -p 'classify-axes,schedule-batches{report=table}' -o /dev/null
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -22,10 +22,22 @@ def _batch_dialect() -> Dialect:
     return Batch
 
 
+def _sched_dialect() -> Dialect:
+    from axisflow.dialects.sched import Sched
+
+    return Sched
+
+
 def _classify_axes() -> type[ModulePass]:
     from axisflow.passes.classify_axes import ClassifyAxesPass
 
     return ClassifyAxesPass
+
+
+def _schedule_batches() -> type[ModulePass]:
+    from axisflow.passes.schedule_batches import ScheduleBatchesPass
+
+    return ScheduleBatchesPass
 
 
 def _sequant_frontend() -> type[Frontend]:
@@ -45,9 +57,11 @@ def _sequant_txt_frontend() -> type[Frontend]:
 AXISFLOW_UNIVERSE = Universe(
     all_dialects={
         "batch": _batch_dialect,
+        "sched": _sched_dialect,
     },
     all_passes={
         "classify-axes": _classify_axes,
+        "schedule-batches": _schedule_batches,
     },
     all_frontends={
         "sequant": _sequant_frontend,

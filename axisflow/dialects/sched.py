@@ -1,0 +1,591 @@
+"""The ``sched`` dialect: the ordered batch schedule of a ``batch.forest``.
+
+``schedule-batches`` puts one ``sched.schedule`` at the end of each forest::
+
+    batch.forest @four_tensor {
+      ...values and trees...
+      sched.schedule rounds 1 {
+        sched.buffer @S zero bytes 288
+        sched.loop over b instance 0 pass 0 block 1 {
+          sched.loop over c instance 1 pass 0 block 1 {
+            sched.build @T1 slice [b:0, c:1] bytes 32
+            sched.build @T2 slice [b:0, c:1] bytes 48
+            sched.build @S slice [b:0] sum [c:1] bytes 96
+            sched.accumulate @S
+          }
+        }
+        sched.output @S_term = @S
+      }
+    }
+
+* ``sched.loop over <space> instance N pass P block B`` runs its body once
+  per block of ``B`` elements of the space: pass ``P`` of loop instance ``N``
+  (the fusion slot of the forest's loops).
+* ``sched.build @v slice [m:N, ...] sum [m:N, ...]`` computes value ``@v``;
+  ``m:N`` restricts mode ``m`` of ``@v``'s frame (a result mode under
+  ``slice``, a mode summed at its node under ``sum``) to the current block of
+  loop instance ``N``. ``demoted [N, ...]`` lists the loops on which its
+  LoopLocal role was demoted; ``bytes`` is the size of one built piece.
+* ``sched.buffer @v slice [...] zero bytes S`` is the storage that ``@v``
+  leaves its loops into (full size except the listed slices; ``zero`` for an
+  accumulator). ``sched.scatter @v`` / ``sched.accumulate @v`` write the piece
+  just built into it.
+* ``sched.output @tree = @v`` is the tree's result, ``coeff * @v``
+  (``sched.output @tree`` for a tree that is a bare number).
+
+Values are the forest's ``batch.value`` symbols; inputs are read, never built.
+``sched.schedule`` verifies the whole schedule against its forest
+(``axisflow.pipeline.schedule.check_schedule``, and every ``bytes`` against the
+forest's sizes), reporting at the offending op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FlatSymbolRefAttr,
+    IntAttr,
+    IntegerAttr,
+    SymbolRefAttr,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Block, Dialect, Operation, ParametrizedAttribute, Region
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from axisflow.dialects.batch import ForestOp, IndexAttr, TextAttr
+from axisflow.dialects.labels import parse_index, parse_key, quote_text
+from axisflow.pipeline import schedule as model
+from axisflow.roles.index import Index, is_key_char
+
+# --------------------------------------------------------------------------
+# Attributes and helpers
+# --------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class BindAttr(ParametrizedAttribute):
+    """A mode restricted to the current block of a loop instance (``m:N`` in
+    custom syntax)."""
+
+    name = "sched.bind"
+
+    mode: IndexAttr
+    instance: IntegerAttr
+
+    def __init__(self, mode: Index, instance: int) -> None:
+        super().__init__(IndexAttr.of(mode), IntegerAttr(instance, i64))
+
+    @staticmethod
+    def of(bind: model.Bind) -> BindAttr:
+        """The (shared) attribute of ``bind``: schedules repeat few binds."""
+        attr = _BIND_ATTRS.get(bind)
+        if attr is None:
+            attr = _BIND_ATTRS[bind] = BindAttr(bind.mode, bind.instance)
+        return attr
+
+    @property
+    def bind(self) -> model.Bind:
+        """The bind as the schedule model has it."""
+        return model.Bind(self.mode.index, self.instance.value.data)
+
+
+_BIND_ATTRS: dict[model.Bind, BindAttr] = {}
+
+
+def _int(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i64)
+
+
+def _binds(binds: Sequence[model.Bind]) -> ArrayAttr[BindAttr]:
+    return ArrayAttr(BindAttr.of(b) for b in binds)
+
+
+def _parse_binds(parser: Parser) -> list[model.Bind]:
+    """``[m:N, ...]`` with raw-text labels (``μ̃_1`` does not lex in MLIR)."""
+    parser.parse_punctuation("[")
+    binds: list[model.Bind] = []
+    if parser.parse_optional_punctuation("]") is not None:
+        return binds
+    while True:
+        mode = parse_index(parser)
+        parser.parse_punctuation(":", " after a mode (mode:instance)")
+        instance = parser.parse_integer(
+            allow_boolean=False, allow_negative=False, context_msg=" (loop instance)"
+        )
+        binds.append(model.Bind(mode, instance))
+        if parser.parse_optional_punctuation(",") is None:
+            parser.parse_punctuation("]", " to close the list")
+            return binds
+
+
+def _print_binds(printer: Printer, keyword: str, binds: ArrayAttr[BindAttr]) -> None:
+    if not binds.data:
+        return
+    text = ", ".join(f"{b.mode.label.data}:{b.instance.value.data}" for b in binds.data)
+    printer.print_string(f" {keyword} [{text}]")
+
+
+def _parse_int_list(parser: Parser) -> list[int]:
+    return parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE,
+        lambda: parser.parse_integer(allow_boolean=False, allow_negative=False),
+    )
+
+
+def _parse_bytes(parser: Parser) -> int:
+    parser.parse_keyword("bytes")
+    return parser.parse_integer(
+        allow_boolean=False, allow_negative=False, context_msg=" (size in bytes)"
+    )
+
+
+def _symbol(op_value: FlatSymbolRefAttr) -> str:
+    return op_value.root_reference.data
+
+
+def _body_items(region: Region) -> list[Operation]:
+    block = region.blocks.first
+    return [] if block is None else list(block.ops)
+
+
+_IN_SCHEDULE = lazy_traits_def(lambda: (HasParent(ScheduleOp, LoopOp),))
+
+
+# --------------------------------------------------------------------------
+# Operations
+# --------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class BuildOp(IRDLOperation):
+    """Compute a value: ``sched.build @v slice [m:N] sum [k:M] bytes S``."""
+
+    name = "sched.build"
+
+    value = prop_def(FlatSymbolRefAttr)
+    slices = prop_def(ArrayAttr[BindAttr])
+    sums = prop_def(ArrayAttr[BindAttr])
+    demoted = prop_def(ArrayAttr[IntegerAttr])
+    size = prop_def(IntAttr, prop_name="bytes")
+    """Unbounded (``#builtin.int``): dense sizes can pass 2**63 bytes."""
+
+    traits = _IN_SCHEDULE
+
+    def __init__(self, build: model.Build) -> None:
+        super().__init__(
+            properties={
+                "value": SymbolRefAttr(build.value),
+                "slices": _binds(build.slices),
+                "sums": _binds(build.sums),
+                "demoted": ArrayAttr(_int(i) for i in build.demoted),
+                "bytes": IntAttr(build.bytes),
+            }
+        )
+
+    def to_model(self) -> model.Build:
+        """The build as the schedule model has it."""
+        return model.Build(
+            _symbol(self.value),
+            tuple(b.bind for b in self.slices.data),
+            tuple(b.bind for b in self.sums.data),
+            tuple(i.value.data for i in self.demoted.data),
+            self.size.data,
+        )
+
+    def verify_(self) -> None:
+        if self.size.data < 0:
+            raise VerifyException("sched.build: bytes must be non-negative")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BuildOp:
+        value = parser.parse_symbol_name().data
+        slices = _parse_binds(parser) if parser.parse_optional_keyword("slice") else []
+        sums = _parse_binds(parser) if parser.parse_optional_keyword("sum") else []
+        demoted = (
+            _parse_int_list(parser) if parser.parse_optional_keyword("demoted") else []
+        )
+        size = _parse_bytes(parser)
+        op = cls(model.Build(value, tuple(slices), tuple(sums), tuple(demoted), size))
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(_symbol(self.value))
+        _print_binds(printer, "slice", self.slices)
+        _print_binds(printer, "sum", self.sums)
+        if self.demoted.data:
+            numbers = ", ".join(str(i.value.data) for i in self.demoted.data)
+            printer.print_string(f" demoted [{numbers}]")
+        printer.print_string(f" bytes {self.size.data}")
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class BufferOp(IRDLOperation):
+    """Storage a value leaves its loops into: ``sched.buffer @v slice [m:N]
+    zero bytes S``."""
+
+    name = "sched.buffer"
+
+    value = prop_def(FlatSymbolRefAttr)
+    slices = prop_def(ArrayAttr[BindAttr])
+    zero = opt_prop_def(UnitAttr)
+    size = prop_def(IntAttr, prop_name="bytes")
+
+    traits = _IN_SCHEDULE
+
+    def __init__(self, buffer: model.Buffer) -> None:
+        super().__init__(
+            properties={
+                "value": SymbolRefAttr(buffer.value),
+                "slices": _binds(buffer.slices),
+                "zero": UnitAttr() if buffer.zero else None,
+                "bytes": IntAttr(buffer.bytes),
+            }
+        )
+
+    def to_model(self) -> model.Buffer:
+        """The buffer as the schedule model has it."""
+        return model.Buffer(
+            _symbol(self.value),
+            tuple(b.bind for b in self.slices.data),
+            self.zero is not None,
+            self.size.data,
+        )
+
+    def verify_(self) -> None:
+        if self.size.data < 0:
+            raise VerifyException("sched.buffer: bytes must be non-negative")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BufferOp:
+        value = parser.parse_symbol_name().data
+        slices = _parse_binds(parser) if parser.parse_optional_keyword("slice") else []
+        zero = parser.parse_optional_keyword("zero") is not None
+        size = _parse_bytes(parser)
+        op = cls(model.Buffer(value, tuple(slices), zero, size))
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(_symbol(self.value))
+        _print_binds(printer, "slice", self.slices)
+        if self.zero is not None:
+            printer.print_string(" zero")
+        printer.print_string(f" bytes {self.size.data}")
+        printer.print_op_attributes(self.attributes)
+
+
+class _WriteOp(IRDLOperation):
+    """Shared shape of ``sched.scatter`` and ``sched.accumulate``."""
+
+    value = prop_def(FlatSymbolRefAttr)
+
+    traits = _IN_SCHEDULE
+
+    def __init__(self, value: str) -> None:
+        super().__init__(properties={"value": SymbolRefAttr(value)})
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        op = cls(parser.parse_symbol_name().data)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(_symbol(self.value))
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class ScatterOp(_WriteOp):
+    """Copy the piece of ``@v`` just built into its buffer: ``sched.scatter @v``."""
+
+    name = "sched.scatter"
+
+
+@irdl_op_definition
+class AccumulateOp(_WriteOp):
+    """Add the partial sum of ``@v`` just built into its buffer:
+    ``sched.accumulate @v``."""
+
+    name = "sched.accumulate"
+
+
+@irdl_op_definition
+class OutputOp(IRDLOperation):
+    """A tree's result: ``sched.output @tree = @v`` (``coeff * @v``)."""
+
+    name = "sched.output"
+
+    tree = prop_def(FlatSymbolRefAttr)
+    value = opt_prop_def(FlatSymbolRefAttr)
+
+    traits = _IN_SCHEDULE
+
+    def __init__(self, tree: str, value: str | None) -> None:
+        super().__init__(
+            properties={
+                "tree": SymbolRefAttr(tree),
+                "value": None if value is None else SymbolRefAttr(value),
+            }
+        )
+
+    def to_model(self) -> model.Output:
+        """The output as the schedule model has it."""
+        value = None if self.value is None else _symbol(self.value)
+        return model.Output(_symbol(self.tree), value)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> OutputOp:
+        tree = parser.parse_symbol_name().data
+        value = None
+        if parser.parse_optional_punctuation("=") is not None:
+            value = parser.parse_symbol_name().data
+        op = cls(tree, value)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(_symbol(self.tree))
+        if self.value is not None:
+            printer.print_string(" = ")
+            printer.print_symbol_name(_symbol(self.value))
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class LoopOp(IRDLOperation):
+    """One pass of a loop instance:
+    ``sched.loop over b instance 0 pass 0 block 1 { ... }``."""
+
+    name = "sched.loop"
+
+    space = prop_def(TextAttr)
+    instance = prop_def(IntegerAttr)
+    number = prop_def(IntegerAttr, prop_name="pass")
+    block = prop_def(IntegerAttr)
+    body = region_def("single_block")
+
+    traits = lazy_traits_def(lambda: (HasParent(ScheduleOp, LoopOp), NoTerminator()))
+
+    def __init__(
+        self, loop: model.LoopPass, body: Sequence[Operation] | Region = ()
+    ) -> None:
+        region = body if isinstance(body, Region) else Region(Block(body))
+        super().__init__(
+            properties={
+                "space": TextAttr(loop.space),
+                "instance": _int(loop.instance),
+                "pass": _int(loop.number),
+                "block": _int(loop.block),
+            },
+            regions=[region],
+        )
+
+    def to_model(self) -> model.LoopPass:
+        """The pass without its body."""
+        return model.LoopPass(
+            self.instance.value.data,
+            self.space.data,
+            self.number.value.data,
+            self.block.value.data,
+        )
+
+    def verify_(self) -> None:
+        key = self.space.data
+        if not key or not all(is_key_char(c) for c in key):
+            raise VerifyException(f"sched.loop: malformed index-space key {key!r}")
+        for what, attr in (("instance", self.instance), ("pass", self.number)):
+            if attr.value.data < 0:
+                raise VerifyException(f"sched.loop: {what} must be non-negative")
+        if self.block.value.data < 1:
+            raise VerifyException("sched.loop: block must be positive")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoopOp:
+        parser.parse_keyword("over")
+        space = parse_key(parser)
+        numbers: list[int] = []
+        for keyword in ("instance", "pass", "block"):
+            parser.parse_keyword(keyword)
+            numbers.append(
+                parser.parse_integer(allow_boolean=False, allow_negative=False)
+            )
+        region = parser.parse_region()
+        if not region.blocks:
+            region.add_block(Block())
+        op = cls(model.LoopPass(numbers[0], space, numbers[1], numbers[2]), region)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        key = self.space.data
+        printer.print_string(
+            f" over {key if key[0].isalpha() else quote_text(key)}"
+            f" instance {self.instance.value.data} pass {self.number.value.data}"
+            f" block {self.block.value.data} "
+        )
+        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class ScheduleOp(IRDLOperation):
+    """The ordered schedule of the enclosing forest: ``sched.schedule rounds N``.
+
+    Its verifier checks the whole schedule against the forest (the rules of
+    ``axisflow.pipeline.schedule.check_schedule`` and the byte sizes) and
+    reports the first broken rule at the op that breaks it.
+    """
+
+    name = "sched.schedule"
+
+    rounds = prop_def(IntegerAttr)
+    body = region_def("single_block")
+
+    traits = lazy_traits_def(lambda: (HasParent(ForestOp), NoTerminator()))
+
+    def __init__(self, rounds: int, body: Sequence[Operation] | Region = ()) -> None:
+        region = body if isinstance(body, Region) else Region(Block(body))
+        super().__init__(properties={"rounds": _int(rounds)}, regions=[region])
+
+    def verify(self, verify_nested_ops: bool = True) -> None:
+        super().verify(verify_nested_ops)
+        # After the per-op verifiers; outside ``verify_`` so that the error is
+        # reported at the offending op, not re-wrapped at this one.
+        from axisflow.pipeline.ir import forest_model
+        from axisflow.pipeline.memory import Sizing
+        from axisflow.pipeline.model import ModelError
+
+        forest = self.parent_op()
+        if not isinstance(forest, ForestOp):
+            return
+        try:
+            forest_info = forest_model(forest, with_roles=False)
+        except ModelError as error:
+            message = f"sched.schedule: the forest cannot be scheduled: {error}"
+            self.emit_error(message, VerifyException(message))
+        schedule, origin = schedule_from_op(self)
+        for problem in model.check_schedule(forest_info, schedule):
+            where = self if problem.item is None else origin[id(problem.item)]
+            message = f"{where.name}: {problem.message}"
+            where.emit_error(message, VerifyException(message))
+        sizing = Sizing(forest_info)
+        blocks = schedule.blocks()
+        for item, _ in schedule.walk():
+            if isinstance(item, model.Build | model.Buffer):
+                expected = sizing.bytes(
+                    forest_info.values[item.value], item.slices, blocks
+                )
+                if item.bytes != expected:
+                    op = origin[id(item)]
+                    message = (
+                        f"{op.name} @{item.value}: declares {item.bytes} bytes, but "
+                        f"the forest's sizes give {expected}"
+                    )
+                    op.emit_error(message, VerifyException(message))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScheduleOp:
+        parser.parse_keyword("rounds")
+        rounds = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        region = parser.parse_region()
+        if not region.blocks:
+            region.add_block(Block())
+        op = cls(rounds, region)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" rounds {self.rounds.value.data} ")
+        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes)
+
+
+# --------------------------------------------------------------------------
+# Schedule model <-> ops
+# --------------------------------------------------------------------------
+
+
+def schedule_to_op(schedule: model.Schedule) -> ScheduleOp:
+    """The ``sched.schedule`` op of a schedule."""
+
+    def ops(items: Sequence[model.Item]) -> list[Operation]:
+        out: list[Operation] = []
+        for item in items:
+            if isinstance(item, model.LoopPass):
+                out.append(LoopOp(item, ops(item.body)))
+            elif isinstance(item, model.Build):
+                out.append(BuildOp(item))
+            elif isinstance(item, model.Buffer):
+                out.append(BufferOp(item))
+            elif isinstance(item, model.Write):
+                out.append(
+                    AccumulateOp(item.value)
+                    if item.accumulate
+                    else ScatterOp(item.value)
+                )
+            else:
+                out.append(OutputOp(item.tree, item.value))
+        return out
+
+    return ScheduleOp(schedule.rounds, ops(schedule.items))
+
+
+def schedule_from_op(
+    op: ScheduleOp,
+) -> tuple[model.Schedule, dict[int, Operation]]:
+    """The schedule of a ``sched.schedule`` op, and the op of each item
+    (keyed by ``id(item)``) for diagnostics."""
+    origin: dict[int, Operation] = {}
+
+    def items(region: Region) -> list[model.Item]:
+        out: list[model.Item] = []
+        for child in _body_items(region):
+            item: model.Item
+            if isinstance(child, LoopOp):
+                item = child.to_model()
+                item.body = items(child.body)
+            elif isinstance(child, BuildOp | BufferOp | OutputOp):
+                item = child.to_model()
+            elif isinstance(child, ScatterOp | AccumulateOp):
+                item = model.Write(
+                    _symbol(child.value), isinstance(child, AccumulateOp)
+                )
+            else:
+                message = f"{child.name} is not a schedule op"
+                child.emit_error(message, VerifyException(message))
+            origin[id(item)] = child
+            out.append(item)
+        return out
+
+    schedule = model.Schedule(items(op.body), op.rounds.value.data)
+    return schedule, origin
+
+
+Sched = Dialect(
+    "sched",
+    [ScheduleOp, LoopOp, BuildOp, BufferOp, ScatterOp, AccumulateOp, OutputOp],
+    [BindAttr],
+)
+"""The ``sched`` dialect."""

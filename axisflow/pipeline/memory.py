@@ -1,0 +1,425 @@
+"""Memory accounting: value sizes, live ranges and peaks, and the report.
+
+Sizes come from the forest's index spaces:
+
+* the extent of a space is its ``batch.space ... extent N``, or
+  ``DEFAULT_EXTENT`` when absent; a mode's extent is its space's (a composite
+  index ``a_1<i_1>`` has the extent of ``a``; its protos are modes too, see
+  ``axisflow.pipeline.model``);
+* the element size of a value is the largest ``elem`` among the spaces of its
+  modes that declare one; otherwise the largest ``elem`` declared in the
+  forest, otherwise ``DEFAULT_ELEM`` (8 bytes, a double);
+* a value's full size is ``elem * prod(extent of each mode)``; restricted to
+  the current block of a loop, a mode counts ``min(block, extent)`` instead
+  (with blocks of one element, a slice is ``size / extent`` per sliced mode).
+
+Live ranges follow program order, each loop body counted once (every
+iteration has the same live set): a piece or value lives from its build to
+its last read (or its write into a buffer), a buffer from its allocation to
+its last read. Inputs (leaves, opaque values) belong to the caller and are
+not part of the peak; the report lists their total. The unbatched forest is
+the same accounting on the schedule with no loops, values in tree order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from axisflow.pipeline.model import Forest, Value, topological_order
+from axisflow.pipeline.schedule import (
+    Bind,
+    Buffer,
+    Build,
+    Item,
+    LoopPass,
+    Output,
+    Schedule,
+    Write,
+)
+
+DEFAULT_EXTENT = 4
+"""Extent of a space whose ``batch.space`` gives none (or is not declared)."""
+DEFAULT_ELEM = 8
+"""Element size in bytes when no space declares one."""
+
+
+class Sizing:
+    """Extents, element sizes and byte sizes of one forest's values."""
+
+    def __init__(self, forest: Forest, extents: Mapping[str, int] | None = None):
+        self.forest = forest
+        self.overrides = dict(extents or {})
+        declared = [s.elem for s in forest.spaces.values() if s.elem is not None]
+        self.default_elem = max(declared, default=DEFAULT_ELEM)
+
+    def extent(self, key: str) -> int:
+        """The extent of index space ``key``."""
+        if key in self.overrides:
+            return self.overrides[key]
+        space = self.forest.spaces.get(key)
+        if space is None or space.extent is None:
+            return DEFAULT_EXTENT
+        return space.extent
+
+    def is_default(self, key: str) -> bool:
+        """Whether ``key``'s extent is the default."""
+        space = self.forest.spaces.get(key)
+        return key not in self.overrides and (space is None or space.extent is None)
+
+    def elem(self, value: Value) -> int:
+        """Bytes per element of ``value``."""
+        sizes = [
+            space.elem
+            for mode in value.modes
+            if (space := self.forest.spaces.get(mode.base_key)) is not None
+            and space.elem is not None
+        ]
+        return max(sizes, default=self.default_elem)
+
+    def elements(
+        self,
+        value: Value,
+        slices: Iterable[Bind] = (),
+        blocks: Mapping[int, int] | None = None,
+    ) -> int:
+        """Elements of ``value`` with the sliced modes restricted to a block."""
+        restricted = {b.mode: (blocks or {}).get(b.instance, 1) for b in slices}
+        count = 1
+        for mode in value.modes:
+            extent = self.extent(mode.base_key)
+            block = restricted.get(mode)
+            count *= extent if block is None else min(block, extent)
+        return count
+
+    def bytes(
+        self,
+        value: Value,
+        slices: Iterable[Bind] = (),
+        blocks: Mapping[int, int] | None = None,
+    ) -> int:
+        """Bytes of ``value`` with the sliced modes restricted to a block."""
+        return self.elem(value) * self.elements(value, slices, blocks)
+
+    def full_bytes(self, value: Value) -> int:
+        """Bytes of the whole value."""
+        return self.bytes(value)
+
+
+# --------------------------------------------------------------------------
+# Live ranges
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Lifetime:
+    """One storage object: a built piece (``piece``: inside loops), a whole
+    value (``value``), or a ``buffer``, live over ``[start, end]``."""
+
+    value: str
+    kind: str
+    bytes: int
+    start: int
+    end: int
+
+
+@dataclass
+class Peak:
+    """The largest live total and what is live there."""
+
+    bytes: int
+    position: int
+    live: list[Lifetime]
+
+
+def lifetimes(
+    forest: Forest, schedule: Schedule, sizing: Sizing | None = None
+) -> list[Lifetime]:
+    """Every storage object of a (valid) schedule with its live range."""
+    sizing = sizing or Sizing(forest)
+    blocks = schedule.blocks()
+    found: list[Lifetime] = []
+    frames: list[tuple[dict[str, Lifetime], dict[str, Lifetime]]] = [({}, {})]
+    position = 0
+
+    def lookup(name: str) -> Lifetime | None:
+        for pieces, buffers in reversed(frames):
+            if name in pieces:
+                return pieces[name]
+            if name in buffers:
+                return buffers[name]
+        return None
+
+    def visit(items: list[Item]) -> None:
+        nonlocal position
+        for item in items:
+            position += 1
+            if isinstance(item, LoopPass):
+                frames.append(({}, {}))
+                visit(item.body)
+                frames.pop()
+                position += 1
+            elif isinstance(item, Build):
+                value = forest.values[item.value]
+                for factor in value.factors:
+                    stored = lookup(factor.value)
+                    if stored is not None:
+                        stored.end = position
+                kind = "piece" if len(frames) > 1 else "value"
+                size = sizing.bytes(value, item.slices, blocks)
+                life = Lifetime(item.value, kind, size, position, position)
+                frames[-1][0][item.value] = life
+                found.append(life)
+            elif isinstance(item, Buffer):
+                value = forest.values[item.value]
+                size = sizing.bytes(value, item.slices, blocks)
+                life = Lifetime(item.value, "buffer", size, position, position)
+                frames[-1][1][item.value] = life
+                found.append(life)
+            elif isinstance(item, Write):
+                piece = frames[-1][0].pop(item.value)
+                piece.end = position
+                target = lookup(item.value)
+                if target is not None:
+                    target.end = position
+            elif isinstance(item, Output) and item.value is not None:
+                stored = lookup(item.value)
+                if stored is not None:
+                    stored.end = position
+
+    visit(schedule.items)
+    return found
+
+
+def peak(found: list[Lifetime]) -> Peak:
+    """The peak of live bytes over program positions (a sweep, n log n), and
+    the objects live there."""
+    events: list[tuple[int, int, int]] = []
+    for life in found:
+        events.append((life.start, 1, life.bytes))
+        events.append((life.end + 1, 0, -life.bytes))
+    events.sort()  # at one position, releases (0) before allocations (1)
+    total = best = 0
+    where = 0
+    for position, _, change in events:
+        total += change
+        if total > best:
+            best, where = total, position
+    live = [life for life in found if life.start <= where <= life.end]
+    return Peak(best, where, live if best else [])
+
+
+def unbatched_schedule(forest: Forest, sizing: Sizing | None = None) -> Schedule:
+    """The forest evaluated without loops: values in tree order (factors
+    first, each once), each tree's output right after its root."""
+    sizing = sizing or Sizing(forest)
+    items: list[Item] = []
+    for node in topological_order(forest):
+        if isinstance(node, int):
+            tree = forest.trees[node]
+            value = None if tree.root is None else forest.sites[tree.root].value
+            items.append(Output(tree.name, value))
+        else:
+            value = forest.values[node]
+            items.append(Build(node, bytes=sizing.full_bytes(value)))
+    return Schedule(items, rounds=0)
+
+
+# --------------------------------------------------------------------------
+# The report
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class ValueMemory:
+    """One built value in the report."""
+
+    name: str
+    modes: list[str]
+    full_bytes: int
+    piece_bytes: int
+    """One built piece (per iteration of its loops; the full size if none)."""
+    buffer_bytes: int | None
+    placement: list[str]
+    """``"<space>#<instance>:<how>"`` per loop around its build."""
+    demoted: list[int]
+
+
+@dataclass
+class MemoryReport:
+    """Sizes and peaks of one forest, unbatched and scheduled."""
+
+    forest: str | None
+    extents: dict[str, int]
+    default_extents: list[str]
+    elem: int
+    blocks: dict[str, int]
+    rounds: int
+    values: list[ValueMemory]
+    input_bytes: int
+    unbatched_peak: int
+    scheduled_peak: int
+    unbatched_live: list[str] = field(default_factory=list[str])
+    scheduled_live: list[str] = field(default_factory=list[str])
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dictionary (all sizes in bytes)."""
+        return {
+            "forest": self.forest,
+            "extents": self.extents,
+            "default_extents": self.default_extents,
+            "elem": self.elem,
+            "blocks": self.blocks,
+            "rounds": self.rounds,
+            "input_bytes": self.input_bytes,
+            "unbatched_peak_bytes": self.unbatched_peak,
+            "scheduled_peak_bytes": self.scheduled_peak,
+            "unbatched_live_at_peak": self.unbatched_live,
+            "scheduled_live_at_peak": self.scheduled_live,
+            "values": [
+                {
+                    "name": v.name,
+                    "modes": v.modes,
+                    "full_bytes": v.full_bytes,
+                    "piece_bytes": v.piece_bytes,
+                    "buffer_bytes": v.buffer_bytes,
+                    "placement": v.placement,
+                    "demoted_instances": v.demoted,
+                }
+                for v in self.values
+            ],
+        }
+
+    def json_text(self) -> str:
+        """``to_json`` as text (UTF-8 labels kept readable)."""
+        return json.dumps(self.to_json(), ensure_ascii=False, indent=2)
+
+    def table(self) -> str:
+        """A table for people."""
+        name = "@" + self.forest if self.forest else "(unnamed forest)"
+        extents = ", ".join(
+            f"{k}={n}{'*' if k in self.default_extents else ''}"
+            for k, n in self.extents.items()
+        )
+        lines = [
+            f"memory of batch.forest {name}",
+            f"  extents: {extents or '(none)'}"
+            + ("   (* = default extent)" if self.default_extents else ""),
+            f"  element size: {self.elem} B (default for values without a sized space)",
+            f"  blocks: {', '.join(f'{k}={b}' for k, b in self.blocks.items()) or '-'}"
+            f"   scheduling rounds: {self.rounds}",
+        ]
+        header = ("value", "modes", "full", "per piece", "buffer", "loops")
+        rows = [
+            (
+                "@" + v.name,
+                " ".join(v.modes) or "(scalar)",
+                format_bytes(v.full_bytes),
+                format_bytes(v.piece_bytes),
+                "-" if v.buffer_bytes is None else format_bytes(v.buffer_bytes),
+                " ".join(v.placement) or "-",
+            )
+            for v in self.values
+        ]
+        widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header))]
+        for row in [header, *rows]:
+            lines.append(
+                "  "
+                + "  ".join(
+                    cell.ljust(w) for cell, w in zip(row, widths, strict=True)
+                ).rstrip()
+            )
+        saving = (
+            f" ({self.scheduled_peak / self.unbatched_peak:.3g}x of unbatched)"
+            if self.unbatched_peak
+            else ""
+        )
+        lines += [
+            f"  inputs (not in the peaks): {format_bytes(self.input_bytes)}",
+            f"  peak unbatched: {format_bytes(self.unbatched_peak)}"
+            f"  live: {', '.join(self.unbatched_live) or '-'}",
+            f"  peak scheduled: {format_bytes(self.scheduled_peak)}{saving}"
+            f"  live: {', '.join(self.scheduled_live) or '-'}",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def format_bytes(size: int) -> str:
+    """``1536`` -> ``"1.5 KiB"``; exact below 1 KiB."""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        value /= 1024
+        if value < 1024 or unit == "PiB":
+            return f"{value:.4g} {unit}"
+    raise AssertionError("unreachable")
+
+
+def memory_report(
+    forest: Forest, schedule: Schedule, sizing: Sizing | None = None
+) -> MemoryReport:
+    """Sizes of every built value, and the unbatched and scheduled peaks."""
+    sizing = sizing or Sizing(forest)
+    blocks = schedule.blocks()
+    builds: dict[str, tuple[Build, tuple[LoopPass, ...]]] = {}
+    buffers: dict[str, Buffer] = {}
+    for item, loops in schedule.walk():
+        if isinstance(item, Build):
+            builds[item.value] = (item, loops)
+        elif isinstance(item, Buffer):
+            buffers[item.value] = item
+    values: list[ValueMemory] = []
+    for name, (build, loops) in builds.items():
+        value = forest.values[name]
+        how: dict[int, str] = {}
+        for bind in build.slices:
+            buffer = buffers.get(name)
+            kept = buffer is not None and bind in buffer.slices
+            how[bind.instance] = "slice" if kept or buffer is None else "scatter"
+        for bind in build.sums:
+            how[bind.instance] = "accumulate"
+        placement = [
+            f"{loop.space}#{loop.instance}:{how.get(loop.instance, 'rebuild')}"
+            for loop in loops
+        ]
+        buffer = buffers.get(name)
+        values.append(
+            ValueMemory(
+                name,
+                [m.full_label for m in value.modes],
+                sizing.full_bytes(value),
+                sizing.bytes(value, build.slices, blocks),
+                None if buffer is None else sizing.bytes(value, buffer.slices, blocks),
+                placement,
+                list(build.demoted),
+            )
+        )
+    inputs = {site.value for site in forest.sites if forest.values[site.value].is_input}
+    input_bytes = sum(sizing.full_bytes(forest.values[n]) for n in sorted(inputs))
+    unbatched = peak(lifetimes(forest, unbatched_schedule(forest, sizing), sizing))
+    scheduled = peak(lifetimes(forest, schedule, sizing))
+    keys = sorted(
+        {m.base_key for v in forest.values.values() for m in v.modes}
+        | set(forest.spaces)
+    )
+    space_of_instance = forest.instance_spaces
+    return MemoryReport(
+        forest=forest.name,
+        extents={k: sizing.extent(k) for k in keys},
+        default_extents=[k for k in keys if sizing.is_default(k)],
+        elem=sizing.default_elem,
+        blocks={space_of_instance.get(i, "?"): b for i, b in blocks.items()},
+        rounds=schedule.rounds,
+        values=values,
+        input_bytes=input_bytes,
+        unbatched_peak=unbatched.bytes,
+        scheduled_peak=scheduled.bytes,
+        unbatched_live=[_describe(life) for life in unbatched.live],
+        scheduled_live=[_describe(life) for life in scheduled.live],
+    )
+
+
+def _describe(life: Lifetime) -> str:
+    return f"@{life.value} {life.kind}"

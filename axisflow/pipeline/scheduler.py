@@ -1,0 +1,608 @@
+"""From a classified forest to an ordered batch schedule (pure logic).
+
+Rules (``docs/pipeline.md`` explains them with examples):
+
+1. **Home.** Each value that is not an input is built once (common
+   subexpressions included), at its first use-site. For every loop enclosing
+   that site, the loop *binds* the mode of the value carrying the loop's label
+   there (a result mode or a mode summed at the node), and the value's role
+   for the loop's space gives its *disposition*:
+
+   ============  ================  ========================================
+   role          bound mode        disposition
+   ============  ================  ========================================
+   LoopLocal     result mode       ``slice``: one block per iteration, read
+                                   in the same iteration
+   LoopCarried   result mode       ``scatter``: each block scattered into a
+                                   full buffer outside the loop
+   any           summed mode       ``accumulate``: partial sums added into a
+                                   buffer outside the loop
+   LoopInvariant or nothing bound  hoisted above the loop, or ``rebuild``
+   ============  ================  ========================================
+
+   A value is hoisted above every loop that binds none of its modes, except
+   a loop that also encloses its consumer's home and a deeper loop of that
+   home binding the value: there it is rebuilt per iteration, so that its
+   slice of the deeper loop stays fused with the consumer (recomputation
+   traded for memory).
+2. **Order and split.** Within a block, items go in stages: an edge whose
+   producer leaves a loop (``accumulate``, ``scatter``, or a reader outside
+   that loop) starts a new stage; each stage holds the block's own builds,
+   then one pass per loop instance. A loop whose nodes fall in several stages
+   is split into passes, so every reader of a carried value runs after the
+   pass producing it has closed. A sliced value is placed in the pass of its
+   readers when they all share one.
+3. **Fixpoint.** A sliced value read outside its pass (by a later pass of a
+   split loop, another loop, or a tree output), or read without its slice,
+   is demoted to ``scatter`` (LoopLocal to LoopCarried); a rebuilt value that
+   must leave its loop is hoisted above it. Both only grow, and the schedule
+   is rebuilt until a round changes nothing, within ``max_rounds``.
+4. **Buffers.** A value read outside the loop passes it is built in gets a
+   buffer just before the outermost pass it leaves, full size except for the
+   slices of the loops it stays in, zeroed when it accumulates.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from axisflow.pipeline.memory import Sizing
+from axisflow.pipeline.model import (
+    Forest,
+    ModelError,
+    Node,
+    Site,
+    Value,
+    dependencies,
+    readers_of,
+    topological_order,
+)
+from axisflow.pipeline.schedule import (
+    Bind,
+    Buffer,
+    Build,
+    Item,
+    LoopPass,
+    Output,
+    Schedule,
+    Write,
+    check_schedule,
+)
+from axisflow.roles.decision import LoopRole
+from axisflow.roles.index import Index
+
+DEFAULT_MAX_ROUNDS = 16
+"""Bound on scheduling rounds (each round after the first follows a demotion)."""
+
+
+class SchedulingError(ValueError):
+    """The forest cannot be scheduled (or the fixpoint bound was hit)."""
+
+
+class Disposition(StrEnum):
+    """What one loop does to one value built inside it."""
+
+    SLICE = "slice"
+    SCATTER = "scatter"
+    ACCUMULATE = "accumulate"
+    REBUILD = "rebuild"
+
+
+LEAVES = (Disposition.SCATTER, Disposition.ACCUMULATE)
+"""Dispositions whose readers run after the loop pass closes."""
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A loop's disposition for a value and the mode it binds (if any)."""
+
+    disposition: Disposition
+    mode: Index | None
+
+
+@dataclass
+class Placement:
+    """Where a value is built: the loop instances around it, outermost first."""
+
+    home: tuple[int, ...]
+    bindings: dict[int, Binding]
+
+
+@dataclass
+class Decisions:
+    """What the fixpoint has decided so far, with the reasons."""
+
+    demoted: dict[tuple[str, int], str] = field(
+        default_factory=dict[tuple[str, int], str]
+    )
+    """(value, loop instance) demoted from slice to scatter."""
+    hoisted: dict[tuple[str, int], str] = field(
+        default_factory=dict[tuple[str, int], str]
+    )
+    """(value, loop instance) hoisted above a loop it was rebuilt in."""
+
+
+@dataclass
+class ScheduleResult:
+    """A schedule with the decisions behind it."""
+
+    schedule: Schedule
+    placements: dict[str, Placement]
+    decisions: Decisions
+
+
+# --------------------------------------------------------------------------
+# Dependency structure
+# --------------------------------------------------------------------------
+
+# --------------------------------------------------------------------------
+# Placement
+# --------------------------------------------------------------------------
+
+
+def place(forest: Forest, decisions: Decisions) -> dict[str, Placement]:
+    """The home and loop bindings of every built value (rule 1)."""
+    placements: dict[str, Placement] = {}
+    for site in forest.sites:  # pre-order: a consumer before its factors
+        value = forest.values[site.value]
+        if value.is_input or value.name in placements:
+            continue
+        consumer_home: tuple[int, ...] = ()
+        if site.parent is not None:
+            consumer_home = placements[forest.sites[site.parent].value].home
+        placements[value.name] = _place_at(
+            forest, value, site, consumer_home, decisions
+        )
+    return placements
+
+
+def _place_at(
+    forest: Forest,
+    value: Value,
+    site: Site,
+    consumer_home: tuple[int, ...],
+    decisions: Decisions,
+) -> Placement:
+    mode_of_label = {label: mode for mode, label in site.mode_labels.items()}
+    bindings: list[Binding] = []
+    for loop in site.loops:
+        role = forest.role(value.name, loop.space)
+        mode = mode_of_label.get(loop.label)
+        if mode is None or role is LoopRole.LOOP_INVARIANT:
+            bindings.append(Binding(Disposition.REBUILD, None))
+        elif mode in value.modes:
+            local = (
+                role is LoopRole.LOOP_LOCAL
+                and (value.name, loop.instance) not in decisions.demoted
+            )
+            disposition = Disposition.SLICE if local else Disposition.SCATTER
+            bindings.append(Binding(disposition, mode))
+        else:
+            bindings.append(Binding(Disposition.ACCUMULATE, mode))
+    shared = set(consumer_home)
+    # keep_below[k]: a deeper loop binds the value and is in the consumer's home
+    keep_below = [False] * len(site.loops)
+    seen_shared_bound = False
+    for k in range(len(site.loops) - 1, -1, -1):
+        keep_below[k] = seen_shared_bound
+        if (
+            bindings[k].disposition is not Disposition.REBUILD
+            and site.loops[k].instance in shared
+        ):
+            seen_shared_bound = True
+    home: list[int] = []
+    placed: dict[int, Binding] = {}
+    modes_bound: dict[Index, int] = {}
+    for k, (loop, binding) in enumerate(zip(site.loops, bindings, strict=True)):
+        if binding.disposition is Disposition.REBUILD and not (
+            keep_below[k]
+            and loop.instance in shared
+            and (value.name, loop.instance) not in decisions.hoisted
+        ):
+            continue
+        if binding.mode is not None:
+            other = modes_bound.setdefault(binding.mode, loop.instance)
+            if other != loop.instance:
+                raise SchedulingError(
+                    f"value @{value.name}: loop instances {other} and "
+                    f"{loop.instance} both bind its mode {binding.mode}"
+                )
+        home.append(loop.instance)
+        placed[loop.instance] = binding
+    return Placement(tuple(home), placed)
+
+
+# --------------------------------------------------------------------------
+# Order and split (one round)
+# --------------------------------------------------------------------------
+
+
+@dataclass(eq=False)  # identity: two passes of one loop are different
+class _Pass:
+    instance: int
+    body: list[_Pass | Node] = field(default_factory=list["_Pass | Node"])
+
+
+class _Round:
+    """One scheduling round: placements -> nested passes -> new decisions."""
+
+    def __init__(
+        self,
+        forest: Forest,
+        placements: dict[str, Placement],
+        order: list[Node],
+        readers: dict[str, list[Node]],
+    ) -> None:
+        self.forest = forest
+        self.placements = placements
+        self.order = order
+        self.position = {node: k for k, node in enumerate(order)}
+        self.readers = readers
+        self.dependencies = {node: dependencies(forest, node) for node in order}
+        self.pass_path: dict[Node, tuple[_Pass, ...]] = {}
+
+    def home(self, node: Node) -> tuple[int, ...]:
+        return () if isinstance(node, int) else self.placements[node].home
+
+    def disposition(self, value: str, instance: int) -> Disposition:
+        return self.placements[value].bindings[instance].disposition
+
+    def schedule(self) -> list[_Pass | Node]:
+        return self.block((), self.order, ())
+
+    def block(
+        self, prefix: tuple[int, ...], nodes: list[Node], path: tuple[_Pass, ...]
+    ) -> list[_Pass | Node]:
+        depth = len(prefix)
+        members = set(nodes)
+
+        def group(node: Node) -> int | None:
+            home = self.home(node)
+            return home[depth] if len(home) > depth else None
+
+        def barrier(producer: str, consumer: Node) -> bool:
+            produced_in = group(producer)
+            if produced_in is None:
+                return False
+            if produced_in != group(consumer):
+                return True
+            return self.disposition(producer, produced_in) in LEAVES
+
+        stage: dict[Node, int] = {}
+        for node in nodes:  # topological order: earliest stages
+            stage[node] = max(
+                (
+                    stage[dep] + barrier(dep, node)
+                    for dep in self.dependencies[node]
+                    if dep in members
+                ),
+                default=0,
+            )
+        for node in reversed(nodes):  # a sliced value joins its readers' pass
+            loop = group(node)
+            if isinstance(node, int) or loop is None:
+                continue
+            if self.disposition(node, loop) in LEAVES:
+                continue
+            inside = [r for r in self.readers.get(node, []) if r in members]
+            if inside and all(group(r) == loop for r in inside):
+                stages = {stage[r] for r in inside}
+                if len(stages) == 1:
+                    stage[node] = stages.pop()
+        # Units: each own build of the block, and one pass per (stage, loop).
+        unit_key: dict[tuple[int, int], int] = {}
+        unit_of: dict[Node, int] = {}
+        unit_loop: list[int | None] = []
+        unit_nodes: list[list[Node]] = []
+        for node in nodes:
+            loop = group(node)
+            unit = unit_key.get((stage[node], loop)) if loop is not None else None
+            if unit is None:
+                unit = len(unit_nodes)
+                unit_loop.append(loop)
+                unit_nodes.append([])
+                if loop is not None:
+                    unit_key[(stage[node], loop)] = unit
+            unit_of[node] = unit
+            unit_nodes[unit].append(node)
+        # Order the units by a topological sort that prefers the earliest node
+        # in tree order, so that outputs and buffers are released early.
+        successors: list[set[int]] = [set() for _ in unit_nodes]
+        waiting = [0] * len(unit_nodes)
+        for unit, inner in enumerate(unit_nodes):
+            sources = {
+                unit_of[dep]
+                for node in inner
+                for dep in self.dependencies[node]
+                if dep in members and unit_of[dep] != unit
+            }
+            waiting[unit] = len(sources)
+            for source in sources:
+                successors[source].add(unit)
+        ready = [
+            (self.position[inner[0]], unit)
+            for unit, inner in enumerate(unit_nodes)
+            if waiting[unit] == 0
+        ]
+        heapq.heapify(ready)
+        items: list[_Pass | Node] = []
+        while ready:
+            _, unit = heapq.heappop(ready)
+            inner = unit_nodes[unit]
+            loop = unit_loop[unit]
+            if loop is None:
+                items.append(inner[0])
+                self.pass_path[inner[0]] = path
+            else:
+                new_pass = _Pass(loop)
+                new_pass.body = self.block((*prefix, loop), inner, (*path, new_pass))
+                items.append(new_pass)
+            for successor in successors[unit]:
+                waiting[successor] -= 1
+                if waiting[successor] == 0:
+                    first = unit_nodes[successor][0]
+                    heapq.heappush(ready, (self.position[first], successor))
+        if len(items) != len(unit_nodes):
+            raise SchedulingError("internal error: the units of a block form a cycle")
+        return items
+
+    def validate(self, decisions: Decisions) -> bool:
+        """Record demotions and hoists this round's order calls for (rule 3);
+        return whether anything new was decided."""
+        changed = False
+        for value, readers in self.readers.items():
+            produced = self.pass_path[value]
+            for reader in readers:
+                common = _shared_depth(produced, self.pass_path[reader])
+                for left in produced[common:]:
+                    changed |= self.leave(decisions, value, left.instance, reader)
+                for shared in produced[:common]:
+                    changed |= self.check_slice(
+                        decisions, value, shared.instance, reader
+                    )
+        return changed
+
+    def leave(
+        self, decisions: Decisions, value: str, instance: int, reader: Node
+    ) -> bool:
+        disposition = self.disposition(value, instance)
+        key = (value, instance)
+        where = self.describe(reader)
+        if disposition is Disposition.SLICE and key not in decisions.demoted:
+            decisions.demoted[key] = (
+                f"read by {where} outside the pass of loop instance {instance} "
+                "that builds it"
+            )
+            return True
+        if disposition is Disposition.REBUILD and key not in decisions.hoisted:
+            decisions.hoisted[key] = (
+                f"read by {where} outside loop instance {instance}, which binds "
+                "none of its modes"
+            )
+            return True
+        return False
+
+    def check_slice(
+        self, decisions: Decisions, value: str, instance: int, reader: Node
+    ) -> bool:
+        binding = self.placements[value].bindings[instance]
+        if binding.disposition in LEAVES:
+            raise SchedulingError(
+                f"internal error: @{value} is read inside the pass it "
+                f"{binding.disposition}s out of"
+            )
+        if binding.disposition is not Disposition.SLICE or isinstance(reader, int):
+            return False
+        assert binding.mode is not None
+        consumer = self.forest.values[reader]
+        reader_bindings = self.placements[reader].bindings
+        for factor, mapping in zip(consumer.factors, consumer.factor_maps, strict=True):
+            if factor.value != value:
+                continue
+            wanted = reader_bindings.get(instance)
+            if wanted is None or wanted.mode != mapping[binding.mode]:
+                key = (value, instance)
+                if key in decisions.demoted:
+                    return False
+                decisions.demoted[key] = (
+                    f"read by @{reader} without its block of loop instance {instance}"
+                )
+                return True
+        return False
+
+    def describe(self, node: Node) -> str:
+        if isinstance(node, int):
+            return f"the output of tree @{self.forest.trees[node].name}"
+        return f"@{node}"
+
+
+def _shared_depth(produced: tuple[_Pass, ...], read: tuple[_Pass, ...]) -> int:
+    """How many enclosing passes (the same pass objects) two nodes share."""
+    depth = 0
+    while depth < min(len(produced), len(read)) and produced[depth] is read[depth]:
+        depth += 1
+    return depth
+
+
+# --------------------------------------------------------------------------
+# Emission
+# --------------------------------------------------------------------------
+
+
+class _Emitter:
+    def __init__(
+        self,
+        forest: Forest,
+        round_: _Round,
+        decisions: Decisions,
+        blocks: Mapping[str, int],
+        sizes: Sizing,
+    ) -> None:
+        self.forest = forest
+        self.round = round_
+        self.decisions = decisions
+        self.blocks = blocks
+        self.sizes = sizes
+        self.pass_numbers: dict[int, int] = {}
+        self.block_of: dict[int, int] = {}
+        # the values whose buffer goes just before each pass, and their depth
+        self.buffers: dict[_Pass, list[str]] = {}
+        self.buffered: dict[str, int] = {}
+        for value, readers in round_.readers.items():
+            produced = round_.pass_path[value]
+            depth = len(produced)
+            for reader in readers:
+                depth = min(depth, _shared_depth(produced, round_.pass_path[reader]))
+            if depth < len(produced):
+                self.buffers.setdefault(produced[depth], []).append(value)
+                self.buffered[value] = depth
+
+    def emit(self, items: list[_Pass | Node], instances: tuple[int, ...]) -> list[Item]:
+        out: list[Item] = []
+        for item in items:
+            if isinstance(item, _Pass):
+                for value in self.buffers.get(item, []):
+                    out.append(self.buffer(value, instances))
+                space = self.forest.instance_spaces[item.instance]
+                number = self.pass_numbers.get(item.instance, 0)
+                self.pass_numbers[item.instance] = number + 1
+                block = self.blocks.get(space, 1)
+                self.block_of[item.instance] = block
+                body = self.emit(item.body, (*instances, item.instance))
+                out.append(LoopPass(item.instance, space, number, block, body))
+            elif isinstance(item, int):
+                root = self.forest.trees[item].root
+                value = None if root is None else self.forest.sites[root].value
+                out.append(Output(self.forest.trees[item].name, value))
+            else:
+                out.extend(self.build(item))
+        return out
+
+    def build(self, name: str) -> list[Item]:
+        placement = self.round.placements[name]
+        slices: list[Bind] = []
+        sums: list[Bind] = []
+        for instance in placement.home:
+            binding = placement.bindings[instance]
+            if binding.mode is None:
+                continue
+            target = sums if binding.disposition is Disposition.ACCUMULATE else slices
+            target.append(Bind(binding.mode, instance))
+        demoted = tuple(
+            i for i in placement.home if (name, i) in self.decisions.demoted
+        )
+        value = self.forest.values[name]
+        build = Build(
+            name,
+            tuple(slices),
+            tuple(sums),
+            demoted,
+            self.sizes.bytes(value, slices, self.block_of),
+        )
+        if name not in self.buffered:
+            return [build]
+        return [build, Write(name, bool(sums))]
+
+    def buffer(self, name: str, instances: tuple[int, ...]) -> Buffer:
+        placement = self.round.placements[name]
+        kept = set(instances)
+        slices = [
+            Bind(b.mode, i)
+            for i, b in placement.bindings.items()
+            if i in kept and b.mode is not None and b.disposition is Disposition.SLICE
+        ]
+        accumulate = any(
+            b.disposition is Disposition.ACCUMULATE
+            for i, b in placement.bindings.items()
+            if i not in kept
+        )
+        value = self.forest.values[name]
+        return Buffer(
+            name,
+            tuple(slices),
+            accumulate,
+            self.sizes.bytes(value, slices, self.block_of),
+        )
+
+
+# --------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------
+
+
+def schedule_forest(
+    forest: Forest,
+    *,
+    block: int | Mapping[str, int] = 1,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    sizes: Sizing | None = None,
+) -> ScheduleResult:
+    """Schedule a classified forest (rules in the module docstring).
+
+    ``block``: elements per block, for every space or per space key.
+    ``max_rounds``: bound on the demotion fixpoint; ``SchedulingError`` if a
+    round still changes decisions when it is reached. ``sizes`` fills the
+    byte sizes of builds and buffers (default: the forest's own). Raises
+    ``SchedulingError`` (or ``ModelError``) for a forest it cannot schedule.
+    """
+    if max_rounds < 1:
+        raise SchedulingError(f"max-rounds must be at least 1, got {max_rounds}")
+    blocks = _blocks(forest, block)
+    decisions = Decisions()
+    order = topological_order(forest)
+    readers = readers_of(forest)
+    for round_number in range(1, max_rounds + 1):
+        placements = place(forest, decisions)
+        current = _Round(forest, placements, order, readers)
+        nested = current.schedule()
+        if not current.validate(decisions):
+            emitter = _Emitter(
+                forest, current, decisions, blocks, sizes or Sizing(forest)
+            )
+            schedule = Schedule(emitter.emit(nested, ()), round_number)
+            problems = check_schedule(forest, schedule)
+            if problems:
+                raise SchedulingError(
+                    "internal error: the schedule breaks a rule: "
+                    + "; ".join(p.message for p in problems[:3])
+                )
+            return ScheduleResult(schedule, placements, decisions)
+    pending = sorted(
+        f"@{v} on loop instance {i}"
+        for (v, i) in (*decisions.demoted, *decisions.hoisted)
+    )
+    raise SchedulingError(
+        f"the demotion fixpoint was not reached within {max_rounds} rounds "
+        f"(max-rounds); decided so far: {', '.join(pending[:8])}"
+        + (" ..." if len(pending) > 8 else "")
+    )
+
+
+def _blocks(forest: Forest, block: int | Mapping[str, int]) -> dict[str, int]:
+    if isinstance(block, int):
+        if block < 1:
+            raise SchedulingError(f"block must be positive, got {block}")
+        return dict.fromkeys(forest.instance_spaces.values(), block)
+    blocks: dict[str, int] = {}
+    for key, size in block.items():
+        if size < 1:
+            raise SchedulingError(f"block for {key} must be positive, got {size}")
+        blocks[key] = size
+    return blocks
+
+
+__all__ = [
+    "DEFAULT_MAX_ROUNDS",
+    "Binding",
+    "Decisions",
+    "Disposition",
+    "ModelError",
+    "Placement",
+    "ScheduleResult",
+    "SchedulingError",
+    "schedule_forest",
+    "topological_order",
+]

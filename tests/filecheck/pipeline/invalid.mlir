@@ -1,0 +1,276 @@
+// Schedules that break a rule are rejected at the op that breaks it.
+// RUN: xdsl-opt --split-input-file --verify-diagnostics %s | filecheck %s
+
+// A reader in the pass that scatters its factor.
+batch.forest @f {
+  batch.space i extent 4 elem 8
+  batch.space a extent 3 elem 8
+  batch.value @P [i_1, a_1] leaf "P"
+  batch.value @Q [a_1, a_2] leaf "Q"
+  batch.value @Y [a_1] leaf "Y"
+  batch.value @X [i_1, a_1] contracted [a_2] = @P [i_1, a_2] * @Q [a_2, a_1]
+  batch.value @R [i_1] contracted [a_1] = @X [i_1, a_1] * @Y [a_1]
+  batch.tree @t {
+    batch.loop i_1 slot 0 {
+      batch.use @R [i_1] {
+        batch.use @X [i_1, a_1] {
+          batch.use @P [i_1, a_2]
+          batch.use @Q [a_2, a_1]
+        }
+        batch.use @Y [a_1]
+      }
+    }
+  }
+  sched.schedule rounds 1 {
+    sched.buffer @X bytes 96
+    sched.buffer @R bytes 32
+    sched.loop over i instance 0 pass 0 block 1 {
+      sched.build @X slice [i_1:0] bytes 24
+      sched.scatter @X
+      sched.build @R slice [i_1:0] bytes 8
+      sched.scatter @R
+    }
+    sched.output @t = @R
+  }
+}
+
+// CHECK: sched.build: build of @R reads @X before the loop producing it closed
+
+// -----
+// A piece read in a later pass (a LoopLocal value used by two passes).
+batch.forest @f {
+  batch.space i extent 4 elem 8
+  batch.space a extent 3 elem 8
+  batch.value @P [i_1, a_1] leaf "P"
+  batch.value @Q [a_1, a_2] leaf "Q"
+  batch.value @Y [a_1] leaf "Y"
+  batch.value @X [i_1, a_1] contracted [a_2] = @P [i_1, a_2] * @Q [a_2, a_1]
+  batch.value @R [i_1] contracted [a_1] = @X [i_1, a_1] * @Y [a_1]
+  batch.tree @t {
+    batch.loop i_1 slot 0 {
+      batch.use @R [i_1] {
+        batch.use @X [i_1, a_1] {
+          batch.use @P [i_1, a_2]
+          batch.use @Q [a_2, a_1]
+        }
+        batch.use @Y [a_1]
+      }
+    }
+  }
+  sched.schedule rounds 1 {
+    sched.loop over i instance 0 pass 0 block 1 {
+      sched.build @X slice [i_1:0] bytes 24
+    }
+    sched.buffer @R bytes 32
+    sched.loop over i instance 0 pass 1 block 1 {
+      sched.build @R slice [i_1:0] bytes 8
+      sched.scatter @R
+    }
+    sched.output @t = @R
+  }
+}
+
+// CHECK: sched.build: build of @R reads @X, which is not available here
+
+// -----
+// Building an input.
+batch.forest @f {
+  batch.space i extent 4 elem 8
+  batch.space a extent 3 elem 8
+  batch.value @P [i_1, a_1] leaf "P"
+  batch.value @Q [a_1, a_2] leaf "Q"
+  batch.value @Y [a_1] leaf "Y"
+  batch.value @X [i_1, a_1] contracted [a_2] = @P [i_1, a_2] * @Q [a_2, a_1]
+  batch.value @R [i_1] contracted [a_1] = @X [i_1, a_1] * @Y [a_1]
+  batch.tree @t {
+    batch.loop i_1 slot 0 {
+      batch.use @R [i_1] {
+        batch.use @X [i_1, a_1] {
+          batch.use @P [i_1, a_2]
+          batch.use @Q [a_2, a_1]
+        }
+        batch.use @Y [a_1]
+      }
+    }
+  }
+  sched.schedule rounds 1 {
+    sched.buffer @R bytes 32
+    sched.loop over i instance 0 pass 0 block 1 {
+      sched.build @X slice [i_1:0] bytes 24
+      sched.build @R slice [i_1:0] bytes 8
+      sched.scatter @R
+    }
+    sched.loop over i instance 0 pass 1 block 1 {
+      sched.build @Y sum [i_1:0] bytes 8
+    }
+    sched.output @t = @R
+  }
+}
+
+// CHECK: sched.build: build of @Y, an input (inputs are only read)
+
+// -----
+// A partial sum that is never accumulated.
+batch.forest @f {
+  batch.space i extent 4 elem 8
+  batch.space a extent 3 elem 8
+  batch.value @P [i_1, a_1] leaf "P"
+  batch.value @Q [a_1, a_2] leaf "Q"
+  batch.value @Y [a_1] leaf "Y"
+  batch.value @X [i_1, a_1] contracted [a_2] = @P [i_1, a_2] * @Q [a_2, a_1]
+  batch.value @R [i_1] contracted [a_1] = @X [i_1, a_1] * @Y [a_1]
+  batch.tree @t {
+    batch.loop i_1 slot 0 {
+      batch.use @R [i_1] {
+        batch.use @X [i_1, a_1] {
+          batch.use @P [i_1, a_2]
+          batch.use @Q [a_2, a_1]
+        }
+        batch.use @Y [a_1]
+      }
+    }
+  }
+  sched.schedule rounds 1 {
+    sched.build @X bytes 96
+    sched.loop over a instance 1 pass 0 block 1 {
+      sched.build @R sum [a_1:1] bytes 32
+    }
+    sched.output @t = @R
+  }
+}
+
+// CHECK: sched.build: partial sums of @R are never accumulated into a buffer
+
+// -----
+// A wrong size.
+batch.forest @f {
+  batch.space i extent 4 elem 8
+  batch.space a extent 3 elem 8
+  batch.value @P [i_1, a_1] leaf "P"
+  batch.value @Q [a_1, a_2] leaf "Q"
+  batch.value @Y [a_1] leaf "Y"
+  batch.value @X [i_1, a_1] contracted [a_2] = @P [i_1, a_2] * @Q [a_2, a_1]
+  batch.value @R [i_1] contracted [a_1] = @X [i_1, a_1] * @Y [a_1]
+  batch.tree @t {
+    batch.loop i_1 slot 0 {
+      batch.use @R [i_1] {
+        batch.use @X [i_1, a_1] {
+          batch.use @P [i_1, a_2]
+          batch.use @Q [a_2, a_1]
+        }
+        batch.use @Y [a_1]
+      }
+    }
+  }
+  sched.schedule rounds 1 {
+    sched.buffer @R bytes 33
+    sched.loop over i instance 0 pass 0 block 1 {
+      sched.build @X slice [i_1:0] bytes 24
+      sched.build @R slice [i_1:0] bytes 8
+      sched.scatter @R
+    }
+    sched.output @t = @R
+  }
+}
+
+// CHECK: sched.buffer @R: declares 33 bytes, but the forest's sizes give 32
+
+// -----
+// Passes out of order.
+batch.forest @f {
+  batch.space i extent 4 elem 8
+  batch.space a extent 3 elem 8
+  batch.value @P [i_1, a_1] leaf "P"
+  batch.value @Q [a_1, a_2] leaf "Q"
+  batch.value @Y [a_1] leaf "Y"
+  batch.value @X [i_1, a_1] contracted [a_2] = @P [i_1, a_2] * @Q [a_2, a_1]
+  batch.value @R [i_1] contracted [a_1] = @X [i_1, a_1] * @Y [a_1]
+  batch.tree @t {
+    batch.loop i_1 slot 0 {
+      batch.use @R [i_1] {
+        batch.use @X [i_1, a_1] {
+          batch.use @P [i_1, a_2]
+          batch.use @Q [a_2, a_1]
+        }
+        batch.use @Y [a_1]
+      }
+    }
+  }
+  sched.schedule rounds 1 {
+    sched.buffer @R bytes 32
+    sched.loop over i instance 0 pass 1 block 1 {
+      sched.build @X slice [i_1:0] bytes 24
+      sched.build @R slice [i_1:0] bytes 8
+      sched.scatter @R
+    }
+    sched.output @t = @R
+  }
+}
+
+// CHECK: sched.loop: pass 1 of loop instance 0: expected pass 0 (passes are numbered in program order)
+
+// -----
+// An output inside a loop.
+batch.forest @f {
+  batch.space i extent 4 elem 8
+  batch.space a extent 3 elem 8
+  batch.value @P [i_1, a_1] leaf "P"
+  batch.value @Q [a_1, a_2] leaf "Q"
+  batch.value @Y [a_1] leaf "Y"
+  batch.value @X [i_1, a_1] contracted [a_2] = @P [i_1, a_2] * @Q [a_2, a_1]
+  batch.value @R [i_1] contracted [a_1] = @X [i_1, a_1] * @Y [a_1]
+  batch.tree @t {
+    batch.loop i_1 slot 0 {
+      batch.use @R [i_1] {
+        batch.use @X [i_1, a_1] {
+          batch.use @P [i_1, a_2]
+          batch.use @Q [a_2, a_1]
+        }
+        batch.use @Y [a_1]
+      }
+    }
+  }
+  sched.schedule rounds 1 {
+    sched.loop over i instance 0 pass 0 block 1 {
+      sched.build @X slice [i_1:0] bytes 24
+      sched.build @R slice [i_1:0] bytes 8
+      sched.output @t = @R
+    }
+  }
+}
+
+// CHECK: sched.output: outputs belong outside every loop
+
+// -----
+// A loop over another space than the mode it slices.
+batch.forest @f {
+  batch.space i extent 4 elem 8
+  batch.space a extent 3 elem 8
+  batch.value @P [i_1, a_1] leaf "P"
+  batch.value @Q [a_1, a_2] leaf "Q"
+  batch.value @Y [a_1] leaf "Y"
+  batch.value @X [i_1, a_1] contracted [a_2] = @P [i_1, a_2] * @Q [a_2, a_1]
+  batch.value @R [i_1] contracted [a_1] = @X [i_1, a_1] * @Y [a_1]
+  batch.tree @t {
+    batch.loop i_1 slot 0 {
+      batch.use @R [i_1] {
+        batch.use @X [i_1, a_1] {
+          batch.use @P [i_1, a_2]
+          batch.use @Q [a_2, a_1]
+        }
+        batch.use @Y [a_1]
+      }
+    }
+  }
+  sched.schedule rounds 1 {
+    sched.buffer @R bytes 32
+    sched.loop over a instance 0 pass 0 block 1 {
+      sched.build @X slice [i_1:0] bytes 24
+      sched.build @R slice [i_1:0] bytes 8
+      sched.scatter @R
+    }
+    sched.output @t = @R
+  }
+}
+
+// CHECK: sched.loop: loop instance 0 of the forest iterates i, not a

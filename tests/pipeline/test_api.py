@@ -1,0 +1,118 @@
+"""Embedding entry points and the ``schedule-batches`` pass."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import PassFailedException
+
+from axisflow.dialects.batch import ForestOp, ValueOp
+from axisflow.dialects.sched import ScheduleOp
+from axisflow.passes.classify_axes import ClassifyAxesPass
+from axisflow.passes.schedule_batches import ScheduleBatchesPass
+from axisflow.pipeline import PipelineError, schedule_module
+from axisflow.pipeline.evaluate import compare
+from axisflow.universe import AXISFLOW_UNIVERSE
+from tests.conftest import EXAMPLES, context, example, parse
+
+
+def printed(module: ModuleOp) -> str:
+    stream = StringIO()
+    Printer(stream=stream).print_op(module)
+    return stream.getvalue()
+
+
+def schedules(module: ModuleOp) -> list[ScheduleOp]:
+    return [op for op in module.walk() if isinstance(op, ScheduleOp)]
+
+
+def test_schedule_module_classifies_schedules_and_reports() -> None:
+    module = example("pipeline/four_tensor.mlir")
+    result = schedule_module(module)
+    (forest,) = result.forests
+    assert forest.report.unbatched_peak == 960
+    assert forest.report.scheduled_peak == 432
+    assert schedules(module) == [forest.schedule_op]
+    assert forest.schedule_op.parent_op() is forest.forest
+    assert "roles" in next(iter(forest.forest.values())).attributes
+    assert compare(forest.model, forest.schedule).agrees
+    assert "peak scheduled: 432 B" in result.tables()
+
+
+def test_rescheduling_replaces_the_schedule() -> None:
+    module = example("pipeline/four_tensor.mlir")
+    schedule_module(module, block=1)
+    schedule_module(module, block=2)
+    (only,) = schedules(module)
+    assert "block 2" in printed(module)
+    assert only.verify() is None
+
+
+def test_a_failing_forest_leaves_the_module_unchanged() -> None:
+    good = (EXAMPLES / "pipeline/four_tensor.mlir").read_text(encoding="utf-8")
+    bad = (EXAMPLES / "pipeline/demotion.mlir").read_text(encoding="utf-8")
+    module = parse(good + bad)
+    before = printed(module)
+    with pytest.raises(
+        PipelineError, match=r"batch.forest @demotion: .*within 1 rounds"
+    ):
+        schedule_module(module, max_rounds=1)
+    assert printed(module) == before  # no roles, no schedule on @four_tensor either
+
+
+def test_invalid_ir_is_reported_not_raised_from_deep_inside() -> None:
+    module = example("pipeline/four_tensor.mlir")
+    forest = next(op for op in module.walk() if isinstance(op, ForestOp))
+    value = next(v for v in forest.values() if v.value_name == "T1")
+    value.detach()
+    forest.body.block.add_op(ValueOp("T1", value.result_indices))  # after its users
+    forest.body.block.add_op(value.clone())  # duplicate name
+    with pytest.raises(PipelineError, match="duplicate value name @T1"):
+        schedule_module(module)
+
+
+def run_pass(module: ModuleOp, spec: str) -> None:
+    pipeline = PassPipeline.parse_spec(AXISFLOW_UNIVERSE.all_passes, spec)
+    pipeline.apply(context(), module)
+
+
+def test_the_pass_prints_a_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    module = example("pipeline/four_tensor.mlir")
+    ClassifyAxesPass().apply(context(), module)
+    ScheduleBatchesPass(report="table").apply(context(), module)
+    out = capsys.readouterr().out
+    assert out.startswith("memory of batch.forest @four_tensor\n")
+    assert "peak unbatched: 960 B" in out
+    ScheduleBatchesPass(report="json", block=2).apply(context(), module)
+    data = json.loads(capsys.readouterr().out)
+    assert [d["forest"] for d in data] == ["four_tensor"]
+    assert data[0]["blocks"] == {"b": 2, "c": 2}
+
+
+def test_the_pass_options_parse_from_a_pipeline_spec() -> None:
+    module = example("pipeline/demotion.mlir")
+    run_pass(module, "classify-axes,schedule-batches{block=2 max-rounds=4}")
+    text = printed(module)
+    assert "sched.schedule rounds 2" in text
+    assert "block 2" in text
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("schedule-batches{report=xml}", "report must be one of none, table, json"),
+        ("schedule-batches", "run classify-axes first"),
+        ("classify-axes,schedule-batches{max-rounds=1}", "within 1 rounds"),
+        ("classify-axes,schedule-batches{block=0}", "block must be positive"),
+    ],
+)
+def test_pass_failures_are_diagnostics(spec: str, message: str) -> None:
+    module = example("pipeline/demotion.mlir")
+    with pytest.raises(PassFailedException, match=message):
+        run_pass(module, spec)
+    assert schedules(module) == []
