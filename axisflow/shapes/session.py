@@ -51,7 +51,7 @@ from axisflow.shapes.constraints import (
     TotalElems,
 )
 from axisflow.shapes.errors import ShapeError
-from axisflow.shapes.solver import Solver, marks_of_bits
+from axisflow.shapes.solver import DimBounds, RowBounds, Solver, marks_of_bits
 from axisflow.shapes.spec import (
     FixedIndex,
     Label,
@@ -239,7 +239,6 @@ class Window:
         solver = self.session.solver
         dims: set[int] = set()
         rows: set[int] = set()
-        from axisflow.shapes.solver import DimBounds, RowBounds
 
         for _tag, container, key, _old in self.session.trail.entries[
             self._trail_start :
@@ -248,10 +247,13 @@ class Window:
                 dims.add(key)
             elif container is solver.row_subst or container is solver.row_bounds:
                 rows.add(key)
-            elif isinstance(container, DimBounds):
-                dims.add(container.var_id)
-            elif isinstance(container, RowBounds):
-                rows.add(container.var_id)
+            else:
+                # Attribute writes name the bounds object; list writes its owner.
+                for owner in (container, key):
+                    if isinstance(owner, DimBounds):
+                        dims.add(owner.var_id)
+                    elif isinstance(owner, RowBounds):
+                        rows.add(owner.var_id)
         return dims, rows
 
 

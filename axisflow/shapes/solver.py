@@ -420,9 +420,9 @@ class Solver:
         trail.set_item(self.dim_subst, a.id, b)
         trail.del_item(dim_bounds, a.id)
         if bounds_a.res:
-            trail.extend(bounds_b.res, bounds_a.res)
+            trail.extend(bounds_b.res, bounds_a.res, bounds_b)
         if bounds_a.opnd:
-            trail.extend(bounds_b.opnd, bounds_a.opnd)
+            trail.extend(bounds_b.opnd, bounds_a.opnd, bounds_b)
             if bounds_b.glb is not None:
                 assert bounds_b.glb_origin is not None
                 for opnd, _ in bounds_a.opnd:
@@ -430,7 +430,7 @@ class Solver:
                         (_DIM_INEQ, bounds_b.glb, opnd, bounds_b.glb_origin)
                     )
         if bounds_a.totals:
-            trail.extend(bounds_b.totals, bounds_a.totals)
+            trail.extend(bounds_b.totals, bounds_a.totals, bounds_b)
         if bounds_a.at_least > bounds_b.at_least:
             trail.set_attr(bounds_b, "at_least", bounds_a.at_least)
         if bounds_a.glb is not None:
@@ -481,8 +481,8 @@ class Solver:
         assert type(res) is DimVar
         res_bounds = self._dim_bounds_for(res)
         opnd_bounds = self._dim_bounds_for(opnd)
-        self.trail.append(res_bounds.opnd, (opnd, origin))
-        self.trail.append(opnd_bounds.res, (res, origin))
+        self.trail.append(res_bounds.opnd, (opnd, origin), res_bounds)
+        self.trail.append(opnd_bounds.res, (res, origin), opnd_bounds)
         if res_bounds.glb is not None:
             self._work.append((_DIM_INEQ, res_bounds.glb, opnd, origin))
 
@@ -636,11 +636,13 @@ class Solver:
             else:
                 res_bounds = self._row_bounds_for(res.var)
                 opnd_bounds = self._row_bounds_for(opnd_var)
-                self.trail.append(res_bounds.opnd, (opnd_var, origin))
-                self.trail.append(opnd_bounds.res, (res.var, origin))
+                self.trail.append(res_bounds.opnd, (opnd_var, origin), res_bounds)
+                self.trail.append(opnd_bounds.res, (res.var, origin), opnd_bounds)
         else:
             bounds = self._row_bounds_for(opnd_var)
-            self.trail.append(bounds.glbs, (Row(res_dims[:offset], res.var), origin))
+            self.trail.append(
+                bounds.glbs, (Row(res_dims[:offset], res.var), origin), bounds
+            )
 
     def _template(
         self, var: RowVar, missing: int, origin: Origin, rows: tuple[Row, Row]
@@ -694,9 +696,11 @@ class Solver:
                 return
         # Wait for more information: check again when any variable is solved.
         for dim in unknown:
-            self.trail.append(self._dim_bounds_for(dim).totals, total_id)
+            dim_bounds = self._dim_bounds_for(dim)
+            self.trail.append(dim_bounds.totals, total_id, dim_bounds)
         for var in open_vars:
-            self.trail.append(self._row_bounds_for(var).totals, total_id)
+            row_bounds = self._row_bounds_for(var)
+            self.trail.append(row_bounds.totals, total_id, row_bounds)
 
     def _fail_total(self, total: TotalElems, count: int, product: int) -> NoReturn:
         rows = ", ".join(format_row(self.norm_row(r)) for r in total.rows)

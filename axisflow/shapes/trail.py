@@ -12,8 +12,10 @@ Entries are tuples ``(tag, container, key, old)``:
 
 * ``_DICT``: ``container[key]`` was ``old`` (``_MISSING``: absent);
 * ``_ATTR``: ``container.key`` was ``old``;
-* ``_APPEND``: one item was appended to the list ``container``;
-* ``_TRUNCATE``: the list ``container`` had length ``old`` before an extend;
+* ``_APPEND``: one item was appended to the list ``container`` (``key``: the
+  object owning the list, so readers can tell whose list changed);
+* ``_TRUNCATE``: the list ``container`` (owned by ``key``) had length ``old``
+  before an extend;
 * ``_CALL``: call ``container()`` to undo (for effects on objects outside the
   session, e.g. marking a shape discarded).
 """
@@ -64,16 +66,18 @@ class Trail:
             self.entries.append((_ATTR, obj, name, getattr(obj, name)))
         setattr(obj, name, value)
 
-    def append(self, items: list[Any], item: Any) -> None:
-        """``items.append(item)``."""
+    def append(self, items: list[Any], item: Any, owner: object = None) -> None:
+        """``items.append(item)``; ``owner`` is recorded for readers of the trail."""
         if self.depth:
-            self.entries.append((_APPEND, items, None, None))
+            self.entries.append((_APPEND, items, owner, None))
         items.append(item)
 
-    def extend(self, items: list[Any], more: Iterable[Any]) -> None:
-        """``items.extend(more)``."""
+    def extend(
+        self, items: list[Any], more: Iterable[Any], owner: object = None
+    ) -> None:
+        """``items.extend(more)``; ``owner`` is recorded for readers of the trail."""
         if self.depth:
-            self.entries.append((_TRUNCATE, items, None, len(items)))
+            self.entries.append((_TRUNCATE, items, owner, len(items)))
         items.extend(more)
 
     def on_undo(self, action: Callable[[], None]) -> None:

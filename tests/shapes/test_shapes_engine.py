@@ -118,6 +118,19 @@ def test_demotion_to_the_broadcast_unit_happens_at_stage_one() -> None:
     assert x.shape.dims() == ((), (), (1,))
 
 
+def test_result_side_unit_forces_the_operand_to_one() -> None:
+    # 1 is the top of the broadcast order: only 1 broadcasts to 1.
+    s = Session()
+    a = s.leaf("a", "1->2")
+    b = s.leaf("b")
+    s.einsum("e", "i=>i", b)  # b.output is one axis of unknown size
+    s.compose("c", a, b)  # a.input [1] must take b.output
+    assert b.shape.dims() == ((), (), (1,))
+    s.pointwise("q", b, s.leaf("five", "5"))
+    s.close()
+    assert b.shape.dims() == ((), (), (1,))
+
+
 def test_row_lower_bounds_join_at_closing() -> None:
     # x must broadcast to p = <r>[3] and q = <r'>[2, 5]. The join keeps the
     # shorter bound's row variable (as OCANNL does), so x's extra axes are p's:
