@@ -335,12 +335,16 @@ class Solver:
 
     # ---------------------------------------------------------------- errors
 
-    def fail(self, message: str, origin: Origin) -> NoReturn:
-        """Raise a ``ShapeError`` about ``origin`` (and the constraint being added)."""
-        text = f"{origin.describe()}: {message}"
+    def fail(self, message: str, origin: Origin, *, lead: bool = True) -> NoReturn:
+        """Raise a ``ShapeError`` about ``origin`` (and the constraint being added).
+
+        The message starts with the origin (``lead``) or ends with it.
+        """
+        described = origin.describe()
+        text = f"{described}: {message}" if lead else f"{message} ({described})"
         origins: tuple[Origin, ...] = (origin,)
         trigger = self.trigger
-        if trigger is not None and trigger.describe() != origin.describe():
+        if trigger is not None and trigger.describe() != described:
             text += f" (found while solving {trigger.describe()})"
             origins = (origin, trigger)
         raise ShapeError(text, origins)
@@ -753,6 +757,7 @@ class Solver:
             f"{format_row(self.norm_row(terminal.row))} cannot be inferred; give "
             f"them in its spec",
             terminal.origin,
+            lead=False,
         )
 
     def _resolve_deferred(self) -> None:

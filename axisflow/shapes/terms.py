@@ -159,10 +159,13 @@ def format_row(row: Row) -> str:
 
 
 def format_concrete_shape(rows: tuple[Row, Row, Row]) -> str:
-    """Spec-syntax text of three rows: ``8|3,5->4``; open rows print ``...``.
+    """Spec-syntax text of three rows, in its shortest form.
 
+    ``8|3,5->4``; a closed empty batch or input row is left out (``3->4``,
+    ``8|4``, ``4``; a scalar is ``""``); an open row starts with ``...``.
     Unknown dims print as their variable (``d7``), so the text of an unsolved
-    shape is for people, not for parsing back.
+    shape is for people, not for parsing back. The text of a concrete shape is
+    canonical: two concrete shapes are equal exactly when their texts are.
     """
 
     def row_text(row: Row) -> str:
@@ -170,8 +173,9 @@ def format_concrete_shape(rows: tuple[Row, Row, Row]) -> str:
         items.extend(format_dim(d) for d in row.dims)
         return ",".join(items)
 
-    batch, input_, output = rows
-    return f"{row_text(batch)}|{row_text(input_)}->{row_text(output)}"
+    batch, input_, output = (row_text(row) for row in rows)
+    text = f"{input_}->{output}" if input_ else output
+    return f"{batch}|{text}" if batch else text
 
 
 @final
