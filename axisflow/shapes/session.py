@@ -51,7 +51,7 @@ from axisflow.shapes.constraints import (
     TotalElems,
 )
 from axisflow.shapes.errors import ShapeError
-from axisflow.shapes.solver import DimBounds, RowBounds, Solver, marks_of_bits
+from axisflow.shapes.solver import DimBounds, RowBounds, Solver
 from axisflow.shapes.spec import (
     FixedIndex,
     Label,
@@ -85,7 +85,7 @@ class Shape:
     dim is solved. Closing rewrites the rows to their concrete values.
     """
 
-    __slots__ = ("_session", "batch", "discarded", "input", "name", "output")
+    __slots__ = ("_session", "_sides", "batch", "discarded", "input", "name", "output")
 
     def __init__(
         self, session: Session, name: str, batch: Row, input_: Row, output: Row
@@ -96,6 +96,11 @@ class Shape:
         self.input = input_
         self.output = output
         self.discarded = False
+        self._sides = (
+            Side(name, Kind.BATCH),
+            Side(name, Kind.INPUT),
+            Side(name, Kind.OUTPUT),
+        )
 
     @property
     def session(self) -> Session:
@@ -105,6 +110,10 @@ class Shape:
     def rows(self) -> tuple[Row, Row, Row]:
         """The rows as stored (batch, input, output)."""
         return (self.batch, self.input, self.output)
+
+    def side(self, kind: Kind) -> Side:
+        """The side naming this shape's row of one kind in constraint origins."""
+        return self._sides[KINDS.index(kind)]
 
     def row(self, kind: Kind) -> Row:
         """The stored row of one kind."""
@@ -240,12 +249,18 @@ class Window:
         dims: set[int] = set()
         rows: set[int] = set()
 
+        row_tables = (
+            solver.row_subst,
+            solver.row_bounds,
+            solver.row_marks,
+            solver.row_gen,
+        )
         for _tag, container, key, _old in self.session.trail.entries[
             self._trail_start :
         ]:
             if container is solver.dim_subst or container is solver.dim_bounds:
                 dims.add(key)
-            elif container is solver.row_subst or container is solver.row_bounds:
+            elif any(container is table for table in row_tables):
                 rows.add(key)
             else:
                 # Attribute writes name the bounds object; list writes its owner.
@@ -345,15 +360,16 @@ class Session:
         solver = self.solver
         value = solver.row_subst.get(var.id)
         bounds = solver.row_bounds.get(var.id)
+        marks = solver.marks(var)
         if bounds is None:
-            return RowEntry(var, value, (), (), (), frozenset())
+            return RowEntry(var, value, (), (), (), marks)
         return RowEntry(
             var,
             value,
             tuple(row for row, _ in bounds.glbs),
             tuple(v for v, _ in bounds.res),
             tuple(v for v, _ in bounds.opnd),
-            marks_of_bits(bounds.marks),
+            marks,
         )
 
     def state(self) -> dict[str, Any]:
@@ -381,12 +397,12 @@ class Session:
                     tuple(b.glbs),
                     tuple(b.res),
                     tuple(b.opnd),
-                    b.marks,
-                    b.gen,
                     tuple(b.totals),
                 )
                 for vid, b in solver.row_bounds.items()
             },
+            "row_marks": dict(solver.row_marks),
+            "row_gen": dict(solver.row_gen),
             "totals": dict(solver.totals),
             "terminals": tuple(solver.terminals),
             "log": tuple(self._log),
@@ -607,10 +623,10 @@ class Session:
                     RowEq(
                         row,
                         spec_row,
-                        origin.with_sides(Side(name, kind), Side("its spec", kind)),
+                        origin.with_sides(shape.side(kind), Side("its spec", kind)),
                     )
                 )
-            self.add(Terminal(row, is_param, origin.with_sides(Side(name, kind), None)))
+            self.add(Terminal(row, is_param, origin.with_sides(shape.side(kind), None)))
         return Tensor(name, shape, role, origin)
 
     def leaf(
@@ -639,27 +655,30 @@ class Session:
         self._check_operands("pointwise", name, operands)
         origin = self._origin("pointwise", name, operands, site=site)
         result = self._new_shape(name)
-        for tensor_name, shape in (
-            (name, result),
-            *((t.name, t.shape) for t in operands),
-        ):
+        for shape in (result, *(t.shape for t in operands)):
             self.add(
                 PolicyMark(
                     shape.input,
                     Mark.USED_IN_POINTWISE,
-                    origin.with_sides(Side(tensor_name, Kind.INPUT), None),
+                    origin.with_sides(shape.side(Kind.INPUT), None),
                 )
             )
         for kind in KINDS:
             for operand in operands:
-                self.add(
-                    RowIneq(
-                        result.row(kind),
-                        operand.shape.row(kind),
-                        origin.with_sides(Side(name, kind), Side(operand.name, kind)),
-                    )
-                )
+                self._ineq(origin, result, kind, operand.shape, kind)
         return Tensor(name, result, "result", origin)
+
+    def _ineq(
+        self, origin: Origin, res: Shape, res_kind: Kind, opnd: Shape, opnd_kind: Kind
+    ) -> None:
+        """``res.res_kind ⊑ opnd.opnd_kind`` with the sides named in the origin."""
+        self.add(
+            RowIneq(
+                res.row(res_kind),
+                opnd.row(opnd_kind),
+                origin.with_sides(res.side(res_kind), opnd.side(opnd_kind)),
+            )
+        )
 
     def compose(
         self, name: str, a: Tensor, b: Tensor, *, site: object = None
@@ -668,48 +687,18 @@ class Session:
         self._check_operands("compose", name, (a, b))
         origin = self._origin("compose", name, (a, b), site=site)
         result = self._new_shape(name)
-        sides = origin.with_sides
         self.add(
             PolicyMark(
                 a.shape.input,
                 Mark.USED_IN_SPEC_OR_COMPOSE,
-                sides(Side(a.name, Kind.INPUT), None),
+                origin.with_sides(a.shape.side(Kind.INPUT), None),
             )
         )
-        constraints = (
-            (
-                a.shape.input,
-                b.shape.output,
-                Side(a.name, Kind.INPUT),
-                Side(b.name, Kind.OUTPUT),
-            ),
-            (
-                result.batch,
-                a.shape.batch,
-                Side(name, Kind.BATCH),
-                Side(a.name, Kind.BATCH),
-            ),
-            (
-                result.batch,
-                b.shape.batch,
-                Side(name, Kind.BATCH),
-                Side(b.name, Kind.BATCH),
-            ),
-            (
-                result.input,
-                b.shape.input,
-                Side(name, Kind.INPUT),
-                Side(b.name, Kind.INPUT),
-            ),
-            (
-                result.output,
-                a.shape.output,
-                Side(name, Kind.OUTPUT),
-                Side(a.name, Kind.OUTPUT),
-            ),
-        )
-        for res, opnd, lhs, rhs in constraints:
-            self.add(RowIneq(res, opnd, sides(lhs, rhs)))
+        self._ineq(origin, a.shape, Kind.INPUT, b.shape, Kind.OUTPUT)
+        self._ineq(origin, result, Kind.BATCH, a.shape, Kind.BATCH)
+        self._ineq(origin, result, Kind.BATCH, b.shape, Kind.BATCH)
+        self._ineq(origin, result, Kind.INPUT, b.shape, Kind.INPUT)
+        self._ineq(origin, result, Kind.OUTPUT, a.shape, Kind.OUTPUT)
         return Tensor(name, result, "result", origin)
 
     def transpose(self, name: str, a: Tensor, *, site: object = None) -> Tensor:
@@ -717,29 +706,9 @@ class Session:
         self._check_operands("transpose", name, (a,))
         origin = self._origin("transpose", name, (a,), site=site)
         result = self._new_shape(name)
-        sides = origin.with_sides
-        constraints = (
-            (
-                result.batch,
-                a.shape.batch,
-                Side(name, Kind.BATCH),
-                Side(a.name, Kind.BATCH),
-            ),
-            (
-                result.input,
-                a.shape.output,
-                Side(name, Kind.INPUT),
-                Side(a.name, Kind.OUTPUT),
-            ),
-            (
-                result.output,
-                a.shape.input,
-                Side(name, Kind.OUTPUT),
-                Side(a.name, Kind.INPUT),
-            ),
-        )
-        for res, opnd, lhs, rhs in constraints:
-            self.add(RowIneq(res, opnd, sides(lhs, rhs)))
+        self._ineq(origin, result, Kind.BATCH, a.shape, Kind.BATCH)
+        self._ineq(origin, result, Kind.INPUT, a.shape, Kind.OUTPUT)
+        self._ineq(origin, result, Kind.OUTPUT, a.shape, Kind.INPUT)
         return Tensor(name, result, "result", origin)
 
     def einsum(
@@ -816,7 +785,7 @@ class Session:
                     (
                         operand.shape.row(kind),
                         spec_row(labels.row(kind), kind),
-                        Side(operand.name, kind),
+                        operand.shape.side(kind),
                         Side(spec_side, kind),
                     )
                 )
@@ -825,7 +794,7 @@ class Session:
                 (
                     result.row(kind),
                     spec_row(parsed.result.row(kind), kind),
-                    Side(name, kind),
+                    result.side(kind),
                     Side(spec_side, kind),
                 )
             )

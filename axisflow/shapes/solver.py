@@ -14,9 +14,12 @@ All state lives in dicts mutated only through the session's
 * ``row_subst``: row variable id -> ``Row`` (its value; the value's own
   variable may be solved in turn; reads flatten the chain).
 * ``row_bounds``: unsolved row variable id -> :class:`RowBounds`: the lower
-  bounds ``glbs`` (rows it must broadcast to), related variables, the policy
-  marks and ``gen`` (how many axes were put in front of it by templates, to
-  stop cyclic constraints from minting axes forever).
+  bounds ``glbs`` (rows it must broadcast to) and the related variables.
+* ``row_marks``: row variable id -> policy mark bits (absent: none); marks
+  move to the variable a row variable is solved to.
+* ``row_gen``: row variable id -> how many axes templates put in front of the
+  variable it descends from (absent: 0), to stop cyclic constraints from
+  minting axes forever.
 * ``totals``: pending ``TotalElems`` constraints by id.
 * ``terminals``: the ``Terminal`` marks since the last closing.
 
@@ -128,15 +131,13 @@ class DimBounds:
 class RowBounds:
     """What Stage 1 knows about an unsolved row variable."""
 
-    __slots__ = ("gen", "glbs", "marks", "opnd", "res", "totals", "var_id")
+    __slots__ = ("glbs", "opnd", "res", "totals", "var_id")
 
     def __init__(self, var_id: int) -> None:
         self.var_id = var_id
         self.glbs: list[tuple[Row, Origin]] = []
         self.res: list[tuple[RowVar, Origin]] = []
         self.opnd: list[tuple[RowVar, Origin]] = []
-        self.marks = 0
-        self.gen = 0
         self.totals: list[int] = []
 
 
@@ -177,6 +178,8 @@ class Solver:
         self.dim_bounds: dict[int, DimBounds] = {}
         self.row_subst: dict[int, Row] = {}
         self.row_bounds: dict[int, RowBounds] = {}
+        self.row_marks: dict[int, int] = {}
+        self.row_gen: dict[int, int] = {}
         self.totals: dict[int, TotalElems] = {}
         self.terminals: list[Terminal] = []
         self.trigger: Origin | None = None
@@ -238,27 +241,29 @@ class Solver:
         dims = row.dims
         var = row.var
         if var is not None:
-            value = self.row_subst.get(var.id)
+            row_subst = self.row_subst
+            value = row_subst.get(var.id)
             if value is not None:
-                value = self._row_value(var.id, value)
-                dims = value.dims + dims
+                tail = value.var
+                if tail is not None and tail.id in row_subst:
+                    value = self._row_value(var.id, value)
+                dims = value.dims + dims if dims else value.dims
                 var = value.var
-        subst = self.dim_subst
-        for d in dims:
-            if type(d) is DimVar and d.id in subst:
-                find = self.find_dim
-                return Row(tuple([find(d) for d in dims]), var)
+        if dims:
+            subst = self.dim_subst
+            for d in dims:
+                if type(d) is DimVar and d.id in subst:
+                    find = self.find_dim
+                    return Row(tuple([find(d) for d in dims]), var)
         return row if var is row.var else Row(dims, var)
 
     def marks(self, var: RowVar) -> frozenset[Mark]:
-        """The policy marks of an unsolved row variable."""
-        bounds = self.row_bounds.get(var.id)
-        return marks_of_bits(bounds.marks if bounds is not None else 0)
+        """The policy marks of a row variable."""
+        return marks_of_bits(self.row_marks.get(var.id, 0))
 
     def safe_to_guess(self, var: RowVar) -> bool:
         """Whether closing may give the variable no axes even in a parameter."""
-        bounds = self.row_bounds.get(var.id)
-        bits = bounds.marks if bounds is not None else 0
+        bits = self.row_marks.get(var.id, 0)
         return bool(bits & _SAFE) or (bool(bits & _POINTWISE) and not bits & _SPEC)
 
     # --------------------------------------------------------------- entries
@@ -303,10 +308,10 @@ class Solver:
         var = self.norm_row(row).var
         if var is None:
             return
-        bounds = self._row_bounds_for(var)
+        bits = self.row_marks.get(var.id, 0)
         bit = MARK_BITS[mark]
-        if not bounds.marks & bit:
-            self.trail.set_attr(bounds, "marks", bounds.marks | bit)
+        if not bits & bit:
+            self.trail.set_item(self.row_marks, var.id, bits | bit)
 
     def add_terminal(self, terminal: Terminal) -> None:
         """Remember a leaf row for the next closing."""
@@ -565,21 +570,25 @@ class Solver:
                 return
             self._fail_infinite(origin, rows)
         trail = self.trail
+        tail = value.var
+        if tail is not None:
+            marks = self.row_marks.get(var.id, 0)
+            if marks:
+                tail_marks = self.row_marks.get(tail.id, 0)
+                if marks & ~tail_marks:
+                    trail.set_item(self.row_marks, tail.id, tail_marks | marks)
+            gen = self.row_gen.get(var.id, 0)
+            if gen:
+                gen += len(value.dims)
+                if gen > MAX_RANK:
+                    self._fail_infinite(origin, rows)
+                if gen > self.row_gen.get(tail.id, 0):
+                    trail.set_item(self.row_gen, tail.id, gen)
         bounds = self.row_bounds.get(var.id)
         trail.set_item(self.row_subst, var.id, value)
         if bounds is None:
             return
         trail.del_item(self.row_bounds, var.id)
-        tail = value.var
-        if tail is not None and (bounds.marks or bounds.gen):
-            tail_bounds = self._row_bounds_for(tail)
-            if bounds.marks & ~tail_bounds.marks:
-                trail.set_attr(tail_bounds, "marks", tail_bounds.marks | bounds.marks)
-            gen = bounds.gen + len(value.dims)
-            if gen > MAX_RANK:
-                self._fail_infinite(origin, rows)
-            if gen > tail_bounds.gen:
-                trail.set_attr(tail_bounds, "gen", gen)
         work = self._work
         for res, res_origin in bounds.res:
             work.append((_ROW_INEQ, Row((), res), value, res_origin))
@@ -655,13 +664,11 @@ class Solver:
         mint = self._mint
         fresh_dims = tuple([DimVar(mint()) for _ in range(missing)])
         tail = RowVar(mint())
-        tail_bounds = self._row_bounds_for(tail)
-        self.trail.set_attr(tail_bounds, "marks", _SAFE)
-        bounds = self.row_bounds.get(var.id)
-        gen = (bounds.gen if bounds is not None else 0) + missing
+        self.trail.set_item(self.row_marks, tail.id, _SAFE)
+        gen = self.row_gen.get(var.id, 0) + missing
         if gen > MAX_RANK:
             self._fail_infinite(origin, rows)
-        self.trail.set_attr(tail_bounds, "gen", gen)
+        self.trail.set_item(self.row_gen, tail.id, gen)
         self._assign_row(var, Row(fresh_dims, tail), origin, rows)
 
     # ---------------------------------------------------------------- totals
@@ -821,7 +828,8 @@ class Solver:
     def close(self, shape_rows: Iterable[Row]) -> None:
         """Solve every remaining variable (steps A to G of the module docstring)."""
         norm_row = self.norm_row
-        terminals = list(self.terminals)
+        # Concrete leaf rows (the common case) have nothing left to decide.
+        terminals = [t for t in self.terminals if not norm_row(t.row).is_concrete()]
         # A. Terminal rows with lower bounds take them.
         for terminal in terminals:
             var = norm_row(terminal.row).var
@@ -897,6 +905,14 @@ class Solver:
     def reset(self) -> None:
         """Forget every variable (after closing), on the trail."""
         trail = self.trail
-        for name in ("dim_subst", "dim_bounds", "row_subst", "row_bounds", "totals"):
+        for name in (
+            "dim_subst",
+            "dim_bounds",
+            "row_subst",
+            "row_bounds",
+            "row_marks",
+            "row_gen",
+            "totals",
+        ):
             trail.set_attr(self, name, {})
         trail.set_attr(self, "terminals", [])
