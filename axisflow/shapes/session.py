@@ -76,6 +76,8 @@ from axisflow.shapes.trail import Trail
 
 Role = Literal["leaf", "param", "fresh", "result"]
 
+_SPEC_SIDES = {kind: Side("its spec", kind) for kind in KINDS}
+
 
 class Shape:
     """The three rows of a tensor, registered with its session's next closing.
@@ -623,7 +625,7 @@ class Session:
                     RowEq(
                         row,
                         spec_row,
-                        origin.with_sides(shape.side(kind), Side("its spec", kind)),
+                        origin.with_sides(shape.side(kind), _SPEC_SIDES[kind]),
                     )
                 )
             self.add(Terminal(row, is_param, origin.with_sides(shape.side(kind), None)))
@@ -660,7 +662,7 @@ class Session:
                 PolicyMark(
                     shape.input,
                     Mark.USED_IN_POINTWISE,
-                    origin.with_sides(shape.side(Kind.INPUT), None),
+                    origin,  # a mark cannot fail: no sides to name
                 )
             )
         for kind in KINDS:
@@ -691,7 +693,7 @@ class Session:
             PolicyMark(
                 a.shape.input,
                 Mark.USED_IN_SPEC_OR_COMPOSE,
-                origin.with_sides(a.shape.side(Kind.INPUT), None),
+                origin,
             )
         )
         self._ineq(origin, a.shape, Kind.INPUT, b.shape, Kind.OUTPUT)

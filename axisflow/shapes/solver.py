@@ -70,7 +70,7 @@ the origin of the constraint they break.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, TypeVar
 
 from axisflow.shapes.constraints import (
     DeferredCount,
@@ -113,6 +113,10 @@ _ROW_INEQ: Final = 3
 _TOTAL: Final = 4
 
 
+VarT = TypeVar("VarT", DimVar, RowVar)
+Relations = list[tuple[VarT, Origin]] | tuple[()]
+
+
 class DimBounds:
     """What Stage 1 knows about an unsolved dim variable."""
 
@@ -122,10 +126,12 @@ class DimBounds:
         self.var_id = var_id
         self.glb: Size | None = None
         self.glb_origin: Origin | None = None
-        self.res: list[tuple[DimVar, Origin]] = []
-        self.opnd: list[tuple[DimVar, Origin]] = []
+        # Relation lists start as a shared empty tuple: most variables never
+        # get any, and every list is one more object for the garbage collector.
+        self.res: Relations[DimVar] = ()
+        self.opnd: Relations[DimVar] = ()
         self.at_least = 1
-        self.totals: list[int] = []
+        self.totals: list[int] | tuple[()] = ()
 
 
 class RowBounds:
@@ -135,10 +141,10 @@ class RowBounds:
 
     def __init__(self, var_id: int) -> None:
         self.var_id = var_id
-        self.glbs: list[tuple[Row, Origin]] = []
-        self.res: list[tuple[RowVar, Origin]] = []
-        self.opnd: list[tuple[RowVar, Origin]] = []
-        self.totals: list[int] = []
+        self.glbs: list[tuple[Row, Origin]] | tuple[()] = ()
+        self.res: Relations[RowVar] = ()
+        self.opnd: Relations[RowVar] = ()
+        self.totals: list[int] | tuple[()] = ()
 
 
 def marks_of_bits(bits: int) -> frozenset[Mark]:
@@ -354,6 +360,24 @@ class Solver:
             origins = (origin, trigger)
         raise ShapeError(text, origins)
 
+    def _push(self, owner: DimBounds | RowBounds, field: str, item: object) -> None:
+        """Append to one of a bounds object's lazily created lists."""
+        items = getattr(owner, field)
+        if isinstance(items, list) and items:
+            self.trail.append(items, item, owner)
+        else:
+            self.trail.set_attr(owner, field, [item])
+
+    def _extend(
+        self, owner: DimBounds | RowBounds, field: str, more: Sequence[object]
+    ) -> None:
+        """Extend one of a bounds object's lists (never sharing the list ``more``)."""
+        items = getattr(owner, field)
+        if isinstance(items, list) and items:
+            self.trail.extend(items, more, owner)
+        else:
+            self.trail.set_attr(owner, field, list(more))
+
     # ------------------------------------------------------------------ dims
 
     def _dim_bounds_for(self, var: DimVar) -> DimBounds:
@@ -429,9 +453,9 @@ class Solver:
         trail.set_item(self.dim_subst, a.id, b)
         trail.del_item(dim_bounds, a.id)
         if bounds_a.res:
-            trail.extend(bounds_b.res, bounds_a.res, bounds_b)
+            self._extend(bounds_b, "res", bounds_a.res)
         if bounds_a.opnd:
-            trail.extend(bounds_b.opnd, bounds_a.opnd, bounds_b)
+            self._extend(bounds_b, "opnd", bounds_a.opnd)
             if bounds_b.glb is not None:
                 assert bounds_b.glb_origin is not None
                 for opnd, _ in bounds_a.opnd:
@@ -439,7 +463,7 @@ class Solver:
                         (_DIM_INEQ, bounds_b.glb, opnd, bounds_b.glb_origin)
                     )
         if bounds_a.totals:
-            trail.extend(bounds_b.totals, bounds_a.totals, bounds_b)
+            self._extend(bounds_b, "totals", bounds_a.totals)
         if bounds_a.at_least > bounds_b.at_least:
             trail.set_attr(bounds_b, "at_least", bounds_a.at_least)
         if bounds_a.glb is not None:
@@ -490,8 +514,8 @@ class Solver:
         assert type(res) is DimVar
         res_bounds = self._dim_bounds_for(res)
         opnd_bounds = self._dim_bounds_for(opnd)
-        self.trail.append(res_bounds.opnd, (opnd, origin), res_bounds)
-        self.trail.append(opnd_bounds.res, (res, origin), opnd_bounds)
+        self._push(res_bounds, "opnd", (opnd, origin))
+        self._push(opnd_bounds, "res", (res, origin))
         if res_bounds.glb is not None:
             self._work.append((_DIM_INEQ, res_bounds.glb, opnd, origin))
 
@@ -649,13 +673,11 @@ class Solver:
             else:
                 res_bounds = self._row_bounds_for(res.var)
                 opnd_bounds = self._row_bounds_for(opnd_var)
-                self.trail.append(res_bounds.opnd, (opnd_var, origin), res_bounds)
-                self.trail.append(opnd_bounds.res, (res.var, origin), opnd_bounds)
+                self._push(res_bounds, "opnd", (opnd_var, origin))
+                self._push(opnd_bounds, "res", (res.var, origin))
         else:
             bounds = self._row_bounds_for(opnd_var)
-            self.trail.append(
-                bounds.glbs, (Row(res_dims[:offset], res.var), origin), bounds
-            )
+            self._push(bounds, "glbs", (Row(res_dims[:offset], res.var), origin))
 
     def _template(
         self, var: RowVar, missing: int, origin: Origin, rows: tuple[Row, Row]
@@ -708,10 +730,10 @@ class Solver:
         # Wait for more information: check again when any variable is solved.
         for dim in unknown:
             dim_bounds = self._dim_bounds_for(dim)
-            self.trail.append(dim_bounds.totals, total_id, dim_bounds)
+            self._push(dim_bounds, "totals", total_id)
         for var in open_vars:
             row_bounds = self._row_bounds_for(var)
-            self.trail.append(row_bounds.totals, total_id, row_bounds)
+            self._push(row_bounds, "totals", total_id)
 
     def _fail_total(self, total: TotalElems, count: int, product: int) -> NoReturn:
         rows = ", ".join(format_row(self.norm_row(r)) for r in total.rows)
