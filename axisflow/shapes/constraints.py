@@ -102,6 +102,9 @@ class DimEq:
     b: Dim
     origin: Origin
 
+    def __str__(self) -> str:
+        return f"{self.a!r} = {self.b!r}  ({self.origin.describe()})"
+
     def rename(self, renaming: Renaming) -> DimEq:
         """This constraint with its variables renamed."""
         return DimEq(renaming.dim(self.a), renaming.dim(self.b), self.origin)
@@ -118,6 +121,9 @@ class RowEq:
     a: Row
     b: Row
     origin: Origin
+
+    def __str__(self) -> str:
+        return f"{self.a!r} = {self.b!r}  ({self.origin.describe()})"
 
     def rename(self, renaming: Renaming) -> RowEq:
         """This constraint with its variables renamed."""
@@ -136,6 +142,9 @@ class DimIneq:
     opnd: Dim
     origin: Origin
 
+    def __str__(self) -> str:
+        return f"{self.res!r} ⊑ {self.opnd!r}  ({self.origin.describe()})"
+
     def rename(self, renaming: Renaming) -> DimIneq:
         """This constraint with its variables renamed."""
         return DimIneq(renaming.dim(self.res), renaming.dim(self.opnd), self.origin)
@@ -152,6 +161,9 @@ class RowIneq:
     res: Row
     opnd: Row
     origin: Origin
+
+    def __str__(self) -> str:
+        return f"{self.res!r} ⊑ {self.opnd!r}  ({self.origin.describe()})"
 
     def rename(self, renaming: Renaming) -> RowIneq:
         """This constraint with its variables renamed."""
@@ -175,6 +187,9 @@ class TotalElems:
         """Whether the count is only known at closing (e.g. precision-dependent)."""
         return isinstance(self.count, DeferredCount)
 
+    def __str__(self) -> str:
+        return f"elements({', '.join(map(repr, self.rows))}) = {self.count}  ({self.origin.describe()})"
+
     def rename(self, renaming: Renaming) -> TotalElems:
         """This constraint with its variables renamed."""
         return TotalElems(
@@ -194,6 +209,9 @@ class DimAtLeast:
     n: int
     origin: Origin
 
+    def __str__(self) -> str:
+        return f"{self.dim!r} >= {self.n}  ({self.origin.describe()})"
+
     def rename(self, renaming: Renaming) -> DimAtLeast:
         """This constraint with its variables renamed."""
         return DimAtLeast(renaming.dim(self.dim), self.n, self.origin)
@@ -212,6 +230,9 @@ class Terminal:
     is_param: bool
     origin: Origin
 
+    def __str__(self) -> str:
+        return f"{'param' if self.is_param else 'leaf'} row {self.row!r}  ({self.origin.describe()})"
+
     def rename(self, renaming: Renaming) -> Terminal:
         """This constraint with its variables renamed."""
         return Terminal(renaming.row(self.row), self.is_param, self.origin)
@@ -228,6 +249,9 @@ class PolicyMark:
     row: Row
     mark: Mark
     origin: Origin
+
+    def __str__(self) -> str:
+        return f"{self.mark} {self.row!r}  ({self.origin.describe()})"
 
     def rename(self, renaming: Renaming) -> PolicyMark:
         """This constraint with its variables renamed."""
@@ -249,6 +273,9 @@ class CaptureBind:
     ref: DimRef
     var: DimVar
     origin: Origin
+
+    def __str__(self) -> str:
+        return f"capture '{self.ref.label}' := {self.var!r}  ({self.origin.describe()})"
 
     def rename(self, renaming: Renaming) -> CaptureBind:
         """This constraint with its variables renamed (the reference stays)."""
@@ -279,6 +306,9 @@ class SetDim:
     ref: DimRef
     size: Size
     origin: Origin
+
+    def __str__(self) -> str:
+        return f"capture '{self.ref.label}' = {self.size!r}  ({self.origin.describe()})"
 
     def rename(self, renaming: Renaming) -> SetDim:
         """This constraint (it mentions no variable)."""

@@ -117,13 +117,17 @@ class Shape:
         """The side naming this shape's row of one kind in constraint origins."""
         return self._sides[KINDS.index(kind)]
 
-    def row(self, kind: Kind) -> Row:
-        """The stored row of one kind."""
-        if kind is Kind.BATCH:
+    def row(self, kind: Kind | str) -> Row:
+        """The stored row of one kind (``Kind.BATCH`` or ``"batch"``, ...)."""
+        if kind == Kind.BATCH:
             return self.batch
-        if kind is Kind.INPUT:
+        if kind == Kind.INPUT:
             return self.input
-        return self.output
+        if kind == Kind.OUTPUT:
+            return self.output
+        raise ShapeError(
+            f"no axis kind {kind!r}: the kinds are 'batch', 'input' and 'output'"
+        )
 
     def current(self) -> tuple[Row, Row, Row]:
         """The rows with everything solved so far substituted."""
@@ -572,9 +576,15 @@ class Session:
     def _fail_input(self, message: str) -> NoReturn:
         raise ShapeError(message)
 
+    def _check_text(self, operation: str, what: str, value: object) -> None:
+        """A name, label or spec must be a string (a clear error, not a TypeError)."""
+        if not isinstance(value, str):
+            self._fail_input(f"{operation}: the {what} must be a string, got {value!r}")
+
     def _check_operands(
         self, operation: str, name: str, operands: Sequence[Any]
     ) -> None:
+        self._check_text(operation, "name", name)
         for operand in operands:
             if not isinstance(operand, Tensor):
                 self._fail_input(
@@ -609,6 +619,9 @@ class Session:
         self, name: str, spec: str | None, role: Role, site: object
     ) -> Tensor:
         is_param = role == "param"
+        self._check_text(role, "name", name)
+        if spec is not None:
+            self._check_text(f"{role} '{name}'", "spec", spec)
         parsed = parse_shape_spec(spec) if spec is not None else None
         origin = self._origin(
             role, name, detail=None if spec is None else f"spec {spec!r}", site=site
@@ -645,6 +658,7 @@ class Session:
 
     def fresh(self, name: str, *, site: object = None) -> Tensor:
         """A tensor with all three rows open and no constraint (tracers, placeholders)."""
+        self._check_text("fresh", "name", name)
         origin = self._origin("fresh", name, site=site)
         return Tensor(name, self._new_shape(name), "fresh", origin)
 
@@ -727,6 +741,8 @@ class Session:
         per kind, ``..name..`` a fresh row variable per name. Each capture
         reference is bound to the variable of its label.
         """
+        self._check_text("einsum", "name", name)
+        self._check_text(f"einsum '{name}'", "spec", spec)
         parsed = parse_einsum_spec(spec)
         if len(parsed.operands) != len(operands):
             self._fail_input(
@@ -814,6 +830,7 @@ class Session:
 
     def dim_ref(self, label: str) -> DimRef:
         """A capture reference for the einsum label ``label``."""
+        self._check_text("dim_ref", "label", label)
         ref = DimRef(self, label, self.var_mark())
         self.trail.append(self._refs, ref)
         return ref
@@ -849,10 +866,11 @@ class Session:
                 f"total_elems '{tensor.name}': the count must be a positive integer or a "
                 f"DeferredCount, got {count!r}"
             )
+        rows = tuple(tensor.shape.row(k) for k in kinds)
         origin = self._origin(
             "total_elems", tensor.name, detail=f"{count} elements", site=site
         )
-        self.add(TotalElems(tuple(tensor.shape.row(k) for k in kinds), count, origin))
+        self.add(TotalElems(rows, count, origin))
 
     # ----------------------------------------------------------------- closing
 

@@ -8,6 +8,7 @@ from axisflow.shapes import (
     DeferredCount,
     DimVar,
     Kind,
+    RowIneq,
     Session,
     ShapeError,
     Size,
@@ -589,6 +590,32 @@ def test_bad_operands_are_refused_without_taint() -> None:
     with pytest.raises(ShapeError, match="operands must be tensors"):
         s.compose("c", s.leaf("a", "2"), "b")  # type: ignore[arg-type]
     assert not s.tainted
+
+
+def test_non_string_names_specs_and_kinds_are_refused() -> None:
+    s = Session()
+    a = s.leaf("a", "3")
+    with pytest.raises(ShapeError, match="the name must be a string, got 3"):
+        s.leaf(3)  # type: ignore[arg-type]
+    with pytest.raises(ShapeError, match="the spec must be a string, got 3"):
+        s.param("w", 3)  # type: ignore[arg-type]
+    with pytest.raises(ShapeError, match="the spec must be a string, got None"):
+        s.einsum("e", None, a)  # type: ignore[arg-type]
+    with pytest.raises(ShapeError, match="no axis kind 'rows'"):
+        s.total_elems(a, 3, kinds=["rows"])  # type: ignore[list-item]
+    assert not s.tainted
+    s.total_elems(a, 3, kinds=["output"])  # type: ignore[list-item]
+    s.close()
+    assert a.shape.dims() == ((), (), (3,))
+
+
+def test_constraints_read_as_text() -> None:
+    s = Session()
+    a = s.leaf("a", "3")
+    s.pointwise("c", a)
+    ineq = next(c for c in s.log if isinstance(c, RowIneq))
+    assert str(ineq).endswith("(pointwise 'c' of a)")
+    assert " ⊑ " in str(ineq)
 
 
 def test_dims_before_closing_raise_unless_solved() -> None:
