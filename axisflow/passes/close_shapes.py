@@ -88,7 +88,7 @@ class ProgramEvaluator:
     _refs: dict[str, DimRef] = field(default_factory=dict)
     _functions: dict[str, FuncOp] = field(default_factory=dict)
     _active_calls: list[str] = field(default_factory=list)
-    _anonymous: int = 0
+    _anonymous: dict[SSAValue, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._functions = {
@@ -110,11 +110,13 @@ class ProgramEvaluator:
     # ------------------------------------------------------------- helpers
 
     def name_of(self, value: SSAValue) -> str:
-        """The tensor name of a value: its SSA name, else a numbered placeholder."""
+        """The tensor name of a value: its SSA name, else a stable numbered name."""
         if value.name_hint:
             return value.name_hint
-        self._anonymous += 1
-        return f"tensor{self._anonymous}"
+        name = self._anonymous.get(value)
+        if name is None:
+            name = self._anonymous[value] = f"tensor{len(self._anonymous) + 1}"
+        return name
 
     def tensor(self, op: Operation, value: SSAValue, frame: Frame) -> Tensor:
         """The tensor a value stands for in a frame (module values are visible)."""

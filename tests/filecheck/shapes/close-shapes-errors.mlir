@@ -95,3 +95,11 @@ tprog.func @late(%in: !tprog.tensor) -> !tprog.tensor {
 %y = tprog.call @late(%v) at "early" : !tprog.tensor
 %later = tprog.leaf "3"
 // CHECK: tprog.pointwise: operand 'later' has no tensor yet: a value used by a function body must be defined at module level before the calls that apply it
+
+// -----
+
+// Values without SSA names get stable numbered tensor names.
+%0 = tprog.leaf "3"
+%1 = tprog.leaf "5"
+%2 = tprog.pointwise %0, %1
+// CHECK: pointwise 'tensor3' of tensor1, tensor2: output axes disagree: tensor2.output has size 5, which does not broadcast to size 3 of tensor3.output; only size 1 broadcasts
