@@ -92,9 +92,11 @@ from axisflow.shapes.terms import (
 )
 from axisflow.shapes.trail import Trail
 
-MAX_RANK: Final = 1024
-"""More axes than this put in front of one row variable means the inequalities
-are cyclic (each round of templates would add axes forever)."""
+MAX_RANK: Final = 64
+"""The most axes a row may get in front of a row variable (NumPy's limit on
+the number of dimensions). Templates count the axes they put in front of a
+variable; going past this means the inequalities are cyclic and each round of
+templates would add axes forever."""
 
 MARK_BITS: Final = {
     Mark.SAFE_TO_GUESS: 1,
@@ -605,7 +607,7 @@ class Solver:
             if gen:
                 gen += len(value.dims)
                 if gen > MAX_RANK:
-                    self._fail_infinite(origin, rows)
+                    self._fail_infinite(origin, rows, cyclic=True)
                 if gen > self.row_gen.get(tail.id, 0):
                     trail.set_item(self.row_gen, tail.id, gen)
         bounds = self.row_bounds.get(var.id)
@@ -623,12 +625,18 @@ class Solver:
         for total_id in bounds.totals:
             work.append((_TOTAL, total_id))
 
-    def _fail_infinite(self, origin: Origin, rows: tuple[Row, Row]) -> NoReturn:
+    def _fail_infinite(
+        self, origin: Origin, rows: tuple[Row, Row], *, cyclic: bool = False
+    ) -> NoReturn:
         lhs, rhs, axes = _sides(origin)
+        why = (
+            f"more than {MAX_RANK} axes in one row: the inequalities are cyclic"
+            if cyclic
+            else "a row variable would contain itself"
+        )
         self.fail(
             f"{axes} cannot agree: {lhs} {format_row(rows[0])} and {rhs} "
-            f"{format_row(rows[1])} would need infinitely many axes "
-            f"(a row variable would contain itself)",
+            f"{format_row(rows[1])} would need infinitely many axes ({why})",
             origin,
         )
 
@@ -689,7 +697,7 @@ class Solver:
         self.trail.set_item(self.row_marks, tail.id, _SAFE)
         gen = self.row_gen.get(var.id, 0) + missing
         if gen > MAX_RANK:
-            self._fail_infinite(origin, rows)
+            self._fail_infinite(origin, rows, cyclic=True)
         self.trail.set_item(self.row_gen, tail.id, gen)
         self._assign_row(var, Row(fresh_dims, tail), origin, rows)
 

@@ -8,9 +8,12 @@ from axisflow.shapes import (
     DeferredCount,
     DimVar,
     Kind,
+    Origin,
+    Row,
     RowIneq,
     Session,
     ShapeError,
+    Side,
     Size,
 )
 
@@ -578,6 +581,19 @@ def test_infinite_rows_are_refused() -> None:
     x = s.leaf("x")
     with pytest.raises(ShapeError, match="infinitely many axes"):
         s.einsum("y", "...;...i=>...", x, x)
+
+
+def test_cyclic_inequalities_are_refused() -> None:
+    # r1 ⊑ [...r2, a] and r2 ⊑ [...r1, b]: each row needs more axes than the other.
+    s = Session()
+    origin = Origin("test", "t", lhs=Side("p", Kind.OUTPUT), rhs=Side("q", Kind.OUTPUT))
+    r1, r2 = s.fresh_row_var(), s.fresh_row_var()
+    a, b = s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(RowIneq(Row((), r1), Row((a,), r2), origin))
+    with pytest.raises(
+        ShapeError, match="more than 64 axes in one row: the inequalities are cyclic"
+    ):
+        s.add(RowIneq(Row((), r2), Row((b,), r1), origin))
 
 
 def test_bad_operands_are_refused_without_taint() -> None:
