@@ -1,5 +1,8 @@
 // The bundled example of docs/shapes-tutorial.md.
 // RUN: xdsl-opt -p close-shapes %examples/shapes/mlp.mlir | filecheck %s
+// The pass is idempotent, and its output parses back (custom and generic).
+// RUN: xdsl-opt -p close-shapes,close-shapes %examples/shapes/mlp.mlir | filecheck %s
+// RUN: xdsl-opt -p close-shapes --print-op-generic %examples/shapes/mlp.mlir | xdsl-opt | filecheck %s
 
 // CHECK:      %w1 = tprog.param "...->64" : !tprog.tensor<"784->64">
 // CHECK-NEXT: %b1 = tprog.param "64" : !tprog.tensor<"64">
