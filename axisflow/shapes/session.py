@@ -8,7 +8,7 @@ A :class:`Session` owns
   policy marks, pending totals, terminal rows);
 * an append-only :attr:`Session.log` of every constraint added, in emission
   order;
-* the shapes (and extra rows) registered with the next closing, the capture
+* the shapes registered with the next closing, the capture
   references, the ``tainted`` flag and the number of closings.
 
 Every mutation of that state goes through the session's
@@ -296,7 +296,6 @@ class Session:
         self.solver = Solver(self.trail, self._mint)
         self._log: list[Constraint] = []
         self._shapes: list[Shape] = []
-        self._extra_rows: list[Row] = []
         self._refs: list[DimRef] = []
         self._tainted = False
         self._closings = 0
@@ -413,7 +412,6 @@ class Session:
             "terminals": tuple(solver.terminals),
             "log": tuple(self._log),
             "shapes": tuple((id(s), s.rows(), s.discarded) for s in self._shapes),
-            "extra_rows": tuple(self._extra_rows),
             "refs": tuple((id(r), r.var, r.size) for r in self._refs),
             "tainted": self._tainted,
             "closings": self._closings,
@@ -554,10 +552,6 @@ class Session:
     def register_shape(self, shape: Shape) -> None:
         """Have the next closing solve this shape (new shapes are registered)."""
         self.trail.append(self._shapes, shape)
-
-    def register_row(self, row: Row) -> None:
-        """Have the next closing solve this row too (e.g. a scheme's internal row)."""
-        self.trail.append(self._extra_rows, row)
 
     # ---------------------------------------------------------------- helpers
 
@@ -888,7 +882,6 @@ class Session:
             )
         solver = self.solver
         rows = [row for shape in self._shapes for row in shape.rows()]
-        rows.extend(self._extra_rows)
         rows.extend(Row((ref.var,)) for ref in self._refs if ref.var is not None)
         try:
             solver.close(rows)
@@ -911,5 +904,4 @@ class Session:
                 set_attr(ref, "var", None)
         solver.reset()
         set_attr(self, "_shapes", [])
-        set_attr(self, "_extra_rows", [])
         set_attr(self, "_closings", self._closings + 1)

@@ -122,11 +122,6 @@ class Row:
         self.dims = dims
         self.var = var
 
-    @property
-    def is_closed(self) -> bool:
-        """Whether the row has no further axes beyond ``dims``."""
-        return self.var is None
-
     def is_concrete(self) -> bool:
         """Whether the row is closed and every dim is a size."""
         return self.var is None and all(type(d) is Size for d in self.dims)

@@ -665,6 +665,24 @@ def test_origins_carry_the_kind_of_axes() -> None:
     assert kinds == {Kind.BATCH, Kind.INPUT, Kind.OUTPUT}
 
 
+def test_forcing_guard_stops_closing_and_reading_dims() -> None:
+    class Refused(Exception):
+        pass
+
+    def refuse(what: str) -> None:
+        raise Refused(what)
+
+    s = Session()
+    a = s.leaf("a", "3")
+    with s.guard_forcing(refuse):
+        with pytest.raises(Refused, match="closing the session"):
+            s.close()
+        with pytest.raises(Refused, match="reading the dims of 'a'"):
+            a.shape.dims()
+    s.close()
+    assert a.shape.dims() == ((), (), (3,))
+
+
 def test_provenance_stamps_application() -> None:
     s = Session()
     with s.provenance(application="site1"):
