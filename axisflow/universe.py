@@ -54,14 +54,28 @@ def _sequant_txt_frontend() -> type[Frontend]:
     return SequantTextFrontend
 
 
+def _tprog_dialect() -> Dialect:
+    from axisflow.dialects.tprog import Tprog
+
+    return Tprog
+
+
+def _close_shapes_pass() -> type[ModulePass]:
+    from axisflow.passes.close_shapes import CloseShapesPass
+
+    return CloseShapesPass
+
+
 AXISFLOW_UNIVERSE = Universe(
     all_dialects={
         "batch": _batch_dialect,
         "sched": _sched_dialect,
+        "tprog": _tprog_dialect,
     },
     all_passes={
         "classify-axes": _classify_axes,
         "schedule-batches": _schedule_batches,
+        "close-shapes": _close_shapes_pass,
     },
     all_frontends={
         "sequant": _sequant_frontend,

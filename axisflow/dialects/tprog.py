@@ -1,0 +1,756 @@
+"""The ``tprog`` dialect: programs of tensor functions, for shape inference.
+
+A module holds a *program*: tensor-producing operations at the top level, in
+order, and ``tprog.func`` functions that calls apply. Values are tensors of
+type ``!tprog.tensor`` (shape unknown) or ``!tprog.tensor<"8|3->4">`` (a
+concrete shape in spec syntax, written by the ``close-shapes`` pass). A
+tensor's name, used in shape errors, is its SSA name (``%h`` is ``h``).
+
+.. code-block:: mlir
+
+    %x = tprog.leaf "8|->3" : !tprog.tensor
+    %w = tprog.param "...->16" : !tprog.tensor
+    tprog.func @layer(%in: !tprog.tensor) -> !tprog.tensor {
+      %h = tprog.compose %w, %in : !tprog.tensor
+      tprog.return %h
+    }
+    %y = tprog.call @layer(%x) at "first" : !tprog.tensor
+
+Operations: ``tprog.leaf`` (data) and ``tprog.param`` (a parameter), each with
+an optional shape spec; ``tprog.pointwise``, ``tprog.compose``,
+``tprog.transpose`` and ``tprog.einsum``; ``tprog.func``, ``tprog.return`` and
+``tprog.call`` (which names its application site). A function body may use
+tensors defined earlier at module level, e.g. shared parameters: that is how a
+tensor function closes over the parameters it was made with.
+
+Verifiers reject malformed specs (naming the spec and position), an einsum
+whose spec names a different number of operands than it has, and calls and
+returns whose arity does not match the function. Call verification looks the
+callee up in a per-module table built once and revalidated on use, not by a
+scan of the module per call.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FlatSymbolRefAttrConstr,
+    FunctionType,
+    IntAttr,
+    NoneAttr,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+)
+from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsTerminator,
+    SymbolOpInterface,
+    SymbolTable,
+    SymbolUserOpInterface,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from axisflow.shapes.errors import SpecError
+from axisflow.shapes.spec import parse_einsum_spec, parse_shape_spec
+from axisflow.shapes.terms import Row, format_concrete_shape
+
+
+def canonical_shape_text(text: str) -> str:
+    """The canonical text of a concrete shape spec; raises ``SpecError``/``ValueError``."""
+    spec = parse_shape_spec(text)
+    if spec.batch.is_open or spec.input.is_open or spec.output.is_open:
+        raise ValueError(f"a tensor type needs a concrete shape, {text!r} has '...'")
+    return format_concrete_shape(
+        (Row(spec.batch.sizes), Row(spec.input.sizes), Row(spec.output.sizes))
+    )
+
+
+@irdl_attr_definition
+class TensorType(ParametrizedAttribute, TypeAttribute):
+    """``!tprog.tensor`` (shape unknown) or ``!tprog.tensor<"8|3->4">``."""
+
+    name = "tprog.tensor"
+
+    shape: StringAttr | NoneAttr
+
+    def __init__(self, shape: str | StringAttr | NoneAttr | None = None) -> None:
+        if isinstance(shape, str):
+            shape = StringAttr(canonical_shape_text(shape))
+        super().__init__(NoneAttr() if shape is None else shape)
+
+    @property
+    def is_known(self) -> bool:
+        """Whether the type carries a concrete shape."""
+        return isinstance(self.shape, StringAttr)
+
+    @property
+    def shape_text(self) -> str | None:
+        """The concrete shape in spec syntax, if known."""
+        return self.shape.data if isinstance(self.shape, StringAttr) else None
+
+    def dims(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+        """``(batch, input, output)`` sizes, if known."""
+        if not isinstance(self.shape, StringAttr):
+            return None
+        spec = parse_shape_spec(self.shape.data)
+        batch, input_, output = (
+            tuple(size.n for size in row.sizes)
+            for row in (spec.batch, spec.input, spec.output)
+        )
+        return (batch, input_, output)
+
+    def verify(self) -> None:
+        if isinstance(self.shape, StringAttr):
+            try:
+                canonical = canonical_shape_text(self.shape.data)
+            except (SpecError, ValueError) as error:
+                raise VerifyException(f"!tprog.tensor: {error}") from error
+            if canonical != self.shape.data:
+                raise VerifyException(
+                    f"!tprog.tensor: shape {self.shape.data!r} is not in canonical form "
+                    f"{canonical!r}"
+                )
+
+    def print_parameters(self, printer: Printer) -> None:
+        if isinstance(self.shape, StringAttr):
+            with printer.in_angle_brackets():
+                printer.print_string_literal(self.shape.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        if parser.parse_optional_characters("<") is None:
+            return (NoneAttr(),)
+        start = parser.pos
+        text = parser.parse_str_literal('a shape in spec syntax, e.g. "8|3->4"')
+        end = parser.pos
+        parser.parse_characters(">", " to end the !tprog.tensor shape")
+        try:
+            canonical = canonical_shape_text(text)
+        except (SpecError, ValueError) as error:
+            parser.raise_error(f"!tprog.tensor: {error}", start, end)
+        return (StringAttr(canonical),)
+
+
+UNKNOWN = TensorType()
+"""``!tprog.tensor``: a tensor whose shape is not known yet."""
+
+
+# ---------------------------------------------------------------- syntax helpers
+
+
+def _parse_tensor_operand(parser: Parser) -> SSAValue:
+    """An operand whose type is whatever its definition says (tensors only)."""
+    return _resolve(parser, parser.parse_unresolved_operand())
+
+
+def _resolve(parser: Parser, operand: UnresolvedOperand) -> SSAValue:
+    defined = parser.ssa_values.get(operand.operand_name)
+    if defined is not None and operand.index < len(defined):
+        return parser.resolve_operand(operand, defined[operand.index].type)
+    return parser.resolve_operand(operand, UNKNOWN)
+
+
+def _parse_optional_operand_list(parser: Parser) -> list[SSAValue]:
+    """``%a, %b, ...`` or nothing."""
+    values: list[SSAValue] = []
+    first = parser.parse_optional_unresolved_operand()
+    if first is not None:
+        values.append(_resolve(parser, first))
+        while parser.parse_optional_punctuation(",") is not None:
+            values.append(_parse_tensor_operand(parser))
+    return values
+
+
+def _parse_result_type(parser: Parser) -> Attribute:
+    """``: type``, optional (default ``!tprog.tensor``)."""
+    if parser.parse_optional_punctuation(":") is None:
+        return UNKNOWN
+    return parser.parse_type()
+
+
+def _print_operands(printer: Printer, operands: Sequence[SSAValue]) -> None:
+    printer.print_list(operands, printer.print_operand)
+
+
+def _print_tail(
+    printer: Printer, op: Operation, result_types: Sequence[Attribute]
+) -> None:
+    printer.print_op_attributes(op.attributes)
+    if result_types:
+        printer.print_string(" : ")
+        printer.print_list(result_types, printer.print_attribute)
+
+
+def _check_spec(op: Operation, spec: str, parse: Callable[[str], object]) -> None:
+    try:
+        parse(spec)
+    except SpecError as error:
+        raise VerifyException(f"{op.name}: {error}") from error
+
+
+# --------------------------------------------------------------------- leaves
+
+
+class _TerminalOp(IRDLOperation):
+    """Common syntax of leaves and parameters: ``"spec"? attr-dict (: type)?``."""
+
+    spec = opt_prop_def(StringAttr)
+    result = result_def(TensorType)
+
+    def __init__(self, spec: str | None = None, result_type: Attribute = UNKNOWN):
+        super().__init__(
+            properties={"spec": None if spec is None else StringAttr(spec)},
+            result_types=[result_type],
+        )
+
+    @property
+    def spec_text(self) -> str | None:
+        """The shape spec, if given."""
+        return self.spec.data if self.spec is not None else None
+
+    def verify_(self) -> None:
+        if self.spec is not None:
+            _check_spec(self, self.spec.data, parse_shape_spec)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        spec = parser.parse_optional_str_literal()
+        attributes = parser.parse_optional_attr_dict()
+        op = cls(spec, _parse_result_type(parser))
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.spec is not None:
+            printer.print_string(" ")
+            printer.print_string_literal(self.spec.data)
+        _print_tail(printer, self, [self.result.type])
+
+
+@irdl_op_definition
+class LeafOp(_TerminalOp):
+    """A data tensor (OCANNL's non-parameter leaf): ``%x = tprog.leaf "8|->3"``.
+
+    Without a spec all three rows are open and inferred from uses.
+    """
+
+    name = "tprog.leaf"
+
+
+@irdl_op_definition
+class ParamOp(_TerminalOp):
+    """A parameter: ``%w = tprog.param "...->16"``; unspecified dims are inferred.
+
+    A dim that nothing determines is the hidden-dimension error.
+    """
+
+    name = "tprog.param"
+
+
+# ----------------------------------------------------------------- operations
+
+
+@irdl_op_definition
+class PointwiseOp(IRDLOperation):
+    """Elementwise: ``%y = tprog.pointwise %a, %b``; each row broadcasts."""
+
+    name = "tprog.pointwise"
+
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(
+        self, inputs: Sequence[SSAValue | Operation], result_type: Attribute = UNKNOWN
+    ):
+        super().__init__(operands=[inputs], result_types=[result_type])
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise VerifyException(f"{self.name} needs at least one operand")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PointwiseOp:
+        inputs = _parse_optional_operand_list(parser)
+        attributes = parser.parse_optional_attr_dict()
+        op = cls(inputs, _parse_result_type(parser))
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_operands(printer, self.inputs)
+        _print_tail(printer, self, [self.result.type])
+
+
+@irdl_op_definition
+class ComposeOp(IRDLOperation):
+    """Matrix-style ``%y = tprog.compose %w, %x``: w's input axes contract x's output."""
+
+    name = "tprog.compose"
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(
+        self,
+        lhs: SSAValue | Operation,
+        rhs: SSAValue | Operation,
+        result_type: Attribute = UNKNOWN,
+    ):
+        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ComposeOp:
+        lhs = _parse_tensor_operand(parser)
+        parser.parse_punctuation(",", " between the two operands of tprog.compose")
+        rhs = _parse_tensor_operand(parser)
+        attributes = parser.parse_optional_attr_dict()
+        op = cls(lhs, rhs, _parse_result_type(parser))
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_operands(printer, [self.lhs, self.rhs])
+        _print_tail(printer, self, [self.result.type])
+
+
+@irdl_op_definition
+class TransposeOp(IRDLOperation):
+    """``%t = tprog.transpose %a``: swaps the input and output rows."""
+
+    name = "tprog.transpose"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(self, input_: SSAValue | Operation, result_type: Attribute = UNKNOWN):
+        super().__init__(operands=[input_], result_types=[result_type])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TransposeOp:
+        operand = _parse_tensor_operand(parser)
+        attributes = parser.parse_optional_attr_dict()
+        op = cls(operand, _parse_result_type(parser))
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        _print_tail(printer, self, [self.result.type])
+
+
+@irdl_op_definition
+class EinsumOp(IRDLOperation):
+    """``%z = tprog.einsum "ij;jk=>ik" (%a, %b)``: rows equal the spec's rows.
+
+    ``capture ["h"]`` binds the module's capture reference for label ``h``
+    (see ``tprog.set_dim``).
+    """
+
+    name = "tprog.einsum"
+
+    spec = prop_def(StringAttr)
+    capture = opt_prop_def(ArrayAttr[StringAttr])
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(
+        self,
+        spec: str,
+        inputs: Sequence[SSAValue | Operation],
+        result_type: Attribute = UNKNOWN,
+        capture: Sequence[str] = (),
+    ):
+        super().__init__(
+            operands=[inputs],
+            result_types=[result_type],
+            properties={
+                "spec": StringAttr(spec),
+                "capture": ArrayAttr([StringAttr(c) for c in capture])
+                if capture
+                else None,
+            },
+        )
+
+    @property
+    def capture_labels(self) -> tuple[str, ...]:
+        """The labels whose capture references the operation binds."""
+        return tuple(label.data for label in self.capture.data) if self.capture else ()
+
+    def verify_(self) -> None:
+        _check_spec(self, self.spec.data, parse_einsum_spec)
+        parsed = parse_einsum_spec(self.spec.data)
+        if len(parsed.operands) != len(self.inputs):
+            raise VerifyException(
+                f"{self.name}: spec {self.spec.data!r} has {len(parsed.operands)} "
+                f"operand(s) but the operation has {len(self.inputs)}"
+            )
+        labels = parsed.labels()
+        for label in self.capture_labels:
+            if label not in labels:
+                raise VerifyException(
+                    f"{self.name}: capture label {label!r} is not a label of spec "
+                    f"{self.spec.data!r}"
+                )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> EinsumOp:
+        spec = parser.parse_str_literal('an einsum spec such as "ij;jk=>ik"')
+        inputs = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
+        )
+        capture: list[str] = []
+        if parser.parse_optional_keyword("capture") is not None:
+            capture = parser.parse_comma_separated_list(
+                Parser.Delimiter.SQUARE, parser.parse_str_literal
+            )
+        attributes = parser.parse_optional_attr_dict()
+        op = cls(spec, inputs, _parse_result_type(parser), capture)
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.spec.data)
+        printer.print_string(" (")
+        _print_operands(printer, self.inputs)
+        printer.print_string(")")
+        if self.capture_labels:
+            printer.print_string(" capture [")
+            printer.print_list(self.capture_labels, printer.print_string_literal)
+            printer.print_string("]")
+        _print_tail(printer, self, [self.result.type])
+
+
+@irdl_op_definition
+class SetDimOp(IRDLOperation):
+    """``tprog.set_dim "h" = 64``: fix the size of the capture reference ``h``."""
+
+    name = "tprog.set_dim"
+
+    label = prop_def(StringAttr)
+    size = prop_def(IntAttr)
+
+    def __init__(self, label: str, size: int):
+        super().__init__(properties={"label": StringAttr(label), "size": IntAttr(size)})
+
+    def verify_(self) -> None:
+        if self.size.data < 1:
+            raise VerifyException(f"{self.name}: the size must be a positive integer")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SetDimOp:
+        label = parser.parse_str_literal("a capture label")
+        parser.parse_punctuation("=")
+        start = parser.pos
+        size = parser.parse_integer(allow_boolean=False, allow_negative=True)
+        if size < 1:
+            parser.raise_error(
+                "tprog.set_dim: the size must be a positive integer", start, parser.pos
+            )
+        op = cls(label, size)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.label.data)
+        printer.print_string(f" = {self.size.data}")
+        printer.print_op_attributes(self.attributes)
+
+
+# ------------------------------------------------------------------ functions
+
+
+@irdl_op_definition
+class FuncOp(IRDLOperation):
+    """A tensor function: ``tprog.func @f(%x: !tprog.tensor) -> !tprog.tensor {...}``.
+
+    Not isolated from above: the body may use tensors defined earlier at module
+    level (shared parameters).
+    """
+
+    name = "tprog.func"
+
+    body = region_def("single_block")
+    sym_name = prop_def(SymbolNameConstraint())
+    function_type = prop_def(FunctionType)
+
+    traits = traits_def(SymbolOpInterface())
+
+    def __init__(
+        self, name: str, arity: int, num_results: int, region: Region | None = None
+    ):
+        function_type = FunctionType.from_lists(
+            [UNKNOWN] * arity, [UNKNOWN] * num_results
+        )
+        if region is None:
+            region = Region(Block(arg_types=[UNKNOWN] * arity))
+        super().__init__(
+            properties={"sym_name": StringAttr(name), "function_type": function_type},
+            regions=[region],
+        )
+
+    @property
+    def arity(self) -> int:
+        """The number of tensor arguments."""
+        return len(self.function_type.inputs)
+
+    @property
+    def num_results(self) -> int:
+        """The number of tensor results."""
+        return len(self.function_type.outputs)
+
+    def verify_(self) -> None:
+        block = self.body.block
+        if len(block.args) != self.arity:
+            raise VerifyException(
+                f"{self.name} @{self.sym_name.data}: the body takes {len(block.args)} "
+                f"argument(s) but the signature has {self.arity}"
+            )
+        for attr in (*self.function_type.inputs, *self.function_type.outputs):
+            if not isinstance(attr, TensorType):
+                raise VerifyException(
+                    f"{self.name} @{self.sym_name.data}: arguments and results must be "
+                    f"!tprog.tensor, got {attr}"
+                )
+        if not isinstance(block.last_op, ReturnOp):
+            raise VerifyException(
+                f"{self.name} @{self.sym_name.data}: the body must end with tprog.return"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FuncOp:
+        name, inputs, outputs, region, extra, _arg_attrs, _res_attrs = (
+            parse_func_op_like(
+                parser, reserved_attr_names=("sym_name", "function_type")
+            )
+        )
+        if region is None:
+            parser.raise_error("tprog.func needs a body")
+        op = cls(name, len(inputs), len(outputs), region)
+        op.properties["function_type"] = FunctionType.from_lists(inputs, outputs)
+        if extra is not None:
+            op.attributes |= extra.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        print_func_op_like(
+            printer,
+            self.sym_name,
+            self.function_type,
+            self.body,
+            self.attributes,
+            reserved_attr_names=("sym_name", "function_type"),
+        )
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """``tprog.return %y, %z``: the results of the enclosing ``tprog.func``."""
+
+    name = "tprog.return"
+
+    values = var_operand_def(TensorType)
+
+    traits = traits_def(IsTerminator(), HasParent(FuncOp))
+
+    def __init__(self, values: Sequence[SSAValue | Operation] = ()):
+        super().__init__(operands=[values])
+
+    def verify_(self) -> None:
+        func = self.parent_op()
+        if isinstance(func, FuncOp) and len(self.values) != func.num_results:
+            raise VerifyException(
+                f"{self.name}: @{func.sym_name.data} has {func.num_results} result(s) "
+                f"but {len(self.values)} value(s) are returned"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReturnOp:
+        op = cls(_parse_optional_operand_list(parser))
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.values:
+            printer.print_string(" ")
+            _print_operands(printer, self.values)
+        printer.print_op_attributes(self.attributes)
+
+
+class FunctionTables:
+    """Per-module tables of ``tprog.func`` by name, for call verification.
+
+    A module's table is built once and reused; an entry is trusted only if the
+    function still sits in that module under that name, and a miss rebuilds
+    the table, so passes that add, move or rename functions are seen.
+    ``builds`` counts the tables built (tests check it stays at one per module).
+    """
+
+    def __init__(self) -> None:
+        self._tables: weakref.WeakKeyDictionary[Operation, dict[str, FuncOp]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.builds = 0
+
+    def lookup(self, op: Operation, name: str) -> FuncOp | None:
+        """The ``tprog.func`` named ``name`` in the symbol table around ``op``."""
+        table_op = op.parent_op()
+        while table_op is not None and not table_op.has_trait(SymbolTable):
+            table_op = table_op.parent_op()
+        if table_op is None:
+            return None
+        table = self._tables.get(table_op)
+        if table is not None:
+            func = table.get(name)
+            if (
+                func is not None
+                and func.parent_op() is table_op
+                and func.sym_name.data == name
+            ):
+                return func
+        table = {
+            child.sym_name.data: child
+            for child in table_op.regions[0].block.ops
+            if isinstance(child, FuncOp)
+        }
+        self._tables[table_op] = table
+        self.builds += 1
+        return table.get(name)
+
+
+FUNCTION_TABLES = FunctionTables()
+
+
+def lookup_function(op: Operation, name: str) -> FuncOp | None:
+    """The ``tprog.func`` named ``name`` visible from ``op`` (see :class:`FunctionTables`)."""
+    return FUNCTION_TABLES.lookup(op, name)
+
+
+class _CallSymbolUser(SymbolUserOpInterface):
+    def verify(self, op: Operation) -> None:
+        assert isinstance(op, CallOp)
+        callee = op.callee.root_reference.data
+        func = lookup_function(op, callee)
+        if func is None:
+            raise VerifyException(f"{op.name}: no tprog.func named @{callee}")
+        if len(op.arguments) != func.arity:
+            raise VerifyException(
+                f"{op.name} @{callee} at {op.application.data!r}: @{callee} takes "
+                f"{func.arity} argument(s) but {len(op.arguments)} are given"
+            )
+        if len(op.res) != func.num_results:
+            raise VerifyException(
+                f"{op.name} @{callee} at {op.application.data!r}: @{callee} returns "
+                f"{func.num_results} result(s) but the call has {len(op.res)}"
+            )
+
+
+@irdl_op_definition
+class CallOp(IRDLOperation):
+    """``%y = tprog.call @f(%x) at "site"``: applies a function at a named site."""
+
+    name = "tprog.call"
+
+    callee = prop_def(FlatSymbolRefAttrConstr)
+    application = prop_def(StringAttr)
+    arguments = var_operand_def(TensorType)
+    res = var_result_def(TensorType)
+
+    traits = traits_def(_CallSymbolUser())
+
+    def __init__(
+        self,
+        callee: str,
+        arguments: Sequence[SSAValue | Operation],
+        application: str,
+        result_types: Sequence[Attribute],
+    ):
+        super().__init__(
+            operands=[arguments],
+            result_types=[result_types],
+            properties={
+                "callee": SymbolRefAttr(callee),
+                "application": StringAttr(application),
+            },
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CallOp:
+        callee = parser.parse_symbol_name().data
+        arguments = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
+        )
+        parser.parse_keyword("at", " followed by the application site's name")
+        application = parser.parse_str_literal("the application site's name")
+        attributes = parser.parse_optional_attr_dict()
+        result_types: list[Attribute] = []
+        if parser.parse_optional_punctuation(":") is not None:
+            result_types = parser.parse_comma_separated_list(
+                Parser.Delimiter.NONE, parser.parse_type
+            )
+        op = cls(callee, arguments, application, result_types)
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.callee.root_reference.data)
+        printer.print_string("(")
+        _print_operands(printer, self.arguments)
+        printer.print_string(") at ")
+        printer.print_string_literal(self.application.data)
+        _print_tail(printer, self, self.res.types)
+
+
+Tprog = Dialect(
+    "tprog",
+    [
+        LeafOp,
+        ParamOp,
+        PointwiseOp,
+        ComposeOp,
+        TransposeOp,
+        EinsumOp,
+        SetDimOp,
+        FuncOp,
+        ReturnOp,
+        CallOp,
+    ],
+    [TensorType],
+)
+"""The tensor-program dialect."""

@@ -1,0 +1,90 @@
+"""Row-polymorphic shape inference in the style of OCANNL (pure Python, no IR).
+
+>>> from axisflow.shapes import Session, ShapeError
+>>> s = Session()
+>>> x = s.leaf("x", "8|->3")
+>>> w = s.param("w", "...->16")
+>>> h = s.compose("h", w, x)
+>>> s.close()
+>>> h.shape.dims()
+((8,), (), (16,))
+
+Modules: :mod:`~axisflow.shapes.terms` (dims, rows, origins),
+:mod:`~axisflow.shapes.constraints` (constraints as plain data),
+:mod:`~axisflow.shapes.spec` (spec parsers), :mod:`~axisflow.shapes.solver`
+(Stage 1 and closing), :mod:`~axisflow.shapes.trail` (undo trail),
+:mod:`~axisflow.shapes.session` (the public API). See ``docs/shapes.md``.
+"""
+
+from axisflow.shapes.constraints import (
+    CaptureBind,
+    Constraint,
+    DeferredCount,
+    DimAtLeast,
+    DimEq,
+    DimIneq,
+    Mark,
+    PolicyMark,
+    Renaming,
+    RowEq,
+    RowIneq,
+    SetDim,
+    Terminal,
+    TotalElems,
+)
+from axisflow.shapes.errors import ShapeError, SpecError
+from axisflow.shapes.session import (
+    DimEntry,
+    DimRef,
+    RowEntry,
+    Session,
+    Shape,
+    Tensor,
+    Window,
+)
+from axisflow.shapes.terms import (
+    BROADCAST_UNIT,
+    KINDS,
+    DimVar,
+    Kind,
+    Origin,
+    Row,
+    RowVar,
+    Side,
+    Size,
+)
+
+__all__ = [
+    "BROADCAST_UNIT",
+    "KINDS",
+    "CaptureBind",
+    "Constraint",
+    "DeferredCount",
+    "DimAtLeast",
+    "DimEntry",
+    "DimEq",
+    "DimIneq",
+    "DimRef",
+    "DimVar",
+    "Kind",
+    "Mark",
+    "Origin",
+    "PolicyMark",
+    "Renaming",
+    "Row",
+    "RowEntry",
+    "RowEq",
+    "RowIneq",
+    "RowVar",
+    "Session",
+    "SetDim",
+    "Shape",
+    "ShapeError",
+    "Side",
+    "Size",
+    "SpecError",
+    "Tensor",
+    "Terminal",
+    "TotalElems",
+    "Window",
+]

@@ -1,0 +1,344 @@
+"""Constraints: plain data that operations emit and the solver consumes.
+
+Every constraint carries an :class:`~axisflow.shapes.terms.Origin`. A session
+keeps an append-only log of the constraints it was given, in emission order
+(:attr:`Session.log <axisflow.shapes.session.Session.log>`); a rewind window
+can read off the part it added. Because constraints only hold immutable terms,
+they can be renamed (:meth:`Constraint.rename`, used to instantiate a shape
+scheme with fresh variables) and replayed (:meth:`Session.add
+<axisflow.shapes.session.Session.add>`).
+
+============== ===========================================================
+``DimEq``      two dims are equal (unification)
+``RowEq``      two rows are equal (unification, occurs check)
+``DimIneq``    ``res ⊑ opnd``: the operand dim equals the result dim or is 1
+``RowIneq``    ``res ⊑ opnd``: rows aligned from the right; the operand may
+               have fewer axes (they broadcast) and each of its dims is
+               ``⊒`` the result's
+``TotalElems`` the product of all dims of the rows is ``count``
+``DimAtLeast`` a dim is at least ``n`` (einsum fixed indices)
+``Terminal``   the row belongs to a leaf (data or parameter): at closing it
+               takes its lower bound, and a parameter's must be inferable
+``PolicyMark`` a policy flag on the row's variable, consulted at closing
+``CaptureBind`` an operation binds a capture reference to a dim variable
+``SetDim``     the user fixes the size a capture reference stands for
+============== ===========================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from axisflow.shapes.terms import Dim, DimVar, Origin, Row, RowVar, Size
+
+if TYPE_CHECKING:
+    from axisflow.shapes.session import DimRef
+
+
+class Mark(StrEnum):
+    """Policy marks on row variables (copied when variables are unified)."""
+
+    SAFE_TO_GUESS = "safe_to_guess"
+    USED_IN_SPEC_OR_COMPOSE = "used_in_spec_or_compose"
+    USED_IN_POINTWISE = "used_in_pointwise"
+
+
+@dataclass(frozen=True)
+class DeferredCount:
+    """An element count known only late, e.g. a file's bytes over the precision.
+
+    ``resolve`` is called at closing, not before: until then a
+    :class:`TotalElems` with a deferred count constrains nothing. A shape
+    scheme cannot carry such a constraint (its count depends on state outside
+    the traced function), which is why it is a distinct type.
+    """
+
+    description: str
+    resolve: Callable[[], int]
+
+    def __str__(self) -> str:
+        return f"<{self.description}>"
+
+
+@dataclass(frozen=True)
+class Renaming:
+    """A substitution of variables by variables, for instantiating constraints."""
+
+    dims: Mapping[DimVar, DimVar]
+    rows: Mapping[RowVar, RowVar]
+
+    def dim(self, dim: Dim) -> Dim:
+        """Rename one dim (sizes and unmapped variables stay)."""
+        if type(dim) is DimVar:
+            return self.dims.get(dim, dim)
+        return dim
+
+    def row(self, row: Row) -> Row:
+        """Rename every variable of a row."""
+        var = row.var
+        return Row(
+            tuple(self.dim(d) for d in row.dims),
+            None if var is None else self.rows.get(var, var),
+        )
+
+
+def _row_vars(rows: tuple[Row, ...]) -> Iterator[DimVar | RowVar]:
+    for row in rows:
+        if row.var is not None:
+            yield row.var
+        for d in row.dims:
+            if type(d) is DimVar:
+                yield d
+
+
+@dataclass(frozen=True, slots=True)
+class DimEq:
+    """``a = b``."""
+
+    a: Dim
+    b: Dim
+    origin: Origin
+
+    def __str__(self) -> str:
+        return f"{self.a!r} = {self.b!r}  ({self.origin.describe()})"
+
+    def rename(self, renaming: Renaming) -> DimEq:
+        """This constraint with its variables renamed."""
+        return DimEq(renaming.dim(self.a), renaming.dim(self.b), self.origin)
+
+    def variables(self) -> Iterator[DimVar | RowVar]:
+        """The variables the constraint mentions."""
+        yield from (d for d in (self.a, self.b) if type(d) is DimVar)
+
+
+@dataclass(frozen=True, slots=True)
+class RowEq:
+    """``a = b`` on rows."""
+
+    a: Row
+    b: Row
+    origin: Origin
+
+    def __str__(self) -> str:
+        return f"{self.a!r} = {self.b!r}  ({self.origin.describe()})"
+
+    def rename(self, renaming: Renaming) -> RowEq:
+        """This constraint with its variables renamed."""
+        return RowEq(renaming.row(self.a), renaming.row(self.b), self.origin)
+
+    def variables(self) -> Iterator[DimVar | RowVar]:
+        """The variables the constraint mentions."""
+        return _row_vars((self.a, self.b))
+
+
+@dataclass(frozen=True, slots=True)
+class DimIneq:
+    """``res ⊑ opnd``: ``opnd`` equals ``res`` or is the broadcast unit."""
+
+    res: Dim
+    opnd: Dim
+    origin: Origin
+
+    def __str__(self) -> str:
+        return f"{self.res!r} ⊑ {self.opnd!r}  ({self.origin.describe()})"
+
+    def rename(self, renaming: Renaming) -> DimIneq:
+        """This constraint with its variables renamed."""
+        return DimIneq(renaming.dim(self.res), renaming.dim(self.opnd), self.origin)
+
+    def variables(self) -> Iterator[DimVar | RowVar]:
+        """The variables the constraint mentions."""
+        yield from (d for d in (self.res, self.opnd) if type(d) is DimVar)
+
+
+@dataclass(frozen=True, slots=True)
+class RowIneq:
+    """``res ⊑ opnd`` on rows: ``opnd`` broadcasts to ``res``."""
+
+    res: Row
+    opnd: Row
+    origin: Origin
+
+    def __str__(self) -> str:
+        return f"{self.res!r} ⊑ {self.opnd!r}  ({self.origin.describe()})"
+
+    def rename(self, renaming: Renaming) -> RowIneq:
+        """This constraint with its variables renamed."""
+        return RowIneq(renaming.row(self.res), renaming.row(self.opnd), self.origin)
+
+    def variables(self) -> Iterator[DimVar | RowVar]:
+        """The variables the constraint mentions."""
+        return _row_vars((self.res, self.opnd))
+
+
+@dataclass(frozen=True, slots=True)
+class TotalElems:
+    """The product of every dim of ``rows`` is ``count``."""
+
+    rows: tuple[Row, ...]
+    count: int | DeferredCount
+    origin: Origin
+
+    @property
+    def is_deferred(self) -> bool:
+        """Whether the count is only known at closing (e.g. precision-dependent)."""
+        return isinstance(self.count, DeferredCount)
+
+    def __str__(self) -> str:
+        return f"elements({', '.join(map(repr, self.rows))}) = {self.count}  ({self.origin.describe()})"
+
+    def rename(self, renaming: Renaming) -> TotalElems:
+        """This constraint with its variables renamed."""
+        return TotalElems(
+            tuple(renaming.row(r) for r in self.rows), self.count, self.origin
+        )
+
+    def variables(self) -> Iterator[DimVar | RowVar]:
+        """The variables the constraint mentions."""
+        return _row_vars(self.rows)
+
+
+@dataclass(frozen=True, slots=True)
+class DimAtLeast:
+    """``dim >= n`` (an einsum fixed index ``k`` needs ``k + 1`` positions)."""
+
+    dim: Dim
+    n: int
+    origin: Origin
+
+    def __str__(self) -> str:
+        return f"{self.dim!r} >= {self.n}  ({self.origin.describe()})"
+
+    def rename(self, renaming: Renaming) -> DimAtLeast:
+        """This constraint with its variables renamed."""
+        return DimAtLeast(renaming.dim(self.dim), self.n, self.origin)
+
+    def variables(self) -> Iterator[DimVar | RowVar]:
+        """The variables the constraint mentions."""
+        if type(self.dim) is DimVar:
+            yield self.dim
+
+
+@dataclass(frozen=True, slots=True)
+class Terminal:
+    """The row belongs to a leaf tensor (``is_param``: a parameter)."""
+
+    row: Row
+    is_param: bool
+    origin: Origin
+
+    def __str__(self) -> str:
+        return f"{'param' if self.is_param else 'leaf'} row {self.row!r}  ({self.origin.describe()})"
+
+    def rename(self, renaming: Renaming) -> Terminal:
+        """This constraint with its variables renamed."""
+        return Terminal(renaming.row(self.row), self.is_param, self.origin)
+
+    def variables(self) -> Iterator[DimVar | RowVar]:
+        """The variables the constraint mentions."""
+        return _row_vars((self.row,))
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyMark:
+    """Set ``mark`` on the row variable of ``row`` (if the row is still open)."""
+
+    row: Row
+    mark: Mark
+    origin: Origin
+
+    def __str__(self) -> str:
+        return f"{self.mark} {self.row!r}  ({self.origin.describe()})"
+
+    def rename(self, renaming: Renaming) -> PolicyMark:
+        """This constraint with its variables renamed."""
+        return PolicyMark(renaming.row(self.row), self.mark, self.origin)
+
+    def variables(self) -> Iterator[DimVar | RowVar]:
+        """The variables the constraint mentions."""
+        return _row_vars((self.row,))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CaptureBind:
+    """An operation binds the capture reference ``ref`` to the dim ``var``.
+
+    The first binding of an unbound reference records the variable; binding a
+    bound reference (or one with a known size) equates the two.
+    """
+
+    ref: DimRef
+    var: DimVar
+    origin: Origin
+
+    def __str__(self) -> str:
+        return f"capture '{self.ref.label}' := {self.var!r}  ({self.origin.describe()})"
+
+    def rename(self, renaming: Renaming) -> CaptureBind:
+        """This constraint with its variables renamed (the reference stays)."""
+        var = renaming.dim(self.var)
+        assert type(var) is DimVar, "a renaming maps variables to variables"
+        return CaptureBind(self.ref, var, self.origin)
+
+    def variables(self) -> Iterator[DimVar | RowVar]:
+        """The variables the constraint mentions."""
+        yield self.var
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, CaptureBind)
+            and other.ref is self.ref
+            and other.var == self.var
+            and other.origin == self.origin
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.ref), self.var, self.origin))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SetDim:
+    """The user fixes the size of the dim the reference ``ref`` stands for."""
+
+    ref: DimRef
+    size: Size
+    origin: Origin
+
+    def __str__(self) -> str:
+        return f"capture '{self.ref.label}' = {self.size!r}  ({self.origin.describe()})"
+
+    def rename(self, renaming: Renaming) -> SetDim:
+        """This constraint (it mentions no variable)."""
+        return self
+
+    def variables(self) -> Iterator[DimVar | RowVar]:
+        """The variables the constraint mentions (none)."""
+        return iter(())
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, SetDim)
+            and other.ref is self.ref
+            and other.size == self.size
+            and other.origin == self.origin
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.ref), self.size, self.origin))
+
+
+Constraint = (
+    DimEq
+    | RowEq
+    | DimIneq
+    | RowIneq
+    | TotalElems
+    | DimAtLeast
+    | Terminal
+    | PolicyMark
+    | CaptureBind
+    | SetDim
+)

@@ -1,0 +1,948 @@
+"""The constraint solver: Stage 1 (online) and closing.
+
+State
+=====
+All state lives in dicts mutated only through the session's
+:class:`~axisflow.shapes.trail.Trail`, so a rewind window can undo it:
+
+* ``dim_subst``: dim variable id -> ``Size`` (solved) or ``DimVar`` (a
+  union-find link towards the representative). Paths are compressed on reads.
+* ``dim_bounds``: representative id -> :class:`DimBounds`: the lower bound
+  ``glb`` (the size the variable must broadcast to, from the result side), the
+  variables related by inequalities (``res``: known ``⊑`` it, ``opnd``: known
+  ``⊒`` it), a minimum size and the pending totals mentioning it.
+* ``row_subst``: row variable id -> ``Row`` (its value; the value's own
+  variable may be solved in turn; reads flatten the chain).
+* ``row_bounds``: unsolved row variable id -> :class:`RowBounds`: the lower
+  bounds ``glbs`` (rows it must broadcast to) and the related variables.
+* ``row_marks``: row variable id -> policy mark bits (absent: none); marks
+  move to the variable a row variable is solved to.
+* ``row_gen``: row variable id -> how many axes templates put in front of the
+  variable it descends from (absent: 0), to stop cyclic constraints from
+  minting axes forever.
+* ``totals``: pending ``TotalElems`` constraints by id.
+* ``terminals``: the ``Terminal`` marks since the last closing.
+
+Stage 1
+=======
+Each constraint is pushed on a work list; solving an item may push more
+(solving a variable re-emits every inequality stored on it). The loop is
+iterative (no recursion), each stored relation is re-emitted a bounded number
+of times (unions move the shorter relation lists), so solving is near-linear
+in the number of constraints.
+
+* ``DimEq``/``RowEq``: unification; rows align from the right and the longer
+  side's extra axes become the value of the shorter side's row variable
+  (occurs check: a row variable cannot contain itself).
+* ``DimIneq(res, opnd)``: ``opnd`` is ``res`` or the broadcast unit 1. A size
+  on the operand side other than 1 forces the result; a size on the result
+  side becomes the operand variable's ``glb``; two different ``glb``s demote
+  the operand to 1 (the only dim above both). Result size 1 forces the
+  operand to 1. Lower bounds propagate along ``opnd`` relations.
+* ``RowIneq(res, opnd)``: the trailing axes pair up as ``DimIneq``s. If the
+  operand has more axes and the result is open, the result's variable gets a
+  *template* ``[...t, fresh dims]`` whose new variable ``t`` is marked
+  ``safe_to_guess``. If the result has axes left over, they (with the result's
+  variable) become a lower bound of the operand's variable; if only variables
+  are left, the two are related.
+
+Closing
+=======
+:meth:`Solver.close` (OCANNL's ``finish_inference``), in order:
+
+A. terminal rows with lower bounds take their join;
+B. pending totals put their elements on their last open row (the others close
+   to empty) or solve their single unknown dim; deferred counts are resolved;
+C. other terminal rows close to no extra axes, except a parameter row whose
+   variable is not *safe to guess* (``safe_to_guess``, or used in pointwise
+   operations and never in a compose or an einsum spec): the hidden-dimension
+   error;
+D. terminal dims take their lower bound; a parameter dim without one is the
+   hidden-dimension error unless its row's variable was safe to guess;
+E. every remaining row variable closes to empty;
+F. every remaining dim becomes 1 (or the minimum an einsum fixed index needs);
+G. every total is checked.
+
+Each step solves at Stage 1 what it decides, so contradictions surface with
+the origin of the constraint they break.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, NoReturn, TypeVar
+
+from axisflow.shapes.constraints import (
+    DeferredCount,
+    Mark,
+    Terminal,
+    TotalElems,
+)
+from axisflow.shapes.errors import ShapeError
+from axisflow.shapes.terms import (
+    BROADCAST_UNIT,
+    EMPTY_ROW,
+    Dim,
+    DimVar,
+    Origin,
+    Row,
+    RowVar,
+    Size,
+    format_row,
+)
+from axisflow.shapes.trail import Trail
+
+MAX_RANK: Final = 64
+"""The most axes a row may get in front of a row variable (NumPy's limit on
+the number of dimensions). Templates count the axes they put in front of a
+variable; going past this means the inequalities are cyclic and each round of
+templates would add axes forever."""
+
+MARK_BITS: Final = {
+    Mark.SAFE_TO_GUESS: 1,
+    Mark.USED_IN_SPEC_OR_COMPOSE: 2,
+    Mark.USED_IN_POINTWISE: 4,
+}
+_SAFE: Final = 1
+_SPEC: Final = 2
+_POINTWISE: Final = 4
+
+# Work-list item tags.
+_DIM_EQ: Final = 0
+_ROW_EQ: Final = 1
+_DIM_INEQ: Final = 2
+_ROW_INEQ: Final = 3
+_TOTAL: Final = 4
+
+
+VarT = TypeVar("VarT", DimVar, RowVar)
+Relations = list[tuple[VarT, Origin]] | tuple[()]
+
+
+class DimBounds:
+    """What Stage 1 knows about an unsolved dim variable."""
+
+    __slots__ = ("at_least", "glb", "glb_origin", "opnd", "res", "totals", "var_id")
+
+    def __init__(self, var_id: int) -> None:
+        self.var_id = var_id
+        self.glb: Size | None = None
+        self.glb_origin: Origin | None = None
+        # Relation lists start as a shared empty tuple: most variables never
+        # get any, and every list is one more object for the garbage collector.
+        self.res: Relations[DimVar] = ()
+        self.opnd: Relations[DimVar] = ()
+        self.at_least = 1
+        self.totals: list[int] | tuple[()] = ()
+
+
+class RowBounds:
+    """What Stage 1 knows about an unsolved row variable."""
+
+    __slots__ = ("glbs", "opnd", "res", "totals", "var_id")
+
+    def __init__(self, var_id: int) -> None:
+        self.var_id = var_id
+        self.glbs: list[tuple[Row, Origin]] | tuple[()] = ()
+        self.res: Relations[RowVar] = ()
+        self.opnd: Relations[RowVar] = ()
+        self.totals: list[int] | tuple[()] = ()
+
+
+def marks_of_bits(bits: int) -> frozenset[Mark]:
+    """The policy marks a bit set stands for."""
+    return frozenset(mark for mark, bit in MARK_BITS.items() if bits & bit)
+
+
+def _sides(origin: Origin) -> tuple[str, str, str]:
+    """Texts for the two sides of a constraint and the kind of axes."""
+    lhs, rhs = origin.lhs, origin.rhs
+    lhs_text = str(lhs) if lhs is not None else "the result"
+    rhs_text = str(rhs) if rhs is not None else "the operand"
+    kinds = [
+        side.kind for side in (lhs, rhs) if side is not None and side.kind is not None
+    ]
+    if not kinds:
+        axes = "sizes"
+    elif len(kinds) == 2 and kinds[0] != kinds[1]:
+        axes = f"{kinds[0]} and {kinds[1]} axes"
+    else:
+        axes = f"{kinds[0]} axes"
+    return lhs_text, rhs_text, axes
+
+
+class Solver:
+    """Stage-1 solving and closing over one session's variables.
+
+    ``mint`` returns fresh variable ids from the session's counter (templates
+    need fresh variables). ``trigger`` is the origin of the constraint being
+    added, named in errors found while solving its consequences.
+    """
+
+    def __init__(self, trail: Trail, mint: Any) -> None:
+        self.trail = trail
+        self._mint = mint
+        self.dim_subst: dict[int, Dim] = {}
+        self.dim_bounds: dict[int, DimBounds] = {}
+        self.row_subst: dict[int, Row] = {}
+        self.row_bounds: dict[int, RowBounds] = {}
+        self.row_marks: dict[int, int] = {}
+        self.row_gen: dict[int, int] = {}
+        self.totals: dict[int, TotalElems] = {}
+        self.terminals: list[Terminal] = []
+        self.trigger: Origin | None = None
+        self._work: list[tuple[Any, ...]] = []
+
+    # ------------------------------------------------------------------ reads
+
+    def find_dim(self, dim: Dim) -> Dim:
+        """The representative of a dim: its size, or its root variable."""
+        if type(dim) is not DimVar:
+            return dim
+        subst = self.dim_subst
+        link = subst.get(dim.id)
+        if link is None or type(link) is Size:
+            return dim if link is None else link
+        root: Dim = link
+        while type(root) is DimVar:
+            nxt = subst.get(root.id)
+            if nxt is None:
+                break
+            root = nxt
+        if root is not link:
+            # Path compression, on the trail like every other write.
+            set_item = self.trail.set_item
+            node: Dim = dim
+            while type(node) is DimVar and node != root:
+                nxt = subst.get(node.id)
+                if nxt is None:
+                    break
+                if nxt is not root:
+                    set_item(subst, node.id, root)
+                node = nxt
+        return root
+
+    def _row_value(self, var_id: int, value: Row) -> Row:
+        """Flatten the chain of solved row variables starting at ``var_id``."""
+        subst = self.row_subst
+        tail = value.var
+        if tail is None or tail.id not in subst:
+            return value
+        chain: list[tuple[int, Row]] = [(var_id, value)]
+        while tail is not None:
+            nxt = subst.get(tail.id)
+            if nxt is None:
+                break
+            chain.append((tail.id, nxt))
+            tail = nxt.var
+        dims: tuple[Dim, ...] = ()
+        set_item = self.trail.set_item
+        flat = value
+        for vid, step in reversed(chain):
+            dims = dims + step.dims
+            flat = Row(dims, tail)
+            set_item(subst, vid, flat)
+        return flat
+
+    def norm_row(self, row: Row) -> Row:
+        """The row with solved variables substituted and dims at representatives."""
+        dims = row.dims
+        var = row.var
+        if var is not None:
+            row_subst = self.row_subst
+            value = row_subst.get(var.id)
+            if value is not None:
+                tail = value.var
+                if tail is not None and tail.id in row_subst:
+                    value = self._row_value(var.id, value)
+                dims = value.dims + dims if dims else value.dims
+                var = value.var
+        if dims:
+            subst = self.dim_subst
+            for d in dims:
+                if type(d) is DimVar and d.id in subst:
+                    find = self.find_dim
+                    return Row(tuple([find(d) for d in dims]), var)
+        return row if var is row.var else Row(dims, var)
+
+    def marks(self, var: RowVar) -> frozenset[Mark]:
+        """The policy marks of a row variable."""
+        return marks_of_bits(self.row_marks.get(var.id, 0))
+
+    def safe_to_guess(self, var: RowVar) -> bool:
+        """Whether closing may give the variable no axes even in a parameter."""
+        bits = self.row_marks.get(var.id, 0)
+        return bool(bits & _SAFE) or (bool(bits & _POINTWISE) and not bits & _SPEC)
+
+    # --------------------------------------------------------------- entries
+
+    def push_dim_eq(self, a: Dim, b: Dim, origin: Origin) -> None:
+        """Queue ``a = b``."""
+        self._work.append((_DIM_EQ, a, b, origin))
+
+    def push_row_eq(self, a: Row, b: Row, origin: Origin) -> None:
+        """Queue ``a = b`` on rows."""
+        self._work.append((_ROW_EQ, a, b, origin))
+
+    def push_dim_ineq(self, res: Dim, opnd: Dim, origin: Origin) -> None:
+        """Queue ``res ⊑ opnd``."""
+        self._work.append((_DIM_INEQ, res, opnd, origin))
+
+    def push_row_ineq(self, res: Row, opnd: Row, origin: Origin) -> None:
+        """Queue ``res ⊑ opnd`` on rows."""
+        self._work.append((_ROW_INEQ, res, opnd, origin))
+
+    def add_total(self, total_id: int, total: TotalElems) -> None:
+        """Register a pending ``TotalElems`` and queue its first check."""
+        self.trail.set_item(self.totals, total_id, total)
+        self._work.append((_TOTAL, total_id))
+
+    def add_at_least(self, dim: Dim, n: int, origin: Origin) -> None:
+        """``dim >= n``."""
+        found = self.find_dim(dim)
+        if type(found) is Size:
+            if found.n < n:
+                self.fail(
+                    f"an axis indexed at position {n - 1} has size {found.n}", origin
+                )
+            return
+        assert type(found) is DimVar
+        bounds = self._dim_bounds_for(found)
+        if bounds.at_least < n:
+            self.trail.set_attr(bounds, "at_least", n)
+
+    def add_mark(self, row: Row, mark: Mark) -> None:
+        """Set a policy mark on the row's variable, if it is still open."""
+        var = self.norm_row(row).var
+        if var is None:
+            return
+        bits = self.row_marks.get(var.id, 0)
+        bit = MARK_BITS[mark]
+        if not bits & bit:
+            self.trail.set_item(self.row_marks, var.id, bits | bit)
+
+    def add_terminal(self, terminal: Terminal) -> None:
+        """Remember a leaf row for the next closing."""
+        self.trail.append(self.terminals, terminal)
+
+    def run(self) -> None:
+        """Solve every queued item, and what solving them queues."""
+        work = self._work
+        try:
+            while work:
+                item = work.pop()
+                tag = item[0]
+                if tag == _ROW_INEQ:
+                    self._row_ineq(item[1], item[2], item[3])
+                elif tag == _DIM_INEQ:
+                    self._dim_ineq(item[1], item[2], item[3])
+                elif tag == _ROW_EQ:
+                    self._row_eq(item[1], item[2], item[3])
+                elif tag == _DIM_EQ:
+                    self._dim_eq(item[1], item[2], item[3])
+                else:
+                    self._check_total(item[1])
+        except BaseException:
+            work.clear()
+            raise
+
+    # ---------------------------------------------------------------- errors
+
+    def fail(self, message: str, origin: Origin, *, lead: bool = True) -> NoReturn:
+        """Raise a ``ShapeError`` about ``origin`` (and the constraint being added).
+
+        The message starts with the origin (``lead``) or ends with it.
+        """
+        described = origin.describe()
+        text = f"{described}: {message}" if lead else f"{message} ({described})"
+        origins: tuple[Origin, ...] = (origin,)
+        trigger = self.trigger
+        if trigger is not None and trigger.describe() != described:
+            text += f" (found while solving {trigger.describe()})"
+            origins = (origin, trigger)
+        raise ShapeError(text, origins)
+
+    def _push(self, owner: DimBounds | RowBounds, field: str, item: object) -> None:
+        """Append to one of a bounds object's lazily created lists."""
+        items = getattr(owner, field)
+        if isinstance(items, list) and items:
+            self.trail.append(items, item, owner)
+        else:
+            self.trail.set_attr(owner, field, [item])
+
+    def _extend(
+        self, owner: DimBounds | RowBounds, field: str, more: Sequence[object]
+    ) -> None:
+        """Extend one of a bounds object's lists (never sharing the list ``more``)."""
+        items = getattr(owner, field)
+        if isinstance(items, list) and items:
+            self.trail.extend(items, more, owner)
+        else:
+            self.trail.set_attr(owner, field, list(more))
+
+    # ------------------------------------------------------------------ dims
+
+    def _dim_bounds_for(self, var: DimVar) -> DimBounds:
+        bounds = self.dim_bounds.get(var.id)
+        if bounds is None:
+            bounds = DimBounds(var.id)
+            self.trail.set_item(self.dim_bounds, var.id, bounds)
+        return bounds
+
+    def _dim_eq(self, a: Dim, b: Dim, origin: Origin) -> None:
+        a = self.find_dim(a)
+        b = self.find_dim(b)
+        if a == b:
+            return
+        if type(a) is Size:
+            if type(b) is Size:
+                lhs, rhs, axes = _sides(origin)
+                reason = " (different bases)" if a.n == b.n else ""
+                self.fail(
+                    f"{axes} disagree: {lhs} has size {a!r} but {rhs} has size "
+                    f"{b!r}{reason}",
+                    origin,
+                )
+            a, b = b, a
+        assert type(a) is DimVar
+        if type(b) is Size:
+            self._assign_dim(a, b, origin)
+        else:
+            assert type(b) is DimVar
+            self._union_dims(a, b)
+
+    def _assign_dim(self, var: DimVar, size: Size, origin: Origin) -> None:
+        trail = self.trail
+        bounds = self.dim_bounds.get(var.id)
+        if bounds is not None and bounds.at_least > size.n:
+            self.fail(
+                f"an axis indexed at position {bounds.at_least - 1} would have size "
+                f"{size.n}",
+                origin,
+            )
+        trail.set_item(self.dim_subst, var.id, size)
+        if bounds is None:
+            return
+        trail.del_item(self.dim_bounds, var.id)
+        work = self._work
+        for res, res_origin in bounds.res:
+            work.append((_DIM_INEQ, res, size, res_origin))
+        for opnd, opnd_origin in bounds.opnd:
+            work.append((_DIM_INEQ, size, opnd, opnd_origin))
+        if bounds.glb is not None:
+            assert bounds.glb_origin is not None
+            work.append((_DIM_INEQ, bounds.glb, size, bounds.glb_origin))
+        for total_id in bounds.totals:
+            work.append((_TOTAL, total_id))
+
+    def _union_dims(self, a: DimVar, b: DimVar) -> None:
+        trail = self.trail
+        dim_bounds = self.dim_bounds
+        bounds_a = dim_bounds.get(a.id)
+        bounds_b = dim_bounds.get(b.id)
+        if bounds_a is None:
+            trail.set_item(self.dim_subst, a.id, b)
+            return
+        if bounds_b is None:
+            trail.set_item(self.dim_subst, b.id, a)
+            return
+        # Link the variable with fewer relations under the other one.
+        if len(bounds_a.res) + len(bounds_a.opnd) > len(bounds_b.res) + len(
+            bounds_b.opnd
+        ):
+            a, b = b, a
+            bounds_a, bounds_b = bounds_b, bounds_a
+        trail.set_item(self.dim_subst, a.id, b)
+        trail.del_item(dim_bounds, a.id)
+        if bounds_a.res:
+            self._extend(bounds_b, "res", bounds_a.res)
+        if bounds_a.opnd:
+            self._extend(bounds_b, "opnd", bounds_a.opnd)
+            if bounds_b.glb is not None:
+                assert bounds_b.glb_origin is not None
+                for opnd, _ in bounds_a.opnd:
+                    self._work.append(
+                        (_DIM_INEQ, bounds_b.glb, opnd, bounds_b.glb_origin)
+                    )
+        if bounds_a.totals:
+            self._extend(bounds_b, "totals", bounds_a.totals)
+        if bounds_a.at_least > bounds_b.at_least:
+            trail.set_attr(bounds_b, "at_least", bounds_a.at_least)
+        if bounds_a.glb is not None:
+            # Merge the lower bounds by re-stating a's bound on the union.
+            self._work.append((_DIM_INEQ, bounds_a.glb, b, bounds_a.glb_origin))
+
+    def _dim_ineq(self, res: Dim, opnd: Dim, origin: Origin) -> None:
+        res = self.find_dim(res)
+        opnd = self.find_dim(opnd)
+        if res == opnd:
+            return
+        if type(opnd) is Size:
+            if opnd.n == 1:
+                return
+            if type(res) is Size:
+                lhs, rhs, axes = _sides(origin)
+                reason = (
+                    " (different bases)"
+                    if res.n == opnd.n
+                    else "; only size 1 broadcasts"
+                )
+                self.fail(
+                    f"{axes} disagree: {rhs} has size {opnd!r}, which does not "
+                    f"broadcast to size {res!r} of {lhs}{reason}",
+                    origin,
+                )
+            assert type(res) is DimVar
+            self._assign_dim(res, opnd, origin)
+            return
+        assert type(opnd) is DimVar
+        if type(res) is Size:
+            if res.n == 1:
+                # Only 1 itself is above 1 in the broadcast order.
+                self._assign_dim(opnd, BROADCAST_UNIT, origin)
+                return
+            bounds = self._dim_bounds_for(opnd)
+            glb = bounds.glb
+            if glb is None:
+                self.trail.set_attr(bounds, "glb", res)
+                self.trail.set_attr(bounds, "glb_origin", origin)
+                work = self._work
+                for above, above_origin in bounds.opnd:
+                    work.append((_DIM_INEQ, res, above, above_origin))
+            elif glb != res:
+                # Two different lower bounds: only the broadcast unit is above both.
+                self._assign_dim(opnd, BROADCAST_UNIT, origin)
+            return
+        assert type(res) is DimVar
+        res_bounds = self._dim_bounds_for(res)
+        opnd_bounds = self._dim_bounds_for(opnd)
+        self._push(res_bounds, "opnd", (opnd, origin))
+        self._push(opnd_bounds, "res", (res, origin))
+        if res_bounds.glb is not None:
+            self._work.append((_DIM_INEQ, res_bounds.glb, opnd, origin))
+
+    # ------------------------------------------------------------------ rows
+
+    def _row_bounds_for(self, var: RowVar) -> RowBounds:
+        bounds = self.row_bounds.get(var.id)
+        if bounds is None:
+            bounds = RowBounds(var.id)
+            self.trail.set_item(self.row_bounds, var.id, bounds)
+        return bounds
+
+    def _row_eq(self, a: Row, b: Row, origin: Origin) -> None:
+        a = self.norm_row(a)
+        b = self.norm_row(b)
+        len_a, len_b = len(a.dims), len(b.dims)
+        common = min(len_a, len_b)
+        work = self._work
+        for da, db in zip(
+            a.dims[len_a - common :], b.dims[len_b - common :], strict=True
+        ):
+            if da != db:
+                work.append((_DIM_EQ, da, db, origin))
+        if len_a == len_b:
+            if a.var == b.var:
+                return
+            if a.var is None:
+                assert b.var is not None
+                self._assign_row(b.var, EMPTY_ROW, origin, (a, b))
+            elif b.var is None:
+                self._assign_row(a.var, EMPTY_ROW, origin, (a, b))
+            else:
+                self._union_rows(a.var, b.var, origin, (a, b))
+            return
+        if len_a < len_b:
+            a, b = b, a
+            len_a, len_b = len_b, len_a
+            origin = origin.with_sides(origin.rhs, origin.lhs)
+        # ``a`` has more axes: ``b``'s variable takes a's extra leading axes.
+        if b.var is None:
+            lhs, rhs, axes = _sides(origin)
+            self.fail(
+                f"{axes} disagree: {lhs} {format_row(a)} and {rhs} {format_row(b)} "
+                f"have different numbers of axes",
+                origin,
+            )
+        assert b.var is not None
+        self._assign_row(b.var, Row(a.dims[: len_a - len_b], a.var), origin, (a, b))
+
+    def _union_rows(
+        self, a: RowVar, b: RowVar, origin: Origin, rows: tuple[Row, Row]
+    ) -> None:
+        bounds_a = self.row_bounds.get(a.id)
+        bounds_b = self.row_bounds.get(b.id)
+        size_a = (
+            0
+            if bounds_a is None
+            else len(bounds_a.res) + len(bounds_a.opnd) + len(bounds_a.glbs)
+        )
+        size_b = (
+            0
+            if bounds_b is None
+            else len(bounds_b.res) + len(bounds_b.opnd) + len(bounds_b.glbs)
+        )
+        if size_a > size_b:
+            a, b = b, a
+        # Solving the variable with fewer relations re-emits fewer of them.
+        self._assign_row(a, Row((), b), origin, rows)
+
+    def _assign_row(
+        self, var: RowVar, value: Row, origin: Origin, rows: tuple[Row, Row]
+    ) -> None:
+        """Solve ``var := value`` (``value`` normalized) and re-emit its bounds."""
+        if value.var == var:
+            if not value.dims:
+                return
+            self._fail_infinite(origin, rows)
+        trail = self.trail
+        tail = value.var
+        if tail is not None:
+            marks = self.row_marks.get(var.id, 0)
+            if marks:
+                tail_marks = self.row_marks.get(tail.id, 0)
+                if marks & ~tail_marks:
+                    trail.set_item(self.row_marks, tail.id, tail_marks | marks)
+            gen = self.row_gen.get(var.id, 0)
+            if gen:
+                gen += len(value.dims)
+                if gen > MAX_RANK:
+                    self._fail_infinite(origin, rows, cyclic=True)
+                if gen > self.row_gen.get(tail.id, 0):
+                    trail.set_item(self.row_gen, tail.id, gen)
+        bounds = self.row_bounds.get(var.id)
+        trail.set_item(self.row_subst, var.id, value)
+        if bounds is None:
+            return
+        trail.del_item(self.row_bounds, var.id)
+        work = self._work
+        for res, res_origin in bounds.res:
+            work.append((_ROW_INEQ, Row((), res), value, res_origin))
+        for opnd, opnd_origin in bounds.opnd:
+            work.append((_ROW_INEQ, value, Row((), opnd), opnd_origin))
+        for glb, glb_origin in bounds.glbs:
+            work.append((_ROW_INEQ, glb, value, glb_origin))
+        for total_id in bounds.totals:
+            work.append((_TOTAL, total_id))
+
+    def _fail_infinite(
+        self, origin: Origin, rows: tuple[Row, Row], *, cyclic: bool = False
+    ) -> NoReturn:
+        lhs, rhs, axes = _sides(origin)
+        why = (
+            f"more than {MAX_RANK} axes in one row: the inequalities are cyclic"
+            if cyclic
+            else "a row variable would contain itself"
+        )
+        self.fail(
+            f"{axes} cannot agree: {lhs} {format_row(rows[0])} and {rhs} "
+            f"{format_row(rows[1])} would need infinitely many axes ({why})",
+            origin,
+        )
+
+    def _row_ineq(self, res: Row, opnd: Row, origin: Origin) -> None:
+        res = self.norm_row(res)
+        opnd = self.norm_row(opnd)
+        res_dims, opnd_dims = res.dims, opnd.dims
+        len_res, len_opnd = len(res_dims), len(opnd_dims)
+        work = self._work
+        if res.var is not None and res.var == opnd.var:
+            if len_res != len_opnd:
+                self._fail_infinite(origin, (res, opnd))
+            for r, o in zip(res_dims, opnd_dims, strict=True):
+                if r != o:
+                    work.append((_DIM_INEQ, r, o, origin))
+            return
+        if len_res < len_opnd:
+            if res.var is None:
+                lhs, rhs, axes = _sides(origin)
+                self.fail(
+                    f"{axes} disagree: {rhs} {format_row(opnd)} has more axes than "
+                    f"{lhs} {format_row(res)}, which is closed (an operand broadcasts "
+                    f"only to a result with at least as many axes)",
+                    origin,
+                )
+            assert res.var is not None
+            self._template(res.var, len_opnd - len_res, origin, (res, opnd))
+            work.append((_ROW_INEQ, res, opnd, origin))
+            return
+        offset = len_res - len_opnd
+        for i, o in enumerate(opnd_dims):
+            r = res_dims[offset + i]
+            if r != o:
+                work.append((_DIM_INEQ, r, o, origin))
+        opnd_var = opnd.var
+        if opnd_var is None:
+            return
+        if offset == 0:
+            if res.var is None:
+                # Nothing is left on the result side: the operand has no more axes.
+                self._assign_row(opnd_var, EMPTY_ROW, origin, (res, opnd))
+            else:
+                res_bounds = self._row_bounds_for(res.var)
+                opnd_bounds = self._row_bounds_for(opnd_var)
+                self._push(res_bounds, "opnd", (opnd_var, origin))
+                self._push(opnd_bounds, "res", (res.var, origin))
+        else:
+            bounds = self._row_bounds_for(opnd_var)
+            self._push(bounds, "glbs", (Row(res_dims[:offset], res.var), origin))
+
+    def _template(
+        self, var: RowVar, missing: int, origin: Origin, rows: tuple[Row, Row]
+    ) -> None:
+        """Give ``var`` ``missing`` fresh leading axes and a fresh safe-to-guess tail."""
+        mint = self._mint
+        fresh_dims = tuple([DimVar(mint()) for _ in range(missing)])
+        tail = RowVar(mint())
+        self.trail.set_item(self.row_marks, tail.id, _SAFE)
+        gen = self.row_gen.get(var.id, 0) + missing
+        if gen > MAX_RANK:
+            self._fail_infinite(origin, rows, cyclic=True)
+        self.trail.set_item(self.row_gen, tail.id, gen)
+        self._assign_row(var, Row(fresh_dims, tail), origin, rows)
+
+    # ---------------------------------------------------------------- totals
+
+    def _check_total(self, total_id: int) -> None:
+        total = self.totals.get(total_id)
+        if total is None:
+            return
+        count = total.count
+        if isinstance(count, DeferredCount):
+            return
+        product = 1
+        unknown: list[DimVar] = []
+        open_vars: list[RowVar] = []
+        for row in total.rows:
+            row = self.norm_row(row)
+            if row.var is not None:
+                open_vars.append(row.var)
+            for d in row.dims:
+                if type(d) is Size:
+                    product *= d.n
+                else:
+                    assert type(d) is DimVar
+                    unknown.append(d)
+        if count % product:
+            self._fail_total(total, count, product)
+        if not open_vars:
+            if not unknown:
+                if product != count:
+                    self._fail_total(total, count, product)
+                self.trail.del_item(self.totals, total_id)
+                return
+            if len(unknown) == 1:
+                self.trail.del_item(self.totals, total_id)
+                self._assign_dim(unknown[0], Size(count // product), total.origin)
+                return
+        # Wait for more information: check again when any variable is solved.
+        for dim in unknown:
+            dim_bounds = self._dim_bounds_for(dim)
+            self._push(dim_bounds, "totals", total_id)
+        for var in open_vars:
+            row_bounds = self._row_bounds_for(var)
+            self._push(row_bounds, "totals", total_id)
+
+    def _fail_total(self, total: TotalElems, count: int, product: int) -> NoReturn:
+        rows = ", ".join(format_row(self.norm_row(r)) for r in total.rows)
+        self.fail(
+            f"the axes {rows} cannot hold {count} elements (their known sizes "
+            f"multiply to {product})",
+            total.origin,
+        )
+
+    # --------------------------------------------------------------- closing
+
+    def _join_bounds(self, glbs: Sequence[tuple[Row, Origin]]) -> Row:
+        """The most general row every lower bound broadcasts to (OCANNL's join).
+
+        Shortest length (fewer axes broadcast to more); per axis the common
+        size, 1 where sizes differ, a size over a variable; the tail of the
+        shortest bound, closed if any shortest bound is closed. Solving the
+        variable re-checks every bound, so a lossy join cannot go unnoticed.
+        """
+        rows = [self.norm_row(glb) for glb, _ in glbs]
+        length = min(len(r.dims) for r in rows)
+        shortest = [r for r in rows if len(r.dims) == length]
+        tail = None if any(r.var is None for r in shortest) else shortest[0].var
+        dims: list[Dim] = []
+        for position in range(length):
+            column = [r.dims[len(r.dims) - length + position] for r in rows]
+            sizes = {d for d in column if type(d) is Size}
+            if len(sizes) > 1:
+                dims.append(BROADCAST_UNIT)
+            elif sizes:
+                dims.append(next(iter(sizes)))
+            else:
+                dims.append(column[0])
+        return Row(tuple(dims), tail)
+
+    def _close_to_bounds(self, var: RowVar, bounds: RowBounds, origin: Origin) -> None:
+        value = self.norm_row(self._join_bounds(bounds.glbs))
+        self._assign_row(var, value, origin, (Row((), var), value))
+        self.run()
+
+    def _close_var_empty(self, var: RowVar, origin: Origin) -> None:
+        self._assign_row(var, EMPTY_ROW, origin, (Row((), var), EMPTY_ROW))
+        self.run()
+
+    def _hidden_dimension(self, terminal: Terminal, what: str) -> NoReturn:
+        kind = terminal.origin.lhs.kind if terminal.origin.lhs is not None else "some"
+        self.fail(
+            f"You forgot to specify the hidden dimension(s) of parameter "
+            f"'{terminal.origin.tensor}': {what} of its {kind} axes "
+            f"{format_row(self.norm_row(terminal.row))} cannot be inferred; give "
+            f"them in its spec",
+            terminal.origin,
+            lead=False,
+        )
+
+    def _resolve_deferred(self) -> None:
+        for total_id, total in list(self.totals.items()):
+            count = total.count
+            if not isinstance(count, DeferredCount):
+                continue
+            try:
+                value = count.resolve()
+            except Exception as error:  # the user's callback failed
+                self.fail(
+                    f"the element count {count} could not be resolved: {error}",
+                    total.origin,
+                )
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                self.fail(
+                    f"the element count {count} resolved to {value!r}, not a positive "
+                    f"integer",
+                    total.origin,
+                )
+            self.trail.set_item(
+                self.totals, total_id, TotalElems(total.rows, value, total.origin)
+            )
+
+    def _close_totals(self) -> None:
+        for total_id in sorted(self.totals):
+            total = self.totals.get(total_id)
+            if total is None:
+                continue
+            self.trigger = total.origin
+            count = total.count
+            assert isinstance(count, int)
+            open_vars = [
+                var
+                for var in (self.norm_row(r).var for r in total.rows)
+                if var is not None
+            ]
+            for var in open_vars[:-1]:
+                if self.norm_row(Row((), var)).var == var:
+                    self._close_var_empty(var, total.origin)
+            last = self.norm_row(Row((), open_vars[-1])).var if open_vars else None
+            if last is not None:
+                product = 1
+                unknown = 0
+                for row in total.rows:
+                    for d in self.norm_row(row).dims:
+                        if type(d) is Size:
+                            product *= d.n
+                        else:
+                            unknown += 1
+                if unknown or count % product:
+                    self._close_var_empty(last, total.origin)
+                else:
+                    quotient = count // product
+                    value = Row((Size(quotient),)) if quotient != 1 else EMPTY_ROW
+                    self._assign_row(last, value, total.origin, (Row((), last), value))
+                    self.run()
+            self._work.append((_TOTAL, total_id))
+            self.run()
+
+    def close(self, shape_rows: Iterable[Row]) -> None:
+        """Solve every remaining variable (steps A to G of the module docstring)."""
+        norm_row = self.norm_row
+        # Concrete leaf rows (the common case) have nothing left to decide.
+        terminals = [t for t in self.terminals if not norm_row(t.row).is_concrete()]
+        # A. Terminal rows with lower bounds take them.
+        for terminal in terminals:
+            var = norm_row(terminal.row).var
+            if var is None:
+                continue
+            bounds = self.row_bounds.get(var.id)
+            if bounds is not None and bounds.glbs:
+                self.trigger = terminal.origin
+                self._close_to_bounds(var, bounds, terminal.origin)
+        # B. Totals.
+        self._resolve_deferred()
+        self._close_totals()
+        # C. Remaining terminal rows: no extra axes, or the hidden-dimension error.
+        guessable: list[bool] = []
+        for terminal in terminals:
+            self.trigger = terminal.origin
+            var = norm_row(terminal.row).var
+            safe = var is not None and self.safe_to_guess(var)
+            guessable.append(safe)
+            if var is None:
+                continue
+            bounds = self.row_bounds.get(var.id)
+            if bounds is not None and bounds.glbs:
+                self._close_to_bounds(var, bounds, terminal.origin)
+            elif terminal.is_param and not safe:
+                self._hidden_dimension(terminal, "the number")
+            else:
+                self._close_var_empty(var, terminal.origin)
+        # D. Terminal dims take their lower bound.
+        for terminal, safe in zip(terminals, guessable, strict=True):
+            self.trigger = terminal.origin
+            for dim in norm_row(terminal.row).dims:
+                dim = self.find_dim(dim)
+                if type(dim) is not DimVar:
+                    continue
+                bounds = self.dim_bounds.get(dim.id)
+                if bounds is not None and bounds.glb is not None:
+                    self._assign_dim(dim, bounds.glb, terminal.origin)
+                    self.run()
+                elif terminal.is_param and not safe:
+                    self._hidden_dimension(terminal, "the size of one")
+        self.trigger = None
+        rows = list(shape_rows)
+        # E. Every remaining row variable closes to empty.
+        closing = Origin("close", "the session")
+        for row in rows:
+            var = norm_row(row).var
+            if var is not None:
+                self._close_var_empty(var, closing)
+        for var_id in list(self.row_bounds):
+            if var_id in self.row_bounds:
+                self._close_var_empty(RowVar(var_id), closing)
+        # F. Every remaining dim becomes 1 (or what a fixed index needs).
+        for row in rows:
+            for dim in norm_row(row).dims:
+                if type(dim) is DimVar:
+                    self._default_dim(dim, closing)
+        for var_id in list(self.dim_bounds):
+            dim = self.find_dim(DimVar(var_id))
+            if type(dim) is DimVar:
+                self._default_dim(dim, closing)
+        # G. Every total is checked (all of their dims are known now).
+        for total_id in list(self.totals):
+            self._work.append((_TOTAL, total_id))
+            self.run()
+
+    def _default_dim(self, dim: DimVar, origin: Origin) -> None:
+        bounds = self.dim_bounds.get(dim.id)
+        size = 1 if bounds is None else bounds.at_least
+        self._assign_dim(dim, Size(size), origin)
+        self.run()
+
+    def reset(self) -> None:
+        """Forget every variable (after closing), on the trail."""
+        trail = self.trail
+        for name in (
+            "dim_subst",
+            "dim_bounds",
+            "row_subst",
+            "row_bounds",
+            "row_marks",
+            "row_gen",
+            "totals",
+        ):
+            trail.set_attr(self, name, {})
+        trail.set_attr(self, "terminals", [])

@@ -1,0 +1,114 @@
+"""The tprog dialect and the close-shapes pass, driven from Python."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+from axisflow.dialects.tprog import (
+    FUNCTION_TABLES,
+    UNKNOWN,
+    CallOp,
+    FuncOp,
+    LeafOp,
+    ReturnOp,
+    TensorType,
+    Tprog,
+)
+from axisflow.passes.close_shapes import CloseShapesPass, ProgramEvaluator
+
+
+def parse(text: str) -> ModuleOp:
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(Tprog)
+    return Parser(ctx, text).parse_module()
+
+
+def test_tensor_type_is_canonical_and_reads_back_dims() -> None:
+    assert TensorType("8|3,5->4").dims() == ((8,), (3, 5), (4,))
+    assert TensorType(" 8 | ->4 ").shape_text == "8|4"
+    assert TensorType("->4") == TensorType("4")
+    assert not UNKNOWN.is_known and UNKNOWN.dims() is None
+    with pytest.raises(ValueError, match="needs a concrete shape"):
+        TensorType("...->4")
+
+
+def test_call_verification_builds_one_function_table_per_module() -> None:
+    calls = "\n".join(
+        f'%y{i} = tprog.call @id(%x) at "site{i}" : !tprog.tensor' for i in range(200)
+    )
+    module = parse(
+        '%x = tprog.leaf "3"\n'
+        "tprog.func @id(%in: !tprog.tensor) -> !tprog.tensor {\n  tprog.return %in\n}\n"
+        + calls
+    )
+    before = FUNCTION_TABLES.builds
+    module.verify()
+    assert FUNCTION_TABLES.builds == before + 1
+    module.verify()
+    assert FUNCTION_TABLES.builds == before + 1
+
+
+def test_function_table_sees_functions_added_later() -> None:
+    module = parse('%x = tprog.leaf "3"')
+    x = module.ops.first
+    assert isinstance(x, LeafOp)
+    call = CallOp("later", [x.result], "site", [UNKNOWN])
+    module.body.block.add_op(call)
+    with pytest.raises(VerifyException, match=r"no tprog\.func named @later"):
+        module.verify()
+    func = FuncOp("later", 1, 1)
+    func.body.block.add_op(ReturnOp([func.body.block.args[0]]))
+    module.body.block.add_op(func)
+    module.verify()
+
+
+def test_pass_writes_types_and_keeps_the_program() -> None:
+    module = parse(
+        """
+        %x = tprog.leaf "8|->3"
+        %w = tprog.param "...->16"
+        %h = tprog.compose %w, %x
+        """
+    )
+    CloseShapesPass().apply(Context(), module)
+    types = [op.results[0].type for op in module.ops]
+    assert types == [TensorType("8|3"), TensorType("3->16"), TensorType("8|16")]
+    module.verify()
+
+
+def test_pass_reports_shape_errors_as_diagnostics() -> None:
+    module = parse(
+        """
+        %a = tprog.leaf "3"
+        %b = tprog.leaf "5"
+        %c = tprog.pointwise %a, %b
+        """
+    )
+    with pytest.raises(DiagnosticException, match="pointwise 'c' of a, b: output axes"):
+        CloseShapesPass().apply(Context(), module)
+
+
+def test_evaluator_exposes_the_session_for_extensions() -> None:
+    module = parse(
+        """
+        %x = tprog.leaf "2|->3"
+        tprog.func @f(%in: !tprog.tensor) -> !tprog.tensor {
+          %t = tprog.transpose %in
+          tprog.return %t
+        }
+        %y = tprog.call @f(%x) at "one" : !tprog.tensor
+        """
+    )
+    evaluator = ProgramEvaluator(module)
+    evaluator.evaluate()
+    assert evaluator.session.closings == 1
+    (body_value,) = [v for v in evaluator.body_shapes if v.name_hint == "t"]
+    (shape,) = evaluator.body_shapes[body_value]
+    assert shape.dims() == ((2,), (3,), ())
+    origins = [c.origin for c in evaluator.session.log if c.origin.tensor == "t"]
+    assert origins and all(o.application == "one" for o in origins)
