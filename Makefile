@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.axisflow-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline test lint typecheck unit lit bench clean
+.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench clean
 
 venv: $(STAMP)
 
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-demo: demo-four-tensor demo-sequant demo-pipeline
+demo: demo-four-tensor demo-sequant demo-pipeline demo-shapes
 
 demo-four-tensor: $(STAMP)
 	@echo '== classify-axes on the bundled four-tensor forest =='
@@ -37,6 +37,11 @@ demo-pipeline: $(STAMP)
 	$(BIN)/xdsl-opt -p 'classify-axes,schedule-batches{report=table}' examples/pipeline/four_tensor.mlir
 	@echo '== the CSV-CCSD energy batched over i then Κ: memory report only =='
 	$(BIN)/xdsl-opt -f 'sequant{batch=i,"Κ" extents="i=80,a=896,μ̃=896,Κ=1682" elem=8}' examples/sequant/csv_ccsd_energy_df.txt -p 'classify-axes,schedule-batches{report=table}' -o /dev/null
+
+# Shape inference: a two-layer perceptron applied to two batch sizes.
+demo-shapes: $(STAMP)
+	@echo '== close-shapes on a shared-parameter MLP applied at two call sites =='
+	$(BIN)/xdsl-opt -p close-shapes examples/shapes/mlp.mlir
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
