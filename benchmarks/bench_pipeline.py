@@ -40,8 +40,8 @@ from axisflow.dialects.sched import LoopOp as PassOp
 from axisflow.passes.classify_axes import classify_forest
 from axisflow.pipeline.api import ForestSchedule, attach, plan_forest
 from axisflow.pipeline.memory import format_bytes, lifetimes, peak
-from axisflow.roles.index import Index
-from axisflow.sequant import Expression, Tensor, Term, deparse, parse, to_module
+from axisflow.sequant import Expression, deparse, parse, to_module
+from axisflow.sequant.syntax import repeat_with_fresh_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 SEQUANT = ROOT / "examples" / "sequant"
@@ -173,32 +173,6 @@ def live_at_peak(row: Row, count: int) -> str:
     return f"{len(found.live)} objects; largest {parts} ({share:.0%} of the peak)"
 
 
-def fresh_copy(term: Term, offset: int) -> Term:
-    """The term with every dummy index (and dummy proto) renumbered."""
-    externals = set(term.externals())
-    memo: dict[Index, Index] = {}
-
-    def rename(index: Index) -> Index:
-        if index not in memo:
-            ordinal = index.ordinal
-            if index not in externals and ordinal is not None:
-                ordinal += offset
-            protos = (rename(p) for p in index.protos)
-            memo[index] = Index(index.base_key, ordinal, protos)
-        return memo[index]
-
-    def tensor(t: Tensor) -> Tensor:
-        return Tensor(
-            t.label,
-            tuple(map(rename, t.bra)),
-            tuple(map(rename, t.ket)),
-            tuple(map(rename, t.aux)),
-            t.symmetry,
-        )
-
-    return Term(term.coefficient, tuple(map(tensor, term.tensors)))
-
-
 def end_to_end(row: Row) -> tuple[float, dict[str, object]]:
     """xdsl-opt from the SeQuant text to the JSON report (Κ,i policy)."""
     command = [
@@ -273,12 +247,7 @@ def main() -> None:
     )
     print()
 
-    copies = [
-        fresh_copy(t, 10_000 * k) if k else t
-        for k in range(10)
-        for t in expression.terms
-    ]
-    big = parse(deparse(Expression(tuple(copies))))
+    big = parse(deparse(Expression(repeat_with_fresh_labels(expression.terms, 10))))
     print(
         f"Scaling, policy Κ,i, best of 2 runs: 1x ({len(expression.terms)} terms) vs 10x"
     )

@@ -33,10 +33,9 @@ from xdsl.parser import Parser
 
 from axisflow.dialects.batch import Batch
 from axisflow.passes.classify_axes import ClassifyAxesPass
-from axisflow.roles.index import Index
-from axisflow.sequant import BatchPolicy, Expression, Tensor, Term, build_forest, parse
+from axisflow.sequant import BatchPolicy, Expression, build_forest, parse
 from axisflow.sequant.emit import forest_module
-from axisflow.sequant.syntax import deparse
+from axisflow.sequant.syntax import deparse, repeat_with_fresh_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 DOUBLES = ROOT / "examples" / "sequant" / "csv_ccsd_doubles_residual_df.txt"
@@ -56,36 +55,9 @@ def best_of(runs: int, action: Callable[[], T]) -> tuple[float, T]:
     return best, result
 
 
-def fresh_copy(term: Term, offset: int) -> Term:
-    """The term with every dummy index (and dummy proto) renumbered."""
-    externals = set(term.externals())
-    memo: dict[Index, Index] = {}
-
-    def rename(index: Index) -> Index:
-        if index not in memo:
-            ordinal = index.ordinal
-            if index not in externals and ordinal is not None:
-                ordinal += offset
-            protos = (rename(p) for p in index.protos)
-            memo[index] = Index(index.base_key, ordinal, protos)
-        return memo[index]
-
-    def tensor(t: Tensor) -> Tensor:
-        return Tensor(
-            t.label,
-            tuple(map(rename, t.bra)),
-            tuple(map(rename, t.ket)),
-            tuple(map(rename, t.aux)),
-            t.symmetry,
-        )
-
-    return Term(term.coefficient, tuple(map(tensor, term.tensors)))
-
-
 def ten_times(text: str) -> str:
     terms = parse(text).terms
-    copies = [fresh_copy(t, 10_000 * k) if k else t for k in range(10) for t in terms]
-    return deparse(Expression(tuple(copies)))
+    return deparse(Expression(repeat_with_fresh_labels(terms, 10)))
 
 
 def context() -> Context:

@@ -165,8 +165,51 @@ class Term:
             return tuple(listed)
         return tuple(i for i, n in self.appearances().items() if n == 1)
 
+    def with_fresh_dummies(self, offset: int) -> Term:
+        """The term with every summed (non-external) index, and every such
+        proto index, renumbered by ``offset``: the same term on fresh labels."""
+        externals = set(self.externals())
+        memo: dict[Index, Index] = {}
+
+        def rename(index: Index) -> Index:
+            if index not in memo:
+                ordinal = index.ordinal
+                if index not in externals and ordinal is not None:
+                    ordinal += offset
+                protos = (rename(p) for p in index.protos)
+                memo[index] = Index(index.base_key, ordinal, protos)
+            return memo[index]
+
+        def tensor(t: Tensor) -> Tensor:
+            return Tensor(
+                t.label,
+                tuple(map(rename, t.bra)),
+                tuple(map(rename, t.ket)),
+                tuple(map(rename, t.aux)),
+                t.symmetry,
+            )
+
+        return Term(
+            self.coefficient,
+            tuple(map(tensor, self.tensors)),
+            tuple(map(tensor, self.operators)),
+        )
+
     def __str__(self) -> str:
         return _format_term(self, first=True)
+
+
+def repeat_with_fresh_labels(
+    terms: tuple[Term, ...], copies: int, stride: int = 10_000
+) -> tuple[Term, ...]:
+    """``copies`` copies of ``terms``, the k-th with its summed indices
+    renumbered by ``k * stride`` (larger inputs of the same structure, for
+    benchmarks and scaling tests)."""
+    return tuple(
+        term.with_fresh_dummies(stride * k) if k else term
+        for k in range(copies)
+        for term in terms
+    )
 
 
 @dataclass(frozen=True)

@@ -453,3 +453,22 @@ def test_every_example_builds_a_verified_module() -> None:
         forest = _forest_op(module)
         assert len(list(forest.trees())) == len(expression.terms)
         assert [s.space_key for s in forest.spaces()] == keys
+
+
+def test_repeated_terms_on_fresh_labels_share_every_value() -> None:
+    from axisflow.sequant.syntax import repeat_with_fresh_labels
+
+    expression = _example("csv_ccsd_singles_residual_df.txt")
+    copies = repeat_with_fresh_labels(expression.terms, 3)
+    assert len(copies) == 3 * len(expression.terms)
+    for original, copy in zip(
+        expression.terms, copies[2 * len(expression.terms) :], strict=True
+    ):
+        assert copy.externals() == original.externals()
+        assert copy != original or not [
+            i for i in original.appearances() if i not in original.externals()
+        ]
+    once = build_forest(expression, BatchPolicy.make("Κ"))
+    thrice = build_forest(Expression(copies), BatchPolicy.make("Κ"))
+    assert len(thrice.values) == len(once.values)
+    assert len(thrice.trees) == 3 * len(once.trees)
