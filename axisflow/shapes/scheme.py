@@ -86,6 +86,7 @@ from axisflow.shapes.terms import (
     KINDS,
     Dim,
     DimVar,
+    Kind,
     Origin,
     Row,
     RowVar,
@@ -174,6 +175,24 @@ class LooseVariable:
 
 Fact = DimIneq | RowIneq | DimAtLeast | TotalElems | Terminal
 
+_ROW_INEQ, _DIM_INEQ, _TERMINAL, _AT_LEAST, _TOTAL = range(5)
+
+
+def _compile_fact(
+    fact: Fact, origin_index: dict[int, int]
+) -> tuple[int, object, object, int]:
+    """A fact as (kind code, first term, second term or value, origin index)."""
+    at = origin_index[id(fact.origin)]
+    if isinstance(fact, RowIneq):
+        return (_ROW_INEQ, fact.res, fact.opnd, at)
+    if isinstance(fact, DimIneq):
+        return (_DIM_INEQ, fact.res, fact.opnd, at)
+    if isinstance(fact, Terminal):
+        return (_TERMINAL, fact.row, fact.is_param, at)
+    if isinstance(fact, DimAtLeast):
+        return (_AT_LEAST, fact.dim, fact.n, at)
+    return (_TOTAL, fact.rows, fact.count, at)
+
 
 class Scheme:
     """A traced function's shapes; see the module docstring and :func:`trace`.
@@ -229,6 +248,17 @@ class Scheme:
         self._dims = tuple(v for v in (*generalized, *fixed) if type(v) is DimVar)
         self._rows = tuple(v for v in (*generalized, *fixed) if type(v) is RowVar)
         self._internal_sides = tuple(shape_sides(i.name) for i in internal)
+        self._anchor_concrete = tuple(
+            tuple(row.is_concrete() for row in anchor.rows) for anchor in anchors
+        )
+        # The distinct origins of the facts and captures, stamped once per
+        # application, and each fact as (kind code, terms..., origin index).
+        origins: dict[int, Origin] = {}
+        for item in (*facts, *captures):
+            origins.setdefault(id(item.origin), item.origin)
+        self._origins = tuple(origins.values())
+        self._origin_index = {key: i for i, key in enumerate(origins)}
+        self._plan = tuple(_compile_fact(fact, self._origin_index) for fact in facts)
 
     @property
     def arity(self) -> int:
@@ -1000,45 +1030,49 @@ class _Stamp:
     """Origins of one application: the scheme, the application and the site.
 
     Origins of the trace name the tracers; an application's name the actual
-    arguments instead (``names``), as re-running the body would.
+    arguments instead (``names``), as re-running the body would. The scheme's
+    own origins are stamped once per application (``table``, in the order of
+    ``Scheme._origins``).
     """
 
     def __init__(
-        self, label: str, application: str, site: object, names: dict[str, str]
+        self, sc: Scheme, application: str, site: object, names: dict[str, str]
     ) -> None:
-        self.label = label
+        self.label = sc.label
         self.application = application
         self.site = site
         self.names = names
-        self._cache: dict[int, Origin] = {}
+        self._index = sc._origin_index
+        self.table = [self._stamp(origin) for origin in sc._origins]
 
     def _side(self, side: Side | None) -> Side | None:
         if side is None or side.tensor not in self.names:
             return side
         return Side(self.names[side.tensor], side.kind)
 
+    def _stamp(self, origin: Origin) -> Origin:
+        inner = origin.application
+        operands = origin.operands
+        lhs, rhs = origin.lhs, origin.rhs
+        if self.names:
+            operands = tuple([self.names.get(name, name) for name in operands])
+            lhs, rhs = self._side(lhs), self._side(rhs)
+        return Origin(
+            origin.operation,
+            origin.tensor,
+            operands,
+            lhs,
+            rhs,
+            origin.detail,
+            self.label,
+            self.application if inner is None else f"{self.application} > {inner}",
+            origin.site if self.site is None else self.site,
+        )
+
     def __call__(self, origin: Origin) -> Origin:
-        found = self._cache.get(id(origin))
-        if found is None:
-            inner = origin.application
-            operands = origin.operands
-            lhs, rhs = origin.lhs, origin.rhs
-            if self.names:
-                operands = tuple(self.names.get(name, name) for name in operands)
-                lhs, rhs = self._side(lhs), self._side(rhs)
-            found = Origin(
-                origin.operation,
-                origin.tensor,
-                operands,
-                lhs,
-                rhs,
-                origin.detail,
-                self.label,
-                self.application if inner is None else f"{self.application} > {inner}",
-                origin.site if self.site is None else self.site,
-            )
-            self._cache[id(origin)] = found
-        return found
+        """The application's origin for one of the scheme's origins."""
+        index = self._index.get(id(origin))
+        return self.table[index] if index is not None else self._stamp(origin)
 
     def new(
         self,
@@ -1069,10 +1103,22 @@ def _rename_row(
     if var is not None:
         var = rows.get(var, var)
     if row.dims:
-        return Row(
-            tuple([dims.get(d, d) if type(d) is DimVar else d for d in row.dims]), var
-        )  # type: ignore[misc]
+        renamed = [dims.get(d, d) if type(d) is DimVar else d for d in row.dims]  # type: ignore[call-overload]
+        return Row(tuple(renamed), var)
     return row if var is row.var else Row((), var)
+
+
+def _boundary_origin(
+    stamp: _Stamp, what: str, index: int, traced: str, shape: Shape, kind: Kind
+) -> Origin:
+    return stamp.new(
+        what,
+        traced,
+        (shape.name,),
+        Side(traced, kind),
+        Side(shape.name, kind),
+        f"{what} {index}",
+    )
 
 
 def _apply(
@@ -1103,36 +1149,37 @@ def _apply(
         return _rename_row(r, dims, rows)
 
     def dim(d: Dim) -> Dim:
-        return dims.get(d, d) if type(d) is DimVar else d  # type: ignore[arg-type]
+        return dims.get(d, d) if type(d) is DimVar else d  # type: ignore[call-overload]
 
     names = {
         traced: shape.name
         for traced, shape in zip(sc.arg_names, args, strict=True)
         if traced != shape.name
     }
-    stamp = _Stamp(sc.label, application, site, names)
+    stamp = _Stamp(sc, application, site, names)
+    boundary = (*args, *(results or ()))
     internal: tuple[Shape, ...] = ()
     if not checking:
+        register = Sabotage.NO_INTERNAL_ROWS not in sabotages
+        new_shape = session.new_shape
         internal = tuple(
-            Shape(
-                session,
+            new_shape(
                 item.name,
                 row(item.rows[0]),
                 row(item.rows[1]),
                 row(item.rows[2]),
-                sides,
+                sides=sides,
+                register=register,
             )
             for item, sides in zip(sc.internal, sc._internal_sides, strict=True)
         )
         # Register before solving: a contradiction leaves them registered,
         # with the session tainted, as a failed construction would.
-        for shape in (*args, *(results or ())):
+        for shape in boundary:
             session.register_shape(shape)
-        if Sabotage.NO_INTERNAL_ROWS not in sabotages:
-            for shape in internal:
-                session.register_shape(shape)
-    for shape in (*args, *(results or ())):
+    for shape in boundary:
         session.note_use(shape)
+    add = session.add
     try:
         # Template depths first: they bound the axes later templates may add.
         row_gen = solver.row_gen
@@ -1140,121 +1187,94 @@ def _apply(
             new = rows.get(var, var)
             if row_gen.get(new.id, 0) < gen:
                 trail.set_item(row_gen, new.id, gen)
-        add = session.add
         # The boundary equalities first, as running the body on the arguments would.
         for index, (terms, shape) in enumerate(zip(sc.args, args, strict=True)):
             traced = sc.arg_names[index]
             for kind, term in zip(KINDS, terms, strict=True):
-                add(
-                    RowEq(
-                        row(term),
-                        shape.row(kind),
-                        stamp.new(
-                            "argument",
-                            traced,
-                            (shape.name,),
-                            Side(traced, kind),
-                            Side(shape.name, kind),
-                            f"argument {index}",
-                        ),
-                    )
-                )
+                origin = _boundary_origin(stamp, "argument", index, traced, shape, kind)
+                add(RowEq(row(term), shape.row(kind), origin))
         for index, (terms, shape) in enumerate(
             zip(sc.results, results or (), strict=False)
         ):
             traced = sc.result_names[index]
             for kind, term in zip(KINDS, terms, strict=True):
-                add(
-                    RowEq(
-                        row(term),
-                        shape.row(kind),
-                        stamp.new(
-                            "result",
-                            traced,
-                            (shape.name,),
-                            Side(traced, kind),
-                            Side(shape.name, kind),
-                            f"result {index}",
-                        ),
-                    )
-                )
+                origin = _boundary_origin(stamp, "result", index, traced, shape, kind)
+                add(RowEq(row(term), shape.row(kind), origin))
         if Sabotage.SEVER_SHARED not in sabotages:
-            for anchor in sc.anchors:
+            norm_row = solver.norm_row
+            for anchor, concrete in zip(sc.anchors, sc._anchor_concrete, strict=True):
                 shape = anchor.shape
                 session.note_use(shape)
-                for kind, term in zip(KINDS, anchor.rows, strict=True):
-                    add(
-                        RowEq(
-                            row(term),
-                            shape.row(kind),
-                            stamp.new(
-                                "anchor",
-                                shape.name,
-                                (),
-                                Side(f"{shape.name} as traced", kind),
-                                Side(shape.name, kind),
-                                "a pre-existing shape",
-                            ),
-                        )
+                for kind, term, is_concrete in zip(
+                    KINDS, anchor.rows, concrete, strict=True
+                ):
+                    current = shape.row(kind)
+                    if is_concrete and norm_row(current) == term:
+                        continue  # already holds: the equality would add nothing
+                    origin = stamp.new(
+                        "anchor",
+                        shape.name,
+                        (),
+                        Side(f"{shape.name} as traced", kind),
+                        Side(shape.name, kind),
+                        "a pre-existing shape",
                     )
+                    add(RowEq(row(term), current, origin))
             for item in sc.loose:
                 origin = stamp.new("fixed variable", repr(item.old))
                 if type(item.old) is DimVar:
                     add(DimEq(dim(item.term), item.old, origin))  # type: ignore[arg-type]
                 else:
                     add(RowEq(row(item.term), Row((), item.old), origin))  # type: ignore[arg-type]
-        for fact in sc.facts:
-            add(_rename_fact(fact, row, dim, stamp))
-        if Sabotage.NO_MARKS not in sabotages and not checking:
+        table = stamp.table
+        for code, first, second, origin_at in sc._plan:
+            origin = table[origin_at]
+            if code == _ROW_INEQ:
+                add(RowIneq(row(first), row(second), origin))  # type: ignore[arg-type]
+            elif code == _DIM_INEQ:
+                add(DimIneq(dim(first), dim(second), origin))  # type: ignore[arg-type]
+            elif code == _TERMINAL:
+                add(Terminal(row(first), second, origin))  # type: ignore[arg-type]
+            elif code == _AT_LEAST:
+                add(DimAtLeast(dim(first), second, origin))  # type: ignore[arg-type]
+            else:
+                renamed = tuple(row(r) for r in first)  # type: ignore[union-attr]
+                add(TotalElems(renamed, second, origin))  # type: ignore[arg-type]
+        if Sabotage.NO_MARKS not in sabotages or checking:
             mark_origin = stamp.new("policy mark", sc.label)
             for var, mark in sc.marks:
                 add(PolicyMark(Row((), rows.get(var, var)), mark, mark_origin))
         if Sabotage.NO_REF_INPUTS not in sabotages:
             for capture in sc.captures:
-                origin = stamp(capture.origin)
-                term = dim(capture.dim)
-                if checking:
-                    # Relate the input to the reference's state; bind nothing.
-                    ref = capture.ref
-                    state: Dim | None = ref.var if ref.var is not None else ref.size
-                    if state is not None:
-                        add(
-                            DimEq(
-                                term,
-                                state,
-                                origin.with_sides(
-                                    Side(f"label '{ref.label}'"),
-                                    Side(f"capture reference '{ref.label}'"),
-                                ),
-                            )
-                        )
-                    continue
-                if type(term) is not DimVar:
-                    fresh = session.fresh_dim_var()
-                    add(DimEq(fresh, term, origin))
-                    term = fresh
-                add(CaptureBind(capture.ref, term, origin))
+                _capture(session, capture, dim(capture.dim), stamp, checking)
     except ShapeError as error:
         raise ShapeError(prefix + error.message, error.origins) from error
     return internal
 
 
-def _rename_fact(
-    fact: Fact,
-    row: Callable[[Row], Row],
-    dim: Callable[[Dim], Dim],
-    stamp: _Stamp,
-) -> Constraint:
-    if type(fact) is RowIneq:
-        return RowIneq(row(fact.res), row(fact.opnd), stamp(fact.origin))
-    if type(fact) is DimIneq:
-        return DimIneq(dim(fact.res), dim(fact.opnd), stamp(fact.origin))
-    if type(fact) is Terminal:
-        return Terminal(row(fact.row), fact.is_param, stamp(fact.origin))
-    if type(fact) is DimAtLeast:
-        return DimAtLeast(dim(fact.dim), fact.n, stamp(fact.origin))
-    assert type(fact) is TotalElems
-    return TotalElems(tuple(row(r) for r in fact.rows), fact.count, stamp(fact.origin))
+def _capture(
+    session: Session, capture: CaptureInput, term: Dim, stamp: _Stamp, checking: bool
+) -> None:
+    """Relate a capture input to its reference's state, and bind it (not in check)."""
+    origin = stamp(capture.origin)
+    ref = capture.ref
+    if checking:
+        # Relate the input to the reference's current state; bind nothing.
+        state: Dim | None = ref.var if ref.var is not None else ref.size
+        if state is not None:
+            sides = (
+                Side(f"label '{ref.label}'"),
+                Side(f"capture reference '{ref.label}'"),
+            )
+            session.add(DimEq(term, state, origin.with_sides(*sides)))
+        return
+    if type(term) is not DimVar:
+        # The first binding's variable was solved in the scheme: bind a fresh
+        # variable equal to it, so the reference publishes that size.
+        fresh = session.fresh_dim_var()
+        session.add(DimEq(fresh, term, origin))
+        term = fresh
+    session.add(CaptureBind(ref, term, origin))
 
 
 def instantiate(

@@ -123,7 +123,7 @@ class Shape:
         # on this): a shape made after ``var_mark()`` was read has
         # ``created_at >= mark``, one made before has ``created_at < mark``. A
         # shape scheme tells the shapes its function made from older ones so.
-        self.created_at = session.fresh_dim_var().id
+        self.created_at = session._mint()
         # The closing count when the shape was registered (-1: never), so that
         # registering twice before one closing registers once.
         self.registered_at = -1
@@ -713,18 +713,36 @@ class Session:
                 self._use_observers[-1](operand.shape)
 
     def _new_shape(self, name: str) -> Shape:
-        shape = Shape(
-            self,
+        return self.new_shape(
             name,
             Row((), self.fresh_row_var()),
             Row((), self.fresh_row_var()),
             Row((), self.fresh_row_var()),
         )
-        # A new shape is registered directly: if a rewind drops it from the
-        # list, it is discarded as well, so its epoch needs no undo entry.
-        shape.registered_at = self._closings
-        self.trail.append(self._shapes, shape)
-        self.trail.on_undo(lambda: setattr(shape, "discarded", True))
+
+    def new_shape(
+        self,
+        name: str,
+        batch: Row,
+        input_: Row,
+        output: Row,
+        *,
+        sides: tuple[Side, Side, Side] | None = None,
+        register: bool = True,
+    ) -> Shape:
+        """A shape of the given rows, discarded if a window around it is rewound.
+
+        ``register``: have the next closing solve it. ``sides`` may share the
+        sides of another shape of the same name (they only name its rows).
+        """
+        shape = Shape(self, name, batch, input_, output, sides)
+        if register:
+            # A new shape is registered directly: if a rewind drops it from
+            # the list, it is discarded as well, so its epoch needs no undo.
+            shape.registered_at = self._closings
+            self.trail.append(self._shapes, shape)
+        if self.trail.depth:
+            self.trail.on_undo(lambda: setattr(shape, "discarded", True))
         return shape
 
     # ----------------------------------------------------------------- leaves
