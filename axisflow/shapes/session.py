@@ -968,7 +968,9 @@ class Session:
         self.trail.on_undo(lambda: setattr(ref, "discarded", True))
         return ref
 
-    def set_dim(self, ref: DimRef, n: int, *, basis: str = DEFAULT_BASIS) -> None:
+    def set_dim(
+        self, ref: DimRef, n: int, *, basis: str = DEFAULT_BASIS, site: object = None
+    ) -> None:
         """Fix the size the capture reference stands for."""
         if not isinstance(ref, DimRef) or ref._session is not self:
             self._fail_input(f"set_dim needs a dim_ref() of this session, got {ref!r}")
@@ -976,7 +978,8 @@ class Session:
             self._fail_input(
                 f"set_dim '{ref.label}': the size must be a positive integer, got {n!r}"
             )
-        self.add(SetDim(ref, Size(n, basis), self._origin("set_dim", ref.label)))
+        origin = self._origin("set_dim", ref.label, site=site)
+        self.add(SetDim(ref, Size(n, basis), origin))
 
     def total_elems(
         self,
