@@ -115,6 +115,9 @@ class ProgramEvaluator:
     _active_calls: list[str] = field(default_factory=list)
     _anonymous: dict[SSAValue, str] = field(default_factory=dict)
     _bodies: dict[str, list[Operation]] = field(default_factory=dict)
+    _values: dict[SchemeOp, list[tuple[SSAValue, str, int]]] = field(
+        default_factory=dict
+    )
     # Inside a trace, shape errors must reach the trace (which prefixes them)
     # instead of becoming diagnostics at the failing operation.
     raw_errors: int = 0
@@ -390,16 +393,20 @@ class ProgramEvaluator:
         arguments: list[Tensor],
     ) -> None:
         """Give the traced body's values the application's shapes (``values`` lines)."""
-        for entry in scheme_op.value_entries:
-            value = self.body_value(entry)
-            if value is None:
-                continue
-            if entry.where == "arg":
-                shape = arguments[entry.index].shape
-            elif entry.where == "internal":
-                shape = applied.internal[entry.index]
+        resolved = self._values.get(scheme_op)
+        if resolved is None:
+            resolved = self._values[scheme_op] = [
+                (value, entry.where, entry.index)
+                for entry in scheme_op.value_entries
+                if (value := self.body_value(entry)) is not None
+            ]
+        for value, where, index in resolved:
+            if where == "arg":
+                shape = arguments[index].shape
+            elif where == "internal":
+                shape = applied.internal[index]
             else:
-                shape = sc.anchors[entry.index].shape
+                shape = sc.anchors[index].shape
             self.note_body_shape(value, shape)
 
     def body_value(self, entry: ValueEntry) -> SSAValue | None:
@@ -452,8 +459,10 @@ class CloseShapesPass(ModulePass):
         ]
         if self.annotate_functions:
             for value, shapes in evaluator.body_shapes.items():
-                types = {concrete_type(shape) for shape in shapes}
-                updates.append((value, types.pop() if len(types) == 1 else UNKNOWN))
+                # Compare the texts; build a type only for the one agreed on.
+                texts = {format_concrete_shape(shape.rows()) for shape in shapes}
+                agreed = TensorType(texts.pop()) if len(texts) == 1 else UNKNOWN
+                updates.append((value, agreed))
         for value, new_type in updates:
             if value.type != new_type:
                 Rewriter.replace_value_with_new_type(value, new_type)

@@ -1,10 +1,14 @@
 """``generalize-shapes``: trace every ``tprog.func`` once into a ``tprog.scheme``.
 
-The pass evaluates the module like ``close-shapes`` (same session semantics,
-same order), but a ``tprog.call`` no longer re-evaluates its callee: the
-callee is traced once, in a rewind window, into a shape scheme
-(:mod:`axisflow.shapes.scheme`), and every call becomes a
+The pass evaluates the module's operations in order, as ``close-shapes``
+does, to have the tensors function bodies read; but a ``tprog.call`` no
+longer re-evaluates its callee: the callee is traced once, in a rewind window,
+into a shape scheme (:mod:`axisflow.shapes.scheme`), and every call becomes a
 ``tprog.instantiate`` of that scheme at the call's application site.
+Applications at module level are left to ``close-shapes`` (their results are
+open placeholders here, and module-level ``tprog.close`` is skipped), so the
+pass costs the module's own operations plus one trace per function; calls
+inside a traced body are instantiated, being part of the traced function.
 
 * A function is traced where its first module-level call stands (its anchors,
   the module-level tensors its body reads, exist there), after the functions
@@ -38,6 +42,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from axisflow.dialects.tprog import (
     CallOp,
+    CloseOp,
     EinsumOp,
     FuncOp,
     InstantiateOp,
@@ -74,6 +79,8 @@ class Generalizer(ProgramEvaluator):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.handlers[CallOp] = self._call_by_scheme
+        self.handlers[InstantiateOp] = self._instantiate_here
+        self.handlers[CloseOp] = self._skip_closing
         for op in self.module.ops:
             if isinstance(op, SchemeOp) and op.function is not None:
                 self.scheme_of_function[op.function.root_reference.data] = (
@@ -110,8 +117,12 @@ class Generalizer(ProgramEvaluator):
         func = self._functions.get(callee)
         if func is None:
             fail_at(op, f"{op.name}: no tprog.func named @{callee}")
+        self.calls.append(op)
         if frame is self.top:
             self.ensure_scheme(func, op)
+            self._placeholders(op, frame)
+            return
+        # Inside a trace: the application is part of the traced function.
         sc, scheme_op = self._scheme_for(op, callee)
         arguments = [self.tensor(op, value, frame) for value in op.arguments]
         applied = self.apply_scheme(
@@ -120,7 +131,35 @@ class Generalizer(ProgramEvaluator):
         placed = self.placed.get(callee)
         if placed is not None:
             self._annotate_placed(placed, applied, arguments)
-        self.calls.append(op)
+
+    def _placeholders(self, op: Operation, frame: Frame) -> None:
+        """Results of a module-level application, for what later operations read.
+
+        The pass only needs the module's tensors to trace functions: it does
+        not apply schemes at module level (close-shapes does). A later trace
+        reading such a result sees an open shape; the scheme then ties its
+        variables to the tensor as an anchor, which is sound whatever the
+        result turns out to be.
+        """
+        for value in op.results:
+            self.define(frame, value, self.session.fresh(self.name_of(value), site=op))
+
+    def _instantiate_here(self, op: Operation, frame: Frame) -> None:
+        """A tprog.instantiate of an earlier run: as a call, applied only in traces."""
+        if frame is self.top:
+            self._placeholders(op, frame)
+        else:
+            super()._instantiate(op, frame)
+
+    def _skip_closing(self, op: Operation, frame: Frame) -> None:
+        """Module-level closings are close-shapes' business.
+
+        Closing here would close the placeholder results of module-level
+        applications to arbitrary shapes, which later traces would take as
+        facts. Inside a trace the handler is the usual one, which refuses.
+        """
+        if frame is not self.top:
+            super()._close(op, frame)
 
     def _scheme_for(self, op: Operation, callee: str) -> tuple[Scheme, SchemeOp | None]:
         placed = self.placed.get(callee)

@@ -1,6 +1,6 @@
 // Trace errors are diagnostics at the tprog.func, prefixed "tracing the shape
-// scheme <label>: "; application errors at the call, prefixed "applying the
-// shape scheme <label> to <application>: ".
+// scheme <label>: "; application errors at the call (the tprog.instantiate it
+// became), prefixed "applying the shape scheme <label> to <application>: ".
 // RUN: xdsl-opt -p generalize-shapes,close-shapes --split-input-file --verify-diagnostics %s | filecheck %s
 
 // Refused: a precision-dependent element count (bytes over a precision that
@@ -73,7 +73,8 @@ tprog.func @again(%in: !tprog.tensor) -> !tprog.tensor {
 // -----
 
 // The shared weight is fixed: its input width comes from the first
-// application, and the second one, with another width, is an error at the call.
+// application, and the second one, with another width, is an error at that
+// application (the tprog.instantiate the call became; close-shapes applies it).
 %w = tprog.param "...->16"
 tprog.func @layer(%in: !tprog.tensor) -> !tprog.tensor {
   %h = tprog.compose %w, %in
@@ -84,8 +85,8 @@ tprog.func @layer(%in: !tprog.tensor) -> !tprog.tensor {
 %x2 = tprog.leaf "8|->5"
 %y2 = tprog.call @layer(%x2) at "second" : !tprog.tensor
 // CHECK:      applying the shape scheme layer to second: compose 'h' of w, x2 in shape scheme layer at application 'second': input and output axes disagree: x2.output has size 5, which does not broadcast to size 3 of w.input; only size 1 broadcasts
-// CHECK:      %y2 = "tprog.call"(%x2) <{callee = @layer, application = "second"}> : (!tprog.tensor) -> !tprog.tensor
-// CHECK-NEXT: ^^^^^^^^^^^^^^^
+// CHECK:      %y2 = "tprog.instantiate"(%x2) <{scheme = @layer.scheme, application = "second"}> : (!tprog.tensor) -> !tprog.tensor
+// CHECK-NEXT: ^^^^^^^^^^^^^^^^^^^^^^^^
 
 // -----
 
