@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NoReturn
 
 from axisflow.shapes.constraints import (
@@ -259,6 +259,7 @@ class Scheme:
         self._origins = tuple(origins.values())
         self._origin_index = {key: i for i, key in enumerate(origins)}
         self._plan = tuple(_compile_fact(fact, self._origin_index) for fact in facts)
+        self._places: dict[int, tuple[str, int]] | None = None
 
     @property
     def arity(self) -> int:
@@ -273,20 +274,23 @@ class Scheme:
     def locate(self, shape: Shape) -> tuple[str, int] | None:
         """Where a shape of the trace stands in the scheme.
 
-        ``("arg", i)``, ``("result", i)``, ``("internal", i)`` or
-        ``("anchor", i)``; ``None`` for a shape the scheme does not hold. Tools
-        use it to relate the values of a traced body to an application's shapes.
+        ``("arg", i)``, ``("internal", i)``, ``("anchor", i)`` or ``("result",
+        i)`` (the first that applies); ``None`` for a shape the scheme does not
+        hold. Tools use it to relate the values of a traced body to an
+        application's shapes.
         """
-        for what, shapes in (
-            ("arg", self.traced_args),
-            ("internal", self.traced_internal),
-            ("anchor", tuple(a.shape for a in self.anchors)),
-            ("result", self.traced_results),
-        ):
-            for index, candidate in enumerate(shapes):
-                if candidate is shape:
-                    return (what, index)
-        return None
+        if self._places is None:
+            places: dict[int, tuple[str, int]] = {}
+            for what, shapes in (
+                ("result", self.traced_results),
+                ("anchor", tuple(a.shape for a in self.anchors)),
+                ("internal", self.traced_internal),
+                ("arg", self.traced_args),
+            ):
+                for index, candidate in enumerate(shapes):
+                    places[id(candidate)] = (what, index)
+            self._places = places
+        return self._places.get(id(shape))
 
     def to_lines(self) -> list[str]:
         """The scheme as text, one item per line (see :mod:`.scheme_text`)."""
@@ -499,12 +503,15 @@ class _TraceGuard:
     prefix: str
     inputs: frozenset[int]  # ids of capture references that existed before
     refusal: str | None = None
-    used: list[Shape] | None = None
+    raised: list[UntraceableScheme] = field(default_factory=list)
+    used: list[Shape] = field(default_factory=list)
 
     def refuse(self, reason: str) -> NoReturn:
         if self.refusal is None:
             self.refusal = reason
-        raise UntraceableScheme(self.prefix + reason)
+        error = UntraceableScheme(self.prefix + reason)
+        self.raised.append(error)
+        raise error
 
     def forcing(self, what: str) -> None:
         self.refuse(
@@ -527,7 +534,6 @@ class _TraceGuard:
             )
 
     def note(self, shape: Shape) -> None:
-        assert self.used is not None
         self.used.append(shape)
 
 
@@ -602,7 +608,7 @@ def trace(
     for ref in inputs:
         trail.set_attr(ref, "var", None)
         trail.set_attr(ref, "size", None)
-    guard = _TraceGuard(prefix, frozenset(id(ref) for ref in inputs), used=[])
+    guard = _TraceGuard(prefix, frozenset(id(ref) for ref in inputs))
     try:
         with (
             session.guard_forcing(guard.forcing),
@@ -610,8 +616,11 @@ def trace(
             session.observe_uses(guard.note),
         ):
             returned = f()
-    except UntraceableScheme:
-        raise
+    except UntraceableScheme as error:
+        if any(error is mine for mine in guard.raised):
+            raise
+        # A nested trace refused: this trace fails with it.
+        raise UntraceableScheme(prefix + error.message, error.origins) from error
     except ShapeError as error:
         if guard.refusal is not None:
             raise UntraceableScheme(prefix + guard.refusal, error.origins) from error
@@ -642,7 +651,7 @@ def trace(
             for shape in session.registered_shapes[shapes_start:]
             if shape.created_at >= var_mark and not shape.discarded
         ),
-        used=tuple(guard.used or ()),
+        used=tuple(guard.used),
         inputs=tuple(inputs),
         validate=Sabotage.NO_END_VALIDATION not in sabotages,
     )

@@ -708,6 +708,22 @@ def test_nested_traces_follow_stack_discipline() -> None:
     assert x.shape.dims() == ((), (), (2,))
 
 
+def test_a_nested_refusal_names_both_schemes() -> None:
+    s = Session()
+
+    def outer_body(xs: Sequence[Tensor]) -> list[Tensor]:
+        traced(s, lambda vs: [vs[0], s.close()][:1], label="inner")
+        return [xs[0]]
+
+    with pytest.raises(UntraceableScheme) as info:
+        traced(s, outer_body, label="outer")
+    assert str(info.value) == (
+        "tracing the shape scheme outer: tracing the shape scheme inner: the function "
+        "forces dims (closing the session) while it is traced; a scheme cannot carry "
+        "that (shapes are only closed after an application)"
+    )
+
+
 def test_the_text_form_round_trips_and_rebuilds_an_equivalent_scheme() -> None:
     s = Session()
     _, layer = mlp_layer(s)
