@@ -106,6 +106,7 @@ class Generalizer(ProgramEvaluator):
         self._rewrite()
 
     def note_body_shape(self, value: SSAValue, shape: Shape) -> None:
+        """Inside a trace, record where a body value stands (for ``values`` lines)."""
         if self._trace_values:
             self._trace_values[-1].append((value, shape))
         else:

@@ -979,13 +979,20 @@ def stale(sc: Scheme) -> bool:
     scheme depends on open state no anchored shape holds (a loose variable).
     Trace it again.
     """
+    if not isinstance(sc, Scheme):
+        raise ShapeError(f"stale needs a Scheme, got {sc!r}")
     return sc.session.closings != sc.closings and bool(sc.loose)
 
 
 def _check_application(
-    sc: Scheme, application: object, args: object, results: object | None
+    sc: Scheme,
+    application: object,
+    args: object,
+    results: object,
+    *,
+    with_results: bool,
 ) -> tuple[str, tuple[Shape, ...], tuple[Shape, ...]]:
-    """Every refusal that comes before writing anything."""
+    """Every refusal that comes before writing anything (``check`` has no results)."""
     if not isinstance(sc, Scheme):
         raise ShapeError(f"applying a shape scheme: expected a Scheme, got {sc!r}")
     if not isinstance(application, str):
@@ -996,15 +1003,13 @@ def _check_application(
     prefix = f"applying the shape scheme {sc.label} to {application}: "
     session = sc.session
     arg_shapes = _shapes(args, session, "argument", prefix)
-    result_shapes = (
-        () if results is None else _shapes(results, session, "result", prefix)
-    )
+    result_shapes = _shapes(results, session, "result", prefix) if with_results else ()
     if len(arg_shapes) != sc.arity:
         _fail(
             prefix,
             f"the scheme takes {sc.arity} argument(s) but {len(arg_shapes)} were given",
         )
-    if results is not None and len(result_shapes) != sc.num_results:
+    if with_results and len(result_shapes) != sc.num_results:
         _fail(
             prefix,
             f"the scheme has {sc.num_results} result(s) but {len(result_shapes)} "
@@ -1312,7 +1317,7 @@ def instantiate(
     are published after Stage 1 and at closing, as the body's would be.
     """
     prefix, arg_shapes, result_shapes = _check_application(
-        sc, application, args, results
+        sc, application, args, results, with_results=True
     )
     sabotages = _sabotages(sabotage, prefix)
     internal = _apply(
@@ -1344,7 +1349,9 @@ def check(
     costs what ``instantiate`` does, whatever the size of the rest of the
     session (only the variable counter moves on: ids are never reused).
     """
-    prefix, arg_shapes, _ = _check_application(sc, application, args, None)
+    prefix, arg_shapes, _ = _check_application(
+        sc, application, args, None, with_results=False
+    )
     sabotages = _sabotages(sabotage, prefix)
     with sc.session.rewind():
         _apply(

@@ -614,6 +614,22 @@ def test_check_costs_the_same_whatever_the_size_of_the_rest_of_the_session() -> 
 # --------------------------------------------------------------- staleness
 
 
+def test_applying_something_else_than_a_scheme_is_a_clear_error() -> None:
+    s = Session()
+    x = s.leaf("x", "3")
+    with pytest.raises(ShapeError, match="stale needs a Scheme, got 'f'"):
+        scheme.stale("f")  # type: ignore[arg-type]
+    with pytest.raises(ShapeError, match="expected a Scheme, got 'f'"):
+        scheme.instantiate("f", application="a", args=[x], results=[])  # type: ignore[arg-type]
+    with pytest.raises(ShapeError, match="expected a Scheme, got None"):
+        scheme.check(None, application="a", args=[x])  # type: ignore[arg-type]
+    _, layer = mlp_layer(s)
+    with pytest.raises(ShapeError, match="the application must be a string, got 3"):
+        scheme.check(layer, application=3, args=[x])  # type: ignore[arg-type]
+    with pytest.raises(ShapeError, match="the results must be a sequence of shapes"):
+        scheme.instantiate(layer, application="a", args=[x], results=None)  # type: ignore[arg-type]
+
+
 def test_stale_only_after_a_closing_and_only_with_loose_state() -> None:
     s = Session()
     sc = loose_scheme(s)
