@@ -66,6 +66,12 @@ def _close_shapes_pass() -> type[ModulePass]:
     return CloseShapesPass
 
 
+def _generalize_shapes_pass() -> type[ModulePass]:
+    from axisflow.passes.generalize_shapes import GeneralizeShapesPass
+
+    return GeneralizeShapesPass
+
+
 AXISFLOW_UNIVERSE = Universe(
     all_dialects={
         "batch": _batch_dialect,
@@ -76,6 +82,7 @@ AXISFLOW_UNIVERSE = Universe(
         "classify-axes": _classify_axes,
         "schedule-batches": _schedule_batches,
         "close-shapes": _close_shapes_pass,
+        "generalize-shapes": _generalize_shapes_pass,
     },
     all_frontends={
         "sequant": _sequant_frontend,

@@ -32,8 +32,10 @@ scan of the module per call.
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -44,6 +46,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolNameConstraint,
     SymbolRefAttr,
+    UnitAttr,
 )
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
 from xdsl.ir import (
@@ -80,7 +83,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from axisflow.shapes.errors import SpecError
+from axisflow.shapes.errors import ShapeError, SpecError
 from axisflow.shapes.spec import parse_einsum_spec, parse_shape_spec
 from axisflow.shapes.terms import Row, format_concrete_shape
 
@@ -492,6 +495,92 @@ class SetDimOp(IRDLOperation):
         printer.print_op_attributes(self.attributes)
 
 
+@irdl_op_definition
+class TotalElemsOp(IRDLOperation):
+    """``tprog.total_elems %x = 12``: the tensor holds that many elements.
+
+    ``tprog.total_elems %x = 48 bytes`` gives a byte count instead: the
+    element count is the bytes over the tensor's precision, which is only known
+    when shapes are closed (a precision-dependent count; a shape scheme cannot
+    carry one).
+    """
+
+    name = "tprog.total_elems"
+
+    input = operand_def(TensorType)
+    count = prop_def(IntAttr)
+    bytes = opt_prop_def(UnitAttr)
+
+    def __init__(
+        self, input_: SSAValue | Operation, count: int, *, in_bytes: bool = False
+    ):
+        super().__init__(
+            operands=[input_],
+            properties={
+                "count": IntAttr(count),
+                "bytes": UnitAttr() if in_bytes else None,
+            },
+        )
+
+    @property
+    def counts_bytes(self) -> bool:
+        """Whether the count is in bytes (precision-dependent)."""
+        return self.bytes is not None
+
+    def verify_(self) -> None:
+        if self.count.data < 1:
+            raise VerifyException(f"{self.name}: the count must be a positive integer")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TotalElemsOp:
+        operand = _parse_tensor_operand(parser)
+        parser.parse_punctuation("=", " before the element count")
+        start = parser.pos
+        count = parser.parse_integer(allow_boolean=False, allow_negative=True)
+        if count < 1:
+            parser.raise_error(
+                "tprog.total_elems: the count must be a positive integer",
+                start,
+                parser.pos,
+            )
+        counts_bytes = parser.parse_optional_keyword("bytes") is not None
+        op = cls(operand, count, in_bytes=counts_bytes)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_string(f" = {self.count.data}")
+        if self.counts_bytes:
+            printer.print_string(" bytes")
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class CloseOp(IRDLOperation):
+    """``tprog.close``: close the shapes inferred so far (OCANNL's ``finish_inference``).
+
+    Everything made before it gets concrete shapes there; later operations use
+    them as concrete operands. A traced function may not close (it forces
+    dims), so a shape scheme refuses a function body that does.
+    """
+
+    name = "tprog.close"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CloseOp:
+        op = cls()
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_op_attributes(self.attributes)
+
+
 # ------------------------------------------------------------------ functions
 
 
@@ -613,7 +702,9 @@ class ReturnOp(IRDLOperation):
 
 
 class FunctionTables:
-    """Per-module tables of ``tprog.func`` by name, for call verification.
+    """Per-module tables of ``tprog.func`` and ``tprog.scheme`` by name.
+
+    Used to verify calls and instantiations.
 
     A module's table is built once and reused; an entry is trusted only if the
     function still sits in that module under that name, and a miss rebuilds
@@ -622,13 +713,13 @@ class FunctionTables:
     """
 
     def __init__(self) -> None:
-        self._tables: weakref.WeakKeyDictionary[Operation, dict[str, FuncOp]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._tables: weakref.WeakKeyDictionary[
+            Operation, dict[str, FuncOp | SchemeOp]
+        ] = weakref.WeakKeyDictionary()
         self.builds = 0
 
-    def lookup(self, op: Operation, name: str) -> FuncOp | None:
-        """The ``tprog.func`` named ``name`` in the symbol table around ``op``."""
+    def lookup(self, op: Operation, name: str) -> FuncOp | SchemeOp | None:
+        """The ``tprog.func`` or ``tprog.scheme`` named ``name`` around ``op``."""
         table_op = op.parent_op()
         while table_op is not None and not table_op.has_trait(SymbolTable):
             table_op = table_op.parent_op()
@@ -646,7 +737,7 @@ class FunctionTables:
         table = {
             child.sym_name.data: child
             for child in table_op.regions[0].block.ops
-            if isinstance(child, FuncOp)
+            if isinstance(child, FuncOp | SchemeOp)
         }
         self._tables[table_op] = table
         self.builds += 1
@@ -658,7 +749,14 @@ FUNCTION_TABLES = FunctionTables()
 
 def lookup_function(op: Operation, name: str) -> FuncOp | None:
     """The ``tprog.func`` named ``name`` visible from ``op`` (see :class:`FunctionTables`)."""
-    return FUNCTION_TABLES.lookup(op, name)
+    found = FUNCTION_TABLES.lookup(op, name)
+    return found if isinstance(found, FuncOp) else None
+
+
+def lookup_scheme(op: Operation, name: str) -> SchemeOp | None:
+    """The ``tprog.scheme`` named ``name`` visible from ``op``."""
+    found = FUNCTION_TABLES.lookup(op, name)
+    return found if isinstance(found, SchemeOp) else None
 
 
 class _CallSymbolUser(SymbolUserOpInterface):
@@ -737,6 +835,328 @@ class CallOp(IRDLOperation):
         _print_tail(printer, self, self.res.types)
 
 
+# -------------------------------------------------------------- shape schemes
+
+_VALUE_ENTRY = re.compile(
+    r"@(?P<func>\S+) (?:arg (?P<arg>\d+)|op (?P<op>\d+) (?P<result>\d+)) = "
+    r"(?P<where>arg|internal|anchor) (?P<index>\d+)\Z"
+)
+
+
+@dataclass(frozen=True)
+class ValueEntry:
+    """Where a value of a traced body stands in an application of a scheme.
+
+    ``func``'s block argument ``arg``, or result ``result`` of the ``op``-th
+    operation of its body, has the shape of the application's argument,
+    internal shape or anchor number ``index`` (``where``).
+    """
+
+    func: str
+    arg: int | None
+    op: int | None
+    result: int | None
+    where: str
+    index: int
+
+    @classmethod
+    def parse(cls, text: str) -> ValueEntry | None:
+        """The entry a ``values`` line stands for, or ``None`` if malformed."""
+        match = _VALUE_ENTRY.match(text)
+        if match is None:
+            return None
+
+        def number(group: str) -> int | None:
+            found = match.group(group)
+            return None if found is None else int(found)
+
+        return cls(
+            match.group("func"),
+            number("arg"),
+            number("op"),
+            number("result"),
+            match.group("where"),
+            int(match.group("index")),
+        )
+
+    def __str__(self) -> str:
+        place = (
+            f"arg {self.arg}" if self.arg is not None else f"op {self.op} {self.result}"
+        )
+        return f"@{self.func} {place} = {self.where} {self.index}"
+
+
+def _print_lines(printer: Printer, lines: Sequence[str]) -> None:
+    printer.print_string(" {")
+    with printer.indented():
+        for line in lines:
+            printer._print_new_line()  # pyright: ignore[reportPrivateUsage]
+            printer.print_string_literal(line)
+    printer._print_new_line()  # pyright: ignore[reportPrivateUsage]
+    printer.print_string("}")
+
+
+def _parse_lines(parser: Parser) -> list[str]:
+    parser.parse_punctuation("{")
+    lines: list[str] = []
+    while parser.parse_optional_punctuation("}") is None:
+        lines.append(
+            parser.parse_str_literal(" for a line of the shape scheme, or '}'")
+        )
+    return lines
+
+
+@irdl_op_definition
+class SchemeOp(IRDLOperation):
+    """A shape scheme: a function's shapes, traced once (see ``generalize-shapes``).
+
+    .. code-block:: mlir
+
+        tprog.scheme @layer.scheme "layer" for @layer(%w) arity 1 results 1 {
+          "generalized r1, r2, r3, r4, r5, r6"
+          "fixed r7"
+          "arg 0 'x' [...r1] | [...r2] -> [...r3]"
+          ...
+        } values {
+          "@layer op 0 0 = internal 0"
+        }
+
+    ``label`` names the scheme in messages; ``for`` the function it was traced
+    from; the operands are its *anchors*, the pre-existing tensors it reads
+    (in the order of its ``anchor`` lines). The lines are the scheme's text
+    form (:mod:`axisflow.shapes.scheme_text`); ``values`` tell which shape of
+    an application each value of the traced body has (for annotating bodies).
+    """
+
+    name = "tprog.scheme"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    label = prop_def(StringAttr)
+    function = opt_prop_def(FlatSymbolRefAttrConstr)
+    arity = prop_def(IntAttr)
+    num_results = prop_def(IntAttr)
+    lines = prop_def(ArrayAttr[StringAttr])
+    values = opt_prop_def(ArrayAttr[StringAttr])
+    anchors = var_operand_def(TensorType)
+
+    traits = traits_def(SymbolOpInterface())
+
+    def __init__(
+        self,
+        sym_name: str,
+        label: str,
+        anchors: Sequence[SSAValue | Operation],
+        arity: int,
+        num_results: int,
+        lines: Sequence[str],
+        *,
+        function: str | None = None,
+        values: Sequence[str] = (),
+    ):
+        super().__init__(
+            operands=[anchors],
+            properties={
+                "sym_name": StringAttr(sym_name),
+                "label": StringAttr(label),
+                "function": None if function is None else SymbolRefAttr(function),
+                "arity": IntAttr(arity),
+                "num_results": IntAttr(num_results),
+                "lines": ArrayAttr([StringAttr(line) for line in lines]),
+                "values": ArrayAttr([StringAttr(v) for v in values])
+                if values
+                else None,
+            },
+        )
+
+    @property
+    def text_lines(self) -> list[str]:
+        """The scheme's lines."""
+        return [line.data for line in self.lines.data]
+
+    @property
+    def value_entries(self) -> list[ValueEntry]:
+        """The parsed ``values`` lines (malformed ones are a verifier error)."""
+        if self.values is None:
+            return []
+        entries = [ValueEntry.parse(v.data) for v in self.values.data]
+        return [entry for entry in entries if entry is not None]
+
+    def verify_(self) -> None:
+        from axisflow.shapes.scheme_text import parse_scheme_text
+
+        where = f"{self.name} @{self.sym_name.data}"
+        try:
+            text = parse_scheme_text(self.text_lines)
+        except ShapeError as error:
+            raise VerifyException(f"{where}: {error}") from error
+        counts = (
+            ("arity", self.arity.data, len(text.args), "arg"),
+            ("results", self.num_results.data, len(text.results), "result"),
+            ("anchors", len(self.anchors), len(text.anchors), "anchor"),
+        )
+        for what, declared, listed, line in counts:
+            if declared != listed:
+                raise VerifyException(
+                    f"{where}: {what} is {declared} but the scheme has {listed} "
+                    f"'{line}' line(s)"
+                )
+        if self.values is not None:
+            for value in self.values.data:
+                if ValueEntry.parse(value.data) is None:
+                    raise VerifyException(
+                        f"{where}: malformed values line {value.data!r} (expected "
+                        f"'@func arg I = where K' or '@func op J R = where K')"
+                    )
+        if self.function is not None:
+            func = lookup_function(self, self.function.root_reference.data)
+            if func is None:
+                raise VerifyException(
+                    f"{where}: no tprog.func named @{self.function.root_reference.data}"
+                )
+            if (func.arity, func.num_results) != (
+                self.arity.data,
+                self.num_results.data,
+            ):
+                raise VerifyException(
+                    f"{where}: @{func.sym_name.data} takes {func.arity} argument(s) and "
+                    f"returns {func.num_results}, but the scheme has arity "
+                    f"{self.arity.data} and {self.num_results.data} result(s)"
+                )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SchemeOp:
+        sym_name = parser.parse_symbol_name().data
+        label = parser.parse_str_literal("the scheme's label")
+        function = None
+        if parser.parse_optional_keyword("for") is not None:
+            function = parser.parse_symbol_name().data
+        anchors = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
+        )
+        parser.parse_keyword("arity")
+        arity = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_keyword("results")
+        num_results = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        lines = _parse_lines(parser)
+        values: list[str] = []
+        if parser.parse_optional_keyword("values") is not None:
+            values = _parse_lines(parser)
+        op = cls(
+            sym_name,
+            label,
+            anchors,
+            arity,
+            num_results,
+            lines,
+            function=function,
+            values=values,
+        )
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(" ")
+        printer.print_string_literal(self.label.data)
+        if self.function is not None:
+            printer.print_string(" for ")
+            printer.print_symbol_name(self.function.root_reference.data)
+        else:
+            printer.print_string(" ")
+        printer.print_string("(")
+        _print_operands(printer, self.anchors)
+        printer.print_string(
+            f") arity {self.arity.data} results {self.num_results.data}"
+        )
+        _print_lines(printer, self.text_lines)
+        if self.values is not None:
+            printer.print_string(" values")
+            _print_lines(printer, [v.data for v in self.values.data])
+        printer.print_op_attributes(self.attributes)
+
+
+class _InstantiateSymbolUser(SymbolUserOpInterface):
+    def verify(self, op: Operation) -> None:
+        assert isinstance(op, InstantiateOp)
+        name = op.scheme.root_reference.data
+        found = lookup_scheme(op, name)
+        where = f"{op.name} @{name} at {op.application.data!r}"
+        if found is None:
+            raise VerifyException(f"{op.name}: no tprog.scheme named @{name}")
+        if len(op.arguments) != found.arity.data:
+            raise VerifyException(
+                f"{where}: the scheme takes {found.arity.data} argument(s) but "
+                f"{len(op.arguments)} are given"
+            )
+        if len(op.res) != found.num_results.data:
+            raise VerifyException(
+                f"{where}: the scheme has {found.num_results.data} result(s) but the "
+                f"operation has {len(op.res)}"
+            )
+
+
+@irdl_op_definition
+class InstantiateOp(IRDLOperation):
+    """``%y = tprog.instantiate @layer.scheme(%x) at "first"``: apply a shape scheme.
+
+    What a ``tprog.call`` becomes under ``generalize-shapes``: the scheme's
+    constraints are instantiated at the named application site; no body runs.
+    """
+
+    name = "tprog.instantiate"
+
+    scheme = prop_def(FlatSymbolRefAttrConstr)
+    application = prop_def(StringAttr)
+    arguments = var_operand_def(TensorType)
+    res = var_result_def(TensorType)
+
+    traits = traits_def(_InstantiateSymbolUser())
+
+    def __init__(
+        self,
+        scheme: str,
+        arguments: Sequence[SSAValue | Operation],
+        application: str,
+        result_types: Sequence[Attribute],
+    ):
+        super().__init__(
+            operands=[arguments],
+            result_types=[result_types],
+            properties={
+                "scheme": SymbolRefAttr(scheme),
+                "application": StringAttr(application),
+            },
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> InstantiateOp:
+        scheme = parser.parse_symbol_name().data
+        arguments = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
+        )
+        parser.parse_keyword("at", " followed by the application site's name")
+        application = parser.parse_str_literal("the application site's name")
+        attributes = parser.parse_optional_attr_dict()
+        result_types: list[Attribute] = []
+        if parser.parse_optional_punctuation(":") is not None:
+            result_types = parser.parse_comma_separated_list(
+                Parser.Delimiter.NONE, parser.parse_type
+            )
+        op = cls(scheme, arguments, application, result_types)
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.scheme.root_reference.data)
+        printer.print_string("(")
+        _print_operands(printer, self.arguments)
+        printer.print_string(") at ")
+        printer.print_string_literal(self.application.data)
+        _print_tail(printer, self, self.res.types)
+
+
 Tprog = Dialect(
     "tprog",
     [
@@ -747,9 +1167,13 @@ Tprog = Dialect(
         TransposeOp,
         EinsumOp,
         SetDimOp,
+        TotalElemsOp,
+        CloseOp,
         FuncOp,
         ReturnOp,
         CallOp,
+        SchemeOp,
+        InstantiateOp,
     ],
     [TensorType],
 )

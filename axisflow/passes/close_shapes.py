@@ -12,6 +12,14 @@ gives it the same shape (and ``annotate-functions`` is on); otherwise it keeps
 ``!tprog.tensor``, its per-call shapes being on the call results. A function
 that is never called is left as it is.
 
+Shape schemes (``generalize-shapes``, :mod:`axisflow.passes.generalize_shapes`):
+a ``tprog.scheme`` is rebuilt in the session where it stands, and each
+``tprog.instantiate`` applies it without running any body; its ``values``
+lines tell which shape of an application each body value has, so bodies are
+annotated as under re-evaluation. ``tprog.total_elems`` and ``tprog.close``
+are evaluated where they stand (``bytes-per-element`` turns a byte count into
+elements at closing).
+
 A shape error becomes a diagnostic at the operation whose constraint failed
 (the origin's ``site``), with the engine's message, which names the
 operations, tensors, sides and kinds of axes involved; ``xdsl-opt
@@ -38,18 +46,33 @@ from xdsl.utils.exceptions import DiagnosticException
 from axisflow.dialects.tprog import (
     UNKNOWN,
     CallOp,
+    CloseOp,
     ComposeOp,
     EinsumOp,
     FuncOp,
+    InstantiateOp,
     LeafOp,
     ParamOp,
     PointwiseOp,
     ReturnOp,
+    SchemeOp,
     SetDimOp,
     TensorType,
+    TotalElemsOp,
     TransposeOp,
+    ValueEntry,
 )
-from axisflow.shapes import DimRef, Session, Shape, ShapeError, Tensor
+from axisflow.shapes import (
+    DeferredCount,
+    DimRef,
+    Scheme,
+    Session,
+    Shape,
+    ShapeError,
+    Tensor,
+    scheme,
+)
+from axisflow.shapes.scheme_text import build_scheme, parse_scheme_text
 from axisflow.shapes.terms import format_concrete_shape
 
 
@@ -85,10 +108,19 @@ class ProgramEvaluator:
     )
     body_shapes: dict[SSAValue, list[Shape]] = field(default_factory=dict)
     top: Frame = field(default_factory=lambda: Frame({}))
+    bytes_per_element: int = 4
+    schemes: dict[str, tuple[Scheme, SchemeOp]] = field(default_factory=dict)
     _refs: dict[str, DimRef] = field(default_factory=dict)
     _functions: dict[str, FuncOp] = field(default_factory=dict)
     _active_calls: list[str] = field(default_factory=list)
     _anonymous: dict[SSAValue, str] = field(default_factory=dict)
+    _bodies: dict[str, list[Operation]] = field(default_factory=dict)
+    _values: dict[SchemeOp, list[tuple[SSAValue, str, int]]] = field(
+        default_factory=dict
+    )
+    # Inside a trace, shape errors must reach the trace (which prefixes them)
+    # instead of becoming diagnostics at the failing operation.
+    raw_errors: int = 0
 
     def __post_init__(self) -> None:
         self._functions = {
@@ -104,6 +136,10 @@ class ProgramEvaluator:
                 EinsumOp: self._einsum,
                 SetDimOp: self._set_dim,
                 CallOp: self._call,
+                TotalElemsOp: self._total_elems,
+                CloseOp: self._close,
+                SchemeOp: self._scheme,
+                InstantiateOp: self._instantiate,
             }
         )
 
@@ -136,7 +172,11 @@ class ProgramEvaluator:
         """Bind a value to a tensor in a frame (and remember body shapes)."""
         frame.values[value] = tensor
         if frame is not self.top:
-            self.body_shapes.setdefault(value, []).append(tensor.shape)
+            self.note_body_shape(value, tensor.shape)
+
+    def note_body_shape(self, value: SSAValue, shape: Shape) -> None:
+        """A value of a function body has ``shape`` in one application."""
+        self.body_shapes.setdefault(value, []).append(shape)
 
     def ref(self, label: str) -> DimRef:
         """The module's capture reference for an einsum label."""
@@ -170,6 +210,8 @@ class ProgramEvaluator:
             with self.session.provenance(application=frame.application):
                 handler(op, frame)
         except ShapeError as error:
+            if self.raw_errors:
+                raise
             self.report(error, op)
 
     def report(self, error: ShapeError, fallback: Operation) -> NoReturn:
@@ -221,10 +263,8 @@ class ProgramEvaluator:
 
     def _set_dim(self, op: Operation, frame: Frame) -> None:
         assert isinstance(op, SetDimOp)
-        try:
-            self.session.set_dim(self.ref(op.label.data), op.size.data)
-        except ShapeError as error:
-            fail_at(op, str(error))
+        # An error is reported at this operation (its origin names no site).
+        self.session.set_dim(self.ref(op.label.data), op.size.data, site=op)
 
     def _call(self, op: Operation, frame: Frame) -> None:
         assert isinstance(op, CallOp)
@@ -255,6 +295,137 @@ class ProgramEvaluator:
         for result, value in zip(op.res, ret.values, strict=True):
             self.define(frame, result, self.tensor(ret, value, inner))
 
+    def _total_elems(self, op: Operation, frame: Frame) -> None:
+        assert isinstance(op, TotalElemsOp)
+        tensor = self.tensor(op, op.input, frame)
+        count: int | DeferredCount = op.count.data
+        if op.counts_bytes:
+            count = self.deferred_count(op.count.data)
+        self.session.total_elems(tensor, count, site=op)
+
+    def deferred_count(self, byte_count: int) -> DeferredCount:
+        """Elements in ``byte_count`` bytes, at the precision known at closing."""
+        precision = self.bytes_per_element
+
+        def resolve() -> int:
+            if byte_count % precision:
+                raise ValueError(
+                    f"{byte_count} bytes is not a whole number of "
+                    f"{precision}-byte elements"
+                )
+            return byte_count // precision
+
+        return DeferredCount(f"{byte_count} bytes at the tensor's precision", resolve)
+
+    def _close(self, op: Operation, frame: Frame) -> None:
+        assert isinstance(op, CloseOp)
+        self.session.close()
+
+    def _scheme(self, op: Operation, frame: Frame) -> None:
+        """Rebuild a scheme in this session, its anchors being the operands' tensors."""
+        assert isinstance(op, SchemeOp)
+        anchors = [self.tensor(op, value, frame).shape for value in op.anchors]
+        try:
+            built = build_scheme(
+                parse_scheme_text(op.text_lines),
+                session=self.session,
+                label=op.label.data,
+                anchors=anchors,
+                ref=self.ref,
+            )
+        except ShapeError as error:
+            fail_at(op, f"{op.name} @{op.sym_name.data}: {error}")
+        self.schemes[op.sym_name.data] = (built, op)
+
+    def _instantiate(self, op: Operation, frame: Frame) -> None:
+        assert isinstance(op, InstantiateOp)
+        name = op.scheme.root_reference.data
+        found = self.schemes.get(name)
+        if found is None:
+            fail_at(
+                op,
+                f"{op.name}: the scheme @{name} is not known here: a tprog.scheme must "
+                f"come before its instantiations, at module level",
+            )
+        sc, scheme_op = found
+        arguments = [self.tensor(op, value, frame) for value in op.arguments]
+        self.apply_scheme(op, frame, sc, scheme_op, arguments, op.application.data)
+
+    def apply_scheme(
+        self,
+        op: Operation,
+        frame: Frame,
+        sc: Scheme,
+        scheme_op: SchemeOp | None,
+        arguments: list[Tensor],
+        site: str,
+    ) -> scheme.Application:
+        """Instantiate ``sc`` for ``op``: define its results, annotate bodies."""
+        application = (
+            site if frame.application is None else f"{frame.application} > {site}"
+        )
+        results = [
+            self.session.fresh(self.name_of(value), site=op) for value in op.results
+        ]
+        try:
+            applied = scheme.instantiate(
+                sc,
+                application=application,
+                args=arguments,
+                results=results,
+                site=op,
+            )
+        except ShapeError as error:
+            if self.raw_errors:
+                raise
+            fail_at(op, str(error))
+        for value, tensor in zip(op.results, results, strict=True):
+            self.define(frame, value, tensor)
+        if scheme_op is not None:
+            self.annotate_from(scheme_op, sc, applied, arguments)
+        return applied
+
+    def annotate_from(
+        self,
+        scheme_op: SchemeOp,
+        sc: Scheme,
+        applied: scheme.Application,
+        arguments: list[Tensor],
+    ) -> None:
+        """Give the traced body's values the application's shapes (``values`` lines)."""
+        resolved = self._values.get(scheme_op)
+        if resolved is None:
+            resolved = self._values[scheme_op] = [
+                (value, entry.where, entry.index)
+                for entry in scheme_op.value_entries
+                if (value := self.body_value(entry)) is not None
+            ]
+        for value, where, index in resolved:
+            if where == "arg":
+                shape = arguments[index].shape
+            elif where == "internal":
+                shape = applied.internal[index]
+            else:
+                shape = sc.anchors[index].shape
+            self.note_body_shape(value, shape)
+
+    def body_value(self, entry: ValueEntry) -> SSAValue | None:
+        """The body value a ``values`` line names (``None`` if it is gone)."""
+        func = self._functions.get(entry.func)
+        if func is None:
+            return None
+        block = func.body.block
+        if entry.arg is not None:
+            return block.args[entry.arg] if entry.arg < len(block.args) else None
+        assert entry.op is not None and entry.result is not None
+        ops = self._bodies.get(entry.func)
+        if ops is None:
+            ops = self._bodies[entry.func] = list(block.ops)
+        if entry.op >= len(ops):
+            return None
+        results = ops[entry.op].results
+        return results[entry.result] if entry.result < len(results) else None
+
 
 def concrete_type(shape: Shape) -> TensorType:
     """The ``!tprog.tensor<...>`` type of a closed shape."""
@@ -266,15 +437,21 @@ class CloseShapesPass(ModulePass):
     """Infer every tensor's shape (calls by re-evaluation) and write it as its type.
 
     ``annotate_functions``: also type the values inside function bodies when
-    all applications agree on their shape.
+    all applications agree on their shape. ``bytes_per_element``: the
+    precision that turns ``tprog.total_elems ... bytes`` into elements.
     """
 
     name = "close-shapes"
 
     annotate_functions: bool = True
+    bytes_per_element: int = 4
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        evaluator = ProgramEvaluator(op)
+        if self.bytes_per_element < 1:
+            raise DiagnosticException(
+                "close-shapes: bytes-per-element must be a positive integer"
+            )
+        evaluator = ProgramEvaluator(op, bytes_per_element=self.bytes_per_element)
         evaluator.evaluate()
         updates: list[tuple[SSAValue, Attribute]] = [
             (value, concrete_type(tensor.shape))
@@ -282,8 +459,10 @@ class CloseShapesPass(ModulePass):
         ]
         if self.annotate_functions:
             for value, shapes in evaluator.body_shapes.items():
-                types = {concrete_type(shape) for shape in shapes}
-                updates.append((value, types.pop() if len(types) == 1 else UNKNOWN))
+                # Compare the texts; build a type only for the one agreed on.
+                texts = {format_concrete_shape(shape.rows()) for shape in shapes}
+                agreed = TensorType(texts.pop()) if len(texts) == 1 else UNKNOWN
+                updates.append((value, agreed))
         for value, new_type in updates:
             if value.type != new_type:
                 Rewriter.replace_value_with_new_type(value, new_type)

@@ -13,9 +13,12 @@ Modules: :mod:`~axisflow.shapes.terms` (dims, rows, origins),
 :mod:`~axisflow.shapes.constraints` (constraints as plain data),
 :mod:`~axisflow.shapes.spec` (spec parsers), :mod:`~axisflow.shapes.solver`
 (Stage 1 and closing), :mod:`~axisflow.shapes.trail` (undo trail),
-:mod:`~axisflow.shapes.session` (the public API). See ``docs/shapes.md``.
+:mod:`~axisflow.shapes.session` (the public API),
+:mod:`~axisflow.shapes.scheme` (shape schemes: trace once, instantiate at every
+call site). See ``docs/shapes.md`` and ``docs/shape-schemes.md``.
 """
 
+from axisflow.shapes import scheme
 from axisflow.shapes.constraints import (
     CaptureBind,
     Constraint,
@@ -33,6 +36,7 @@ from axisflow.shapes.constraints import (
     TotalElems,
 )
 from axisflow.shapes.errors import ShapeError, SpecError
+from axisflow.shapes.scheme import Sabotage, Scheme, UntraceableScheme
 from axisflow.shapes.session import (
     DimEntry,
     DimRef,
@@ -76,6 +80,8 @@ __all__ = [
     "RowEq",
     "RowIneq",
     "RowVar",
+    "Sabotage",
+    "Scheme",
     "Session",
     "SetDim",
     "Shape",
@@ -86,5 +92,7 @@ __all__ = [
     "Tensor",
     "Terminal",
     "TotalElems",
+    "UntraceableScheme",
     "Window",
+    "scheme",
 ]

@@ -79,6 +79,11 @@ Role = Literal["leaf", "param", "fresh", "result"]
 _SPEC_SIDES = {kind: Side("its spec", kind) for kind in KINDS}
 
 
+def shape_sides(name: str) -> tuple[Side, Side, Side]:
+    """The sides naming a shape's batch, input and output rows in origins."""
+    return (Side(name, Kind.BATCH), Side(name, Kind.INPUT), Side(name, Kind.OUTPUT))
+
+
 class Shape:
     """The three rows of a tensor, registered with its session's next closing.
 
@@ -87,10 +92,26 @@ class Shape:
     dim is solved. Closing rewrites the rows to their concrete values.
     """
 
-    __slots__ = ("_session", "_sides", "batch", "discarded", "input", "name", "output")
+    __slots__ = (
+        "_session",
+        "_sides",
+        "batch",
+        "created_at",
+        "discarded",
+        "input",
+        "name",
+        "output",
+        "registered_at",
+    )
 
     def __init__(
-        self, session: Session, name: str, batch: Row, input_: Row, output: Row
+        self,
+        session: Session,
+        name: str,
+        batch: Row,
+        input_: Row,
+        output: Row,
+        sides: tuple[Side, Side, Side] | None = None,
     ):
         self._session = session
         self.name = name
@@ -98,11 +119,15 @@ class Shape:
         self.input = input_
         self.output = output
         self.discarded = False
-        self._sides = (
-            Side(name, Kind.BATCH),
-            Side(name, Kind.INPUT),
-            Side(name, Kind.OUTPUT),
-        )
+        # A tick of the variable counter (ids are never reused, so one is spent
+        # on this): a shape made after ``var_mark()`` was read has
+        # ``created_at >= mark``, one made before has ``created_at < mark``. A
+        # shape scheme tells the shapes its function made from older ones so.
+        self.created_at = session._mint()
+        # The closing count when the shape was registered (-1: never), so that
+        # registering twice before one closing registers once.
+        self.registered_at = -1
+        self._sides = sides if sides is not None else shape_sides(name)
 
     @property
     def session(self) -> Session:
@@ -175,7 +200,7 @@ class DimRef:
     (published at closing) or ``None``.
     """
 
-    __slots__ = ("_session", "created_at", "label", "size", "var")
+    __slots__ = ("_session", "created_at", "discarded", "label", "size", "var")
 
     def __init__(self, session: Session, label: str, created_at: int) -> None:
         self._session = session
@@ -183,6 +208,12 @@ class DimRef:
         self.created_at = created_at
         self.var: DimVar | None = None
         self.size: Size | None = None
+        self.discarded = False
+
+    @property
+    def session(self) -> Session:
+        """The session the reference belongs to."""
+        return self._session
 
     @property
     def value(self) -> int | None:
@@ -230,7 +261,18 @@ class Window:
         self.var_mark = session.var_mark()
         self._trail_start = trail_start
         self._log_start = log_start
+        self.tainted_at_open = session.tainted
         self.is_open = True
+
+    @property
+    def trail_start(self) -> int:
+        """The length of the session's undo trail when the window opened."""
+        return self._trail_start
+
+    @property
+    def log_start(self) -> int:
+        """The length of the session's constraint log when the window opened."""
+        return self._log_start
 
     def _require_open(self) -> None:
         if not self.is_open:
@@ -298,10 +340,14 @@ class Session:
         self._shapes: list[Shape] = []
         self._refs: list[DimRef] = []
         self._tainted = False
+        self._taint_error: ShapeError | None = None
         self._closings = 0
         self._scheme: str | None = None
         self._application: str | None = None
         self._forcing_guards: list[Callable[[str], None]] = []
+        self._constraint_guards: list[Callable[[Constraint], None]] = []
+        self._use_observers: list[Callable[[Shape], None]] = []
+        self._windows: list[Window] = []
 
     # ------------------------------------------------------------ variables
 
@@ -335,9 +381,24 @@ class Session:
         return self._tainted
 
     @property
+    def taint_error(self) -> ShapeError | None:
+        """The shape error that tainted the session, if it is tainted."""
+        return self._taint_error if self._tainted else None
+
+    @property
     def closings(self) -> int:
         """How many times the session was closed."""
         return self._closings
+
+    @property
+    def window(self) -> Window | None:
+        """The innermost open rewind window, if any."""
+        return self._windows[-1] if self._windows else None
+
+    @property
+    def refs(self) -> Sequence[DimRef]:
+        """The capture references of the session (rewinding drops later ones)."""
+        return self._refs
 
     @property
     def registered_shapes(self) -> Sequence[Shape]:
@@ -411,9 +472,12 @@ class Session:
             "totals": dict(solver.totals),
             "terminals": tuple(solver.terminals),
             "log": tuple(self._log),
-            "shapes": tuple((id(s), s.rows(), s.discarded) for s in self._shapes),
-            "refs": tuple((id(r), r.var, r.size) for r in self._refs),
+            "shapes": tuple(
+                (id(s), s.rows(), s.discarded, s.registered_at) for s in self._shapes
+            ),
+            "refs": tuple((id(r), r.var, r.size, r.discarded) for r in self._refs),
             "tainted": self._tainted,
+            "taint_error": self._taint_error,
             "closings": self._closings,
         }
 
@@ -436,6 +500,38 @@ class Session:
         if self._forcing_guards:
             self._forcing_guards[-1](what)
 
+    @contextmanager
+    def guard_constraints(self, guard: Callable[[Constraint], None]) -> Iterator[None]:
+        """Call ``guard(constraint)`` (which may raise) before a constraint is added.
+
+        A shape-scheme trace uses this to refuse what a scheme cannot carry
+        before it is written (the innermost guard runs).
+        """
+        self._constraint_guards.append(guard)
+        try:
+            yield
+        finally:
+            self._constraint_guards.pop()
+
+    @contextmanager
+    def observe_uses(self, observer: Callable[[Shape], None]) -> Iterator[None]:
+        """Call ``observer(shape)`` for each shape an operation reads.
+
+        Operations report their operands; shape schemes report the shapes they
+        are applied to. A trace uses this to find the pre-existing shapes its
+        function reads (the innermost observer is called).
+        """
+        self._use_observers.append(observer)
+        try:
+            yield
+        finally:
+            self._use_observers.pop()
+
+    def note_use(self, shape: Shape) -> None:
+        """Report a shape read by an operation to the innermost use observer."""
+        if self._use_observers:
+            self._use_observers[-1](shape)
+
     def check_alive(self, shape: Shape) -> None:
         """Raise if the shape was discarded by a rewind or is from another session."""
         if shape.session is not self:
@@ -455,10 +551,12 @@ class Session:
         start = len(trail.entries)
         trail.depth += 1
         window = Window(self, start, len(self._log))
+        self._windows.append(window)
         try:
             yield window
         finally:
             window.is_open = False
+            self._windows.pop()
             trail.undo_to(start)
             trail.depth -= 1
 
@@ -484,18 +582,24 @@ class Session:
 
         A ``ShapeError`` raised while solving taints the session.
         """
+        if self._constraint_guards:
+            self._constraint_guards[-1](constraint)
         self.trail.append(self._log, constraint)
         solver = self.solver
         solver.trigger = constraint.origin
         try:
             self._dispatch(constraint)
             solver.run()
-        except ShapeError:
-            if not self._tainted:
-                self.trail.set_attr(self, "_tainted", True)
+        except ShapeError as error:
+            self._taint(error)
             raise
         finally:
             solver.trigger = None
+
+    def _taint(self, error: ShapeError) -> None:
+        if not self._tainted:
+            self.trail.set_attr(self, "_tainted", True)
+            self.trail.set_attr(self, "_taint_error", error)
 
     def _dispatch(self, c: Constraint) -> None:
         solver = self.solver
@@ -550,8 +654,18 @@ class Session:
             )
 
     def register_shape(self, shape: Shape) -> None:
-        """Have the next closing solve this shape (new shapes are registered)."""
+        """Have the next closing solve this shape (new shapes are registered).
+
+        Registering a shape again before the next closing changes nothing.
+        """
+        if shape.registered_at == self._closings:
+            return
+        self.trail.set_attr(shape, "registered_at", self._closings)
         self.trail.append(self._shapes, shape)
+
+    def is_registered(self, shape: Shape) -> bool:
+        """Whether the next closing will solve the shape."""
+        return shape.registered_at == self._closings and not shape.discarded
 
     # ---------------------------------------------------------------- helpers
 
@@ -594,17 +708,41 @@ class Session:
                     f"{operation} '{name}': operand '{operand.name}' was discarded by a "
                     f"rewind"
                 )
+        if self._use_observers:
+            for operand in operands:
+                self._use_observers[-1](operand.shape)
 
     def _new_shape(self, name: str) -> Shape:
-        shape = Shape(
-            self,
+        return self.new_shape(
             name,
             Row((), self.fresh_row_var()),
             Row((), self.fresh_row_var()),
             Row((), self.fresh_row_var()),
         )
-        self.register_shape(shape)
-        self.trail.on_undo(lambda: setattr(shape, "discarded", True))
+
+    def new_shape(
+        self,
+        name: str,
+        batch: Row,
+        input_: Row,
+        output: Row,
+        *,
+        sides: tuple[Side, Side, Side] | None = None,
+        register: bool = True,
+    ) -> Shape:
+        """A shape of the given rows, discarded if a window around it is rewound.
+
+        ``register``: have the next closing solve it. ``sides`` may share the
+        sides of another shape of the same name (they only name its rows).
+        """
+        shape = Shape(self, name, batch, input_, output, sides)
+        if register:
+            # A new shape is registered directly: if a rewind drops it from
+            # the list, it is discarded as well, so its epoch needs no undo.
+            shape.registered_at = self._closings
+            self.trail.append(self._shapes, shape)
+        if self.trail.depth:
+            self.trail.on_undo(lambda: setattr(shape, "discarded", True))
         return shape
 
     # ----------------------------------------------------------------- leaves
@@ -827,9 +965,12 @@ class Session:
         self._check_text("dim_ref", "label", label)
         ref = DimRef(self, label, self.var_mark())
         self.trail.append(self._refs, ref)
+        self.trail.on_undo(lambda: setattr(ref, "discarded", True))
         return ref
 
-    def set_dim(self, ref: DimRef, n: int, *, basis: str = DEFAULT_BASIS) -> None:
+    def set_dim(
+        self, ref: DimRef, n: int, *, basis: str = DEFAULT_BASIS, site: object = None
+    ) -> None:
         """Fix the size the capture reference stands for."""
         if not isinstance(ref, DimRef) or ref._session is not self:
             self._fail_input(f"set_dim needs a dim_ref() of this session, got {ref!r}")
@@ -837,7 +978,8 @@ class Session:
             self._fail_input(
                 f"set_dim '{ref.label}': the size must be a positive integer, got {n!r}"
             )
-        self.add(SetDim(ref, Size(n, basis), self._origin("set_dim", ref.label)))
+        origin = self._origin("set_dim", ref.label, site=site)
+        self.add(SetDim(ref, Size(n, basis), origin))
 
     def total_elems(
         self,
@@ -885,8 +1027,8 @@ class Session:
         rows.extend(Row((ref.var,)) for ref in self._refs if ref.var is not None)
         try:
             solver.close(rows)
-        except ShapeError:
-            self.trail.set_attr(self, "_tainted", True)
+        except ShapeError as error:
+            self._taint(error)
             raise
         finally:
             solver.trigger = None

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any, Final
 
 _MISSING: Final = object()
+MISSING: Final = _MISSING
+"""What :meth:`Trail.values_before` reports for a key that was absent."""
 
 _DICT: Final = 0
 _ATTR: Final = 1
@@ -84,6 +86,21 @@ class Trail:
         """Run ``action`` when the enclosing window is rewound."""
         if self.depth:
             self.entries.append((_CALL, action, None, None))
+
+    def values_before(
+        self, start: int, mapping: MutableMapping[Any, Any]
+    ) -> dict[Any, Any]:
+        """The values ``mapping`` had when the trail had ``start`` entries.
+
+        Only keys written since are returned (``MISSING``: the key was absent);
+        every other key still has its value of then. Costs the entries since
+        ``start``, not the size of ``mapping``.
+        """
+        before: dict[Any, Any] = {}
+        for tag, container, key, old in self.entries[start:]:
+            if tag == _DICT and container is mapping and key not in before:
+                before[key] = old
+        return before
 
     def undo_to(self, length: int) -> None:
         """Revert every entry recorded after the trail had ``length`` entries."""

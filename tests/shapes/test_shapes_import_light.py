@@ -28,3 +28,4 @@ def test_universe_does_not_import_the_dialect_or_pass() -> None:
     modules = imported_modules("import axisflow.universe")
     assert "axisflow.dialects.tprog" not in modules
     assert "axisflow.passes.close_shapes" not in modules
+    assert "axisflow.passes.generalize_shapes" not in modules

@@ -24,6 +24,25 @@ tprog.func @nothing() -> () {
   tprog.return
 }
 tprog.call @nothing() at "void"
+tprog.total_elems %d = 24
+tprog.total_elems %p = 48 bytes {why = "a file"}
+tprog.close
+tprog.scheme @pair.scheme "pair" for @pair(%w) arity 2 results 2 {
+  "generalized r1, r2, r3"
+  "fixed (none)"
+  "arg 0 'a' [...r1] | [] -> [3, 1@rgb]"
+  "arg 1 'a2' [] | [...r2] -> [...r3]"
+  "result 0 'sum' [...r1] | [] -> [3, 1]"
+  "result 1 'a' [...r1] | [] -> [3, 1]"
+  "anchor 0 'w' [] | [] -> [16]"
+  "ineq [...r1] <= [...r2] ('pointwise' 'sum' of 'a', 'a2' lhs 'sum'.batch rhs 'a2'.batch detail 'it''s quoted' scheme 'inner' at 'site > deep')"
+} values {
+  "@pair arg 1 = arg 1"
+  "@pair op 0 0 = internal 0"
+}
+tprog.scheme @bare.scheme "bare" () arity 0 results 0 {
+}
+%i:2 = tprog.instantiate @pair.scheme(%x, %d) at "applied" : !tprog.tensor, !tprog.tensor
 
 // CHECK:      %x = tprog.leaf "8|->3" : !tprog.tensor
 // CHECK-NEXT: %d = tprog.leaf : !tprog.tensor
@@ -46,3 +65,22 @@ tprog.call @nothing() at "void"
 // CHECK-NEXT:   tprog.return
 // CHECK-NEXT: }
 // CHECK-NEXT: tprog.call @nothing() at "void"
+// CHECK-NEXT: tprog.total_elems %d = 24
+// CHECK-NEXT: tprog.total_elems %p = 48 bytes {why = "a file"}
+// CHECK-NEXT: tprog.close
+// CHECK-NEXT: tprog.scheme @pair.scheme "pair" for @pair(%w) arity 2 results 2 {
+// CHECK-NEXT:   "generalized r1, r2, r3"
+// CHECK-NEXT:   "fixed (none)"
+// CHECK-NEXT:   "arg 0 'a' [...r1] | [] -> [3, 1@rgb]"
+// CHECK-NEXT:   "arg 1 'a2' [] | [...r2] -> [...r3]"
+// CHECK-NEXT:   "result 0 'sum' [...r1] | [] -> [3, 1]"
+// CHECK-NEXT:   "result 1 'a' [...r1] | [] -> [3, 1]"
+// CHECK-NEXT:   "anchor 0 'w' [] | [] -> [16]"
+// CHECK-NEXT:   "ineq [...r1] <= [...r2] ('pointwise' 'sum' of 'a', 'a2' lhs 'sum'.batch rhs 'a2'.batch detail 'it''s quoted' scheme 'inner' at 'site > deep')"
+// CHECK-NEXT: } values {
+// CHECK-NEXT:   "@pair arg 1 = arg 1"
+// CHECK-NEXT:   "@pair op 0 0 = internal 0"
+// CHECK-NEXT: }
+// CHECK-NEXT: tprog.scheme @bare.scheme "bare" () arity 0 results 0 {
+// CHECK-NEXT: }
+// CHECK-NEXT: %i, %i_1 = tprog.instantiate @pair.scheme(%x, %d) at "applied" : !tprog.tensor, !tprog.tensor

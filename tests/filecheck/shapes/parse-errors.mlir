@@ -21,3 +21,25 @@
 
 tprog.set_dim "h" = 0
 // CHECK: tprog.set_dim: the size must be a positive integer
+
+// -----
+
+%a = tprog.leaf "3"
+tprog.total_elems %a = 0
+// CHECK:      tprog.total_elems %a = 0
+// CHECK-NEXT:                        ^
+// CHECK-NEXT:                        tprog.total_elems: the count must be a positive integer
+
+// -----
+
+tprog.scheme @s "s" () results 0 {
+}
+// CHECK: tprog.scheme @s "s" () results 0 {
+// CHECK: Expected 'arity'
+
+// -----
+
+tprog.scheme @s "s" () arity 0 results 0 {
+  generalized
+}
+// CHECK: string literal expected for a line of the shape scheme, or '}'

@@ -1,0 +1,614 @@
+"""The text form of a shape scheme: one item per line, readable and parseable.
+
+``str(scheme)`` lists these lines under a header, and the ``tprog.scheme`` IR
+operation carries them, so that a pass can rebuild the scheme in another
+session. Variables are renamed canonically: ``d1, d2, ...`` for dims and
+``r1, r2, ...`` for rows, generalized ones first. ``a <= b`` reads ``a ⊑ b``
+(``b`` broadcasts to ``a``). Names are quoted with single quotes (a quote
+inside is doubled). Lines, in this order:
+
+==================================================== =========================
+``generalized d1, r1, r2``                           the trace's own variables
+``fixed r3``                                         stand for pre-existing ones
+``arg 0 'x' [...r1] | [...r2] -> [...r3]``           an argument's rows
+``result 0 'h' [...r1] | [] -> [...r4, 16]``         a result's rows
+``anchor 0 'w' [] | [...r3] -> [16]``                a pre-existing shape read
+``internal 0 'h' [...r1] | [] -> [...r4, 16]``       an intermediate tensor
+``ineq [...r4] <= [...r1] ORIGIN``                   a row inequality
+``dim_ineq 16 <= d1 ORIGIN``                         a dim inequality
+``at_least d2 3 ORIGIN``                             a fixed index's minimum
+``total [...r5], [d2] = 12 ORIGIN``                  a pending element count
+``leaf [...r6] ORIGIN``, ``param [...r6] ORIGIN``    a terminal row
+``mark safe_to_guess r4``                            a policy mark
+``gen r4 1``                                         template depth of a variable
+``capture 'j' d3 ORIGIN``                            a capture input
+``loose r5 = old r123``                              an open variable of the session
+==================================================== =========================
+
+``ORIGIN`` is ``('compose' 'h' of 'w', 'x' lhs 'h'.batch rhs 'x'.batch)``:
+operation and tensor, then optional operands, the two sides, ``detail``,
+``scheme`` and ``at`` (application).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NoReturn
+
+from axisflow.shapes.constraints import (
+    DimAtLeast,
+    DimIneq,
+    Mark,
+    RowIneq,
+    Terminal,
+    TotalElems,
+)
+from axisflow.shapes.errors import ShapeError
+from axisflow.shapes.terms import (
+    DEFAULT_BASIS,
+    KINDS,
+    Dim,
+    DimVar,
+    Kind,
+    Origin,
+    Row,
+    RowVar,
+    Side,
+    Size,
+)
+
+if TYPE_CHECKING:
+    from axisflow.shapes.scheme import Scheme
+    from axisflow.shapes.session import DimRef, Session, Shape
+
+
+class SchemeTextError(ShapeError):
+    """A malformed line of a shape scheme's text form."""
+
+
+# ------------------------------------------------------------------ printing
+
+
+def quote(text: str) -> str:
+    """``'text'`` with inner quotes doubled."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+class _Names:
+    """Canonical names of a scheme's variables."""
+
+    def __init__(self, variables: Sequence[DimVar | RowVar]) -> None:
+        self.names: dict[DimVar | RowVar, str] = {}
+        dims = rows = 0
+        for var in variables:
+            if type(var) is DimVar:
+                dims += 1
+                self.names[var] = f"d{dims}"
+            else:
+                rows += 1
+                self.names[var] = f"r{rows}"
+
+    def var(self, var: DimVar | RowVar) -> str:
+        name = self.names.get(var)
+        if name is None:
+            raise ShapeError(f"the scheme mentions {var!r}, which it does not declare")
+        return name
+
+    def dim(self, dim: Dim) -> str:
+        if type(dim) is DimVar:
+            return self.var(dim)
+        return repr(dim)
+
+    def row(self, row: Row) -> str:
+        items = [f"...{self.var(row.var)}"] if row.var is not None else []
+        items.extend(self.dim(d) for d in row.dims)
+        return "[" + ", ".join(items) + "]"
+
+    def rows3(self, rows: tuple[Row, Row, Row]) -> str:
+        return f"{self.row(rows[0])} | {self.row(rows[1])} -> {self.row(rows[2])}"
+
+
+def _side(side: Side) -> str:
+    text = quote(side.tensor)
+    return text if side.kind is None else f"{text}.{side.kind}"
+
+
+def origin_text(origin: Origin) -> str:
+    """The parseable text of an origin (its ``site`` is not part of it)."""
+    parts = [quote(origin.operation), quote(origin.tensor)]
+    if origin.operands:
+        parts.append("of " + ", ".join(quote(name) for name in origin.operands))
+    if origin.lhs is not None:
+        parts.append("lhs " + _side(origin.lhs))
+    if origin.rhs is not None:
+        parts.append("rhs " + _side(origin.rhs))
+    if origin.detail is not None:
+        parts.append("detail " + quote(origin.detail))
+    if origin.scheme is not None:
+        parts.append("scheme " + quote(origin.scheme))
+    if origin.application is not None:
+        parts.append("at " + quote(origin.application))
+    return "(" + " ".join(parts) + ")"
+
+
+def scheme_lines(sc: Scheme) -> list[str]:
+    """The text form of a scheme (see the module docstring)."""
+    names = _Names((*sc.generalized, *sc.fixed))
+
+    def var_list(variables: Sequence[DimVar | RowVar]) -> str:
+        return ", ".join(names.var(v) for v in variables) if variables else "(none)"
+
+    lines = [
+        f"generalized {var_list(sc.generalized)}",
+        f"fixed {var_list(sc.fixed)}",
+    ]
+    for index, rows in enumerate(sc.args):
+        lines.append(f"arg {index} {quote(sc.arg_names[index])} {names.rows3(rows)}")
+    for index, rows in enumerate(sc.results):
+        lines.append(
+            f"result {index} {quote(sc.result_names[index])} {names.rows3(rows)}"
+        )
+    for index, anchor in enumerate(sc.anchors):
+        lines.append(
+            f"anchor {index} {quote(anchor.shape.name)} {names.rows3(anchor.rows)}"
+        )
+    for index, item in enumerate(sc.internal):
+        lines.append(f"internal {index} {quote(item.name)} {names.rows3(item.rows)}")
+    for fact in sc.facts:
+        origin = origin_text(fact.origin)
+        if isinstance(fact, RowIneq):
+            lines.append(
+                f"ineq {names.row(fact.res)} <= {names.row(fact.opnd)} {origin}"
+            )
+        elif isinstance(fact, DimIneq):
+            lines.append(
+                f"dim_ineq {names.dim(fact.res)} <= {names.dim(fact.opnd)} {origin}"
+            )
+        elif isinstance(fact, DimAtLeast):
+            lines.append(f"at_least {names.dim(fact.dim)} {fact.n} {origin}")
+        elif isinstance(fact, TotalElems):
+            rows = ", ".join(names.row(r) for r in fact.rows)
+            lines.append(f"total {rows} = {fact.count} {origin}")
+        else:
+            kind = "param" if fact.is_param else "leaf"
+            lines.append(f"{kind} {names.row(fact.row)} {origin}")
+    for var, mark in sc.marks:
+        lines.append(f"mark {mark.value} {names.var(var)}")
+    for var, gen in sc.gens:
+        lines.append(f"gen {names.var(var)} {gen}")
+    for capture in sc.captures:
+        lines.append(
+            f"capture {quote(capture.ref.label)} {names.dim(capture.dim)} "
+            f"{origin_text(capture.origin)}"
+        )
+    for item in sc.loose:
+        term = (
+            names.row(item.term) if isinstance(item.term, Row) else names.dim(item.term)
+        )
+        lines.append(f"loose {term} = old {item.old!r}")
+    return lines
+
+
+# ------------------------------------------------------------------- parsing
+
+_TOKEN = re.compile(
+    r"""\s*(?:
+      (?P<quoted>'(?:[^']|'')*')
+     |(?P<ellipsis>\.\.\.)
+     |(?P<arrow>->)
+     |(?P<le><=)
+     |(?P<word>[A-Za-z_][A-Za-z0-9_]*)
+     |(?P<int>\d+)
+     |(?P<punct>[\[\],|()=.@])
+    )""",
+    re.VERBOSE,
+)
+_VAR = re.compile(r"([dr])(\d+)\Z")
+
+
+@dataclass
+class _Tokens:
+    line: str
+    number: int
+    items: list[tuple[str, str, int]] = field(default_factory=list)
+    pos: int = 0
+
+    @classmethod
+    def of(cls, line: str, number: int) -> _Tokens:
+        tokens = cls(line, number)
+        index = 0
+        while index < len(line):
+            if line[index:].strip() == "":
+                break
+            match = _TOKEN.match(line, index)
+            if match is None or match.lastgroup is None:
+                tokens.fail_at(index, "unexpected character")
+            start = match.start(match.lastgroup)
+            tokens.items.append((match.lastgroup, match.group(match.lastgroup), start))
+            index = match.end()
+        return tokens
+
+    def fail_at(self, column: int, message: str) -> NoReturn:
+        raise SchemeTextError(
+            f"malformed shape scheme line {self.number} at column {column}: {message} "
+            f"in {self.line!r}"
+        )
+
+    def fail(self, message: str) -> NoReturn:
+        column = (
+            self.items[self.pos][2] if self.pos < len(self.items) else len(self.line)
+        )
+        self.fail_at(column, message)
+
+    def peek(self) -> tuple[str, str] | None:
+        if self.pos < len(self.items):
+            kind, text, _ = self.items[self.pos]
+            return kind, text
+        return None
+
+    def take(self, kind: str, text: str | None = None) -> str:
+        found = self.peek()
+        if found is None or found[0] != kind or (text is not None and found[1] != text):
+            wanted = repr(text) if text is not None else kind
+            got = "the end of the line" if found is None else repr(found[1])
+            self.fail(f"expected {wanted}, got {got}")
+        self.pos += 1
+        return found[1]
+
+    def optional(self, kind: str, text: str | None = None) -> str | None:
+        found = self.peek()
+        if (
+            found is not None
+            and found[0] == kind
+            and (text is None or found[1] == text)
+        ):
+            self.pos += 1
+            return found[1]
+        return None
+
+    def end(self) -> None:
+        if self.pos != len(self.items):
+            self.fail("unexpected text at the end of the line")
+
+    def quoted(self) -> str:
+        return self.take("quoted")[1:-1].replace("''", "'")
+
+    def integer(self) -> int:
+        return int(self.take("int"))
+
+
+@dataclass(frozen=True)
+class VarName:
+    """A variable of the text form (``d3``, ``r2``) or an old variable id."""
+
+    kind: str  # "d" or "r"
+    number: int
+
+
+TextDim = VarName | Size
+TextRow = tuple[tuple[TextDim, ...], VarName | None]
+TextRows = tuple[TextRow, TextRow, TextRow]
+
+
+@dataclass
+class SchemeText:
+    """A parsed scheme text, not yet bound to a session."""
+
+    generalized: list[VarName] = field(default_factory=list)
+    fixed: list[VarName] = field(default_factory=list)
+    args: list[tuple[str, TextRows]] = field(default_factory=list)
+    results: list[tuple[str, TextRows]] = field(default_factory=list)
+    anchors: list[tuple[str, TextRows]] = field(default_factory=list)
+    internal: list[tuple[str, TextRows]] = field(default_factory=list)
+    facts: list[tuple[str, tuple[object, ...], Origin]] = field(default_factory=list)
+    marks: list[tuple[VarName, Mark]] = field(default_factory=list)
+    gens: list[tuple[VarName, int]] = field(default_factory=list)
+    captures: list[tuple[str, TextDim, Origin]] = field(default_factory=list)
+    loose: list[tuple[TextDim | TextRow, VarName]] = field(default_factory=list)
+
+
+def _var(tokens: _Tokens, kind: str | None = None) -> VarName:
+    word = tokens.take("word")
+    match = _VAR.match(word)
+    if match is None or (kind is not None and match.group(1) != kind):
+        tokens.pos -= 1
+        tokens.fail(
+            f"expected a {'dim' if kind == 'd' else 'row' if kind else ''} variable, got {word!r}"
+        )
+    return VarName(match.group(1), int(match.group(2)))
+
+
+def _dim(tokens: _Tokens) -> TextDim:
+    found = tokens.peek()
+    if found is not None and found[0] == "int":
+        n = tokens.integer()
+        if n < 1:
+            tokens.pos -= 1
+            tokens.fail("a size must be positive")
+        basis = tokens.take("word") if tokens.optional("punct", "@") else DEFAULT_BASIS
+        return Size(n, basis)
+    return _var(tokens, "d")
+
+
+def _row(tokens: _Tokens) -> TextRow:
+    tokens.take("punct", "[")
+    var: VarName | None = None
+    dims: list[TextDim] = []
+    if tokens.optional("punct", "]") is not None:
+        return ((), None)
+    if tokens.optional("ellipsis") is not None:
+        var = _var(tokens, "r")
+    else:
+        dims.append(_dim(tokens))
+    while tokens.optional("punct", ",") is not None:
+        dims.append(_dim(tokens))
+    tokens.take("punct", "]")
+    return (tuple(dims), var)
+
+
+def _rows3(tokens: _Tokens) -> TextRows:
+    batch = _row(tokens)
+    tokens.take("punct", "|")
+    input_ = _row(tokens)
+    tokens.take("arrow")
+    output = _row(tokens)
+    return (batch, input_, output)
+
+
+def _parse_side(tokens: _Tokens) -> Side:
+    name = tokens.quoted()
+    if tokens.optional("punct", ".") is None:
+        return Side(name)
+    kind = tokens.take("word")
+    if kind not in {k.value for k in KINDS}:
+        tokens.pos -= 1
+        tokens.fail(f"expected an axis kind (batch, input, output), got {kind!r}")
+    return Side(name, Kind(kind))
+
+
+def _origin(tokens: _Tokens) -> Origin:
+    tokens.take("punct", "(")
+    operation = tokens.quoted()
+    tensor = tokens.quoted()
+    operands: list[str] = []
+    lhs = rhs = None
+    detail = scheme = application = None
+    if tokens.optional("word", "of") is not None:
+        operands.append(tokens.quoted())
+        while tokens.optional("punct", ",") is not None:
+            operands.append(tokens.quoted())
+    if tokens.optional("word", "lhs") is not None:
+        lhs = _parse_side(tokens)
+    if tokens.optional("word", "rhs") is not None:
+        rhs = _parse_side(tokens)
+    if tokens.optional("word", "detail") is not None:
+        detail = tokens.quoted()
+    if tokens.optional("word", "scheme") is not None:
+        scheme = tokens.quoted()
+    if tokens.optional("word", "at") is not None:
+        application = tokens.quoted()
+    tokens.take("punct", ")")
+    return Origin(
+        operation, tensor, tuple(operands), lhs, rhs, detail, scheme, application
+    )
+
+
+def _var_list(tokens: _Tokens) -> list[VarName]:
+    if tokens.optional("punct", "(") is not None:
+        if tokens.take("word") != "none":
+            tokens.pos -= 1
+            tokens.fail("expected '(none)'")
+        tokens.take("punct", ")")
+        return []
+    names = [_var(tokens)]
+    while tokens.optional("punct", ",") is not None:
+        names.append(_var(tokens))
+    return names
+
+
+def _indexed(tokens: _Tokens, items: list[tuple[str, TextRows]], what: str) -> None:
+    index = tokens.integer()
+    if index != len(items):
+        tokens.pos -= 1
+        tokens.fail(f"expected {what} {len(items)}, got {what} {index}")
+    name = tokens.quoted()
+    items.append((name, _rows3(tokens)))
+
+
+def parse_scheme_text(lines: Sequence[str]) -> SchemeText:
+    """Parse the lines of a scheme's text form (no session needed)."""
+    text = SchemeText()
+    for number, line in enumerate(lines, start=1):
+        tokens = _Tokens.of(line, number)
+        keyword = tokens.take("word")
+        if keyword == "generalized":
+            text.generalized = _var_list(tokens)
+        elif keyword == "fixed":
+            text.fixed = _var_list(tokens)
+        elif keyword == "arg":
+            _indexed(tokens, text.args, "arg")
+        elif keyword == "result":
+            _indexed(tokens, text.results, "result")
+        elif keyword == "anchor":
+            _indexed(tokens, text.anchors, "anchor")
+        elif keyword == "internal":
+            _indexed(tokens, text.internal, "internal")
+        elif keyword == "ineq":
+            res = _row(tokens)
+            tokens.take("le")
+            opnd = _row(tokens)
+            text.facts.append(("ineq", (res, opnd), _origin(tokens)))
+        elif keyword == "dim_ineq":
+            res_dim = _dim(tokens)
+            tokens.take("le")
+            opnd_dim = _dim(tokens)
+            text.facts.append(("dim_ineq", (res_dim, opnd_dim), _origin(tokens)))
+        elif keyword == "at_least":
+            dim = _dim(tokens)
+            n = tokens.integer()
+            text.facts.append(("at_least", (dim, n), _origin(tokens)))
+        elif keyword == "total":
+            rows = [_row(tokens)]
+            while tokens.optional("punct", ",") is not None:
+                rows.append(_row(tokens))
+            tokens.take("punct", "=")
+            count = tokens.integer()
+            text.facts.append(("total", (tuple(rows), count), _origin(tokens)))
+        elif keyword in ("leaf", "param"):
+            text.facts.append((keyword, (_row(tokens),), _origin(tokens)))
+        elif keyword == "mark":
+            name = tokens.take("word")
+            try:
+                mark = Mark(name)
+            except ValueError:
+                tokens.pos -= 1
+                tokens.fail(f"no policy mark {name!r}")
+            text.marks.append((_var(tokens, "r"), mark))
+        elif keyword == "gen":
+            text.gens.append((_var(tokens, "r"), tokens.integer()))
+        elif keyword == "capture":
+            label = tokens.quoted()
+            text.captures.append((label, _dim(tokens), _origin(tokens)))
+        elif keyword == "loose":
+            term: TextDim | TextRow = (
+                _row(tokens) if tokens.peek() == ("punct", "[") else _dim(tokens)
+            )
+            tokens.take("punct", "=")
+            tokens.take("word", "old")
+            text.loose.append((term, _var(tokens)))
+        else:
+            tokens.pos -= 1
+            tokens.fail(f"unknown item {keyword!r}")
+        tokens.end()
+    declared = [*text.generalized, *text.fixed]
+    if len(set(declared)) != len(declared):
+        raise SchemeTextError("malformed shape scheme: a variable is declared twice")
+    return text
+
+
+# ------------------------------------------------------------------ binding
+
+
+def build_scheme(
+    text: SchemeText,
+    *,
+    session: Session,
+    label: str,
+    anchors: Sequence[Shape],
+    ref: Callable[[str], DimRef],
+    old_dim: Callable[[int], DimVar] | None = None,
+    old_row: Callable[[int], RowVar] | None = None,
+) -> Scheme:
+    """A scheme of ``session`` from its text form.
+
+    Every declared variable gets a fresh variable of the session; anchors are
+    given in order; ``ref(label)`` gives the capture reference of a label.
+    Loose variables name the session's own variables and need ``old_dim`` /
+    ``old_row`` (they cannot move between sessions).
+    """
+    from axisflow.shapes.scheme import (
+        Anchor,
+        CaptureInput,
+        InternalRows,
+        LooseVariable,
+        Scheme,
+    )
+
+    if len(anchors) != len(text.anchors):
+        raise SchemeTextError(
+            f"the shape scheme {label} has {len(text.anchors)} anchor(s) but "
+            f"{len(anchors)} shape(s) were given for them"
+        )
+    variables: dict[VarName, DimVar | RowVar] = {}
+    for name in (*text.generalized, *text.fixed):
+        variables[name] = (
+            session.fresh_dim_var() if name.kind == "d" else session.fresh_row_var()
+        )
+
+    def var(name: VarName) -> DimVar | RowVar:
+        found = variables.get(name)
+        if found is None:
+            raise SchemeTextError(
+                f"the shape scheme {label} uses {name.kind}{name.number}, which it "
+                f"does not declare"
+            )
+        return found
+
+    def dim(term: TextDim) -> Dim:
+        if isinstance(term, Size):
+            return term
+        found = var(term)
+        assert type(found) is DimVar
+        return found
+
+    def row(term: TextRow) -> Row:
+        dims, tail = term
+        found = None if tail is None else var(tail)
+        assert found is None or type(found) is RowVar
+        return Row(tuple(dim(d) for d in dims), found)
+
+    def rows3(terms: TextRows) -> tuple[Row, Row, Row]:
+        return (row(terms[0]), row(terms[1]), row(terms[2]))
+
+    facts: list[DimIneq | RowIneq | DimAtLeast | TotalElems | Terminal] = []
+    for kind, parts, origin in text.facts:
+        if kind == "ineq":
+            facts.append(RowIneq(row(parts[0]), row(parts[1]), origin))  # type: ignore[arg-type]
+        elif kind == "dim_ineq":
+            facts.append(DimIneq(dim(parts[0]), dim(parts[1]), origin))  # type: ignore[arg-type]
+        elif kind == "at_least":
+            facts.append(DimAtLeast(dim(parts[0]), parts[1], origin))  # type: ignore[arg-type]
+        elif kind == "total":
+            facts.append(
+                TotalElems(tuple(row(r) for r in parts[0]), parts[1], origin)  # type: ignore[arg-type, union-attr]
+            )
+        else:
+            facts.append(Terminal(row(parts[0]), kind == "param", origin))  # type: ignore[arg-type]
+    loose: list[LooseVariable] = []
+    for term, old in text.loose:
+        if old_dim is None or old_row is None:
+            raise SchemeTextError(
+                f"the shape scheme {label} depends on the open variable "
+                f"{old.kind}{old.number} of the session it was traced in; it cannot "
+                f"be rebuilt in another session"
+            )
+        if old.kind == "d":
+            loose.append(LooseVariable(old_dim(old.number), dim(term)))  # type: ignore[arg-type]
+        else:
+            loose.append(LooseVariable(old_row(old.number), row(term)))  # type: ignore[arg-type]
+    marks = []
+    for name, mark in text.marks:
+        found = var(name)
+        assert type(found) is RowVar
+        marks.append((found, mark))
+    gens = []
+    for name, gen in text.gens:
+        found = var(name)
+        assert type(found) is RowVar
+        gens.append((found, gen))
+    return Scheme(
+        session=session,
+        label=label,
+        args=tuple(rows3(rows) for _, rows in text.args),
+        results=tuple(rows3(rows) for _, rows in text.results),
+        anchors=tuple(
+            Anchor(shape, rows3(rows))
+            for shape, (_, rows) in zip(anchors, text.anchors, strict=True)
+        ),
+        internal=tuple(InternalRows(name, rows3(rows)) for name, rows in text.internal),
+        facts=tuple(facts),
+        marks=tuple(marks),
+        gens=tuple(gens),
+        captures=tuple(
+            CaptureInput(ref(ref_label), dim(term), origin)
+            for ref_label, term, origin in text.captures
+        ),
+        loose=tuple(loose),
+        generalized=tuple(var(name) for name in text.generalized),
+        fixed=tuple(var(name) for name in text.fixed),
+        closings=session.closings,
+        arg_names=tuple(name for name, _ in text.args),
+        result_names=tuple(name for name, _ in text.results),
+    )

@@ -1,0 +1,325 @@
+"""Benchmark of shape schemes: applying a traced scheme vs re-evaluating the body.
+
+**Applications.** A function of 50 operations (five residual blocks of a
+compose with a shared weight, a bias, a ReLU, a squared-mean normalization
+through an einsum, a gain, two transposes and a residual sum; 15 shared
+parameters) applied at 10, 100 and 1000 call sites, each with its own batch
+size. *Re-evaluation* runs the body again at every call; *schemes* trace it
+once and instantiate the scheme at every call. Two levels:
+
+* the engine's Python API: Stage 1 (all calls; for schemes including the one
+  trace), the closing, and the ratios re-evaluation / schemes;
+* the IR passes: ``close-shapes`` (which re-evaluates every ``tprog.call``, the
+  baseline issue 5 set for schemes) vs ``generalize-shapes`` then
+  ``close-shapes`` on the same module (parsing excluded).
+
+Goal: schemes at least 5x faster at 100 sites and more.
+
+**check.** ``scheme.check`` of that function against sessions holding 100,
+10k and 100k unrelated open constraints (pointwise operations on open data
+leaves), and the ratio of its time to the 100-constraint session's. Goal: at
+most 1.2x.
+
+Times are process CPU time (``time.process_time``), the fastest of
+``--repeat`` runs, since the machine is shared; the two sides of every ratio
+are run in turn (and the three ``check`` sessions measured in turn), so that
+both see the same machine when its speed drifts. The cyclic garbage collector
+is paused inside measured regions (after a full collection), unless ``--gc``
+is given: a full collection walks every live object, so its cost follows the
+size of the heap, not the work measured. For ``check`` that is exactly the
+dependence on the rest of the session the measurement is meant to exclude
+(the engine's own work is what must not grow); for the applications it is
+noise shared by both sides. ``--gc`` shows the figures with the collector on.
+Run:
+
+    .venv/bin/python benchmarks/bench_shape_schemes.py [--sites 10,100,1000] [--repeat 3] [--gc]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import time
+from collections.abc import Sequence
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.parser import Parser
+from xdsl.passes import ModulePass
+
+from axisflow.dialects.tprog import CallOp, InstantiateOp, Tprog
+from axisflow.passes.close_shapes import CloseShapesPass
+from axisflow.passes.generalize_shapes import GeneralizeShapesPass
+from axisflow.shapes import Session, Tensor, scheme
+
+PAUSE_GC = True
+"""Pause the cyclic collector inside measured regions (``--gc`` clears it)."""
+
+BLOCKS = 5  # ten operations each
+WIDTH = 16
+INPUT_WIDTH = 8
+
+
+def make_parameters(s: Session) -> list[tuple[Tensor, Tensor, Tensor]]:
+    """The shared parameters: per block a weight, a bias and a gain."""
+    params = []
+    for block in range(BLOCKS):
+        weight_spec = f"...->{WIDTH}" if block == 0 else f"{WIDTH}->{WIDTH}"
+        params.append(
+            (
+                s.param(f"w{block}", weight_spec),
+                s.param(f"b{block}", f"{WIDTH}"),
+                s.param(f"g{block}", f"{WIDTH}"),
+            )
+        )
+    return params
+
+
+def body(
+    s: Session, x: Tensor, params: Sequence[tuple[Tensor, Tensor, Tensor]]
+) -> Tensor:
+    """Fifty operations: five residual blocks."""
+    h = x
+    for block, (w, b, g) in enumerate(params):
+        p = f"{block}_"
+        h1 = s.compose(p + "h1", w, h)
+        h2 = s.pointwise(p + "h2", h1, b)
+        a = s.pointwise(p + "relu", h2)
+        sq = s.pointwise(p + "sq", a, a)
+        mean = s.einsum(p + "mean", "...|i=>...|", sq)
+        norm = s.pointwise(p + "norm", a, mean)
+        scaled = s.pointwise(p + "scaled", norm, g)
+        t = s.transpose(p + "t", scaled)
+        t2 = s.transpose(p + "t2", t)
+        h = s.pointwise(p + "res", t2, h1)
+    return h
+
+
+def batch_of(site: int) -> int:
+    """A batch size per call site."""
+    return 1 + site % 13
+
+
+class Measured:
+    """CPU seconds of a region, with the collector paused in it if ``PAUSE_GC``."""
+
+    def __enter__(self) -> Measured:
+        if PAUSE_GC:
+            gc.collect()
+            gc.disable()
+        self.start = time.process_time()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.seconds = time.process_time() - self.start
+        if PAUSE_GC:
+            gc.enable()
+
+
+def re_evaluation(sites: int) -> tuple[float, float, list[object]]:
+    """Run the body at every call site."""
+    s = Session()
+    params = make_parameters(s)
+    with Measured() as stage1:
+        results = [
+            body(s, s.leaf(f"x{i}", f"{batch_of(i)}|->{INPUT_WIDTH}"), params)
+            for i in range(sites)
+        ]
+    with Measured() as closing:
+        s.close()
+    return stage1.seconds, closing.seconds, [r.shape.dims() for r in results]
+
+
+def trace_block(
+    s: Session, params: Sequence[tuple[Tensor, Tensor, Tensor]]
+) -> scheme.Scheme:
+    with s.rewind():
+        mark = s.var_mark()
+        x = s.fresh("x")
+        return scheme.trace(
+            s, var_mark=mark, label="block", args=[x], f=lambda: [body(s, x, params)]
+        )
+
+
+def through_schemes(sites: int) -> tuple[float, float, list[object]]:
+    """Trace the body once, instantiate its scheme at every call site."""
+    s = Session()
+    params = make_parameters(s)
+    with Measured() as stage1:
+        sc = trace_block(s, params)
+        results = []
+        for i in range(sites):
+            y = s.fresh(f"y{i}")
+            scheme.instantiate(
+                sc,
+                application=f"site{i}",
+                args=[s.leaf(f"x{i}", f"{batch_of(i)}|->{INPUT_WIDTH}")],
+                results=[y],
+            )
+            results.append(y)
+    with Measured() as closing:
+        s.close()
+    return stage1.seconds, closing.seconds, [r.shape.dims() for r in results]
+
+
+# ----------------------------------------------------------------- IR level
+
+
+def module_text(sites: int) -> str:
+    """The same function and call sites as a tprog module."""
+    lines = []
+    for block in range(BLOCKS):
+        weight_spec = f"...->{WIDTH}" if block == 0 else f"{WIDTH}->{WIDTH}"
+        lines.append(f'%w{block} = tprog.param "{weight_spec}"')
+        lines.append(f'%b{block} = tprog.param "{WIDTH}"')
+        lines.append(f'%g{block} = tprog.param "{WIDTH}"')
+    lines.append("tprog.func @block(%x: !tprog.tensor) -> !tprog.tensor {")
+    h = "%x"
+    for block in range(BLOCKS):
+        p = f"%k{block}_"
+        lines += [
+            f"  {p}h1 = tprog.compose %w{block}, {h}",
+            f"  {p}h2 = tprog.pointwise {p}h1, %b{block}",
+            f'  {p}relu = tprog.pointwise {p}h2 {{fn = "relu"}}',
+            f"  {p}sq = tprog.pointwise {p}relu, {p}relu",
+            f'  {p}mean = tprog.einsum "...|i=>...|" ({p}sq)',
+            f"  {p}norm = tprog.pointwise {p}relu, {p}mean",
+            f"  {p}scaled = tprog.pointwise {p}norm, %g{block}",
+            f"  {p}t = tprog.transpose {p}scaled",
+            f"  {p}t2 = tprog.transpose {p}t",
+            f"  {p}res = tprog.pointwise {p}t2, {p}h1",
+        ]
+        h = f"{p}res"
+    lines.append(f"  tprog.return {h}")
+    lines.append("}")
+    for i in range(sites):
+        lines.append(f'%x{i} = tprog.leaf "{batch_of(i)}|->{INPUT_WIDTH}"')
+        lines.append(f'%y{i} = tprog.call @block(%x{i}) at "site{i}" : !tprog.tensor')
+    return "\n".join(lines)
+
+
+def parse_module(text: str) -> ModuleOp:
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(Tprog)
+    return Parser(ctx, text).parse_module()
+
+
+def call_types(module: ModuleOp) -> list[object]:
+    return [
+        op.results[0].type
+        for op in module.ops
+        if isinstance(op, CallOp | InstantiateOp)
+    ]
+
+
+def ir_pipeline(sites: int, passes: Sequence[ModulePass]) -> tuple[float, list[object]]:
+    """CPU seconds of the passes on a freshly parsed module (parsing excluded)."""
+    module = parse_module(module_text(sites))
+    with Measured() as measured:
+        for one in passes:
+            one.apply(Context(), module)
+    return measured.seconds, call_types(module)
+
+
+def check_session(unrelated: int) -> tuple[Session, scheme.Scheme, Tensor]:
+    """A session with ``unrelated`` open constraints, the scheme and an argument."""
+    s = Session()
+    for i in range(unrelated):
+        s.pointwise(f"u{i}", s.leaf(f"p{i}"), s.leaf(f"q{i}", "...,3"))
+    params = make_parameters(s)
+    sc = trace_block(s, params)
+    return s, sc, s.leaf("x", f"4|->{INPUT_WIDTH}")
+
+
+def check_seconds(sc: scheme.Scheme, x: Tensor, checks: int) -> float:
+    """CPU seconds per ``check``."""
+    with Measured() as measured:
+        for i in range(checks):
+            scheme.check(sc, application=f"probe{i}", args=[x])
+    return measured.seconds / checks
+
+
+def main() -> None:
+    global PAUSE_GC
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--sites", default="10,100,1000")
+    parser.add_argument("--sessions", default="100,10000,100000")
+    parser.add_argument("--checks", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--gc", action="store_true", help="keep the cyclic GC on")
+    options = parser.parse_args()
+    PAUSE_GC = not options.gc
+    sites_list = [int(n) for n in options.sites.split(",")]
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"# shape scheme benchmark: Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs, load average {load:.2f} at start; CPU seconds, "
+        f"best of {options.repeat}; cyclic GC {'on' if options.gc else 'paused'} "
+        f"in measured regions"
+    )
+    print(f"# function: {BLOCKS * 10} operations, {BLOCKS * 3} shared parameters")
+    print()
+    print("# engine (Python API): re-evaluating the body vs instantiating its scheme")
+    header = (
+        f"{'sites':>6}  {'re-eval s':>9}  {'close s':>7}  {'schemes s':>9}  "
+        f"{'close s':>7}  {'stage-1 x':>9}  {'total x':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for sites in sites_list:
+        # The two sides alternate, so that both see the same machine.
+        re_runs, sc_runs = [], []
+        for _ in range(options.repeat):
+            re_runs.append(re_evaluation(sites))
+            sc_runs.append(through_schemes(sites))
+        assert re_runs[0][2] == sc_runs[0][2], "schemes and re-evaluation disagree"
+        re1, re2 = min(r[0] for r in re_runs), min(r[1] for r in re_runs)
+        sc1, sc2 = min(r[0] for r in sc_runs), min(r[1] for r in sc_runs)
+        print(
+            f"{sites:>6}  {re1:>9.3f}  {re2:>7.3f}  {sc1:>9.3f}  {sc2:>7.3f}  "
+            f"{re1 / sc1:>8.1f}x  {(re1 + re2) / (sc1 + sc2):>6.1f}x"
+        )
+    print()
+    print(
+        "# IR passes: close-shapes (re-evaluates calls) vs generalize-shapes,close-shapes"
+    )
+    header = (
+        f"{'sites':>6}  {'close-shapes s':>14}  {'with schemes s':>14}  {'ratio':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for sites in sites_list:
+        baseline, schemes = [], []
+        for _ in range(options.repeat):
+            baseline.append(ir_pipeline(sites, [CloseShapesPass()]))
+            schemes.append(
+                ir_pipeline(sites, [GeneralizeShapesPass(), CloseShapesPass()])
+            )
+        assert baseline[0][1] == schemes[0][1], "schemes and re-evaluation disagree"
+        base = min(t for t, _ in baseline)
+        through = min(t for t, _ in schemes)
+        print(f"{sites:>6}  {base:>14.3f}  {through:>14.3f}  {base / through:>5.1f}x")
+    print()
+    print(f"# check: {options.checks} checks per run, sessions measured in turn")
+    header = f"{'open constraints':>16}  {'ms per check':>12}  {'ratio':>6}"
+    print(header)
+    print("-" * len(header))
+    sizes = [int(n) for n in options.sessions.split(",")]
+    sessions = [check_session(unrelated) for unrelated in sizes]
+    before = sessions[0][0].state()
+    times: list[list[float]] = [[] for _ in sizes]
+    for _ in range(options.repeat):
+        for index, (_, sc, x) in enumerate(sessions):
+            times[index].append(check_seconds(sc, x, options.checks))
+    assert sessions[0][0].state() == before, "check changed the session"
+    reference = min(times[0])
+    for unrelated, measured in zip(sizes, times, strict=True):
+        seconds = min(measured)
+        print(f"{unrelated:>16}  {seconds * 1000:>12.3f}  {seconds / reference:>5.2f}x")
+
+
+if __name__ == "__main__":
+    main()

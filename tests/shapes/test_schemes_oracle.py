@@ -1,0 +1,298 @@
+"""Soundness oracle: applying a function's scheme is re-evaluating its body.
+
+For generated functions (pointwise, compose, transpose, einsum, internal
+leaves and parameters, totals, a capture input) over generated anchors
+(pre-existing tensors, some open, some parameters) and generated call sites
+(concrete or open arguments, results of earlier calls, closings in between),
+two sessions run the same program: one re-evaluates the body at every call
+(inlining it), the other traces it once and instantiates the scheme. They
+must fail at the same call (or both close, or both fail to close) and give
+the same solved shapes to every argument, anchor, result and internal tensor
+of every application, and the same capture value. Before each application
+``check`` must predict it and leave the session as it found it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from axisflow.shapes import DimRef, Session, ShapeError, Tensor, scheme
+
+SETTINGS = settings(max_examples=200, deadline=None)
+
+EINSUM_SPECS = (
+    "ij;jk=>ik",
+    "...|ij;...|jk=>...|ik",
+    "i->j=>j->i",
+    "...i=>...",
+    "...|i->...=>...|i",
+    "..b..|i;..b..|i=>..b..|i",
+    "ij=>ji",
+    "i;j=>ij",
+)
+
+Dims = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation of a body; ``args`` index the body's values.
+
+    Values: the function's arguments, then the anchors, then each op's result.
+    """
+
+    kind: str  # leaf, param, pointwise, compose, transpose, einsum, total
+    args: tuple[int, ...] = ()
+    spec: str | None = None
+    capture: bool = False
+    count: int = 0
+
+
+@dataclass(frozen=True)
+class Program:
+    anchors: tuple[tuple[str, str | None], ...]  # (leaf|param, spec)
+    arity: int
+    body: tuple[Op, ...]
+    results: tuple[int, ...]
+    calls: tuple[tuple[tuple[str, object], ...], ...]  # per call: its arguments
+    close_before: tuple[bool, ...]  # close the session before this call
+    set_dim: int | None  # set_dim on the capture reference before the calls
+
+
+# ------------------------------------------------------------------ strategies
+
+sizes = st.sampled_from((1, 1, 2, 3))
+rows = st.lists(sizes, max_size=2).map(tuple)
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> str | None:
+    """A leaf spec: concrete, with open rows, or none."""
+    if draw(st.integers(0, 5)) == 0:
+        return None
+    texts = []
+    for _ in range(3):
+        row = draw(rows)
+        text = ",".join(map(str, row))
+        if draw(st.integers(0, 2)) == 0:
+            text = ",".join(["...", *map(str, row)])
+        texts.append(text)
+    return f"{texts[0]}|{texts[1]}->{texts[2]}"
+
+
+def label_of(spec: str) -> str:
+    """The first einsum label of a spec (what a capture binds)."""
+    for char in spec:
+        if char.isalpha() and char != "b":
+            return char
+    raise AssertionError(spec)
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> Program:
+    anchors = tuple(
+        (draw(st.sampled_from(("leaf", "param", "leaf"))), draw(specs()))
+        for _ in range(draw(st.integers(0, 2)))
+    )
+    arity = draw(st.integers(1, 2))
+    body: list[Op] = []
+    count = arity + len(anchors)
+    for _ in range(draw(st.integers(1, 5))):
+        values = st.integers(0, count - 1)
+        kind = draw(
+            st.sampled_from(
+                (
+                    "pointwise",
+                    "pointwise",
+                    "compose",
+                    "transpose",
+                    "einsum",
+                    "einsum",
+                    "leaf",
+                    "param",
+                    "pointwise",
+                    "total",
+                )
+            )
+        )
+        if kind in ("leaf", "param"):
+            body.append(Op(kind, spec=draw(specs())))
+        elif kind == "pointwise":
+            body.append(Op(kind, tuple(draw(st.lists(values, min_size=1, max_size=3)))))
+        elif kind == "compose":
+            body.append(Op(kind, (draw(values), draw(values))))
+        elif kind == "transpose":
+            body.append(Op(kind, (draw(values),)))
+        elif kind == "total":
+            body.append(
+                Op(kind, (draw(values),), count=draw(st.sampled_from((1, 3, 6))))
+            )
+            continue  # makes no value
+        else:
+            spec = draw(st.sampled_from(EINSUM_SPECS))
+            arity_of_spec = spec.split("=>")[0].count(";") + 1
+            args = tuple(draw(values) for _ in range(arity_of_spec))
+            body.append(Op(kind, args, spec=spec, capture=draw(st.booleans())))
+        count += 1
+    results = tuple(
+        draw(st.lists(st.integers(0, count - 1), min_size=1, max_size=2, unique=True))
+    )
+    calls = []
+    for index in range(draw(st.integers(1, 4))):
+        arguments: list[tuple[str, object]] = []
+        for _ in range(arity):
+            if index and draw(st.integers(0, 3)) == 0:
+                arguments.append(("result", draw(st.integers(0, index - 1))))
+            else:
+                arguments.append(("leaf", draw(specs())))
+        calls.append(tuple(arguments))
+    close_before = tuple(
+        index > 0 and draw(st.integers(0, 4)) == 0 for index in range(len(calls))
+    )
+    set_dim = draw(st.sampled_from((None, None, 1, 2, 3)))
+    return Program(
+        anchors, arity, tuple(body), results, tuple(calls), close_before, set_dim
+    )
+
+
+# --------------------------------------------------------------------- runs
+
+
+def run_body(
+    s: Session,
+    program: Program,
+    args: Sequence[Tensor],
+    anchors: Sequence[Tensor],
+    ref: DimRef,
+) -> tuple[list[Tensor], list[Tensor]]:
+    """Evaluate the body; returns (results, internal tensors in creation order)."""
+    values: list[Tensor] = [*args, *anchors]
+    internal: list[Tensor] = []
+    for index, op in enumerate(program.body):
+        name = f"v{index}"
+        operands = [values[i] for i in op.args]
+        if op.kind == "leaf":
+            made = s.leaf(name, op.spec)
+        elif op.kind == "param":
+            made = s.param(name, op.spec)
+        elif op.kind == "pointwise":
+            made = s.pointwise(name, *operands)
+        elif op.kind == "compose":
+            made = s.compose(name, *operands)
+        elif op.kind == "transpose":
+            made = s.transpose(name, *operands)
+        elif op.kind == "total":
+            s.total_elems(operands[0], op.count)
+            continue
+        else:
+            assert op.spec is not None
+            captures = [ref] if op.capture and label_of(op.spec) == ref.label else []
+            made = s.einsum(name, op.spec, *operands, capture_dims=captures)
+        values.append(made)
+        internal.append(made)
+    return [values[i] for i in program.results], internal
+
+
+Outcome = tuple[object, ...]
+
+
+def run(program: Program, through_schemes: bool) -> Outcome:
+    """Run the program; the outcome the two ways must agree on."""
+    s = Session()
+    anchors = [
+        (s.param if kind == "param" else s.leaf)(f"w{i}", spec)
+        for i, (kind, spec) in enumerate(program.anchors)
+    ]
+    ref = s.dim_ref("i")
+    if program.set_dim is not None:
+        s.set_dim(ref, program.set_dim)
+    sc: scheme.Scheme | None = None
+    if through_schemes:
+        with s.rewind():
+            mark = s.var_mark()
+            tracers = [s.fresh(f"a{i}") for i in range(program.arity)]
+            try:
+                sc = scheme.trace(
+                    s,
+                    var_mark=mark,
+                    label="f",
+                    args=tracers,
+                    f=lambda: run_body(s, program, tracers, anchors, ref)[0],
+                )
+            except ShapeError as error:
+                assert str(error).startswith("tracing the shape scheme f: ")
+                assert not isinstance(error, scheme.UntraceableScheme)
+        if sc is None:
+            # A contradiction independent of the arguments: the first call fails.
+            return ("failed at call", 0)
+    calls: list[tuple[list[Tensor], list[Tensor], list[object]]] = []
+    for index, arguments in enumerate(program.calls):
+        if program.close_before[index]:
+            try:
+                s.close()
+            except ShapeError:
+                return ("closing failed before call", index)
+        args: list[Tensor] = []
+        for position, (what, detail) in enumerate(arguments):
+            if what == "leaf":
+                args.append(s.leaf(f"x{index}_{position}", detail))  # type: ignore[arg-type]
+            else:
+                earlier = calls[detail][1]  # type: ignore[index]
+                args.append(earlier[position % len(earlier)])
+        try:
+            if sc is None:
+                results, internal = run_body(s, program, args, anchors, ref)
+                shapes: list[object] = [t.shape for t in internal]
+            else:
+                before = s.state()
+                try:
+                    scheme.check(sc, application=f"c{index}", args=args)
+                    checked = True
+                except ShapeError:
+                    checked = False
+                assert s.state() == before
+                results = [
+                    s.fresh(f"y{index}_{j}") for j in range(len(program.results))
+                ]
+                try:
+                    applied = scheme.instantiate(
+                        sc, application=f"c{index}", args=args, results=results
+                    )
+                except ShapeError as error:
+                    assert str(error).startswith(
+                        f"applying the shape scheme f to c{index}: "
+                    )
+                    assert not checked, "check passed but instantiate failed"
+                    raise
+                assert checked, "check failed but instantiate passed"
+                shapes = list(applied.internal)
+        except ShapeError:
+            return ("failed at call", index)
+        calls.append((args, results, shapes))
+    try:
+        s.close()
+    except ShapeError:
+        return ("closing failed",)
+    return (
+        "ok",
+        [a.shape.dims() for a in anchors],
+        [
+            (
+                [a.shape.dims() for a in args],
+                [r.shape.dims() for r in results],
+                [shape.dims() for shape in internal],  # type: ignore[attr-defined]
+            )
+            for args, results, internal in calls
+        ],
+        ref.value,
+    )
+
+
+@SETTINGS
+@given(programs())
+def test_instantiating_the_scheme_is_re_evaluating_the_body(program: Program) -> None:
+    assert run(program, through_schemes=True) == run(program, through_schemes=False)

@@ -1,0 +1,124 @@
+"""generalize-shapes and close-shapes on schemes, driven from Python."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.universe import Universe
+from xdsl.utils.exceptions import DiagnosticException
+
+from axisflow.dialects.tprog import (
+    CallOp,
+    FuncOp,
+    InstantiateOp,
+    SchemeOp,
+    TensorType,
+    Tprog,
+    ValueEntry,
+)
+from axisflow.passes.close_shapes import CloseShapesPass, Frame, ProgramEvaluator
+from axisflow.passes.generalize_shapes import GeneralizeShapesPass
+
+PROGRAM = """
+%w = tprog.param "...->4"
+tprog.func @layer(%in: !tprog.tensor) -> !tprog.tensor {
+  %h = tprog.compose %w, %in
+  %r = tprog.pointwise %h {fn = "relu"}
+  tprog.return %r
+}
+%a = tprog.leaf "2|->3"
+%b = tprog.leaf "7|->3"
+%ya = tprog.call @layer(%a) at "small" : !tprog.tensor
+%yb = tprog.call @layer(%b) at "big" : !tprog.tensor
+"""
+
+
+def parse(text: str) -> ModuleOp:
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(Tprog)
+    module = Parser(ctx, text).parse_module()
+    module.verify()
+    return module
+
+
+def result_types(module: ModuleOp) -> dict[str, TensorType]:
+    return {
+        value.name_hint: value.type  # type: ignore[misc]
+        for op in module.walk()
+        for value in op.results
+        if value.name_hint and isinstance(value.type, TensorType)
+    }
+
+
+def test_generalize_then_close_runs_no_function_body() -> None:
+    module = parse(PROGRAM)
+    GeneralizeShapesPass().apply(Context(), module)
+    assert not any(isinstance(op, CallOp) for op in module.walk())
+    (scheme_op,) = [op for op in module.ops if isinstance(op, SchemeOp)]
+    assert scheme_op.label.data == "layer"
+    assert [
+        op.application.data for op in module.walk() if isinstance(op, InstantiateOp)
+    ] == [
+        "small",
+        "big",
+    ]
+    evaluated: list[Operation] = []
+    evaluator = ProgramEvaluator(module)
+    for kind, handler in list(evaluator.handlers.items()):
+
+        def counting(op: Operation, frame: Frame, handler=handler) -> None:
+            evaluated.append(op)
+            handler(op, frame)
+
+        evaluator.handlers[kind] = counting
+    evaluator.evaluate()
+    assert evaluated and not any(
+        isinstance(op.parent_op(), FuncOp) for op in evaluated
+    )  # nothing inside a function body was evaluated
+
+
+def test_schemes_type_the_module_as_re_evaluation_does() -> None:
+    baseline = parse(PROGRAM)
+    CloseShapesPass().apply(Context(), baseline)
+    through = parse(PROGRAM)
+    GeneralizeShapesPass().apply(Context(), through)
+    CloseShapesPass().apply(Context(), through)
+    assert result_types(through) == result_types(baseline)
+    assert result_types(through)["yb"] == TensorType("7|4")
+    assert result_types(through)["w"] == TensorType("3->4")
+
+
+def test_value_entries_read_and_print() -> None:
+    entry = ValueEntry.parse("@layer op 3 1 = internal 7")
+    assert entry == ValueEntry("layer", None, 3, 1, "internal", 7)
+    assert str(entry) == "@layer op 3 1 = internal 7"
+    arg = ValueEntry.parse("@f arg 0 = anchor 2")
+    assert arg == ValueEntry("f", 0, None, None, "anchor", 2)
+    assert ValueEntry.parse("@f op 1 = internal 0") is None
+
+
+def test_bytes_per_element_turns_bytes_into_elements() -> None:
+    text = '%d = tprog.leaf "2|->..."\ntprog.total_elems %d = 48 bytes\n'
+    for precision, expected in ((4, "2|6"), (8, "2|3")):
+        module = parse(text)
+        CloseShapesPass(bytes_per_element=precision).apply(Context(), module)
+        assert result_types(module)["d"] == TensorType(expected)
+    module = parse(text)
+    with pytest.raises(
+        DiagnosticException, match="48 bytes is not a whole number of 5-byte elements"
+    ):
+        CloseShapesPass(bytes_per_element=5).apply(Context(), module)
+    for make in (CloseShapesPass, GeneralizeShapesPass):
+        with pytest.raises(
+            DiagnosticException, match="bytes-per-element must be a positive"
+        ):
+            make(bytes_per_element=0).apply(Context(), parse(text))
+
+
+def test_the_pass_is_registered_lazily() -> None:
+    passes = Universe.get_multiverse().all_passes
+    assert passes["generalize-shapes"]().name == "generalize-shapes"
