@@ -459,9 +459,14 @@ class CloseShapesPass(ModulePass):
         ]
         if self.annotate_functions:
             for value, shapes in evaluator.body_shapes.items():
-                # Compare the texts; build a type only for the one agreed on.
-                texts = {format_concrete_shape(shape.rows()) for shape in shapes}
-                agreed = TensorType(texts.pop()) if len(texts) == 1 else UNKNOWN
+                # Compare the (closed) rows, stopping at the first disagreement;
+                # build a type only for the one agreed on.
+                first = shapes[0].rows()
+                agreed = (
+                    TensorType(format_concrete_shape(first))
+                    if all(shape.rows() == first for shape in shapes)
+                    else UNKNOWN
+                )
                 updates.append((value, agreed))
         for value, new_type in updates:
             if value.type != new_type:

@@ -81,8 +81,10 @@ from axisflow.shapes.session import (
     Window,
     shape_sides,
 )
-from axisflow.shapes.solver import marks_of_bits
+from axisflow.shapes.solver import MAX_RANK, marks_of_bits
 from axisflow.shapes.terms import (
+    BROADCAST_UNIT,
+    EMPTY_ROW,
     KINDS,
     Dim,
     DimVar,
@@ -194,6 +196,227 @@ def _compile_fact(
     return (_TOTAL, fact.rows, fact.count, at)
 
 
+_ARG, _RESULT, _ANCHOR = range(3)
+
+LowerBound = tuple[RowVar | None, tuple[Size, ...]]
+"""A lower bound ``[...var, sizes]`` of a presolvable variable (``var`` None: closed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Presolve:
+    """The scheme's internal row variables an application may solve outright.
+
+    ``sources``: the variables that are a whole boundary or anchor row, with
+    where they stand ((argument/result/anchor, index, kind index)); at an
+    application where that row is concrete the variable's value is known.
+    ``order``: the presolvable variables in dependency order, each with its
+    lower bounds and template depth. ``skipped``: for each compiled fact,
+    whether it only bounds a presolvable variable from below.
+    """
+
+    sources: tuple[tuple[RowVar, tuple[tuple[int, int, int], ...]], ...]
+    order: tuple[tuple[RowVar, tuple[LowerBound, ...], int], ...]
+    skipped: tuple[RowVar | None, ...]
+
+
+def _plan_presolve(sc: Scheme) -> _Presolve | None:
+    """Find the internal row variables an application can solve outright.
+
+    A generalized row variable is *presolvable* when it occurs in no boundary
+    or anchor row, no equality, total, terminal, capture or loose term, and as
+    the result of row inequalities only bare (``[...v] <= [...u, sizes]``, the
+    lower bound ``u`` presolvable itself, a source, or absent), with no cycle
+    through such bounds. An application mints it afresh, so nothing added
+    later can reach it except as an operand, which never gives a row more
+    axes nor a size other than 1 to an axis its bounds leave at 1. So once its
+    sources are concrete, what closing will make of it is known at once: the
+    broadcast join of its lower bounds (the longest, per axis the size other
+    than 1, else 1), which is what Stage 1 plus closing computes through
+    templates one inequality at a time. ``None`` when there is nothing to
+    presolve.
+    """
+    places: dict[RowVar, list[tuple[int, int, int]]] = {}
+    blocked: set[DimVar | RowVar] = set()
+    boundary = (
+        (_ARG, sc.args),
+        (_RESULT, sc.results),
+        (_ANCHOR, tuple(a.rows for a in sc.anchors)),
+    )
+    for where, shapes in boundary:
+        for index, rows in enumerate(shapes):
+            for kind_index, row in enumerate(rows):
+                blocked.update(_row_vars(row))
+                if row.var is not None and not row.dims:
+                    places.setdefault(row.var, []).append((where, index, kind_index))
+    for item in sc.loose:
+        blocked.add(item.old)
+        blocked.update(_term_vars(item.term))
+    for capture in sc.captures:
+        blocked.update(_term_vars(capture.dim))
+    lower: dict[RowVar, list[LowerBound]] = {}
+    for fact in sc.facts:
+        if isinstance(fact, RowIneq):
+            res, opnd = fact.res, fact.opnd
+            if res.var is None:
+                continue  # only an operand side: presolving keeps it
+            if res.dims or not all(type(d) is Size for d in opnd.dims):
+                blocked.add(res.var)
+            else:
+                lower.setdefault(res.var, []).append((opnd.var, opnd.dims))  # type: ignore[arg-type]
+        elif isinstance(fact, Terminal | TotalElems):
+            for term in _fact_terms(fact):
+                blocked.update(_term_vars(term))
+    candidates = {v for v in sc.generalized if type(v) is RowVar and v not in blocked}
+
+    def allowed(bound: LowerBound) -> bool:
+        var = bound[0]
+        return var is None or var in candidates or var in places
+
+    order: list[RowVar] = []
+    while True:
+        # Drop variables bounded by something neither presolvable nor a source...
+        changed = True
+        while changed:
+            changed = False
+            for var in list(candidates):
+                if not all(allowed(b) for b in lower.get(var, ())):
+                    candidates.discard(var)
+                    changed = True
+        # ... then order the rest by their bounds; a cycle is not presolved.
+        waiting: dict[RowVar, set[RowVar]] = {
+            var: {
+                b[0]
+                for b in lower.get(var, ())
+                if b[0] is not None and b[0] in candidates
+            }
+            - {var}
+            for var in candidates
+        }
+        cyclic = {
+            var for var in candidates if any(b[0] == var for b in lower.get(var, ()))
+        }
+        users: dict[RowVar, list[RowVar]] = {}
+        for var, needs in waiting.items():
+            for need in needs:
+                users.setdefault(need, []).append(var)
+        ready = [
+            var for var, needs in waiting.items() if not needs and var not in cyclic
+        ]
+        order = []
+        while ready:
+            var = ready.pop()
+            order.append(var)
+            for user in users.get(var, ()):
+                needs = waiting[user]
+                needs.discard(var)
+                if not needs and user not in cyclic:
+                    ready.append(user)
+        if len(order) == len(candidates):
+            break
+        candidates = set(order)
+    if not order:
+        return None
+    gens = dict(sc.gens)
+    used_sources = {
+        b[0]
+        for var in order
+        for b in lower.get(var, ())
+        if b[0] is not None and b[0] in places
+    }
+    presolvable = set(order)
+    skipped: list[RowVar | None] = []
+    for code, first, _second, _origin in sc._plan:
+        var = first.var if code == _ROW_INEQ else None  # type: ignore[union-attr]
+        skipped.append(var if var in presolvable else None)
+    return _Presolve(
+        sources=tuple(
+            (var, tuple(places[var])) for var in places if var in used_sources
+        ),
+        order=tuple(
+            (var, tuple(lower.get(var, ())), gens.get(var, 0)) for var in order
+        ),
+        skipped=tuple(skipped),
+    )
+
+
+def _join_concrete(rows: Sequence[Row]) -> Row | None:
+    """The broadcast join of concrete rows; ``None`` when two sizes other than 1 clash."""
+    if len(rows) == 1:
+        return rows[0]
+    if not rows:
+        return EMPTY_ROW
+    length = max(len(r.dims) for r in rows)
+    joined: list[Dim] = []
+    for back in range(length, 0, -1):
+        chosen: Size = BROADCAST_UNIT
+        for row in rows:
+            dims = row.dims
+            if len(dims) >= back:
+                size = dims[-back]
+                if size.n != 1:  # type: ignore[union-attr]
+                    if chosen.n == 1:
+                        chosen = size  # type: ignore[assignment]
+                    elif size != chosen:
+                        return None
+        joined.append(chosen)
+    return Row(tuple(joined))
+
+
+def _presolved(
+    sc: Scheme,
+    pre: _Presolve,
+    args: tuple[Shape, ...],
+    results: tuple[Shape, ...],
+    norm_row: Callable[[Row], Row],
+) -> dict[RowVar, Row]:
+    """The presolvable variables' values at this application (see :func:`_plan_presolve`).
+
+    Only those whose sources are all concrete now. Empty when a join clashes
+    or would pass the template depth limit: the full application then reports
+    the contradiction as re-running the body would.
+    """
+    known: dict[RowVar, Row] = {}
+    for var, where in pre.sources:
+        for kind, index, kind_index in where:
+            shape = (
+                args[index]
+                if kind == _ARG
+                else results[index]
+                if kind == _RESULT
+                else sc.anchors[index].shape
+            )
+            current = norm_row(shape.rows()[kind_index])
+            if current.is_concrete():
+                known[var] = current
+                break
+    solved: dict[RowVar, Row] = {}
+    for var, bounds, gen in pre.order:
+        if len(bounds) == 1 and not bounds[0][1] and bounds[0][0] is not None:
+            # The common case: one bare lower bound, whose value it takes.
+            value = known.get(bounds[0][0])
+            if value is not None:
+                if gen + len(value.dims) > MAX_RANK:
+                    return {}
+                known[var] = solved[var] = value
+            continue
+        rows: list[Row] = []
+        for bound_var, sizes in bounds:
+            if bound_var is None:
+                rows.append(Row(sizes))
+                continue
+            value = known.get(bound_var)
+            if value is None:
+                break
+            rows.append(Row(value.dims + sizes) if sizes else value)
+        else:
+            joined = _join_concrete(rows)
+            if joined is None or gen + len(joined.dims) > MAX_RANK:
+                return {}
+            known[var] = joined
+            solved[var] = joined
+    return solved
+
+
 class Scheme:
     """A traced function's shapes; see the module docstring and :func:`trace`.
 
@@ -260,6 +483,7 @@ class Scheme:
         self._origin_index = {key: i for i, key in enumerate(origins)}
         self._plan = tuple(_compile_fact(fact, self._origin_index) for fact in facts)
         self._places: dict[int, tuple[str, int]] | None = None
+        self._presolve = _plan_presolve(self)
 
     @property
     def arity(self) -> int:
@@ -1045,7 +1269,7 @@ class _Stamp:
 
     Origins of the trace name the tracers; an application's name the actual
     arguments instead (``names``), as re-running the body would. The scheme's
-    own origins are stamped once per application (``table``, in the order of
+    own origins are stamped once per application (on first use, in the order of
     ``Scheme._origins``).
     """
 
@@ -1057,7 +1281,9 @@ class _Stamp:
         self.site = site
         self.names = names
         self._index = sc._origin_index
-        self.table = [self._stamp(origin) for origin in sc._origins]
+        self._origins = sc._origins
+        # Stamped on first use: a presolved application uses few of them.
+        self._table: list[Origin | None] = [None] * len(sc._origins)
 
     def _side(self, side: Side | None) -> Side | None:
         if side is None or side.tensor not in self.names:
@@ -1086,7 +1312,14 @@ class _Stamp:
     def __call__(self, origin: Origin) -> Origin:
         """The application's origin for one of the scheme's origins."""
         index = self._index.get(id(origin))
-        return self.table[index] if index is not None else self._stamp(origin)
+        return self.at(index) if index is not None else self._stamp(origin)
+
+    def at(self, index: int) -> Origin:
+        """The application's origin for the scheme's origin number ``index``."""
+        stamped = self._table[index]
+        if stamped is None:
+            stamped = self._table[index] = self._stamp(self._origins[index])
+        return stamped
 
     def new(
         self,
@@ -1110,16 +1343,27 @@ class _Stamp:
         )
 
 
-def _rename_row(
-    row: Row, dims: dict[DimVar, DimVar], rows: dict[RowVar, RowVar]
-) -> Row:
-    var = row.var
-    if var is not None:
-        var = rows.get(var, var)
-    if row.dims:
-        renamed = [dims.get(d, d) if type(d) is DimVar else d for d in row.dims]  # type: ignore[call-overload]
-        return Row(tuple(renamed), var)
-    return row if var is row.var else Row((), var)
+def _renamer(
+    dims: dict[DimVar, DimVar], rows: dict[RowVar, RowVar], solved: dict[RowVar, Row]
+) -> Callable[[Row], Row]:
+    """Rename a scheme row for one application (presolved variables by their value)."""
+
+    def row(r: Row) -> Row:
+        var = r.var
+        r_dims = r.dims
+        if r_dims and dims:
+            r_dims = tuple(
+                [dims.get(d, d) if type(d) is DimVar else d for d in r_dims]  # type: ignore[call-overload]
+            )
+        if var is None:
+            return r if r_dims is r.dims else Row(r_dims)
+        value = solved.get(var)
+        if value is not None:
+            return Row(value.dims + r_dims) if r_dims else value
+        new_var = rows.get(var, var)
+        return r if new_var is var and r_dims is r.dims else Row(r_dims, new_var)
+
+    return row
 
 
 def _boundary_origin(
@@ -1150,6 +1394,14 @@ def _apply(
     session = sc.session
     solver = session.solver
     trail = session.trail
+    # Outside rewind windows (check and nested traces log every constraint
+    # they add) and with no sabotage, solve the internal-only rows outright.
+    pre = sc._presolve
+    solved: dict[RowVar, Row] = (
+        _presolved(sc, pre, args, results or (), solver.norm_row)
+        if pre is not None and not sabotages and not trail.depth
+        else {}
+    )
     if Sabotage.NO_GENERALIZATION in sabotages:
         dims: dict[DimVar, DimVar] = {}
         rows: dict[RowVar, RowVar] = {}
@@ -1157,10 +1409,9 @@ def _apply(
         mint = session.fresh_dim_var
         dims = {v: mint() for v in sc._dims}  # type: ignore[misc]
         mint_row = session.fresh_row_var
-        rows = {v: mint_row() for v in sc._rows}  # type: ignore[misc]
+        rows = {v: mint_row() for v in sc._rows if v not in solved}  # type: ignore[misc]
 
-    def row(r: Row) -> Row:
-        return _rename_row(r, dims, rows)
+    row = _renamer(dims, rows, solved)
 
     def dim(d: Dim) -> Dim:
         return dims.get(d, d) if type(d) is DimVar else d  # type: ignore[call-overload]
@@ -1198,6 +1449,8 @@ def _apply(
         # Template depths first: they bound the axes later templates may add.
         row_gen = solver.row_gen
         for var, gen in sc.gens:
+            if var in solved:
+                continue
             new = rows.get(var, var)
             if row_gen.get(new.id, 0) < gen:
                 trail.set_item(row_gen, new.id, gen)
@@ -1240,9 +1493,14 @@ def _apply(
                     add(DimEq(dim(item.term), item.old, origin))  # type: ignore[arg-type]
                 else:
                     add(RowEq(row(item.term), Row((), item.old), origin))  # type: ignore[arg-type]
-        table = stamp.table
-        for code, first, second, origin_at in sc._plan:
-            origin = table[origin_at]
+        origin_at_index = stamp.at
+        skipped = pre.skipped if solved and pre is not None else None
+        for at, (code, first, second, origin_at) in enumerate(sc._plan):
+            if skipped is not None:
+                presolved_var = skipped[at]
+                if presolved_var is not None and presolved_var in solved:
+                    continue  # holds: the presolved value is the join of its bounds
+            origin = origin_at_index(origin_at)
             if code == _ROW_INEQ:
                 add(RowIneq(row(first), row(second), origin))  # type: ignore[arg-type]
             elif code == _DIM_INEQ:
@@ -1257,6 +1515,8 @@ def _apply(
         if Sabotage.NO_MARKS not in sabotages or checking:
             mark_origin = stamp.new("policy mark", sc.label)
             for var, mark in sc.marks:
+                if var in solved:
+                    continue  # a closed row takes no marks
                 add(PolicyMark(Row((), rows.get(var, var)), mark, mark_origin))
         if Sabotage.NO_REF_INPUTS not in sabotages:
             for capture in sc.captures:

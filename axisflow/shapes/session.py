@@ -77,6 +77,7 @@ from axisflow.shapes.trail import Trail
 Role = Literal["leaf", "param", "fresh", "result"]
 
 _SPEC_SIDES = {kind: Side("its spec", kind) for kind in KINDS}
+_ROW_ATTRS = tuple(kind.value for kind in KINDS)  # Shape's attributes, in row order
 
 
 def shape_sides(name: str) -> tuple[Side, Side, Side]:
@@ -1023,7 +1024,20 @@ class Session:
                 "half-applied constraints (it is tainted); rewind or start a new session"
             )
         solver = self.solver
-        rows = [row for shape in self._shapes for row in shape.rows()]
+        norm_row = solver.norm_row
+        # Rows already concrete (most, after Stage 1) have nothing to close:
+        # only the open ones go to the solver, in registration order.
+        solved: list[tuple[Shape, str, Row]] = []
+        open_rows: list[tuple[Shape, str, Row]] = []
+        for shape in self._shapes:
+            for attr, row in zip(_ROW_ATTRS, shape.rows(), strict=True):
+                current = norm_row(row)
+                if current.var is None and all(type(d) is Size for d in current.dims):
+                    if current is not row:
+                        solved.append((shape, attr, current))
+                else:
+                    open_rows.append((shape, attr, row))
+        rows = [row for _, _, row in open_rows]
         rows.extend(Row((ref.var,)) for ref in self._refs if ref.var is not None)
         try:
             solver.close(rows)
@@ -1033,11 +1047,12 @@ class Session:
         finally:
             solver.trigger = None
         set_attr = self.trail.set_attr
-        for shape in self._shapes:
-            for kind in KINDS:
-                concrete = solver.norm_row(shape.row(kind))
-                assert concrete.is_concrete(), f"closing left {shape.name}.{kind} open"
-                set_attr(shape, kind.value, concrete)
+        for shape, attr, concrete in solved:
+            set_attr(shape, attr, concrete)
+        for shape, attr, row in open_rows:
+            concrete = norm_row(row)
+            assert concrete.is_concrete(), f"closing left {shape.name}.{attr} open"
+            set_attr(shape, attr, concrete)
         for ref in self._refs:
             if ref.var is not None:
                 dim = solver.find_dim(ref.var)

@@ -616,6 +616,16 @@ class Solver:
             return
         trail.del_item(self.row_bounds, var.id)
         work = self._work
+        if not value.dims and value.var is None:
+            # Every row broadcasts from the empty row: ``res ⊑ []`` and
+            # ``glb ⊑ []`` hold whatever ``res`` and ``glb`` are, so only the
+            # operands (which must now be empty as well) are re-emitted. Closing
+            # empties most variables, so this keeps it linear in their operands.
+            for opnd, opnd_origin in bounds.opnd:
+                work.append((_ROW_INEQ, value, Row((), opnd), opnd_origin))
+            for total_id in bounds.totals:
+                work.append((_TOTAL, total_id))
+            return
         for res, res_origin in bounds.res:
             work.append((_ROW_INEQ, Row((), res), value, res_origin))
         for opnd, opnd_origin in bounds.opnd:

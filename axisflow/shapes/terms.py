@@ -51,7 +51,9 @@ class DimVar:
         return isinstance(other, DimVar) and other.id == self.id
 
     def __hash__(self) -> int:
-        return hash(("d", self.id))
+        # Ids come from one counter for dims and rows alike: the id is a
+        # collision-free hash, and the cheapest one (variables key hot dicts).
+        return self.id
 
     def __repr__(self) -> str:
         return f"d{self.id}"
@@ -104,7 +106,7 @@ class RowVar:
         return isinstance(other, RowVar) and other.id == self.id
 
     def __hash__(self) -> int:
-        return hash(("r", self.id))
+        return self.id  # see DimVar.__hash__
 
     def __repr__(self) -> str:
         return f"r{self.id}"

@@ -1,0 +1,207 @@
+"""Presolving: an application solves the scheme's internal-only rows outright.
+
+The soundness oracle (``test_schemes_oracle``) compares every application with
+re-evaluating the body, presolved or not; these tests pin down when presolving
+happens, that a clash falls back to the full application (and its error), that
+the join is the right one (against brute force), and that the oracle catches a
+wrong join (a negative control).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import axisflow.shapes.scheme as scheme_module
+from axisflow.shapes import Session, ShapeError, Tensor, scheme
+from axisflow.shapes.terms import Row, Size
+from tests.shapes.test_schemes_oracle import Op, Program, run
+
+
+def residual(s: Session, x: Tensor, w: Tensor) -> list[Tensor]:
+    h = s.compose("h", w, x)
+    a = s.pointwise("a", h)
+    sq = s.pointwise("sq", a, a)
+    return [s.pointwise("out", s.transpose("t", s.transpose("t0", sq)), h)]
+
+
+def traced(s: Session) -> tuple[scheme.Scheme, Tensor]:
+    w = s.param("w", "8->8")
+    with s.rewind():
+        mark = s.var_mark()
+        x = s.fresh("x")
+        sc = scheme.trace(
+            s, var_mark=mark, label="block", args=[x], f=lambda: residual(s, x, w)
+        )
+    return sc, w
+
+
+def internal_rows_open(applied: scheme.Application) -> list[str]:
+    return [
+        shape.name
+        for shape in applied.internal
+        if not all(row.is_concrete() for row in shape.rows())
+    ]
+
+
+def test_concrete_arguments_presolve_the_internal_rows() -> None:
+    s = Session()
+    sc, _ = traced(s)
+    assert sc._presolve is not None
+    logged = len(s.log)
+    applied = scheme.instantiate(
+        sc, application="c", args=[s.leaf("x1", "5|->8")], results=[s.fresh("y")]
+    )
+    # Every internal row is solved at once (the result's rows stay open: a
+    # later constraint may still reach them) ...
+    assert internal_rows_open(applied) == ["out"]
+    assert [shape.rows()[0] for shape in applied.internal[:-1]] == [Row((Size(5),))] * (
+        len(applied.internal) - 1
+    )
+    # ... and their inequalities are not added.
+    presolvable = sum(1 for var in sc._presolve.skipped if var is not None)
+    assert presolvable > 0
+    assert len(s.log) - logged < len(sc.facts) + 3 * 2
+
+
+def test_open_arguments_and_windows_do_not_presolve() -> None:
+    s = Session()
+    sc, _ = traced(s)
+    applied = scheme.instantiate(
+        sc, application="c", args=[s.fresh("x1")], results=[s.fresh("y")]
+    )
+    assert "h" in internal_rows_open(applied)
+    with s.rewind():
+        inside = scheme.instantiate(
+            sc, application="d", args=[s.leaf("x2", "5|->8")], results=[s.fresh("z")]
+        )
+        assert "h" in internal_rows_open(inside)
+    # With a sabotage the mechanism runs as written, unpresolved.
+    sabotaged = scheme.instantiate(
+        sc,
+        application="e",
+        args=[s.leaf("x3", "5|->8")],
+        results=[s.fresh("v")],
+        sabotage=scheme.Sabotage.NO_MARKS,
+    )
+    assert "h" in internal_rows_open(sabotaged)
+
+
+def test_presolved_and_re_evaluated_applications_close_alike() -> None:
+    specs = ["5|->8", "1|->8", "2,5|->8", "|->8", "8|->8"]
+    s = Session()
+    sc, w = traced(s)
+    results = []
+    for index, spec in enumerate(specs):
+        y = s.fresh(f"y{index}")
+        scheme.instantiate(
+            sc, application=f"c{index}", args=[s.leaf(f"x{index}", spec)], results=[y]
+        )
+        results.append(y)
+    s.close()
+    reference = Session()
+    w_ref = reference.param("w", "8->8")
+    expected = [
+        residual(reference, reference.leaf(f"x{index}", spec), w_ref)[0]
+        for index, spec in enumerate(specs)
+    ]
+    reference.close()
+    assert [y.shape.dims() for y in results] == [t.shape.dims() for t in expected]
+    assert w.shape.dims() == w_ref.shape.dims()
+
+
+def two_operand_body(s: Session, a: Tensor, b: Tensor) -> list[Tensor]:
+    return [s.transpose("t", s.pointwise("h", a, b))]
+
+
+def test_a_clash_of_presolved_bounds_fails_as_re_evaluation_does() -> None:
+    s = Session()
+    with s.rewind():
+        mark = s.var_mark()
+        a, b = s.fresh("a"), s.fresh("b")
+        sc = scheme.trace(
+            s,
+            var_mark=mark,
+            label="f",
+            args=[a, b],
+            f=lambda: two_operand_body(s, a, b),
+        )
+    with pytest.raises(ShapeError) as through_scheme:
+        scheme.instantiate(
+            sc,
+            application="c",
+            args=[s.leaf("x", "2|->4"), s.leaf("z", "3|->4")],
+            results=[s.fresh("y")],
+        )
+    reference = Session()
+    with pytest.raises(ShapeError) as re_evaluated:
+        two_operand_body(
+            reference, reference.leaf("x", "2|->4"), reference.leaf("z", "3|->4")
+        )
+    prefix = "applying the shape scheme f to c: pointwise 'h' of x, z in shape scheme f at application 'c'"
+    detail = str(re_evaluated.value).split(": ", 1)[1]
+    assert str(through_scheme.value) == f"{prefix}: {detail}"
+
+
+# ------------------------------------------------------------ the join itself
+
+
+def broadcasts_to(row: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    if len(row) > len(target):
+        return False
+    tail = target[len(target) - len(row) :]
+    return all(d == 1 or d == t for d, t in zip(row, tail, strict=True))
+
+
+def brute_force_join(rows: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The shortest row with the most 1s that every row broadcasts to."""
+    length = max((len(r) for r in rows), default=0)
+    values = sorted({d for r in rows for d in r} | {1})
+    fitting = [
+        candidate
+        for candidate in itertools.product(values, repeat=length)
+        if all(broadcasts_to(r, candidate) for r in rows)
+    ]
+    if not fitting:
+        return None
+    return max(fitting, key=lambda candidate: candidate.count(1))
+
+
+size_rows = st.lists(st.sampled_from((1, 2, 3)), max_size=3).map(tuple)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(size_rows, min_size=1, max_size=4))
+def test_the_join_is_the_least_row_every_bound_broadcasts_to(
+    rows: list[tuple[int, ...]],
+) -> None:
+    joined = scheme_module._join_concrete(
+        [Row(tuple(Size(n) for n in r)) for r in rows]
+    )
+    expected = brute_force_join(rows)
+    if expected is None:
+        assert joined is None
+    else:
+        assert joined is not None
+        assert tuple(d.n for d in joined.dims) == expected  # type: ignore[union-attr]
+
+
+def test_the_oracle_catches_a_wrong_join(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Negative control: presolving to the first bound instead of the join."""
+    program = Program(
+        anchors=(),
+        arity=2,
+        body=(Op("pointwise", (0, 1)), Op("transpose", (2,))),
+        results=(3,),
+        calls=((("leaf", "3|->4"), ("leaf", "2,3|->4")),),
+        close_before=(False,),
+        set_dim=None,
+    )
+    expected = run(program, through_schemes=False)
+    assert run(program, through_schemes=True) == expected
+    monkeypatch.setattr(scheme_module, "_join_concrete", lambda rows: rows[0])
+    assert run(program, through_schemes=True) != expected
