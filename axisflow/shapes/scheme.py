@@ -389,6 +389,25 @@ def _presolved(
             if current.is_concrete():
                 known[var] = current
                 break
+    # The values are a function of the sources' values: call sites repeating
+    # their argument shapes reuse them (the rows are immutable).
+    key = tuple(known.get(var) for var, _ in pre.sources)
+    memo = sc._presolve_memo
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    if len(memo) >= _PRESOLVE_MEMO_SIZE:
+        memo.clear()
+    memo[key] = solved = _solve_presolvable(pre, known)
+    return solved
+
+
+_PRESOLVE_MEMO_SIZE = 256
+"""Source values remembered per scheme (cleared when full: a bound, not a cache policy)."""
+
+
+def _solve_presolvable(pre: _Presolve, known: dict[RowVar, Row]) -> dict[RowVar, Row]:
+    """The joins of :func:`_presolved`, in dependency order (``known``: the sources)."""
     solved: dict[RowVar, Row] = {}
     for var, bounds, gen in pre.order:
         if len(bounds) == 1 and not bounds[0][1] and bounds[0][0] is not None:
@@ -484,6 +503,7 @@ class Scheme:
         self._plan = tuple(_compile_fact(fact, self._origin_index) for fact in facts)
         self._places: dict[int, tuple[str, int]] | None = None
         self._presolve = _plan_presolve(self)
+        self._presolve_memo: dict[tuple[Row | None, ...], dict[RowVar, Row]] = {}
 
     @property
     def arity(self) -> int:

@@ -1029,11 +1029,18 @@ class Session:
         # only the open ones go to the solver, in registration order.
         solved: list[tuple[Shape, str, Row]] = []
         open_rows: list[tuple[Shape, str, Row]] = []
+        # Shapes share row objects (constant rows, a scheme's presolved rows):
+        # one stored concrete is concrete wherever it occurs.
+        concrete_ids: set[int] = set()
         for shape in self._shapes:
             for attr, row in zip(_ROW_ATTRS, shape.rows(), strict=True):
+                if id(row) in concrete_ids:
+                    continue
                 current = norm_row(row)
                 if current.var is None and all(type(d) is Size for d in current.dims):
-                    if current is not row:
+                    if current is row:
+                        concrete_ids.add(id(row))
+                    else:
                         solved.append((shape, attr, current))
                 else:
                     open_rows.append((shape, attr, row))
