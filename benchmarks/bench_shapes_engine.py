@@ -13,10 +13,11 @@ solving each constraint as it arrives), the closing time, and the growth of
 each from the previous size (the goal is at most 12x per 10x operations),
 the share of the time the garbage collector took, and the growth of the time
 outside the collector (the engine's own work). Times are process CPU
-time of the fastest of ``--repeat`` runs (two at 100k), so that other
-processes on a shared machine disturb them less. Run:
+time of the fastest of ``--repeat`` runs (twice as many at 1k, whose
+fractions of a second other processes disturb most; two at 100k), so that
+other processes on a shared machine disturb them less. Run:
 
-    .venv/bin/python benchmarks/bench_shapes_engine.py [--sizes 1000,10000] [--repeat 3]
+    .venv/bin/python benchmarks/bench_shapes_engine.py [--sizes 1000,10000] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def main() -> None:
     """Run the benchmark and print the table."""
     parser = argparse.ArgumentParser(description="Shape engine benchmark.")
     parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--programs", default=",".join(PROGRAMS))
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
@@ -120,7 +121,8 @@ def main() -> None:
     print(
         f"# shape engine benchmark: Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, load average {load:.2f} at start; "
-        f"CPU seconds, best of {args.repeat}"
+        f"CPU seconds, best of {2 * args.repeat} (1k), {args.repeat} (10k), "
+        f"{min(args.repeat, 2)} (100k)"
     )
     header = (
         f"{'program':<11} {'ops':>7} {'stage-1 s':>10} {'growth':>7} "
@@ -134,8 +136,15 @@ def main() -> None:
         previous: tuple[float, float] | None = None
         previous_without_gc: float | None = None
         for n in sizes:
-            # Large sizes take long; two runs still filter out most noise.
-            repeat = args.repeat if n < 100_000 else min(args.repeat, 2)
+            # Small sizes are the noisiest; large ones take long, and two runs
+            # still filter out most noise there.
+            repeat = (
+                2 * args.repeat
+                if n <= 1_000
+                else args.repeat
+                if n < 100_000
+                else min(args.repeat, 2)
+            )
             stage1, closing, collecting = measure(build, n, repeat)
             total = stage1 + closing
             print(

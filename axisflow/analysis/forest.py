@@ -7,9 +7,6 @@ slots. The role analysis, the scheduler and the evaluator all start here.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from xdsl.ir import Operation
@@ -73,24 +70,6 @@ class ForestInfo:
     values: dict[str, ValueInfo]
     has_slots: bool
     """Whether any loop declares a fusion slot (instance-aware binding)."""
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector around an allocation-heavy analysis.
-
-    The analyses allocate many small acyclic objects (freed by reference
-    counting); each allocation burst would otherwise trigger full collections
-    that scan the whole IR, making the cost grow faster than the IR. The
-    previous state is restored, also on error.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 _Loops = tuple[LoopOp, ...]

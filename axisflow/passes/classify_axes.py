@@ -18,9 +18,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from axisflow.analysis.forest import ForestInfo, ValueInfo, collect_forest, gc_paused
+from axisflow.analysis.forest import ForestInfo, ValueInfo, collect_forest
 from axisflow.dialects.batch import AxisReasonsAttr, AxisRolesAttr, ForestOp
 from axisflow.dialects.labels import print_index_list
+from axisflow.gc_pause import gc_paused
 from axisflow.roles.decision import (
     LoopRole,
     Occurrence,

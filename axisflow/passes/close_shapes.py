@@ -62,6 +62,7 @@ from axisflow.dialects.tprog import (
     TransposeOp,
     ValueEntry,
 )
+from axisflow.gc_pause import gc_paused
 from axisflow.shapes import (
     DeferredCount,
     DimRef,
@@ -452,7 +453,8 @@ class CloseShapesPass(ModulePass):
                 "close-shapes: bytes-per-element must be a positive integer"
             )
         evaluator = ProgramEvaluator(op, bytes_per_element=self.bytes_per_element)
-        evaluator.evaluate()
+        with gc_paused():  # allocation-heavy; see axisflow.gc_pause
+            evaluator.evaluate()
         updates: list[tuple[SSAValue, Attribute]] = [
             (value, concrete_type(tensor.shape))
             for value, tensor in evaluator.top.values.items()

@@ -51,6 +51,7 @@ from axisflow.dialects.tprog import (
     SetDimOp,
     ValueEntry,
 )
+from axisflow.gc_pause import gc_paused
 from axisflow.passes.close_shapes import Frame, ProgramEvaluator, fail_at
 from axisflow.shapes import Scheme, Shape, ShapeError, Tensor, scheme
 
@@ -388,4 +389,5 @@ class GeneralizeShapesPass(ModulePass):
             raise DiagnosticException(
                 "generalize-shapes: bytes-per-element must be a positive integer"
             )
-        Generalizer(op, bytes_per_element=self.bytes_per_element).run()
+        with gc_paused():  # allocation-heavy; see axisflow.gc_pause
+            Generalizer(op, bytes_per_element=self.bytes_per_element).run()

@@ -285,7 +285,7 @@ def test_every_role_matches_the_pure_decision_tree(module: ModuleOp) -> None:
 def test_gc_paused_restores_the_collector_state() -> None:
     import gc
 
-    from axisflow.analysis.forest import gc_paused
+    from axisflow.gc_pause import gc_paused
 
     assert gc.isenabled()
     try:
