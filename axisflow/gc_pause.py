@@ -9,9 +9,14 @@ Pure Python (the shape engine imports it and must not import xDSL).
 
 from __future__ import annotations
 
+import functools
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @contextmanager
@@ -24,3 +29,27 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def collector_paused(function: Callable[P, R]) -> Callable[P, R]:
+    """Run ``function`` with the cyclic collector paused (cheaper than :func:`gc_paused`).
+
+    For the shape engine's operations: they allocate only acyclic objects,
+    which reference counting frees, so a collection started inside one would
+    only scan the program's live objects for nothing. Allocations still count
+    towards the next collection, which runs once the caller allocates with the
+    collector on: nothing is skipped, only not repeated mid-operation. Nested
+    calls pass straight through.
+    """
+
+    @functools.wraps(function)
+    def paused(*args: P.args, **kwargs: P.kwargs) -> R:
+        if not gc.isenabled():
+            return function(*args, **kwargs)
+        gc.disable()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused

@@ -13,11 +13,12 @@ solving each constraint as it arrives), the closing time, and the growth of
 each from the previous size (the goal is at most 12x per 10x operations),
 the share of the time the garbage collector took, and the growth of the time
 outside the collector (the engine's own work). Times are process CPU
-time of the fastest of ``--repeat`` runs (twice as many at 1k, whose
-fractions of a second other processes disturb most; two at 100k), so that
-other processes on a shared machine disturb them less. Run:
+time, the fastest of ``--rounds`` rounds; each round runs every size once
+(the smallest twice), so that the sizes compared are measured close together
+in time: a shared machine's speed drifts more between two runs of a whole
+program than within a round. Run:
 
-    .venv/bin/python benchmarks/bench_shapes_engine.py [--sizes 1000,10000] [--repeat 5]
+    .venv/bin/python benchmarks/bench_shapes_engine.py [--sizes 1000,10000] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -81,24 +82,40 @@ class GcClock:
             self.seconds += time.process_time() - self._started
 
 
-def measure(build: Builder, n: int, repeat: int) -> tuple[float, float, float]:
-    """Stage-1, closing and garbage-collection CPU times of the fastest of ``repeat`` runs."""
-    best = (float("inf"), float("inf"), float("inf"))
+def run_once(build: Builder, n: int, clock: GcClock) -> tuple[float, float, float]:
+    """Stage-1, closing and garbage-collection CPU times of one run."""
+    gc.collect()
+    clock.seconds = 0.0
+    start = time.process_time()
+    session = build(n)
+    built = time.process_time()
+    session.close()
+    closed = time.process_time()
+    del session
+    return (built - start, closed - built, clock.seconds)
+
+
+def measure(
+    build: Builder, sizes: list[int], rounds: int
+) -> dict[int, tuple[float, float, float]]:
+    """The fastest run of each size over ``rounds`` rounds.
+
+    Each round runs every size once, smallest first (the smallest twice:
+    its fractions of a second vary most), so that the sizes whose growth is
+    compared are measured minutes apart at most, on the same machine; the
+    speed of a shared machine drifts more than that between runs of a whole
+    program.
+    """
+    best = {n: (float("inf"), float("inf"), float("inf")) for n in sizes}
     clock = GcClock()
     gc.callbacks.append(clock)
     try:
-        for _ in range(repeat):
-            gc.collect()
-            clock.seconds = 0.0
-            start = time.process_time()
-            session = build(n)
-            built = time.process_time()
-            session.close()
-            closed = time.process_time()
-            run = (built - start, closed - built, clock.seconds)
-            if run[0] + run[1] < best[0] + best[1]:
-                best = run
-            del session
+        for _ in range(rounds):
+            for n in sizes:
+                for _ in range(2 if n == sizes[0] else 1):
+                    run = run_once(build, n, clock)
+                    if run[0] + run[1] < best[n][0] + best[n][1]:
+                        best[n] = run
     finally:
         gc.callbacks.remove(clock)
     return best
@@ -113,7 +130,7 @@ def main() -> None:
     """Run the benchmark and print the table."""
     parser = argparse.ArgumentParser(description="Shape engine benchmark.")
     parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--programs", default=",".join(PROGRAMS))
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
@@ -121,8 +138,8 @@ def main() -> None:
     print(
         f"# shape engine benchmark: Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, load average {load:.2f} at start; "
-        f"CPU seconds, best of {2 * args.repeat} (1k), {args.repeat} (10k), "
-        f"{min(args.repeat, 2)} (100k)"
+        f"CPU seconds, best of {args.rounds} rounds over the sizes (of "
+        f"{2 * args.rounds} runs for the smallest)"
     )
     header = (
         f"{'program':<11} {'ops':>7} {'stage-1 s':>10} {'growth':>7} "
@@ -133,19 +150,11 @@ def main() -> None:
     print("-" * len(header))
     for name in args.programs.split(","):
         build = PROGRAMS[name]
+        measured = measure(build, sizes, args.rounds)
         previous: tuple[float, float] | None = None
         previous_without_gc: float | None = None
         for n in sizes:
-            # Small sizes are the noisiest; large ones take long, and two runs
-            # still filter out most noise there.
-            repeat = (
-                2 * args.repeat
-                if n <= 1_000
-                else args.repeat
-                if n < 100_000
-                else min(args.repeat, 2)
-            )
-            stage1, closing, collecting = measure(build, n, repeat)
+            stage1, closing, collecting = measured[n]
             total = stage1 + closing
             print(
                 f"{name:<11} {n:>7} {stage1:>10.3f} "

@@ -452,9 +452,12 @@ class CloseShapesPass(ModulePass):
             raise DiagnosticException(
                 "close-shapes: bytes-per-element must be a positive integer"
             )
-        evaluator = ProgramEvaluator(op, bytes_per_element=self.bytes_per_element)
         with gc_paused():  # allocation-heavy; see axisflow.gc_pause
-            evaluator.evaluate()
+            self._apply(op)
+
+    def _apply(self, op: ModuleOp) -> None:
+        evaluator = ProgramEvaluator(op, bytes_per_element=self.bytes_per_element)
+        evaluator.evaluate()
         updates: list[tuple[SSAValue, Attribute]] = [
             (value, concrete_type(tensor.shape))
             for value, tensor in evaluator.top.values.items()

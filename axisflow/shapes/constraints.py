@@ -1,7 +1,8 @@
 """Constraints: plain data that operations emit and the solver consumes.
 
 Every constraint carries an :class:`~axisflow.shapes.terms.Origin`. A session
-keeps an append-only log of the constraints it was given, in emission order
+keeps an append-only log of the constraints it was given inside rewind
+windows (of all of them with ``keep_log=True``), in emission order
 (:attr:`Session.log <axisflow.shapes.session.Session.log>`); a rewind window
 can read off the part it added. Because constraints only hold immutable terms,
 they can be renamed (:meth:`Constraint.rename`, used to instantiate a shape

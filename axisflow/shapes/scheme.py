@@ -58,6 +58,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NoReturn
 
+from axisflow.gc_pause import collector_paused
 from axisflow.shapes.constraints import (
     CaptureBind,
     Constraint,
@@ -1571,6 +1572,7 @@ def _capture(
     session.add(CaptureBind(ref, term, origin))
 
 
+@collector_paused
 def instantiate(
     sc: Scheme,
     *,
@@ -1613,6 +1615,7 @@ def instantiate(
     return Application(sc, application, internal)
 
 
+@collector_paused
 def check(
     sc: Scheme,
     *,

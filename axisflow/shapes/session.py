@@ -6,8 +6,8 @@ A :class:`Session` owns
   never rewound, so ids are never reused);
 * the :class:`~axisflow.shapes.solver.Solver` state (solutions, bounds,
   policy marks, pending totals, terminal rows);
-* an append-only :attr:`Session.log` of every constraint added, in emission
-  order;
+* an append-only :attr:`Session.log` of the constraints added while a rewind
+  window is open, in emission order (of every one with ``keep_log=True``);
 * the shapes registered with the next closing, the capture
   references, the ``tainted`` flag and the number of closings.
 
@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from axisflow.gc_pause import gc_paused
+from axisflow.gc_pause import collector_paused, gc_paused
 from axisflow.shapes.constraints import (
     CaptureBind,
     Constraint,
@@ -334,10 +334,11 @@ class Session:
     (((), (3,), (4,)), ((), (), (4,)))
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_log: bool = False) -> None:
         self._next_id = 0
         self.trail = Trail()
         self.solver = Solver(self.trail, self._mint)
+        self._keep_log = keep_log
         self._log: list[Constraint] = []
         self._shapes: list[Shape] = []
         self._refs: list[DimRef] = []
@@ -374,7 +375,14 @@ class Session:
 
     @property
     def log(self) -> Sequence[Constraint]:
-        """Every constraint added to the session, in emission order."""
+        """The constraints added while a rewind window was open, in emission order.
+
+        With ``Session(keep_log=True)`` every constraint added to the session.
+        Outside windows nothing reads the log (a window reads what it added),
+        and keeping every constraint and its origin alive would make the heap,
+        and the garbage collector's full collections, grow with the program
+        for no use: it is opt-in.
+        """
         return self._log
 
     @property
@@ -579,6 +587,7 @@ class Session:
 
     # ------------------------------------------------------------ constraints
 
+    @collector_paused
     def add(self, constraint: Constraint) -> None:
         """Log a constraint and solve it at Stage 1.
 
@@ -586,7 +595,8 @@ class Session:
         """
         if self._constraint_guards:
             self._constraint_guards[-1](constraint)
-        self.trail.append(self._log, constraint)
+        if self._keep_log or self.trail.depth:
+            self.trail.append(self._log, constraint)
         solver = self.solver
         solver.trigger = constraint.origin
         try:
@@ -778,18 +788,21 @@ class Session:
             self.add(Terminal(row, is_param, origin.with_sides(shape.side(kind), None)))
         return Tensor(name, shape, role, origin)
 
+    @collector_paused
     def leaf(
         self, name: str, spec: str | None = None, *, site: object = None
     ) -> Tensor:
         """A data tensor (terminal, not a parameter); ``spec=None`` leaves all rows open."""
         return self._terminal(name, spec, "leaf", site)
 
+    @collector_paused
     def param(
         self, name: str, spec: str | None = None, *, site: object = None
     ) -> Tensor:
         """A parameter: unspecified dims are inferred; an uninferable one is an error at closing."""
         return self._terminal(name, spec, "param", site)
 
+    @collector_paused
     def fresh(self, name: str, *, site: object = None) -> Tensor:
         """A tensor with all three rows open and no constraint (tracers, placeholders)."""
         self._check_text("fresh", "name", name)
@@ -798,6 +811,7 @@ class Session:
 
     # ------------------------------------------------------------- operations
 
+    @collector_paused
     def pointwise(self, name: str, *operands: Tensor, site: object = None) -> Tensor:
         """An elementwise operation: every row of the result broadcasts from each operand's."""
         if not operands:
@@ -830,6 +844,7 @@ class Session:
             )
         )
 
+    @collector_paused
     def compose(
         self, name: str, a: Tensor, b: Tensor, *, site: object = None
     ) -> Tensor:
@@ -851,6 +866,7 @@ class Session:
         self._ineq(origin, result, Kind.OUTPUT, a.shape, Kind.OUTPUT)
         return Tensor(name, result, "result", origin)
 
+    @collector_paused
     def transpose(self, name: str, a: Tensor, *, site: object = None) -> Tensor:
         """Swap the input and output rows of ``a``."""
         self._check_operands("transpose", name, (a,))
@@ -861,6 +877,7 @@ class Session:
         self._ineq(origin, result, Kind.OUTPUT, a.shape, Kind.INPUT)
         return Tensor(name, result, "result", origin)
 
+    @collector_paused
     def einsum(
         self,
         name: str,
@@ -970,6 +987,7 @@ class Session:
         self.trail.on_undo(lambda: setattr(ref, "discarded", True))
         return ref
 
+    @collector_paused
     def set_dim(
         self, ref: DimRef, n: int, *, basis: str = DEFAULT_BASIS, site: object = None
     ) -> None:
@@ -983,6 +1001,7 @@ class Session:
         origin = self._origin("set_dim", ref.label, site=site)
         self.add(SetDim(ref, Size(n, basis), origin))
 
+    @collector_paused
     def total_elems(
         self,
         tensor: Tensor,

@@ -19,6 +19,7 @@ from axisflow.dialects.tprog import (
     Tprog,
 )
 from axisflow.passes.close_shapes import CloseShapesPass, ProgramEvaluator
+from axisflow.shapes import Session
 
 
 def parse(text: str) -> ModuleOp:
@@ -104,7 +105,7 @@ def test_evaluator_exposes_the_session_for_extensions() -> None:
         %y = tprog.call @f(%x) at "one" : !tprog.tensor
         """
     )
-    evaluator = ProgramEvaluator(module)
+    evaluator = ProgramEvaluator(module, session=Session(keep_log=True))
     evaluator.evaluate()
     assert evaluator.session.closings == 1
     (body_value,) = [v for v in evaluator.body_shapes if v.name_hint == "t"]

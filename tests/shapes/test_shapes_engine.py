@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from axisflow.shapes import (
@@ -626,7 +628,7 @@ def test_non_string_names_specs_and_kinds_are_refused() -> None:
 
 
 def test_constraints_read_as_text() -> None:
-    s = Session()
+    s = Session(keep_log=True)
     a = s.leaf("a", "3")
     s.pointwise("c", a)
     ineq = next(c for c in s.log if isinstance(c, RowIneq))
@@ -657,7 +659,7 @@ def test_closing_forgets_open_state_and_allows_more_work() -> None:
 
 
 def test_origins_carry_the_kind_of_axes() -> None:
-    s = Session()
+    s = Session(keep_log=True)
     a = s.leaf("a", "3")
     b = s.leaf("b", "4|->3")
     s.pointwise("c", a, b)
@@ -689,3 +691,37 @@ def test_provenance_stamps_application() -> None:
         c = s.pointwise("c", s.leaf("a", "3"))
     assert c.origin.application == "site1"
     assert "at application 'site1'" in c.origin.describe()
+
+
+def test_the_log_keeps_window_constraints_unless_asked_for_all() -> None:
+    s = Session()
+    a = s.leaf("a", "3")
+    s.pointwise("b", a)
+    assert s.log == []  # nothing outside windows: no heap growth for no reader
+    with s.rewind() as window:
+        s.pointwise("c", a)
+        inside = window.constraints()
+        assert inside and all(c.origin.tensor == "c" for c in inside)
+        assert list(s.log) == list(inside)
+    assert s.log == []
+    kept = Session(keep_log=True)
+    kept.pointwise("b", kept.leaf("a", "3"))
+    assert {c.origin.tensor for c in kept.log} == {"a", "b"}
+
+
+def test_operations_pause_the_collector_and_restore_it() -> None:
+    s = Session()
+    during: list[bool] = []
+    with s.guard_constraints(lambda constraint: during.append(gc.isenabled())):
+        s.leaf("a", "3")
+    assert during and not any(during)
+    assert gc.isenabled()
+    with pytest.raises(ShapeError):
+        s.pointwise("bad", s.leaf("b", "3"), s.leaf("c", "4"))
+    assert gc.isenabled()  # restored on error too
+    gc.disable()
+    try:
+        s.leaf("d", "3")
+        assert not gc.isenabled()  # a paused collector stays paused
+    finally:
+        gc.enable()
