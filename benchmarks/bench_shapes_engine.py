@@ -13,10 +13,12 @@ solving each constraint as it arrives), the closing time, and the growth of
 each from the previous size (the goal is at most 12x per 10x operations),
 the share of the time the garbage collector took, and the growth of the time
 outside the collector (the engine's own work). Times are process CPU
-time, the fastest of ``--rounds`` rounds; each round runs every size once
-(the smallest twice), so that the sizes compared are measured close together
-in time: a shared machine's speed drifts more between two runs of a whole
-program than within a round. Run:
+time. Each of ``--rounds`` rounds runs every size once, smallest first, so
+that the sizes compared are measured next to each other in time (a shared
+machine's speed drifts more between two runs of a whole program than within a
+round); the table gives the median time over the rounds and, as growth, the
+median over the rounds of each round's own ratio (a best-of-N minimum favours
+the short runs, which more often fall into a quiet moment). Run:
 
     .venv/bin/python benchmarks/bench_shapes_engine.py [--sizes 1000,10000] [--rounds 5]
 """
@@ -27,6 +29,7 @@ import argparse
 import gc
 import os
 import platform
+import statistics
 import time
 from collections.abc import Callable
 
@@ -95,35 +98,34 @@ def run_once(build: Builder, n: int, clock: GcClock) -> tuple[float, float, floa
     return (built - start, closed - built, clock.seconds)
 
 
-def measure(
-    build: Builder, sizes: list[int], rounds: int
-) -> dict[int, tuple[float, float, float]]:
-    """The fastest run of each size over ``rounds`` rounds.
+Run = tuple[float, float, float]
+"""Stage-1, closing and garbage-collection CPU seconds of one run."""
 
-    Each round runs every size once, smallest first (the smallest twice:
-    its fractions of a second vary most), so that the sizes whose growth is
-    compared are measured minutes apart at most, on the same machine; the
-    speed of a shared machine drifts more than that between runs of a whole
-    program.
+
+def measure(build: Builder, sizes: list[int], rounds: int) -> list[dict[int, Run]]:
+    """One run of every size per round, smallest first.
+
+    The sizes whose growth is compared are measured next to each other in
+    time, so that both see the same machine: a shared machine's speed drifts
+    more between two runs of a whole program than within a round.
     """
-    best = {n: (float("inf"), float("inf"), float("inf")) for n in sizes}
+    measured: list[dict[int, Run]] = []
     clock = GcClock()
     gc.callbacks.append(clock)
     try:
         for _ in range(rounds):
-            for n in sizes:
-                for _ in range(2 if n == sizes[0] else 1):
-                    run = run_once(build, n, clock)
-                    if run[0] + run[1] < best[n][0] + best[n][1]:
-                        best[n] = run
+            measured.append({n: run_once(build, n, clock) for n in sizes})
     finally:
         gc.callbacks.remove(clock)
-    return best
+    return measured
 
 
-def growth(current: float, previous: float | None) -> str:
-    """``"9.8x"`` or ``"-"`` for the first size."""
-    return "-" if previous is None or previous <= 0 else f"{current / previous:.1f}x"
+def median_growth(
+    measured: list[dict[int, Run]], n: int, previous: int, part: Callable[[Run], float]
+) -> str:
+    """The median over rounds of the round's growth of ``part`` from ``previous`` to ``n``."""
+    ratios = [part(run[n]) / part(run[previous]) for run in measured]
+    return f"{statistics.median(ratios):.1f}x"
 
 
 def main() -> None:
@@ -137,9 +139,9 @@ def main() -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"# shape engine benchmark: Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs, load average {load:.2f} at start; "
-        f"CPU seconds, best of {args.rounds} rounds over the sizes (of "
-        f"{2 * args.rounds} runs for the smallest)"
+        f"{os.cpu_count()} CPUs, load average {load:.2f} at start; CPU seconds, "
+        f"median of {args.rounds} rounds; growth: median over the rounds of "
+        f"each round's ratio"
     )
     header = (
         f"{'program':<11} {'ops':>7} {'stage-1 s':>10} {'growth':>7} "
@@ -148,26 +150,54 @@ def main() -> None:
     )
     print(header)
     print("-" * len(header))
+
     for name in args.programs.split(","):
-        build = PROGRAMS[name]
-        measured = measure(build, sizes, args.rounds)
-        previous: tuple[float, float] | None = None
-        previous_without_gc: float | None = None
-        for n in sizes:
-            stage1, closing, collecting = measured[n]
-            total = stage1 + closing
-            print(
-                f"{name:<11} {n:>7} {stage1:>10.3f} "
-                f"{growth(stage1, previous[0] if previous else None):>7} "
-                f"{closing:>10.3f} {growth(closing, previous[1] if previous else None):>7} "
-                f"{total:>8.3f} "
-                f"{growth(total, sum(previous) if previous else None):>7} "
-                f"{100 * collecting / total:>5.0f} "
-                f"{growth(total - collecting, previous_without_gc):>13}",
-                flush=True,
-            )
-            previous = (stage1, closing)
-            previous_without_gc = total - collecting
+        measured = measure(PROGRAMS[name], sizes, args.rounds)
+        for index, n in enumerate(sizes):
+            previous = sizes[index - 1] if index else None
+            print(f"{name:<11} {n:>7} {table_cells(measured, n, previous)}", flush=True)
+
+
+def stage1(run: Run) -> float:
+    """Stage-1 seconds."""
+    return run[0]
+
+
+def closing(run: Run) -> float:
+    """Closing seconds."""
+    return run[1]
+
+
+def total(run: Run) -> float:
+    """Stage 1 and closing."""
+    return run[0] + run[1]
+
+
+def without_gc(run: Run) -> float:
+    """Stage 1 and closing outside the collector."""
+    return run[0] + run[1] - run[2]
+
+
+def gc_share(run: Run) -> float:
+    """The collector's share of the run."""
+    return run[2] / (run[0] + run[1])
+
+
+def table_cells(measured: list[dict[int, Run]], n: int, previous: int | None) -> str:
+    """The cells of one row: median times, growths, the collector's share."""
+
+    def median(part: Callable[[Run], float]) -> float:
+        return statistics.median(part(run[n]) for run in measured)
+
+    def grown(part: Callable[[Run], float]) -> str:
+        return "-" if previous is None else median_growth(measured, n, previous, part)
+
+    return (
+        f"{median(stage1):>10.3f} {grown(stage1):>7} "
+        f"{median(closing):>10.3f} {grown(closing):>7} "
+        f"{median(total):>8.3f} {grown(total):>7} "
+        f"{100 * median(gc_share):>5.0f} {grown(without_gc):>13}"
+    )
 
 
 if __name__ == "__main__":
