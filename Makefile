@@ -59,7 +59,7 @@ lit: $(STAMP)
 test: lint typecheck unit lit
 
 bench: $(STAMP)
-	for script in benchmarks/*.py; do $(BIN)/python $$script || exit 1; done
+	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache *.egg-info

@@ -28,11 +28,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
+from timing import best_of  # benchmarks/timing.py
 from xdsl.dialects.builtin import ModuleOp
 
 from axisflow.dialects.batch import ForestOp, LoopOp
@@ -60,19 +59,6 @@ POLICIES: list[tuple[str, tuple[str, ...], bool]] = [
     ("i separate", ("i",), True),
     ("Κ,i separate", ("Κ", "i"), True),
 ]
-T = TypeVar("T")
-
-
-def best_of(runs: int, action: Callable[[], T]) -> tuple[float, T]:
-    """Minimum wall time over ``runs`` calls, and the last result."""
-    best = float("inf")
-    result: T | None = None
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = action()
-        best = min(best, time.perf_counter() - start)
-    assert result is not None
-    return best, result
 
 
 def only_forest(module: ModuleOp) -> ForestOp:

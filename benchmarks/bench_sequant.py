@@ -23,10 +23,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
+from timing import best_of  # benchmarks/timing.py
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin
 from xdsl.parser import Parser
@@ -40,19 +39,6 @@ from axisflow.sequant.syntax import deparse, repeat_with_fresh_labels
 ROOT = Path(__file__).resolve().parents[1]
 DOUBLES = ROOT / "examples" / "sequant" / "csv_ccsd_doubles_residual_df.txt"
 XDSL_OPT = str(Path(sys.executable).with_name("xdsl-opt"))
-T = TypeVar("T")
-
-
-def best_of(runs: int, action: Callable[[], T]) -> tuple[float, T]:
-    """Minimum wall time over ``runs`` calls, and the last result."""
-    best = float("inf")
-    result: T | None = None
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = action()
-        best = min(best, time.perf_counter() - start)
-    assert result is not None
-    return best, result
 
 
 def ten_times(text: str) -> str:

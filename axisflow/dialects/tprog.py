@@ -778,6 +778,38 @@ class _CallSymbolUser(SymbolUserOpInterface):
             )
 
 
+def _parse_application(
+    parser: Parser,
+) -> tuple[str, list[SSAValue], str, dict[str, Attribute], list[Attribute]]:
+    """``@name(%a, ...) at "site" {attrs} : types`` of a call or an instantiation."""
+    name = parser.parse_symbol_name().data
+    arguments = parser.parse_comma_separated_list(
+        Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
+    )
+    parser.parse_keyword("at", " followed by the application site's name")
+    application = parser.parse_str_literal("the application site's name")
+    attributes = parser.parse_optional_attr_dict()
+    result_types: list[Attribute] = []
+    if parser.parse_optional_punctuation(":") is not None:
+        result_types = parser.parse_comma_separated_list(
+            Parser.Delimiter.NONE, parser.parse_type
+        )
+    return name, arguments, application, attributes, result_types
+
+
+def _print_application(
+    printer: Printer, op: CallOp | InstantiateOp, name: str, application: str
+) -> None:
+    """The counterpart of :func:`_parse_application`."""
+    printer.print_string(" ")
+    printer.print_symbol_name(name)
+    printer.print_string("(")
+    _print_operands(printer, op.arguments)
+    printer.print_string(") at ")
+    printer.print_string_literal(application)
+    _print_tail(printer, op, op.res.types)
+
+
 @irdl_op_definition
 class CallOp(IRDLOperation):
     """``%y = tprog.call @f(%x) at "site"``: applies a function at a named site."""
@@ -809,30 +841,17 @@ class CallOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> CallOp:
-        callee = parser.parse_symbol_name().data
-        arguments = parser.parse_comma_separated_list(
-            Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
+        callee, arguments, application, attributes, result_types = (
+            _parse_application(parser)
         )
-        parser.parse_keyword("at", " followed by the application site's name")
-        application = parser.parse_str_literal("the application site's name")
-        attributes = parser.parse_optional_attr_dict()
-        result_types: list[Attribute] = []
-        if parser.parse_optional_punctuation(":") is not None:
-            result_types = parser.parse_comma_separated_list(
-                Parser.Delimiter.NONE, parser.parse_type
-            )
         op = cls(callee, arguments, application, result_types)
         op.attributes |= attributes
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.callee.root_reference.data)
-        printer.print_string("(")
-        _print_operands(printer, self.arguments)
-        printer.print_string(") at ")
-        printer.print_string_literal(self.application.data)
-        _print_tail(printer, self, self.res.types)
+        _print_application(
+            printer, self, self.callee.root_reference.data, self.application.data
+        )
 
 
 # -------------------------------------------------------------- shape schemes
@@ -1131,30 +1150,17 @@ class InstantiateOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> InstantiateOp:
-        scheme = parser.parse_symbol_name().data
-        arguments = parser.parse_comma_separated_list(
-            Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
+        scheme, arguments, application, attributes, result_types = (
+            _parse_application(parser)
         )
-        parser.parse_keyword("at", " followed by the application site's name")
-        application = parser.parse_str_literal("the application site's name")
-        attributes = parser.parse_optional_attr_dict()
-        result_types: list[Attribute] = []
-        if parser.parse_optional_punctuation(":") is not None:
-            result_types = parser.parse_comma_separated_list(
-                Parser.Delimiter.NONE, parser.parse_type
-            )
         op = cls(scheme, arguments, application, result_types)
         op.attributes |= attributes
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.scheme.root_reference.data)
-        printer.print_string("(")
-        _print_operands(printer, self.arguments)
-        printer.print_string(") at ")
-        printer.print_string_literal(self.application.data)
-        _print_tail(printer, self, self.res.types)
+        _print_application(
+            printer, self, self.scheme.root_reference.data, self.application.data
+        )
 
 
 Tprog = Dialect(
