@@ -841,8 +841,8 @@ class CallOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> CallOp:
-        callee, arguments, application, attributes, result_types = (
-            _parse_application(parser)
+        callee, arguments, application, attributes, result_types = _parse_application(
+            parser
         )
         op = cls(callee, arguments, application, result_types)
         op.attributes |= attributes
@@ -1150,8 +1150,8 @@ class InstantiateOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> InstantiateOp:
-        scheme, arguments, application, attributes, result_types = (
-            _parse_application(parser)
+        scheme, arguments, application, attributes, result_types = _parse_application(
+            parser
         )
         op = cls(scheme, arguments, application, result_types)
         op.attributes |= attributes

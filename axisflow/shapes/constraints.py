@@ -5,8 +5,7 @@ keeps an append-only log of the constraints it was given inside rewind
 windows (of all of them with ``keep_log=True``), in emission order
 (:attr:`Session.log <axisflow.shapes.session.Session.log>`); a rewind window
 can read off the part it added. Because constraints only hold immutable terms,
-they can be renamed (:meth:`Constraint.rename`, used to instantiate a shape
-scheme with fresh variables) and replayed (:meth:`Session.add
+they can be replayed (:meth:`Session.add
 <axisflow.shapes.session.Session.add>`).
 
 ============== ===========================================================
@@ -28,12 +27,12 @@ scheme with fresh variables) and replayed (:meth:`Session.add
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from axisflow.shapes.terms import Dim, DimVar, Origin, Row, RowVar, Size
+from axisflow.shapes.terms import Dim, DimVar, Origin, Row, Size
 
 if TYPE_CHECKING:
     from axisflow.shapes.session import DimRef
@@ -64,37 +63,6 @@ class DeferredCount:
         return f"<{self.description}>"
 
 
-@dataclass(frozen=True)
-class Renaming:
-    """A substitution of variables by variables, for instantiating constraints."""
-
-    dims: Mapping[DimVar, DimVar]
-    rows: Mapping[RowVar, RowVar]
-
-    def dim(self, dim: Dim) -> Dim:
-        """Rename one dim (sizes and unmapped variables stay)."""
-        if type(dim) is DimVar:
-            return self.dims.get(dim, dim)
-        return dim
-
-    def row(self, row: Row) -> Row:
-        """Rename every variable of a row."""
-        var = row.var
-        return Row(
-            tuple(self.dim(d) for d in row.dims),
-            None if var is None else self.rows.get(var, var),
-        )
-
-
-def _row_vars(rows: tuple[Row, ...]) -> Iterator[DimVar | RowVar]:
-    for row in rows:
-        if row.var is not None:
-            yield row.var
-        for d in row.dims:
-            if type(d) is DimVar:
-                yield d
-
-
 @dataclass(frozen=True, slots=True)
 class DimEq:
     """``a = b``."""
@@ -105,14 +73,6 @@ class DimEq:
 
     def __str__(self) -> str:
         return f"{self.a!r} = {self.b!r}  ({self.origin.describe()})"
-
-    def rename(self, renaming: Renaming) -> DimEq:
-        """This constraint with its variables renamed."""
-        return DimEq(renaming.dim(self.a), renaming.dim(self.b), self.origin)
-
-    def variables(self) -> Iterator[DimVar | RowVar]:
-        """The variables the constraint mentions."""
-        yield from (d for d in (self.a, self.b) if type(d) is DimVar)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,14 +86,6 @@ class RowEq:
     def __str__(self) -> str:
         return f"{self.a!r} = {self.b!r}  ({self.origin.describe()})"
 
-    def rename(self, renaming: Renaming) -> RowEq:
-        """This constraint with its variables renamed."""
-        return RowEq(renaming.row(self.a), renaming.row(self.b), self.origin)
-
-    def variables(self) -> Iterator[DimVar | RowVar]:
-        """The variables the constraint mentions."""
-        return _row_vars((self.a, self.b))
-
 
 @dataclass(frozen=True, slots=True)
 class DimIneq:
@@ -146,14 +98,6 @@ class DimIneq:
     def __str__(self) -> str:
         return f"{self.res!r} ⊑ {self.opnd!r}  ({self.origin.describe()})"
 
-    def rename(self, renaming: Renaming) -> DimIneq:
-        """This constraint with its variables renamed."""
-        return DimIneq(renaming.dim(self.res), renaming.dim(self.opnd), self.origin)
-
-    def variables(self) -> Iterator[DimVar | RowVar]:
-        """The variables the constraint mentions."""
-        yield from (d for d in (self.res, self.opnd) if type(d) is DimVar)
-
 
 @dataclass(frozen=True, slots=True)
 class RowIneq:
@@ -165,14 +109,6 @@ class RowIneq:
 
     def __str__(self) -> str:
         return f"{self.res!r} ⊑ {self.opnd!r}  ({self.origin.describe()})"
-
-    def rename(self, renaming: Renaming) -> RowIneq:
-        """This constraint with its variables renamed."""
-        return RowIneq(renaming.row(self.res), renaming.row(self.opnd), self.origin)
-
-    def variables(self) -> Iterator[DimVar | RowVar]:
-        """The variables the constraint mentions."""
-        return _row_vars((self.res, self.opnd))
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,16 +127,6 @@ class TotalElems:
     def __str__(self) -> str:
         return f"elements({', '.join(map(repr, self.rows))}) = {self.count}  ({self.origin.describe()})"
 
-    def rename(self, renaming: Renaming) -> TotalElems:
-        """This constraint with its variables renamed."""
-        return TotalElems(
-            tuple(renaming.row(r) for r in self.rows), self.count, self.origin
-        )
-
-    def variables(self) -> Iterator[DimVar | RowVar]:
-        """The variables the constraint mentions."""
-        return _row_vars(self.rows)
-
 
 @dataclass(frozen=True, slots=True)
 class DimAtLeast:
@@ -212,15 +138,6 @@ class DimAtLeast:
 
     def __str__(self) -> str:
         return f"{self.dim!r} >= {self.n}  ({self.origin.describe()})"
-
-    def rename(self, renaming: Renaming) -> DimAtLeast:
-        """This constraint with its variables renamed."""
-        return DimAtLeast(renaming.dim(self.dim), self.n, self.origin)
-
-    def variables(self) -> Iterator[DimVar | RowVar]:
-        """The variables the constraint mentions."""
-        if type(self.dim) is DimVar:
-            yield self.dim
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,14 +151,6 @@ class Terminal:
     def __str__(self) -> str:
         return f"{'param' if self.is_param else 'leaf'} row {self.row!r}  ({self.origin.describe()})"
 
-    def rename(self, renaming: Renaming) -> Terminal:
-        """This constraint with its variables renamed."""
-        return Terminal(renaming.row(self.row), self.is_param, self.origin)
-
-    def variables(self) -> Iterator[DimVar | RowVar]:
-        """The variables the constraint mentions."""
-        return _row_vars((self.row,))
-
 
 @dataclass(frozen=True, slots=True)
 class PolicyMark:
@@ -253,14 +162,6 @@ class PolicyMark:
 
     def __str__(self) -> str:
         return f"{self.mark} {self.row!r}  ({self.origin.describe()})"
-
-    def rename(self, renaming: Renaming) -> PolicyMark:
-        """This constraint with its variables renamed."""
-        return PolicyMark(renaming.row(self.row), self.mark, self.origin)
-
-    def variables(self) -> Iterator[DimVar | RowVar]:
-        """The variables the constraint mentions."""
-        return _row_vars((self.row,))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -277,16 +178,6 @@ class CaptureBind:
 
     def __str__(self) -> str:
         return f"capture '{self.ref.label}' := {self.var!r}  ({self.origin.describe()})"
-
-    def rename(self, renaming: Renaming) -> CaptureBind:
-        """This constraint with its variables renamed (the reference stays)."""
-        var = renaming.dim(self.var)
-        assert type(var) is DimVar, "a renaming maps variables to variables"
-        return CaptureBind(self.ref, var, self.origin)
-
-    def variables(self) -> Iterator[DimVar | RowVar]:
-        """The variables the constraint mentions."""
-        yield self.var
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -310,14 +201,6 @@ class SetDim:
 
     def __str__(self) -> str:
         return f"capture '{self.ref.label}' = {self.size!r}  ({self.origin.describe()})"
-
-    def rename(self, renaming: Renaming) -> SetDim:
-        """This constraint (it mentions no variable)."""
-        return self
-
-    def variables(self) -> Iterator[DimVar | RowVar]:
-        """The variables the constraint mentions (none)."""
-        return iter(())
 
     def __eq__(self, other: object) -> bool:
         return (
