@@ -11,16 +11,18 @@ from xdsl.parser import Parser
 
 from axisflow.dialects.batch import Batch, ForestOp
 from axisflow.dialects.sched import Sched
+from axisflow.dialects.tprog import Tprog
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def context() -> Context:
-    """A context with builtin, batch and sched loaded."""
+    """A context with builtin and the project's dialects (batch, sched, tprog) loaded."""
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Batch)
     ctx.load_dialect(Sched)
+    ctx.load_dialect(Tprog)
     return ctx
 
 

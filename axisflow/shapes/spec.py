@@ -58,12 +58,8 @@ class ShapeSpec:
     output: RowSpec
 
     def row(self, kind: Kind) -> RowSpec:
-        """The row of the given kind."""
-        return {
-            Kind.BATCH: self.batch,
-            Kind.INPUT: self.input,
-            Kind.OUTPUT: self.output,
-        }[kind]
+        """The row of the given kind (the attributes are named after the kinds)."""
+        return getattr(self, kind.value)
 
 
 @dataclass(frozen=True)
@@ -109,12 +105,8 @@ class TensorLabels:
     output: LabelRow
 
     def row(self, kind: Kind) -> LabelRow:
-        """The row of the given kind."""
-        return {
-            Kind.BATCH: self.batch,
-            Kind.INPUT: self.input,
-            Kind.OUTPUT: self.output,
-        }[kind]
+        """The row of the given kind (the attributes are named after the kinds)."""
+        return getattr(self, kind.value)
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, ModuleOp
-from xdsl.parser import Parser
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
-from axisflow.dialects.tprog import FuncOp, SchemeOp, Tprog
+from axisflow.dialects.tprog import FuncOp, SchemeOp
 from axisflow.passes.close_shapes import CloseShapesPass
 from axisflow.passes.generalize_shapes import GeneralizeShapesPass
+from tests.conftest import parse
 
 SETTINGS = settings(max_examples=60, deadline=None)
 
@@ -111,15 +111,6 @@ def modules(draw: st.DrawFn) -> Module:
         )
         results.append(f"%y{call}")
     return Module("\n".join(lines))
-
-
-def parse(text: str) -> ModuleOp:
-    ctx = Context()
-    ctx.load_dialect(Builtin)
-    ctx.load_dialect(Tprog)
-    module = Parser(ctx, text).parse_module()
-    module.verify()
-    return module
 
 
 def typed(module: ModuleOp) -> list[str]:

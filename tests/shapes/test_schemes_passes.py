@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
-from xdsl.parser import Parser
 from xdsl.universe import Universe
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -16,11 +15,11 @@ from axisflow.dialects.tprog import (
     InstantiateOp,
     SchemeOp,
     TensorType,
-    Tprog,
     ValueEntry,
 )
 from axisflow.passes.close_shapes import CloseShapesPass, Frame, ProgramEvaluator
 from axisflow.passes.generalize_shapes import GeneralizeShapesPass
+from tests.conftest import parse
 
 PROGRAM = """
 %w = tprog.param "...->4"
@@ -34,15 +33,6 @@ tprog.func @layer(%in: !tprog.tensor) -> !tprog.tensor {
 %ya = tprog.call @layer(%a) at "small" : !tprog.tensor
 %yb = tprog.call @layer(%b) at "big" : !tprog.tensor
 """
-
-
-def parse(text: str) -> ModuleOp:
-    ctx = Context()
-    ctx.load_dialect(Builtin)
-    ctx.load_dialect(Tprog)
-    module = Parser(ctx, text).parse_module()
-    module.verify()
-    return module
 
 
 def result_types(module: ModuleOp) -> dict[str, TensorType]:

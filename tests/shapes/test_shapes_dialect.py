@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
@@ -16,17 +16,15 @@ from axisflow.dialects.tprog import (
     LeafOp,
     ReturnOp,
     TensorType,
-    Tprog,
 )
 from axisflow.passes.close_shapes import CloseShapesPass, ProgramEvaluator
 from axisflow.shapes import Session
+from tests.conftest import context
 
 
 def parse(text: str) -> ModuleOp:
-    ctx = Context()
-    ctx.load_dialect(Builtin)
-    ctx.load_dialect(Tprog)
-    return Parser(ctx, text).parse_module()
+    """Parse without verifying (the verifier's errors are tested here)."""
+    return Parser(context(), text).parse_module()
 
 
 def test_tensor_type_is_canonical_and_reads_back_dims() -> None:
