@@ -268,53 +268,30 @@ def _plan_presolve(sc: Scheme) -> _Presolve | None:
             for term in _fact_terms(fact):
                 blocked.update(_term_vars(term))
     candidates = {v for v in sc.generalized if type(v) is RowVar and v not in blocked}
-
-    def allowed(bound: LowerBound) -> bool:
-        var = bound[0]
-        return var is None or var in candidates or var in places
-
+    # Kahn's order over the bounds: a candidate is presolvable once each of its
+    # bounds is closed, a source or presolvable itself. One bounded by anything
+    # else, by itself or through a cycle never becomes ready, nor do its users.
+    waiting: dict[RowVar, int] = {}
+    users: dict[RowVar, list[RowVar]] = {}
+    ready: list[RowVar] = []
+    for var in candidates:
+        needs = 0
+        for bound_var, _sizes in lower.get(var, ()):
+            if bound_var is None or bound_var in places:
+                continue
+            needs += 1
+            users.setdefault(bound_var, []).append(var)
+        waiting[var] = needs
+        if not needs:
+            ready.append(var)
     order: list[RowVar] = []
-    while True:
-        # Drop variables bounded by something neither presolvable nor a source...
-        changed = True
-        while changed:
-            changed = False
-            for var in list(candidates):
-                if not all(allowed(b) for b in lower.get(var, ())):
-                    candidates.discard(var)
-                    changed = True
-        # ... then order the rest by their bounds; a cycle is not presolved.
-        waiting: dict[RowVar, set[RowVar]] = {
-            var: {
-                b[0]
-                for b in lower.get(var, ())
-                if b[0] is not None and b[0] in candidates
-            }
-            - {var}
-            for var in candidates
-        }
-        cyclic = {
-            var for var in candidates if any(b[0] == var for b in lower.get(var, ()))
-        }
-        users: dict[RowVar, list[RowVar]] = {}
-        for var, needs in waiting.items():
-            for need in needs:
-                users.setdefault(need, []).append(var)
-        ready = [
-            var for var, needs in waiting.items() if not needs and var not in cyclic
-        ]
-        order = []
-        while ready:
-            var = ready.pop()
-            order.append(var)
-            for user in users.get(var, ()):
-                needs = waiting[user]
-                needs.discard(var)
-                if not needs and user not in cyclic:
-                    ready.append(user)
-        if len(order) == len(candidates):
-            break
-        candidates = set(order)
+    while ready:
+        var = ready.pop()
+        order.append(var)
+        for user in users.get(var, ()):
+            waiting[user] -= 1
+            if not waiting[user]:
+                ready.append(user)
     if not order:
         return None
     gens = dict(sc.gens)
