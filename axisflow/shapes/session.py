@@ -593,6 +593,10 @@ class Session:
 
         A ``ShapeError`` raised while solving taints the session.
         """
+        self._add(constraint)
+
+    def _add(self, constraint: Constraint) -> None:
+        # ``add`` without pausing the collector: operations call it, paused already.
         if self._constraint_guards:
             self._constraint_guards[-1](constraint)
         if self._keep_log or self.trail.depth:
@@ -778,14 +782,16 @@ class Session:
                 spec_row = Row(
                     row_spec.sizes, self.fresh_row_var() if row_spec.is_open else None
                 )
-                self.add(
+                self._add(
                     RowEq(
                         row,
                         spec_row,
                         origin.with_sides(shape.side(kind), _SPEC_SIDES[kind]),
                     )
                 )
-            self.add(Terminal(row, is_param, origin.with_sides(shape.side(kind), None)))
+            self._add(
+                Terminal(row, is_param, origin.with_sides(shape.side(kind), None))
+            )
         return Tensor(name, shape, role, origin)
 
     @collector_paused
@@ -820,7 +826,7 @@ class Session:
         origin = self._origin("pointwise", name, operands, site=site)
         result = self._new_shape(name)
         for shape in (result, *(t.shape for t in operands)):
-            self.add(
+            self._add(
                 PolicyMark(
                     shape.input,
                     Mark.USED_IN_POINTWISE,
@@ -836,7 +842,7 @@ class Session:
         self, origin: Origin, res: Shape, res_kind: Kind, opnd: Shape, opnd_kind: Kind
     ) -> None:
         """``res.res_kind ⊑ opnd.opnd_kind`` with the sides named in the origin."""
-        self.add(
+        self._add(
             RowIneq(
                 res.row(res_kind),
                 opnd.row(opnd_kind),
@@ -852,7 +858,7 @@ class Session:
         self._check_operands("compose", name, (a, b))
         origin = self._origin("compose", name, (a, b), site=site)
         result = self._new_shape(name)
-        self.add(
+        self._add(
             PolicyMark(
                 a.shape.input,
                 Mark.USED_IN_SPEC_OR_COMPOSE,
@@ -968,13 +974,13 @@ class Session:
                 )
             )
         for var in (*kind_vars.values(), *named_vars.values()):
-            self.add(PolicyMark(Row((), var), Mark.USED_IN_SPEC_OR_COMPOSE, origin))
+            self._add(PolicyMark(Row((), var), Mark.USED_IN_SPEC_OR_COMPOSE, origin))
         for var, n in at_least:
-            self.add(DimAtLeast(var, n, origin))
+            self._add(DimAtLeast(var, n, origin))
         for row, labels_row, lhs, rhs in equations:
-            self.add(RowEq(row, labels_row, origin.with_sides(lhs, rhs)))
+            self._add(RowEq(row, labels_row, origin.with_sides(lhs, rhs)))
         for ref in capture_dims:
-            self.add(CaptureBind(ref, label_vars[ref.label], origin))
+            self._add(CaptureBind(ref, label_vars[ref.label], origin))
         return Tensor(name, result, "result", origin)
 
     # ----------------------------------------------------- captures and totals
@@ -999,7 +1005,7 @@ class Session:
                 f"set_dim '{ref.label}': the size must be a positive integer, got {n!r}"
             )
         origin = self._origin("set_dim", ref.label, site=site)
-        self.add(SetDim(ref, Size(n, basis), origin))
+        self._add(SetDim(ref, Size(n, basis), origin))
 
     @collector_paused
     def total_elems(
@@ -1027,7 +1033,7 @@ class Session:
         origin = self._origin(
             "total_elems", tensor.name, detail=f"{count} elements", site=site
         )
-        self.add(TotalElems(rows, count, origin))
+        self._add(TotalElems(rows, count, origin))
 
     # ----------------------------------------------------------------- closing
 
