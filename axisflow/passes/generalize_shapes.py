@@ -251,7 +251,7 @@ class Generalizer(ProgramEvaluator):
             finally:
                 self.raw_errors -= 1
                 self._trace_values.pop()
-            values = self._value_entries(func, traced, recorded)
+            values = self._value_entries(traced, recorded)
         if traced.loose:
             fail_at(
                 func,
@@ -262,7 +262,7 @@ class Generalizer(ProgramEvaluator):
         return traced, values
 
     def _value_entries(
-        self, func: FuncOp, traced: Scheme, recorded: list[tuple[SSAValue, Shape]]
+        self, traced: Scheme, recorded: list[tuple[SSAValue, Shape]]
     ) -> list[ValueEntry]:
         """Where each value of a traced body stands in the scheme."""
         entries: list[ValueEntry] = []
@@ -298,7 +298,6 @@ class Generalizer(ProgramEvaluator):
                         where[1],
                     )
                 )
-        del func
         return entries
 
     # -------------------------------------------------------------- rewriting

@@ -45,11 +45,6 @@ class Trail:
         self.entries: list[tuple[int, Any, Any, Any]] = []
         self.depth = 0
 
-    @property
-    def recording(self) -> bool:
-        """Whether some rewind window is open."""
-        return self.depth > 0
-
     def set_item(self, mapping: MutableMapping[Any, Any], key: Any, value: Any) -> None:
         """``mapping[key] = value``."""
         if self.depth:
