@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from axisflow.gc_pause import collector_paused, gc_paused
+from axisflow.gc_pause import collector_paused
 from axisflow.shapes.constraints import (
     CaptureBind,
     Constraint,
@@ -1037,6 +1037,7 @@ class Session:
 
     # ----------------------------------------------------------------- closing
 
+    @collector_paused  # closing makes no cycles; see axisflow.gc_pause
     def close(self) -> None:
         """Solve every registered shape to concrete dims (OCANNL's ``finish_inference``).
 
@@ -1049,10 +1050,6 @@ class Session:
                 "cannot close: an earlier shape error left this session with "
                 "half-applied constraints (it is tainted); rewind or start a new session"
             )
-        with gc_paused():  # closing makes no cycles; see axisflow.gc_pause
-            self._close()
-
-    def _close(self) -> None:
         solver = self.solver
         norm_row = solver.norm_row
         # Rows already concrete (most, after Stage 1) have nothing to close:
