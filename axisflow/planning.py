@@ -33,6 +33,7 @@ from pathlib import Path
 
 from axisflow.pipeline.memory import Lifetime, Sizing, format_bytes, lifetimes
 from axisflow.pipeline.model import Forest
+from axisflow.pipeline.options import parse_blocks
 
 PLOT_SUFFIXES = (".svg", ".png")
 TOP_VALUES = 5
@@ -127,7 +128,7 @@ def plan_policy(
         elem=elem,
         separate_instances=separate_instances,
         name=Path(source).stem or "sequant",
-        block=_blocks(block) if block else 1,
+        block=parse_blocks(block) if block else 1,
     )
     model, report = forest.model, forest.report
     sizing = Sizing(model)
@@ -155,20 +156,6 @@ def plan_policy(
         dropped,
         curve,
     )
-
-
-def _blocks(text: str) -> int | dict[str, int]:
-    """``8`` or ``i=8,Κ=64``."""
-    text = text.strip()
-    if text.isdigit():
-        return int(text)
-    blocks: dict[str, int] = {}
-    for part in text.split(","):
-        key, sep, size = part.partition("=")
-        if not sep or not size.strip().isdigit() or int(size) < 1:
-            raise ValueError(f"--block: expected N or SPACE=N,..., got {text!r}")
-        blocks[key.strip()] = int(size)
-    return blocks
 
 
 def best(plans: Sequence[PolicyPlan]) -> PolicyPlan:

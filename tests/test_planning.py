@@ -49,9 +49,9 @@ def test_the_screenful_on_the_energy(capsys: pytest.CaptureFixture[str]) -> None
     best = next(line for line in lines if line.startswith("best: "))
     assert "below unbatched" in best
     dominant = lines.index(next(x for x in lines if x.startswith("values dominating")))
-    assert sum(
-        1 for x in lines[dominant + 1 : dominant + 6] if x.startswith("  @")
-    ) >= 1
+    assert (
+        sum(1 for x in lines[dominant + 1 : dominant + 6] if x.startswith("  @")) >= 1
+    )
     assert len(lines) <= 25  # a screenful
 
 
@@ -76,7 +76,7 @@ def test_plot_writes_the_file_type_asked_for(
         (["plan", "no-such.txt"], "no-such.txt: No such file or directory"),
         (["plan", str(ENERGY), "--batch", "q"], "index space 'q' does not occur"),
         (["plan", str(ENERGY), "--plot", "x.pdf"], "must end in .svg or .png"),
-        (["plan", str(ENERGY), "--block", "i=0"], "--block: expected"),
+        (["plan", str(ENERGY), "--block", "i=0"], "block: expected N or SPACE=N"),
     ],
 )
 def test_bad_input_is_one_line_and_status_1(

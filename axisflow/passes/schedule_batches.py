@@ -12,7 +12,8 @@ Run after ``classify-axes`` (``-p classify-axes,schedule-batches``). Each
   error. The first write in a process replaces the file, later ones (the
   next chunk of ``--split-input-file``) append; each write is atomic (a
   temporary file renamed over ``PATH``), so the file is never half-written;
-* ``block=N``: elements per block of every batch loop (default 1);
+* ``block=N`` or ``block="i=8,Κ=64"``: elements per block of every batch
+  loop, or per index space (spaces not named keep blocks of 1; default 1);
 * ``max-rounds=N``: bound on the demotion fixpoint (default 16).
 
 A forest that cannot be scheduled fails the pass with a diagnostic naming the
@@ -45,8 +46,8 @@ class ScheduleBatchesPass(ModulePass):
 
     report: str = "none"
     """``none``, ``table`` (for people) or ``json`` (for tools)."""
-    block: int = 1
-    """Elements per block of every batch loop."""
+    block: int | str = 1
+    """Elements per block: one number for every space, or ``"i=8,Κ=64"``."""
     max_rounds: int = DEFAULT_MAX_ROUNDS
     """Bound on the demotion fixpoint."""
     report_file: str = ""
@@ -60,11 +61,17 @@ class ScheduleBatchesPass(ModulePass):
                 f"schedule-batches: report must be one of {', '.join(REPORT_FORMATS)}, "
                 f"got {self.report!r}"
             )
+        from axisflow.pipeline.options import OptionError, parse_blocks
+
+        try:
+            blocks = parse_blocks(self.block)
+        except OptionError as error:
+            raise PassFailedException(f"schedule-batches: {error}") from None
         try:
             # xdsl-opt verifies the module after parsing and after each pass.
             result = schedule_module(
                 op,
-                block=self.block,
+                block=blocks,
                 max_rounds=self.max_rounds,
                 classify=False,
                 verify=False,

@@ -146,3 +146,12 @@ def test_pass_failures_are_diagnostics(spec: str, message: str) -> None:
     with pytest.raises(PassFailedException, match=message):
         run_pass(module, spec)
     assert schedules(module) == []
+
+
+def test_block_per_space_from_the_pass_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    module = example("pipeline/four_tensor.mlir")
+    run_pass(module, 'classify-axes,schedule-batches{report=json block="b=3"}')
+    data = json.loads(capsys.readouterr().err)
+    assert data["blocks"] == {"b": 3, "c": 1}
+    with pytest.raises(PassFailedException, match="block: expected N or SPACE=N"):
+        run_pass(example("pipeline/four_tensor.mlir"), 'schedule-batches{block="b=0"}')
