@@ -33,10 +33,14 @@ from pathlib import Path
 
 from axisflow.pipeline.memory import Lifetime, Sizing, format_bytes, lifetimes
 from axisflow.pipeline.model import Forest
+from axisflow.pipeline.guard import schedule_never_worse
 from axisflow.pipeline.options import parse_blocks
+from axisflow.pipeline.scheduler import DEFAULT_MAX_ROUNDS
 
 PLOT_SUFFIXES = (".svg", ".png")
 TOP_VALUES = 5
+MAX_LISTED = 4
+"""Dropped loops listed for the best policy (the rest are counted)."""
 
 
 @dataclass
@@ -61,6 +65,8 @@ class PolicyPlan:
     dropped: list[str] = field(default_factory=list[str])
     curve: list[int] = field(default_factory=list[int])
     """Live bytes at every step of the schedule."""
+    first_peak: int = 0
+    """The scheduled peak before any loop was dropped."""
 
     @property
     def label(self) -> str:
@@ -130,9 +136,14 @@ def plan_policy(
         name=Path(source).stem or "sequant",
         block=parse_blocks(block) if block else 1,
     )
-    model, report = forest.model, forest.report
+    guarded = schedule_never_worse(
+        forest.model,
+        block=parse_blocks(block) if block else 1,
+        max_rounds=DEFAULT_MAX_ROUNDS,
+    )
+    model = guarded.forest
     sizing = Sizing(model)
-    found = lifetimes(model, forest.schedule, sizing)
+    found = lifetimes(model, guarded.result.schedule, sizing)
     curve = live_curve(found)
     top = max(range(len(curve)), key=curve.__getitem__, default=0)
     live = [life for life in found if life.start <= top <= life.end]
@@ -146,15 +157,15 @@ def plan_policy(
         )
         for life in live[:TOP_VALUES]
     ]
-    dropped = [str(d) for d in getattr(forest.decisions, "dropped", [])]
     return PolicyPlan(
         spaces,
         multiply_adds(model, sizing),
-        report.unbatched_peak,
-        report.scheduled_peak,
+        guarded.unbatched_peak,
+        guarded.scheduled_peak,
         dominant,
-        dropped,
+        [str(d) for d in guarded.dropped],
         curve,
+        guarded.first_peak,
     )
 
 
@@ -172,7 +183,7 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
             f"{p.flops:.3g}",
             format_bytes(p.unbatched_peak),
             format_bytes(p.scheduled_peak),
-            f"{p.ratio:.3g}x",
+            f"{p.ratio:#.3g}x",
             str(len(p.dropped)),
         )
         for p in plans
@@ -202,9 +213,18 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
     if not chosen.dominant:
         lines.append("  (nothing live)")
     lines.append(f"loops dropped in {chosen.label}:")
-    lines.extend(f"  {d}" for d in chosen.dropped)
+    lines.extend(f"  {d}" for d in chosen.dropped[:MAX_LISTED])
+    if len(chosen.dropped) > MAX_LISTED:
+        lines.append(f"  ... and {len(chosen.dropped) - MAX_LISTED} more")
     if not chosen.dropped:
         lines.append("  none")
+    for p in plans:
+        if p.dropped and p is not chosen:
+            lines.append(
+                f"{p.label}: {len(p.dropped)} loop(s) dropped, peak "
+                f"{format_bytes(p.first_peak)} before, {format_bytes(p.scheduled_peak)}"
+                " after"
+            )
     return "\n".join(lines) + "\n"
 
 
