@@ -63,6 +63,7 @@ def planning_table(name: str, label: str, extents: str) -> None:
     )
     print("  " + "  ".join(f"{h:>11}" for h in header))
     best: tuple[int, str] | None = None
+    unbatched = 0
     for policy in POLICIES:
         try:
             planned = schedule_expression(text, policy, extents=extents, elem=8)
@@ -83,11 +84,11 @@ def planning_table(name: str, label: str, extents: str) -> None:
             f"{seconds:.2f}",
         )
         print("  " + "  ".join(f"{cell:>11}" for cell in row))
+        unbatched = guarded.unbatched_peak
         if best is None or guarded.scheduled_peak < best[0]:
             best = (guarded.scheduled_peak, policy or "none")
         assert guarded.scheduled_peak <= guarded.unbatched_peak
     assert best is not None
-    unbatched = guarded.unbatched_peak
     print(f"  best: {best[1]}, {unbatched / best[0]:.3g}x below unbatched")
 
 
