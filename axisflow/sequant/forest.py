@@ -322,9 +322,11 @@ class _Builder:
             return None
         tensors, renaming = canonical_term(term.tensors)
         externals = frozenset(renaming[i] for i in externals)
+        # Where each index occurs, as a tensor index or as a proto: a later
+        # composite depending on an index keeps it alive (one mode).
         places: dict[Index, set[int]] = {}
         for position, tensor in enumerate(tensors):
-            for index in tensor.indices:
+            for index in expand_modes(tensor.indices):
                 places.setdefault(index, set()).add(position)
         # Post-order over the pairing, iteratively (a chain may be long).
         stack: list[tuple[Pairing, bool]] = [(binarize(tensors), False)]
@@ -343,16 +345,20 @@ class _Builder:
             left = results.pop()
             inside = left.tensors | right.tensors
             on_left = set(left.carried)
-            on_right = set(right.carried)
             operands = left.carried + tuple(
                 i for i in right.carried if i not in on_left
             )
-            result = tuple(i for i in operands if i in externals or places[i] - inside)
+            result = [i for i in operands if i in externals or places[i] - inside]
             kept = set(expand_modes(result))
-            contracted = tuple(
-                i for i in left.carried if i in on_right and i not in kept
-            )
-            results.append(self.contraction(left, right, result, contracted))
+            # A proto of an operand that a tensor outside still depends on
+            # stays a mode of the result, as an index of its own if needed.
+            for mode in expand_modes(operands):
+                if mode not in kept and places[mode] - inside:
+                    result.append(mode)
+                    kept.update(expand_modes((mode,)))
+            on_both = set(expand_modes(left.carried)) & set(expand_modes(right.carried))
+            contracted = tuple(i for i in operands if i in on_both and i not in kept)
+            results.append(self.contraction(left, right, tuple(result), contracted))
         (root,) = results
         return root
 
