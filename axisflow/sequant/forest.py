@@ -314,13 +314,16 @@ class _Builder:
             value, result, mode_map, (left, right), left.tensors | right.tensors
         )
 
-    def term_root(self, term: Term) -> _Use | None:
+    def term_root(
+        self, term: Term, renaming: Mapping[Index, Index] | None = None
+    ) -> _Use | None:
         """The root use-site of ``term``'s binary tree (validated first), in
-        the term's canonical labels (``canonical_term``)."""
+        the term's canonical labels (``canonical_term``; ``renaming``: its
+        renaming, if computed already)."""
         externals = self.check_term(term)
         if not term.tensors:
             return None
-        tensors, renaming = canonical_term(term.tensors)
+        tensors, renaming = canonical_term(term.tensors, renaming)
         externals = frozenset(renaming[i] for i in externals)
         # Where each index occurs, as a tensor index or as a proto: a later
         # composite depending on an index keeps it alive (one mode).
@@ -421,8 +424,8 @@ def symbol_name(label: str) -> str:
 
 
 def canonical_term(
-    tensors: Sequence[Tensor],
-) -> tuple[tuple[Tensor, ...], dict[Index, Index]]:
+    tensors: Sequence[Tensor], renaming: Mapping[Index, Index] | None = None
+) -> tuple[tuple[Tensor, ...], Mapping[Index, Index]]:
     """The tensors with every index renamed canonically over the whole term,
     and the renaming (original -> canonical).
 
@@ -432,10 +435,12 @@ def canonical_term(
     same places, so exchanging them maps the text to itself. Use-sites get
     the term's own labels back through the inverse renaming.
     """
-    renaming = canonical_renaming([t.indices for t in tensors])
+    if renaming is None:
+        renaming = canonical_renaming([t.indices for t in tensors])
+    found = renaming
 
     def renamed(indices: tuple[Index, ...]) -> tuple[Index, ...]:
-        return tuple(renaming[i] for i in indices)
+        return tuple(found[i] for i in indices)
 
     canonical = tuple(
         Tensor(
@@ -492,9 +497,9 @@ def build_forest(
     sites: list[Site] = []
     loop_count = 0
     for number, term in enumerate(expression.terms):
-        root = builder.term_root(term)
-        loops: list[Loop] = []
         renaming = canonical_renaming([t.indices for t in term.tensors])
+        root = builder.term_root(term, renaming)
+        loops: list[Loop] = []
         if batch_keys and root is not None:
             indices = term_indices(term)
             for key in batch_keys:
@@ -541,9 +546,11 @@ def _flatten(
             (mode, back[use.mode_map[mode]]) for mode in proto_modes(use.value.result)
         )
         carried = tuple(back[i] for i in use.carried)
-        sites.append(
-            Site(number, use.value.name, tree, carried, loops, parent, protos=protos)
-        )
+        site = Site(number, use.value.name, tree, carried, loops, parent, protos=protos)
+        site.mode_map = {
+            mode: back[use.mode_map[mode]] for mode in expand_modes(use.value.result)
+        }
+        sites.append(site)
         if parent is not None:
             children.setdefault(parent, []).append(number)
         stack.extend((factor, number, 0) for factor in reversed(use.factors))
