@@ -31,9 +31,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from axisflow.pipeline.memory import Lifetime, Sizing, format_bytes, lifetimes
-from axisflow.pipeline.model import Forest
+from axisflow.forest.model import Forest
 from axisflow.pipeline.guard import schedule_never_worse
+from axisflow.pipeline.memory import Lifetime, Sizing, format_bytes, lifetimes
 from axisflow.pipeline.options import parse_blocks
 from axisflow.pipeline.scheduler import DEFAULT_MAX_ROUNDS
 

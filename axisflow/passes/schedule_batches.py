@@ -14,7 +14,11 @@ Run after ``classify-axes`` (``-p classify-axes,schedule-batches``). Each
   temporary file renamed over ``PATH``), so the file is never half-written;
 * ``block=N`` or ``block="i=8,Κ=64"``: elements per block of every batch
   loop, or per index space (spaces not named keep blocks of 1; default 1);
-* ``max-rounds=N``: bound on the demotion fixpoint (default 16).
+* ``max-rounds=N``: bound on the demotion fixpoint (default 16);
+* ``never-worse=true|false``: drop the loops that would raise the peak above
+  the unbatched one, and say so in the report (default true);
+* ``accumulate=true|false``: when all trees share their externals, add each
+  into one residual buffer as soon as it is computed (default true).
 
 A forest that cannot be scheduled fails the pass with a diagnostic naming the
 forest; no forest is changed then.
@@ -52,6 +56,10 @@ class ScheduleBatchesPass(ModulePass):
     """Bound on the demotion fixpoint."""
     report_file: str = ""
     """Where the report goes (standard error when empty)."""
+    never_worse: bool = True
+    """Drop loops that would raise the peak above the unbatched one."""
+    accumulate: bool = True
+    """Accumulate trees that share their externals into one residual."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from axisflow.pipeline.api import PipelineError, schedule_module
@@ -75,6 +83,8 @@ class ScheduleBatchesPass(ModulePass):
                 max_rounds=self.max_rounds,
                 classify=False,
                 verify=False,
+                never_worse=self.never_worse,
+                accumulate=self.accumulate,
             )
         except PipelineError as error:
             raise PassFailedException(f"schedule-batches: {error}") from None

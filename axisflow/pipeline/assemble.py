@@ -14,13 +14,22 @@ term, in order).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
-from axisflow.pipeline.model import Forest
-from axisflow.residual import ResidualLayout, apply_operators
+from axisflow.forest.model import Forest
+from axisflow.pipeline.schedule import Apply, Output, Residual, Schedule
+from axisflow.residual import (
+    Operator,
+    OperatorGroup,
+    ResidualError,
+    ResidualLayout,
+    apply_operators,
+    residual_layout,
+)
+from axisflow.roles.index import Index
 
 Array = NDArray[np.float64]
 
@@ -29,25 +38,25 @@ class AssemblyError(ValueError):
     """Trees that do not fit the residual layout; the message names the tree."""
 
 
-def root_axes(forest: Forest, tree: int, layout: ResidualLayout) -> tuple[int, ...]:
+def root_axes(forest: Forest, tree: int, modes: Sequence[Index]) -> tuple[int, ...]:
     """``numpy.transpose`` axes taking tree ``tree``'s root array (value
-    modes) to the residual's modes."""
+    modes) to the residual's ``modes``."""
     name = forest.trees[tree].name
     root = forest.trees[tree].root
     if root is None:
-        if layout.modes:
+        if modes:
             raise AssemblyError(f"tree @{name} is a number, the residual is not")
         return ()
     site = forest.sites[root]
     value = forest.values[site.value]
     label_of = {mode: site.mode_labels[mode] for mode in value.modes}
     position = {label: k for k, label in enumerate(label_of[m] for m in value.modes)}
-    if set(position) != set(layout.modes):
+    if set(position) != set(modes):
         raise AssemblyError(
             f"tree @{name} computes ({', '.join(map(str, position))}), the "
-            f"residual has modes ({', '.join(map(str, layout.modes))})"
+            f"residual has modes ({', '.join(map(str, modes))})"
         )
-    return tuple(position[mode] for mode in layout.modes)
+    return tuple(position[mode] for mode in modes)
 
 
 def assemble_residual(
@@ -64,7 +73,9 @@ def assemble_residual(
         partial: Array | None = None
         for term in group.terms:
             tree = forest.trees[term]
-            result = np.transpose(results[tree.name], root_axes(forest, term, layout))
+            result = np.transpose(
+                results[tree.name], root_axes(forest, term, layout.modes)
+            )
             partial = result.copy() if partial is None else partial + result
         assert partial is not None
         applied = apply_operators(partial, layout.modes, group.operators)
@@ -72,3 +83,43 @@ def assemble_residual(
     if residual is None:
         raise AssemblyError("a residual without terms")
     return residual
+
+
+def schedule_layout(forest: Forest, schedule: Schedule) -> ResidualLayout | None:
+    """The residual layout a schedule accumulates into (modes from its
+    residual buffers, groups from its outputs, operators from its steps);
+    ``None`` if it accumulates none."""
+    modes = schedule.residual_modes()
+    if modes is None:
+        return None
+    number = {tree.name: k for k, tree in enumerate(forest.trees)}
+    terms: dict[int, list[int]] = {}
+    operators: dict[int, tuple[Operator, ...]] = {}
+    for item, _ in schedule.walk():
+        if isinstance(item, Residual):
+            terms.setdefault(item.group, [])
+        elif isinstance(item, Output) and item.into is not None:
+            terms.setdefault(item.into, []).append(number[item.tree])
+        elif isinstance(item, Apply):
+            operators[item.group] = item.operators
+    groups = tuple(
+        OperatorGroup(operators.get(g, ()), tuple(terms[g])) for g in sorted(terms)
+    )
+    # the carried indices are not in the schedule; assembly needs the modes
+    return ResidualLayout(modes, modes, groups)
+
+
+def forest_layout(forest: Forest) -> ResidualLayout | None:
+    """The residual a forest's trees form without operators: when every
+    tree's root carries the same labels (as a set), those labels sorted;
+    otherwise ``None`` (the trees are separate results)."""
+    externals: list[tuple[Index, ...]] = []
+    for tree in forest.trees:
+        labels = () if tree.root is None else forest.sites[tree.root].labels
+        externals.append(tuple(labels))
+    if not externals or len({frozenset(e) for e in externals}) != 1:
+        return None
+    try:
+        return residual_layout(externals, [() for _ in externals])
+    except ResidualError:
+        return None

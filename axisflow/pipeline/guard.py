@@ -27,9 +27,11 @@ import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from axisflow.forest.model import Forest
+from axisflow.forest.roles import classify
 from axisflow.pipeline.memory import Sizing, lifetimes, peak, unbatched_schedule
-from axisflow.pipeline.model import Forest, classify_model
 from axisflow.pipeline.scheduler import Decisions, ScheduleResult, schedule_forest
+from axisflow.residual import ResidualLayout
 
 CANDIDATES = 4
 """(tree, space) pairs tried per drop."""
@@ -49,6 +51,18 @@ class DroppedLoop:
     peak_without: int
     """Scheduled peak (bytes) once they are dropped."""
     unbatched_peak: int
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dictionary (sizes in bytes)."""
+        return {
+            "tree": self.tree,
+            "space": self.space,
+            "loops": list(self.labels),
+            "peak_with_bytes": self.peak_with,
+            "peak_without_bytes": self.peak_without,
+            "unbatched_peak_bytes": self.unbatched_peak,
+            "reason": str(self),
+        }
 
     def __str__(self) -> str:
         from axisflow.pipeline.memory import format_bytes
@@ -92,7 +106,7 @@ def without_loops(forest: Forest, drops: set[tuple[int, str]]) -> Forest:
     new.instance_spaces = {
         i: s for i, s in forest.instance_spaces.items() if i in instances
     }
-    classify_model(new)
+    classify(new)
     return new
 
 
@@ -107,24 +121,31 @@ def schedule_never_worse(
     block: int | Mapping[str, int] = 1,
     max_rounds: int,
     extents: Mapping[str, int] | None = None,
+    residual: ResidualLayout | None = None,
     schedule: Callable[..., ScheduleResult] = schedule_forest,
+    enabled: bool = True,
 ) -> GuardedSchedule:
     """Schedule ``forest``, dropping loops until the peak is not above the
-    unbatched one (module docstring). Raises what ``schedule`` raises."""
+    unbatched one (module docstring); ``residual``: accumulate the trees into
+    it (both peaks count the residual). With ``enabled=False`` nothing is
+    dropped (the scheduler's schedule, its peak). Raises what ``schedule``
+    raises."""
 
     def attempt(model: Forest) -> tuple[ScheduleResult, int, Sizing]:
         sizing = Sizing(model, extents)
-        result = schedule(model, block=block, max_rounds=max_rounds, sizes=sizing)
+        result = schedule(
+            model, block=block, max_rounds=max_rounds, sizes=sizing, residual=residual
+        )
         return result, scheduled_peak(model, result, sizing), sizing
 
     result, current, sizing = attempt(forest)
     unbatched = peak(
-        lifetimes(forest, unbatched_schedule(forest, sizing), sizing)
+        lifetimes(forest, unbatched_schedule(forest, sizing, residual), sizing)
     ).bytes
     guarded = GuardedSchedule(forest, result, current, unbatched, current)
     drops: set[tuple[int, str]] = set()
     model = forest
-    while guarded.scheduled_peak > unbatched:
+    while enabled and guarded.scheduled_peak > unbatched:
         remaining = _loops(model)
         if not remaining:
             break
@@ -140,7 +161,9 @@ def schedule_never_worse(
             # nothing local helps: drop every remaining loop and evaluate as
             # the unbatched forest does (its schedule, its peak)
             trial = without_loops(forest, drops | remaining)
-            plain = ScheduleResult(unbatched_schedule(trial, sizing), {}, Decisions())
+            plain = ScheduleResult(
+                unbatched_schedule(trial, sizing, residual), {}, Decisions()
+            )
             for tree, space in sorted(remaining):
                 guarded.dropped.append(
                     _dropped(

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from axisflow.pipeline.model import expand_modes
+from axisflow.forest.frames import expand_modes
 from axisflow.residual.operators import Operator, OperatorError, check_residual
 from axisflow.roles.index import Index
 

@@ -78,6 +78,27 @@ class Operator:
         operator.check()
         return operator
 
+    @staticmethod
+    def parse(text: str) -> Operator:
+        """``Ŝ{a_1,a_2;i_1,i_2}`` (the printed form) back into an operator;
+        ``OperatorError`` naming the text if it is malformed."""
+        label, brace, rest = text.strip().partition("{")
+        if not brace or not rest.endswith("}"):
+            raise OperatorError(
+                f"malformed operator {text!r}: expected LABEL{{bra;ket}}"
+            )
+        groups = _split(rest[:-1], ";")
+        if len(groups) != 2:
+            raise OperatorError(f"malformed operator {text!r}: expected bra;ket")
+        try:
+            bra, ket = (
+                [Index.parse(part) for part in _split(group, ",") if part.strip()]
+                for group in groups
+            )
+        except ValueError as error:
+            raise OperatorError(f"malformed operator {text!r}: {error}") from None
+        return Operator.make(label, bra, ket)
+
     @property
     def indices(self) -> tuple[Index, ...]:
         """Bra then ket."""
@@ -143,6 +164,23 @@ class Operator:
         bra = ",".join(i.full_label for i in self.bra)
         ket = ",".join(i.full_label for i in self.ket)
         return f"{_SYMBOL[self.kind]}{{{bra};{ket}}}"
+
+
+def _split(text: str, separator: str) -> list[str]:
+    """``text`` split at ``separator`` outside proto lists ``<...>``."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    for k, char in enumerate(text):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif char == separator and depth == 0:
+            parts.append(text[start:k])
+            start = k + 1
+    parts.append(text[start:])
+    return parts
 
 
 def _parity(perm: Sequence[int]) -> int:

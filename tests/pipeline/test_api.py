@@ -126,7 +126,10 @@ def test_an_unwritable_report_file_fails_the_pass(tmp_path: Path) -> None:
 
 def test_the_pass_options_parse_from_a_pipeline_spec() -> None:
     module = example("pipeline/demotion.mlir")
-    run_pass(module, "classify-axes,schedule-batches{block=2 max-rounds=4}")
+    run_pass(
+        module,
+        "classify-axes,schedule-batches{block=2 max-rounds=4 never-worse=false accumulate=false}",
+    )
     text = printed(module)
     assert "sched.schedule rounds 2" in text
     assert "block 2" in text

@@ -17,7 +17,9 @@ REAL = "i=80,a=896,μ̃=896,Κ=1682"
 
 def test_batching_the_energy_over_kappa_no_longer_raises_the_peak() -> None:
     text = (EXAMPLES / "sequant" / "csv_ccsd_energy_df.txt").read_text(encoding="utf-8")
-    planned = schedule_expression(text, "Κ", extents=REAL, elem=8)
+    planned = schedule_expression(
+        text, "Κ", extents=REAL, elem=8, never_worse=False, accumulate=False
+    )
     # the scheduler alone: 1.39x the unbatched peak
     assert planned.report.scheduled_peak > 1.3 * planned.report.unbatched_peak
     guarded = schedule_never_worse(planned.model, max_rounds=16)
@@ -36,7 +38,9 @@ def test_batching_the_energy_over_kappa_no_longer_raises_the_peak() -> None:
 
 def test_a_policy_that_helps_is_kept_whole() -> None:
     text = (EXAMPLES / "sequant" / "csv_ccsd_energy_df.txt").read_text(encoding="utf-8")
-    planned = schedule_expression(text, "i", extents=REAL, elem=8)
+    planned = schedule_expression(
+        text, "i", extents=REAL, elem=8, never_worse=False, accumulate=False
+    )
     guarded = schedule_never_worse(planned.model, max_rounds=16)
     assert guarded.dropped == []
     assert guarded.scheduled_peak == planned.report.scheduled_peak
@@ -73,7 +77,9 @@ def test_the_guarded_peak_never_exceeds_the_unbatched_one(
     assume(all(space in keys for space in batch.split(",")))
     sizes = {"i": 3, "a": 2, "Κ": 4}
     extents = ",".join(f"{k}={sizes[k]}" for k in keys)
-    planned = schedule_expression(text, batch, extents=extents, elem=8)
+    planned = schedule_expression(
+        text, batch, extents=extents, elem=8, never_worse=False, accumulate=False
+    )
     guarded = schedule_never_worse(planned.model, max_rounds=16)
     assert guarded.scheduled_peak <= guarded.unbatched_peak
     assert check_schedule(guarded.forest, guarded.result.schedule) == []

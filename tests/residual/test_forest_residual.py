@@ -11,16 +11,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from axisflow.forest.model import Forest
 from axisflow.pipeline import schedule_expression
 from axisflow.pipeline.assemble import assemble_residual
 from axisflow.pipeline.evaluate import (
     TOLERANCE,
     evaluate_forest,
     relative_difference,
-    run_schedule,
+    run_residual,
 )
 from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.model import Forest
 from axisflow.residual import residual_layout
 from axisflow.sequant import Expression, parse
 from tests.einsum_oracle import modes_of, oracle_residual, tensor_array, term_operators
@@ -66,11 +66,10 @@ def check_both_ways(
     )
     inputs = forest_inputs(expression, forest, extents, seed)
     unbatched = assemble_residual(forest, evaluate_forest(forest, inputs), layout)
-    scheduled = assemble_residual(
-        forest,
-        run_schedule(forest, planned.schedule, inputs, Sizing(forest, extents)),
-        layout,
+    _, scheduled = run_residual(
+        forest, planned.schedule, inputs, Sizing(forest, extents)
     )
+    assert scheduled is not None  # the schedule accumulates the residual
     modes, reference = oracle_residual(expression, extents, seed)
     assert modes == layout.modes
     return max(
