@@ -32,10 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from axisflow.forest.model import Forest
-from axisflow.pipeline.guard import schedule_never_worse
 from axisflow.pipeline.memory import Lifetime, Sizing, format_bytes, lifetimes
 from axisflow.pipeline.options import parse_blocks
-from axisflow.pipeline.scheduler import DEFAULT_MAX_ROUNDS
 
 PLOT_SUFFIXES = (".svg", ".png")
 TOP_VALUES = 5
@@ -136,36 +134,34 @@ def plan_policy(
         name=Path(source).stem or "sequant",
         block=parse_blocks(block) if block else 1,
     )
-    guarded = schedule_never_worse(
-        forest.model,
-        block=parse_blocks(block) if block else 1,
-        max_rounds=DEFAULT_MAX_ROUNDS,
-    )
-    model = guarded.forest
+    model = forest.model
     sizing = Sizing(model)
-    found = lifetimes(model, guarded.result.schedule, sizing)
+    found = lifetimes(model, forest.schedule, sizing)
     curve = live_curve(found)
     top = max(range(len(curve)), key=curve.__getitem__, default=0)
     live = [life for life in found if life.start <= top <= life.end]
     live.sort(key=lambda life: -life.bytes)
+    residual_modes = () if forest.residual is None else forest.residual.modes
+
+    def modes(name: str) -> list[str]:
+        value = model.values.get(name)
+        chosen = residual_modes if value is None else value.modes
+        return [m.full_label for m in chosen]
+
     dominant = [
-        LiveValue(
-            life.value,
-            life.kind,
-            [m.full_label for m in model.values[life.value].modes],
-            life.bytes,
-        )
+        LiveValue(life.value, life.kind, modes(life.value), life.bytes)
         for life in live[:TOP_VALUES]
     ]
+    report = forest.report
     return PolicyPlan(
         spaces,
         multiply_adds(model, sizing),
-        guarded.unbatched_peak,
-        guarded.scheduled_peak,
+        report.unbatched_peak,
+        report.scheduled_peak,
         dominant,
-        [str(d) for d in guarded.dropped],
+        [str(d) for d in forest.dropped],
         curve,
-        guarded.first_peak,
+        report.first_peak or report.scheduled_peak,
     )
 
 

@@ -34,7 +34,9 @@ def test_multiply_adds_of_a_small_product() -> None:
     # node modes a_1, i_1, i_2: 3 * 4 * 4 multiply-adds
     plan = plan_policy("f{a_1;i_2} * t{i_2;i_1}", (), extents="i=4,a=3", elem=8)
     assert plan.flops == 48
-    assert plan.unbatched_peak == plan.scheduled_peak == 3 * 4 * 8
+    # the root (a_1, i_1) and the residual it is added into, both 3 * 4 * 8 B
+    assert plan.unbatched_peak == plan.scheduled_peak == 2 * 3 * 4 * 8
+    assert [v.kind for v in plan.dominant] == ["value", "residual"]
 
 
 def test_the_screenful_on_the_energy(capsys: pytest.CaptureFixture[str]) -> None:
