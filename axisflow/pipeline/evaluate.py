@@ -27,6 +27,12 @@ from numpy.typing import NDArray
 
 from axisflow.forest.model import Forest, Value
 from axisflow.pipeline.assemble import assemble_residual, root_axes, schedule_layout
+from axisflow.pipeline.contraction import (
+    DEFAULT_MEMORY_LIMIT,
+    Contraction,
+    EvaluationMemoryError,
+    MemoryGuard,
+)
 from axisflow.pipeline.memory import Sizing
 from axisflow.pipeline.schedule import (
     Apply,
@@ -44,6 +50,22 @@ from axisflow.residual import apply_operators
 from axisflow.roles.index import Index
 
 Array = NDArray[np.float64]
+
+__all__ = [
+    "DEFAULT_MEMORY_LIMIT",
+    "RESIDUAL",
+    "TOLERANCE",
+    "Comparison",
+    "EvaluationMemoryError",
+    "ScheduleRunError",
+    "check_memory",
+    "compare",
+    "evaluate_forest",
+    "random_inputs",
+    "relative_difference",
+    "run_residual",
+    "run_schedule",
+]
 
 TOLERANCE = 1e-10
 """Largest relative difference accepted between the two evaluations."""
@@ -65,29 +87,64 @@ def random_inputs(forest: Forest, sizing: Sizing, seed: int = 0) -> dict[str, Ar
     return inputs
 
 
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+class _Contractions:
+    """Each value's compiled einsum (``pipeline.contraction``), made once."""
+
+    def __init__(self) -> None:
+        self.compiled: dict[str, Contraction] = {}
+
+    def __call__(self, value: Value, operands: Sequence[Array]) -> Array:
+        contraction = self.compiled.get(value.name)
+        if contraction is None:
+            contraction = self.compiled[value.name] = Contraction(
+                value.name,
+                value.node_modes,
+                [list(mapping.values()) for mapping in value.factor_maps],
+                value.modes,
+            )
+        return contraction(operands)
 
 
-def _contract(value: Value, operands: Sequence[Array]) -> Array:
-    """``value`` from its factors' arrays (factor axes in factor-mode order)."""
-    letter = {mode: _LETTERS[k] for k, mode in enumerate(value.node_modes[:52])}
-    if len(value.node_modes) > len(_LETTERS):
-        raise ValueError(f"@{value.name} has more than 52 modes at its node")
-    inputs = ",".join(
-        "".join(letter[mode] for mode in mapping.values())
-        for mapping in value.factor_maps
+FLOAT_BYTES = 8
+"""The evaluator computes in float64."""
+
+
+def _elements(sizing: Sizing, value: Value) -> int:
+    count = 1
+    for mode in value.modes:
+        count *= sizing.extent(mode.base_key)
+    return count
+
+
+def input_bytes(forest: Forest, sizing: Sizing) -> int:
+    """Bytes of the random inputs ``random_inputs`` would allocate."""
+    used = {site.value for site in forest.sites}
+    return FLOAT_BYTES * sum(
+        _elements(sizing, v)
+        for name, v in forest.values.items()
+        if v.is_input and name in used
     )
-    output = "".join(letter[mode] for mode in value.modes)
-    result = np.einsum(f"{inputs}->{output}", *operands, optimize=True)
-    return np.asarray(result, dtype=np.float64)
+
+
+def check_memory(
+    forest: Forest, sizing: Sizing, what: str, memory_limit: int | None = None
+) -> None:
+    """Refuse (``EvaluationMemoryError``), before allocating anything, to
+    evaluate ``forest`` densely when its inputs and every built value
+    together exceed ``memory_limit`` (``DEFAULT_MEMORY_LIMIT`` by default):
+    the unbatched evaluation keeps them all."""
+    built = sum(_elements(sizing, v) for v in forest.built_values())
+    needed = input_bytes(forest, sizing) + FLOAT_BYTES * built
+    MemoryGuard(memory_limit).check(needed, what)
 
 
 def evaluate_forest(forest: Forest, inputs: Mapping[str, Array]) -> dict[str, Array]:
     """Each tree's result, ``coeff * root``, evaluated without batching."""
     computed: dict[str, Array] = dict(inputs)
+    contract = _Contractions()
     for value in forest.built_values():
         operands = [computed[f.value] for f in value.factors]
-        computed[value.name] = _contract(value, operands)
+        computed[value.name] = contract(value, operands)
     results: dict[str, Array] = {}
     for tree in forest.trees:
         coeff = float(tree.coeff)
@@ -143,6 +200,7 @@ class _Runner:
         self.residuals: dict[int, Array] = {}
         self.residual_modes: tuple[Index, ...] = ()
         self.tree_number = {tree.name: k for k, tree in enumerate(forest.trees)}
+        self.contract = _Contractions()
 
     def extent(self, mode: Index) -> int:
         return self.sizing.extent(mode.base_key)
@@ -234,7 +292,7 @@ class _Runner:
             operands.append(
                 self.read(stored, factor_modes, wanted, f"{what}, @{factor.value}")
             )
-        array = _contract(value, operands)
+        array = self.contract(value, operands)
         ranges = {b.mode: self.block_of(b) for b in build.slices}
         self.frames[-1].pieces[build.value] = _Stored(array, ranges)
 
@@ -396,15 +454,19 @@ def compare(
     *,
     seed: int = 0,
     extents: Mapping[str, int] | None = None,
+    memory_limit: int | None = None,
 ) -> Comparison:
     """Run the unbatched forest and ``schedule`` on the same random inputs.
 
     Compares every tree the schedule outputs on its own and, when the
     schedule accumulates a residual, the residual (the unbatched trees
     assembled by ``assemble_residual``). ``extents`` overrides the forest's
-    extents (keep them small: the evaluation is dense).
+    extents (keep them small: the evaluation is dense); above
+    ``memory_limit`` bytes (``DEFAULT_MEMORY_LIMIT``) it refuses before
+    allocating (``EvaluationMemoryError``).
     """
     sizing = Sizing(forest, extents)
+    check_memory(forest, sizing, f"evaluating forest @{forest.name}", memory_limit)
     inputs = random_inputs(forest, sizing, seed)
     unbatched = evaluate_forest(forest, inputs)
     scheduled, residual = run_residual(forest, schedule, inputs, sizing)

@@ -33,3 +33,23 @@ def test_memory_guard_refuses_before_allocating() -> None:
     guard.check(1024, "ok")
     with pytest.raises(EvaluationMemoryError, match=r"needs 5e\+03 GiB at once, above"):
         guard.check(5000 * 1024**3, "the unbatched forest")
+
+
+def test_compare_refuses_a_huge_dense_evaluation_before_allocating() -> None:
+    from axisflow.pipeline import schedule_expression
+    from axisflow.pipeline.evaluate import compare
+    from tests.conftest import EXAMPLES
+
+    text = (EXAMPLES / "sequant" / "csv_ccsd_doubles_residual_df.txt").read_text(
+        encoding="utf-8"
+    )
+    forest = schedule_expression(text, "i", extents="i=80,a=896,μ̃=896,Κ=1682")
+    with pytest.raises(EvaluationMemoryError, match="above the evaluator's memory"):
+        compare(forest.model, forest.schedule)  # terabytes: refused at once
+    with pytest.raises(EvaluationMemoryError, match="limit of 10000 B"):
+        compare(
+            forest.model,
+            forest.schedule,
+            extents=dict.fromkeys("ia", 3) | {"μ̃": 3, "Κ": 3},
+            memory_limit=10_000,
+        )
