@@ -5,16 +5,16 @@
     batch.forest @four_tensor {
       ...values and trees...
       sched.schedule rounds 1 {
-        sched.buffer @S zero bytes 288
+        sched.residual 0 [a, b, i, j] bytes 288
         sched.loop over b instance 0 pass 0 block 1 {
           sched.loop over c instance 1 pass 0 block 1 {
             sched.build @T1 slice [b:0, c:1] bytes 32
             sched.build @T2 slice [b:0, c:1] bytes 48
             sched.build @S slice [b:0] sum [c:1] bytes 96
-            sched.accumulate @S
+            sched.accumulate @S into 0 for @S_term
           }
         }
-        sched.output @S_term = @S
+        sched.output @S_term = @S into 0 direct
       }
     }
 
@@ -31,7 +31,13 @@
   accumulator). ``sched.scatter @v`` / ``sched.accumulate @v`` write the piece
   just built into it.
 * ``sched.output @tree = @v`` is the tree's result, ``coeff * @v``
-  (``sched.output @tree`` for a tree that is a bare number).
+  (``sched.output @tree`` for a tree that is a bare number); ``into G`` adds
+  it into residual group ``G`` (``direct``: added piece by piece already).
+* ``sched.residual G [modes] bytes S`` is the zeroed residual buffer of an
+  operator group; ``sched.scatter/accumulate @v into G for @tree`` adds a
+  root's piece straight into it; ``sched.apply G ["Ŝ{...}"] bytes S`` applies
+  the group's operators and adds the result into group 0's
+  (``docs/residual.md``).
 
 Values are the forest's ``batch.value`` symbols; inputs are read, never built.
 ``sched.schedule`` verifies the whole schedule against its forest
