@@ -23,6 +23,7 @@ from axisflow.forest.model import Forest
 from axisflow.pipeline.schedule import Apply, Output, Residual, Schedule
 from axisflow.residual import (
     Operator,
+    OperatorError,
     OperatorGroup,
     ResidualError,
     ResidualLayout,
@@ -110,16 +111,22 @@ def schedule_layout(forest: Forest, schedule: Schedule) -> ResidualLayout | None
 
 
 def forest_layout(forest: Forest) -> ResidualLayout | None:
-    """The residual a forest's trees form without operators: when every
-    tree's root carries the same labels (as a set), those labels sorted;
-    otherwise ``None`` (the trees are separate results)."""
+    """The residual a forest's trees form: when every tree's root carries
+    the same labels (as a set), those labels, with the trees' operators
+    (``Tree.operators``); ``None`` when the trees are separate results (their
+    labels differ and no tree has an operator). ``ResidualError`` when trees
+    with operators do not form one residual."""
     externals: list[tuple[Index, ...]] = []
-    for tree in forest.trees:
+    operators: list[tuple[Operator, ...]] = []
+    for number, tree in enumerate(forest.trees):
         labels = () if tree.root is None else forest.sites[tree.root].labels
         externals.append(tuple(labels))
-    if not externals or len({frozenset(e) for e in externals}) != 1:
+        try:
+            operators.append(tuple(Operator.parse(t) for t in tree.operators))
+        except OperatorError as error:
+            raise ResidualError(f"tree @{tree.name}: {error}", number) from None
+    if not externals:
         return None
-    try:
-        return residual_layout(externals, [() for _ in externals])
-    except ResidualError:
+    if not any(operators) and len({frozenset(e) for e in externals}) != 1:
         return None
+    return residual_layout(externals, operators)

@@ -58,6 +58,7 @@ from axisflow.forest.frames import (
     proto_modes,
 )
 from axisflow.forest.model import Factor, Forest, Loop, Site, Space, Tree, Value
+from axisflow.residual.operators import Operator, OperatorError
 from axisflow.roles.index import Index
 from axisflow.sequant.syntax import Expression, SequantError, Tensor, Term
 
@@ -539,7 +540,13 @@ def build_forest(
                         slot = shared_slots.setdefault((key, depth), len(shared_slots))
                     loops.append(Loop(slot, index, slot))
                     loop_count += 1
-        tree = Tree(f"term{number}", term.coefficient, None)
+        try:
+            operators = tuple(
+                str(Operator.make(o.label, o.bra, o.ket)) for o in term.operators
+            )
+        except OperatorError as error:
+            raise expression.error(str(error), term.offset) from None
+        tree = Tree(f"term{number}", term.coefficient, None, operators)
         trees.append(tree)
         if root is not None:
             back = invert(renaming)
