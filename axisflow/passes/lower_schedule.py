@@ -92,7 +92,9 @@ def _row_major(shape: Sequence[int]) -> list[int]:
 
 
 def _hint(text: str) -> str:
-    cleaned = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    """An SSA name hint for ``text``: ASCII, and ``f_0`` as ``f0`` (xDSL's
+    printer would read a ``_0`` suffix as its own uniquifier and drop it)."""
+    cleaned = re.sub(r"_(\d+)$", r"\1", re.sub(r"[^A-Za-z0-9_]", "_", text))
     return cleaned if cleaned and not cleaned[0].isdigit() else f"v{cleaned}"
 
 
@@ -302,7 +304,7 @@ class _FunctionEmitter:
             source, offsets, list(window.sizes), [1] * len(window.sizes), result_type
         )
         self.builder.add(op)
-        op.result.name_hint = _hint(f"{tensor.value}_blk")
+        op.result.name_hint = f"{_hint(tensor.value)}_blk"
         return op.result
 
     def contract(self, step: Contract) -> None:
