@@ -36,7 +36,9 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AffineMapAttr,
+    DenseArrayBase,
     FloatAttr,
     FunctionType,
     IndexType,
@@ -77,9 +79,56 @@ PRINT_NEWLINE = "printNewline"
 """Functions of MLIR's C runner library (``libmlir_c_runner_utils``)."""
 
 
-def memref_type(shape: Sequence[int]) -> MemRefType:
-    """``memref<shape x f64>`` (identity layout)."""
-    return MemRefType(f64, tuple(shape))
+class _Attributes:
+    """Attributes the lowering repeats (types, maps, index lists), each built
+    once: constructing xDSL attributes dominates the pass's time."""
+
+    def __init__(self) -> None:
+        self.memrefs: dict[tuple[int, ...], MemRefType] = {}
+        self.views: dict[tuple[tuple[int, ...], tuple[int, ...]], MemRefType] = {}
+        self.maps: dict[tuple[int, tuple[int, ...]], AffineMapAttr] = {}
+        self.arrays: dict[tuple[int, ...], DenseArrayBase] = {}
+        self.parallel = IteratorTypeAttr.parallel()
+        self.reduction = IteratorTypeAttr.reduction()
+
+    def memref(self, shape: Sequence[int]) -> MemRefType:
+        """``memref<shape x f64>`` (identity layout)."""
+        key = tuple(shape)
+        found = self.memrefs.get(key)
+        if found is None:
+            found = self.memrefs[key] = MemRefType(f64, key)
+        return found
+
+    def view(self, sizes: Sequence[int], source: Sequence[int]) -> MemRefType:
+        """The type of a block of a ``memref<source x f64>``: its strides,
+        dynamic offset."""
+        key = (tuple(sizes), tuple(source))
+        found = self.views.get(key)
+        if found is None:
+            layout = StridedLayoutAttr(_row_major(source), None)
+            found = self.views[key] = MemRefType(f64, key[0], layout)
+        return found
+
+    def map(self, dims: int, results: Sequence[int]) -> AffineMapAttr:
+        """``affine_map<(d0, ...) -> (d_r, ...)>``."""
+        key = (dims, tuple(results))
+        found = self.maps.get(key)
+        if found is None:
+            exprs = tuple(AffineExpr.dimension(r) for r in results)
+            found = self.maps[key] = AffineMapAttr(AffineMap(dims, 0, exprs))
+        return found
+
+    def identity(self, rank: int, dims: int) -> AffineMapAttr:
+        """The map to the first ``rank`` of ``dims`` dimensions."""
+        return self.map(dims, range(rank))
+
+    def array(self, values: Sequence[int]) -> DenseArrayBase:
+        """``array<i64: ...>``."""
+        key = tuple(values)
+        found = self.arrays.get(key)
+        if found is None:
+            found = self.arrays[key] = DenseArrayBase.from_list(i64, key)
+        return found
 
 
 def _row_major(shape: Sequence[int]) -> list[int]:
@@ -98,12 +147,6 @@ def _hint(text: str) -> str:
     return cleaned if cleaned and not cleaned[0].isdigit() else f"v{cleaned}"
 
 
-def _identity(rank: int, dims: int) -> AffineMapAttr:
-    return AffineMapAttr(
-        AffineMap(dims, 0, tuple(AffineExpr.dimension(k) for k in range(rank)))
-    )
-
-
 @dataclass
 class _Builder:
     """Appends ops to the current block; index constants live at the top of
@@ -111,6 +154,7 @@ class _Builder:
 
     entry: Block
     block: Block
+    attributes: _Attributes = field(default_factory=_Attributes)
     constants: dict[tuple[str, float | int], SSAValue] = field(
         default_factory=dict[tuple[str, float | int], SSAValue]
     )
@@ -191,8 +235,8 @@ def _generic(
     maps: Sequence[AffineMapAttr],
     reductions: Sequence[bool],
     combine: str,
+    builder: _Builder,
     coeff: float | None = None,
-    builder: _Builder | None = None,
 ) -> GenericOp:
     """One ``linalg.generic``; ``combine``: ``product`` (``out += prod(ins)``),
     ``add`` (``out += in``), ``copy`` (``out = in``) or ``scale`` (``out =
@@ -221,13 +265,14 @@ def _generic(
     elif combine == "copy":
         result = ins[0]
     else:
-        assert coeff is not None and builder is not None
+        assert coeff is not None
         mul = arith.MulfOp(builder.real(coeff), ins[0])
         body.add_op(mul)
         result = mul.result
     body.add_op(YieldOp(result))
+    attributes = builder.attributes
     iterators = [
-        IteratorTypeAttr.reduction() if reduced else IteratorTypeAttr.parallel()
+        attributes.reduction if reduced else attributes.parallel
         for reduced in reductions
     ]
     return GenericOp(list(inputs), [output], Region(body), maps, iterators)
@@ -236,8 +281,9 @@ def _generic(
 class _FunctionEmitter:
     """One plan as ``func.func``."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, attributes: _Attributes) -> None:
         self.plan = plan
+        self.attributes = attributes
         self.values: dict[int, SSAValue] = {}
         self.ivs: dict[int, SSAValue] = {}
 
@@ -247,12 +293,12 @@ class _FunctionEmitter:
     def emit(self) -> func.FuncOp:
         plan = self.plan
         arguments = [*plan.inputs, *plan.outputs]
-        types = [memref_type(self.tensor(t).shape) for t in arguments]
+        types = [self.attributes.memref(self.tensor(t).shape) for t in arguments]
         entry = Block(arg_types=types)
         for number, arg in zip(arguments, entry.args, strict=True):
             self.values[number] = arg
             arg.name_hint = _hint(self.tensor(number).value)
-        self.builder = _Builder(entry, entry)
+        self.builder = _Builder(entry, entry, self.attributes)
         self.steps(plan.steps)
         entry.add_op(func.ReturnOp())
         self.builder.finish()
@@ -273,7 +319,8 @@ class _FunctionEmitter:
                 del self.ivs[step.instance]
             elif isinstance(step, Alloc):
                 tensor = self.tensor(step.tensor)
-                op = builder.add(memref.AllocOp([], [], memref_type(tensor.shape)))
+                alloc_type = self.attributes.memref(tensor.shape)
+                op = builder.add(memref.AllocOp([], [], alloc_type))
                 op.results[0].name_hint = _hint(tensor.value)
                 self.values[step.tensor] = op.results[0]
             elif isinstance(step, Zero):
@@ -294,14 +341,18 @@ class _FunctionEmitter:
         if window.is_whole:
             return source
         tensor = self.tensor(window.tensor)
-        strides = _row_major(tensor.shape)
-        layout = StridedLayoutAttr(strides, None)
-        result_type = MemRefType(f64, window.sizes, layout)
-        offsets: list[SSAValue | int] = [
-            0 if offset is None else self.ivs[offset] for offset in window.offsets
-        ]
-        op = memref.SubviewOp.get(
-            source, offsets, list(window.sizes), [1] * len(window.sizes), result_type
+        attributes = self.attributes
+        offsets = [self.ivs[o] for o in window.offsets if o is not None]
+        static = [DYNAMIC_INDEX if o is not None else 0 for o in window.offsets]
+        op = memref.SubviewOp(
+            source,
+            offsets,
+            [],
+            [],
+            attributes.array(static),
+            attributes.array(window.sizes),
+            attributes.array([1] * len(window.sizes)),
+            attributes.view(window.sizes, tensor.shape),
         )
         self.builder.add(op)
         op.result.name_hint = f"{_hint(tensor.value)}_blk"
@@ -310,26 +361,29 @@ class _FunctionEmitter:
     def contract(self, step: Contract) -> None:
         dims = len(step.extents)
         operands = [self.view(window) for window in step.operands]
-        maps = [
-            AffineMapAttr(
-                AffineMap(dims, 0, tuple(AffineExpr.dimension(d) for d in positions))
-            )
-            for positions in step.operand_dims
-        ]
-        maps.append(_identity(step.rank, dims))
+        maps = [self.attributes.map(dims, dims_of) for dims_of in step.operand_dims]
+        maps.append(self.attributes.identity(step.rank, dims))
+        target = self.values[step.target]
         self.builder.add(
-            _generic(
-                operands, self.values[step.target], maps, step.reductions, "product"
-            )
+            _generic(operands, target, maps, step.reductions, "product", self.builder)
         )
 
     def write_back(self, step: WriteBack) -> None:
         piece = self.values[step.piece]
         target = self.view(step.target)
         rank = len(step.target.sizes)
-        maps = [_identity(rank, rank), _identity(rank, rank)]
+        identity = self.attributes.identity(rank, rank)
         combine = "add" if step.accumulate else "copy"
-        self.builder.add(_generic([piece], target, maps, [False] * rank, combine))
+        self.builder.add(
+            _generic(
+                [piece],
+                target,
+                [identity, identity],
+                [False] * rank,
+                combine,
+                self.builder,
+            )
+        )
 
     def output(self, step: Emit) -> None:
         output = self.values[step.output]
@@ -339,16 +393,20 @@ class _FunctionEmitter:
             builder.add(FillOp([builder.real(coeff)], [output], ()))
             return
         rank = len(self.tensor(step.output).shape)
-        maps = [_identity(rank, rank), _identity(rank, rank)]
+        identity = self.attributes.identity(rank, rank)
         source = self.values[step.source]
-        if coeff == 1.0:
-            builder.add(_generic([source], output, maps, [False] * rank, "copy"))
-        else:
-            builder.add(
-                _generic(
-                    [source], output, maps, [False] * rank, "scale", coeff, builder
-                )
+        combine = "copy" if coeff == 1.0 else "scale"
+        builder.add(
+            _generic(
+                [source],
+                output,
+                [identity, identity],
+                [False] * rank,
+                combine,
+                builder,
+                coeff,
             )
+        )
 
 
 def emit_main(plans: Sequence[Plan]) -> list[Operation]:
@@ -362,7 +420,9 @@ def emit_main(plans: Sequence[Plan]) -> list[Operation]:
         arguments: list[SSAValue] = []
         for number, tensor_number in enumerate(plan.inputs):
             tensor = plan.tensors[tensor_number]
-            alloc = builder.add(memref.AllocOp([], [], memref_type(tensor.shape)))
+            alloc = builder.add(
+                memref.AllocOp([], [], builder.attributes.memref(tensor.shape))
+            )
             buffer = alloc.results[0]
             buffer.name_hint = _hint(tensor.value)
             _fill(builder, buffer, tensor.shape, number)
@@ -370,7 +430,9 @@ def emit_main(plans: Sequence[Plan]) -> list[Operation]:
         outputs: list[tuple[SSAValue, Tensor]] = []
         for tensor_number in plan.outputs:
             tensor = plan.tensors[tensor_number]
-            alloc = builder.add(memref.AllocOp([], [], memref_type(tensor.shape)))
+            alloc = builder.add(
+                memref.AllocOp([], [], builder.attributes.memref(tensor.shape))
+            )
             alloc.results[0].name_hint = _hint(tensor.value)
             outputs.append((alloc.results[0], tensor))
             arguments.append(alloc.results[0])
@@ -476,8 +538,9 @@ def lower_module(module: ModuleOp, *, main: bool = False) -> list[Plan]:
             )
         names.add(plan.name)
         plans.append(plan)
+    attributes = _Attributes()
     for forest, plan in zip(forests, plans, strict=True):
-        function = _FunctionEmitter(plan).emit()
+        function = _FunctionEmitter(plan, attributes).emit()
         block = forest.parent_block()
         assert block is not None
         block.insert_op_before(function, forest)
