@@ -286,6 +286,8 @@ class _FunctionEmitter:
         self.attributes = attributes
         self.values: dict[int, SSAValue] = {}
         self.ivs: dict[int, SSAValue] = {}
+        self.buffered = {t.value for t in plan.tensors if t.kind == "buffer"}
+        """Values with a buffer: their pieces are named ``<value>_piece``."""
 
     def tensor(self, number: int) -> Tensor:
         return self.plan.tensors[number]
@@ -310,7 +312,7 @@ class _FunctionEmitter:
             if isinstance(step, Loop):
                 _, body = builder.loop(step.extent, step.block)
                 self.ivs[step.instance] = body.args[0]
-                body.args[0].name_hint = _hint(f"{step.space}{step.instance}")
+                body.args[0].name_hint = _hint(f"at_{step.space}{step.instance}")
                 outer = builder.block
                 builder.block = body
                 self.steps(step.body)
@@ -321,7 +323,10 @@ class _FunctionEmitter:
                 tensor = self.tensor(step.tensor)
                 alloc_type = self.attributes.memref(tensor.shape)
                 op = builder.add(memref.AllocOp([], [], alloc_type))
-                op.results[0].name_hint = _hint(tensor.value)
+                hint = _hint(tensor.value)
+                if tensor.kind == "piece" and tensor.value in self.buffered:
+                    hint = f"{hint}_piece"
+                op.results[0].name_hint = hint
                 self.values[step.tensor] = op.results[0]
             elif isinstance(step, Zero):
                 target = self.values[step.tensor]

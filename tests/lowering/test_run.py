@@ -72,6 +72,7 @@ INTERPRETED = [
     "demotion",
     "energy-i",
     "energy-kappa",
+    "energy-i-kappa",
     "singles-i",
     "singles-kappa",
 ]
