@@ -51,6 +51,9 @@ class LoweringError(ValueError):
     """A scheduled forest that cannot be lowered; the message says why."""
 
 
+MAX_ELEMENTS = 2**63 - 1
+"""MLIR computes memref strides in signed 64 bits."""
+
 TensorKind = Literal["input", "output", "piece", "buffer", "value"]
 
 
@@ -239,13 +242,25 @@ class _Planner:
             self.block(slices[m]) if m in slices else self.extent(m)
             for m in value.modes
         )
-        tensor = Tensor(
-            len(self.tensors),
-            value.name,
-            kind,
-            shape,
-            tuple(str(m) for m in value.modes),
-        )
+        return self.add_tensor(value.name, kind, shape, value.modes)
+
+    def add_tensor(
+        self,
+        name: str,
+        kind: TensorKind,
+        shape: tuple[int, ...],
+        modes: Sequence[Index],
+    ) -> Tensor:
+        elements = 1
+        for extent in shape:
+            elements *= extent
+        if elements > MAX_ELEMENTS:
+            raise LoweringError(
+                f"@{name} would be a memref of {elements:.3e} elements "
+                f"({'x'.join(map(str, shape))} over {' '.join(map(str, modes))}): "
+                "more than a memref can index (2^63 - 1); lower at smaller extents"
+            )
+        tensor = Tensor(len(self.tensors), name, kind, shape, tuple(map(str, modes)))
         self.tensors.append(tensor)
         return tensor
 
@@ -281,13 +296,11 @@ class _Planner:
             root = None if tree.root is None else self.forest.sites[tree.root].value
             if root is None:
                 shape: tuple[int, ...] = ()
-                modes: tuple[str, ...] = ()
+                modes: tuple[Index, ...] = ()
             else:
-                value = self.forest.values[root]
-                shape = tuple(self.extent(m) for m in value.modes)
-                modes = tuple(str(m) for m in value.modes)
-            tensor = Tensor(len(self.tensors), tree.name, "output", shape, modes)
-            self.tensors.append(tensor)
+                modes = self.forest.values[root].modes
+                shape = tuple(self.extent(m) for m in modes)
+            tensor = self.add_tensor(tree.name, "output", shape, modes)
             outputs[tree.name] = tensor.number
         for item, _ in self.schedule.walk():
             if isinstance(item, LoopPass):

@@ -522,6 +522,15 @@ def plan_of(forest: ForestOp) -> Plan:
     return build_plan(model, schedule)
 
 
+def lowered_module(plans: Sequence[Plan], *, main: bool = False) -> ModuleOp:
+    """A module holding the ``func.func`` of each plan (and ``@main``)."""
+    attributes = _Attributes()
+    ops: list[Operation] = [_FunctionEmitter(p, attributes).emit() for p in plans]
+    if main:
+        ops.extend(emit_main(plans))
+    return ModuleOp(ops)
+
+
 def lower_module(module: ModuleOp, *, main: bool = False) -> list[Plan]:
     """Replace every ``batch.forest`` of ``module`` by its ``func.func`` (and
     add ``@main`` when asked). All forests are planned before the module

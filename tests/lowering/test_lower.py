@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from axisflow.lowering import toolchain
-from axisflow.lowering.plan import Alloc, Contract, Emit, Free, Loop, WriteBack, Zero
+from axisflow.lowering.plan import (
+    Alloc,
+    Contract,
+    Emit,
+    Free,
+    Loop,
+    LoweringError,
+    WriteBack,
+    Zero,
+)
 from axisflow.lowering.toolchain import ToolchainError, require_toolchain, verify_text
 from axisflow.passes.lower_schedule import lower_module
 from tests.lowering.cases import scheduled_example, scheduled_sequant
@@ -76,3 +85,26 @@ def test_missing_tools_fail_with_install_instructions(monkeypatch) -> None:
     monkeypatch.delenv("MLIR_BIN_DIR", raising=False)
     with pytest.raises(ToolchainError, match="apt-get install -y mlir-22-tools"):
         require_toolchain()
+
+
+def test_doubles_residual_is_accepted_by_mlir_opt() -> None:
+    # The issue's use: xdsl-opt -f sequant{...} eq.txt -p
+    # 'classify-axes,schedule-batches,lower-schedule' prints MLIR that
+    # mlir-opt accepts (static shapes; nothing runs).
+    module = scheduled_sequant(
+        "csv_ccsd_doubles_residual_df.txt", "i", "i=20,a=40,μ̃=40,Κ=80"
+    )
+    (plan,) = lower_module(module)
+    assert len(plan.outputs) == 55  # one output per term (issue 12: residual)
+    printed = verify_text(str(module))
+    assert printed.count("linalg.generic") >= 55
+
+
+def test_a_tensor_no_memref_can_index_is_refused() -> None:
+    # At the real extents the dense model of the doubles residual holds a
+    # value of 2.6e19 elements: MLIR's 64-bit strides cannot address it.
+    module = scheduled_sequant(
+        "csv_ccsd_doubles_residual_df.txt", "i", "i=80,a=896,μ̃=896,Κ=1682"
+    )
+    with pytest.raises(LoweringError, match=r"would be a memref of .* elements .*more than a memref can index"):
+        lower_module(module)
