@@ -106,5 +106,8 @@ def test_a_tensor_no_memref_can_index_is_refused() -> None:
     module = scheduled_sequant(
         "csv_ccsd_doubles_residual_df.txt", "i", "i=80,a=896,μ̃=896,Κ=1682"
     )
-    with pytest.raises(LoweringError, match=r"would be a memref of .* elements .*more than a memref can index"):
+    with pytest.raises(
+        LoweringError,
+        match=r"would be a memref of .* elements .*more than a memref can index",
+    ):
         lower_module(module)
