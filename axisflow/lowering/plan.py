@@ -11,7 +11,8 @@ is decided here, with plain integers:
   indices, then the protos of composites; a composite is a mode of its own
   with its base space's extent), restricted to one block on sliced modes;
 * ``Loop`` is one pass of a batch loop, ``0 .. extent`` in steps of the
-  block; a ``Window`` names, per dimension, the loop whose current block
+  block (a block that does not divide the extent leaves a last, smaller
+  block: a second loop with its own static shapes); a ``Window`` names, per dimension, the loop whose current block
   start is the offset (or none: from 0) and the size;
 * ``Contract`` is one pairwise contraction into a zeroed piece: loop
   dimensions are the node's modes (result modes ``parallel``, summed modes
@@ -23,7 +24,7 @@ is decided here, with plain integers:
   last item of its own body that mentions it).
 
 Pure (no xDSL). ``LoweringError`` names what cannot be lowered: a space
-without extent, a block that does not divide its extent.
+without extent, a tensor larger than a memref can index.
 """
 
 from __future__ import annotations
@@ -153,11 +154,14 @@ class Emit:
 
 @dataclass(frozen=True)
 class Loop:
-    """One pass of a loop instance: ``for start in 0..extent step block``."""
+    """One pass of a loop instance over ``start .. stop`` in steps of
+    ``block`` (a pass whose block does not divide the extent is two loops:
+    the full blocks, then the remainder as one smaller block)."""
 
     instance: int
     space: str
-    extent: int
+    start: int
+    stop: int
     block: int
     body: tuple[Step, ...]
 
@@ -302,17 +306,6 @@ class _Planner:
                 shape = tuple(self.extent(m) for m in modes)
             tensor = self.add_tensor(tree.name, "output", shape, modes)
             outputs[tree.name] = tensor.number
-        for item, _ in self.schedule.walk():
-            if isinstance(item, LoopPass):
-                extent = self.space_extent(item.space)
-                block = min(item.block, extent)
-                if extent % block:
-                    raise LoweringError(
-                        f"loop instance {item.instance} over {item.space}: block "
-                        f"{item.block} does not divide the extent {extent} "
-                        "(the lowering uses static block shapes)"
-                    )
-                self.blocks[item.instance] = block
         steps = self.items(self.schedule.items)
         return Plan(
             self.forest.name or "forest",
@@ -331,18 +324,7 @@ class _Planner:
         steps: list[Step] = []
         for position, item in enumerate(items):
             if isinstance(item, LoopPass):
-                self.frames.append(_Frame())
-                body = self.items(item.body)
-                self.frames.pop()
-                steps.append(
-                    Loop(
-                        item.instance,
-                        item.space,
-                        self.sizing.extent(item.space),
-                        self.block(item.instance),
-                        tuple(body),
-                    )
-                )
+                steps.extend(self.loop(item))
             elif isinstance(item, Build):
                 tensor = self.build(item, steps)
                 owned.setdefault(item.value, []).append(tensor)
@@ -365,6 +347,27 @@ class _Planner:
         for tensors in owned.values():  # built, never mentioned again
             steps.extend(Free(t) for t in tensors)
         return steps
+
+    def loop(self, item: LoopPass) -> list[Loop]:
+        """A loop pass: the full blocks, then (when the block does not divide
+        the extent) the last, smaller block as a loop of its own, so that
+        every shape stays static."""
+        extent = self.space_extent(item.space)
+        block = min(item.block, extent)
+        full = extent - extent % block
+        loops: list[Loop] = []
+        for start, stop, size in ((0, full, block), (full, extent, extent - full)):
+            if stop <= start:
+                continue
+            self.blocks[item.instance] = size
+            self.frames.append(_Frame())
+            body = self.items(item.body)
+            self.frames.pop()
+            loops.append(
+                Loop(item.instance, item.space, start, stop, size, tuple(body))
+            )
+        del self.blocks[item.instance]
+        return loops
 
     def lookup(self, name: str) -> _Stored:
         if name in self.inputs:

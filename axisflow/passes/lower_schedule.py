@@ -200,9 +200,9 @@ class _Builder:
             else:
                 self.entry.insert_op_before(op, first)
 
-    def loop(self, extent: int, step: int) -> tuple[scf.ForOp, Block]:
+    def loop(self, start: int, stop: int, step: int) -> tuple[scf.ForOp, Block]:
         body = Block(arg_types=[IndexType()])
-        op = scf.ForOp(self.index(0), self.index(extent), self.index(step), [], body)
+        op = scf.ForOp(self.index(start), self.index(stop), self.index(step), [], body)
         self.add(op)
         return op, body
 
@@ -212,7 +212,7 @@ class _Builder:
         ivs: list[SSAValue] = []
         outer = self.block
         for extent in shape:
-            _, body = self.loop(extent, 1)
+            _, body = self.loop(0, extent, 1)
             ivs.append(body.args[0])
             self.block = body
         innermost = self.block
@@ -310,7 +310,7 @@ class _FunctionEmitter:
         builder = self.builder
         for step in steps:
             if isinstance(step, Loop):
-                _, body = builder.loop(step.extent, step.block)
+                _, body = builder.loop(step.start, step.stop, step.block)
                 self.ivs[step.instance] = body.args[0]
                 body.args[0].name_hint = _hint(f"at_{step.space}{step.instance}")
                 outer = builder.block

@@ -27,11 +27,8 @@ def test_four_tensor_plan_follows_the_schedule() -> None:
     # buffer S (zeroed), the loop over b, the output, S freed
     assert top == ["Alloc", "Zero", "Loop", "Emit", "Free"]
     outer = plan.steps[2]
-    assert isinstance(outer, Loop) and (outer.space, outer.extent, outer.block) == (
-        "b",
-        3,
-        1,
-    )
+    assert isinstance(outer, Loop)
+    assert (outer.space, outer.start, outer.stop, outer.block) == ("b", 0, 3, 1)
     (inner,) = outer.body
     assert isinstance(inner, Loop) and inner.space == "c"
     contractions = [s for s in inner.body if isinstance(s, Contract)]
@@ -51,6 +48,22 @@ def test_four_tensor_plan_follows_the_schedule() -> None:
     assert allocated == freed == zeroed
     (emit,) = [e for e in plan.steps if isinstance(e, Emit)]
     assert emit.tree == "S_term" and emit.coeff == 1
+
+
+def test_a_ragged_block_is_a_second_loop_with_static_shapes() -> None:
+    module = scheduled_example("pipeline/four_tensor.mlir", block=3)
+    (plan,) = lower_module(module)
+    (outer,) = [s for s in plan.steps if isinstance(s, Loop)]  # b: 3 = one block
+    assert (outer.start, outer.stop, outer.block) == (0, 3, 3)
+    inner = [s for s in outer.body if isinstance(s, Loop)]  # c: 4 = 3 + 1
+    assert [(s.start, s.stop, s.block) for s in inner] == [(0, 3, 3), (3, 4, 1)]
+    t1_shapes = [
+        plan.tensors[c.target].shape
+        for loop in inner
+        for c in loop.body
+        if isinstance(c, Contract) and c.value == "T1"
+    ]
+    assert t1_shapes == [(3, 3, 2, 2), (3, 1, 2, 2)]
 
 
 def test_loop_carried_value_is_scattered() -> None:

@@ -1,16 +1,15 @@
 """Property: on random small forests (the pipeline's own strategy), the
 lowered schedule run in xDSL's interpreter prints the NumPy evaluator's
-numbers, and a block that does not divide its extent is refused."""
+numbers, blocks that do not divide their extent included."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from axisflow.interpret import run_main
 from axisflow.lowering.harness import decode_printed, fill_input
-from axisflow.lowering.plan import LoweringError, build_plan
+from axisflow.lowering.plan import build_plan
 from axisflow.passes.lower_schedule import lowered_module
 from axisflow.pipeline.evaluate import evaluate_forest, relative_difference
 from axisflow.pipeline.memory import Sizing
@@ -35,11 +34,7 @@ def test_lowered_random_forests_agree_with_numpy(forest: Forest, block: int) -> 
         if isinstance(item, LoopPass)
     ]
     ragged = any(extent % min(block, extent) for extent in extents)
-    event("ragged" if ragged else f"lowered, {len(extents)} loop passes")
-    if ragged:
-        with pytest.raises(LoweringError, match="does not divide the extent"):
-            build_plan(forest, schedule)
-        return
+    event(f"{len(extents)} loop passes{', a ragged block' if ragged else ''}")
     plan = build_plan(forest, schedule)
     module = lowered_module([plan], main=True)
     module.verify()

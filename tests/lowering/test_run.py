@@ -33,6 +33,12 @@ CASES = {
     "sibling-nests-block-2": lambda: scheduled_example(
         "pipeline/sibling_nests.mlir", block=2
     ),
+    "four-tensor-block-3": lambda: scheduled_example(
+        "pipeline/four_tensor.mlir", block=3
+    ),
+    "sibling-nests-block-3": lambda: scheduled_example(
+        "pipeline/sibling_nests.mlir", block=3
+    ),
     "demotion": lambda: scheduled_example("pipeline/demotion.mlir"),
     "energy-i": lambda: scheduled_sequant("csv_ccsd_energy_df.txt", "i", SMALL),
     "energy-kappa": lambda: scheduled_sequant("csv_ccsd_energy_df.txt", "Κ", SMALL),
@@ -69,6 +75,8 @@ INTERPRETED = [
     "cross-iteration",
     "sibling-nests",
     "sibling-nests-block-2",
+    "four-tensor-block-3",
+    "sibling-nests-block-3",
     "demotion",
     "energy-i",
     "energy-kappa",

@@ -37,29 +37,3 @@ batch.forest @unsized {
 
 // CHECK: lower-schedule: batch.forest @unsized: index space i has no extent (declare `batch.space i extent N`; the SeQuant frontend takes extents=...)
 
-// -----
-
-// A block that does not divide its extent (the lowering uses static shapes).
-batch.forest @ragged {
-  batch.space i extent 3 elem 8
-  batch.value @A [i_1] leaf "A"
-  batch.value @V [i_1, i_2] = @A [i_1] * @A [i_2]
-  batch.tree @term0 {
-    batch.loop i_3 slot 0 {
-      batch.use @V [i_3, i_2] {
-        batch.use @A [i_3]
-        batch.use @A [i_2]
-      }
-    }
-  }
-  sched.schedule rounds 1 {
-    sched.buffer @V bytes 72
-    sched.loop over i instance 0 pass 0 block 2 {
-      sched.build @V slice [i_1:0] bytes 48
-      sched.scatter @V
-    }
-    sched.output @term0 = @V
-  }
-}
-
-// CHECK: lower-schedule: batch.forest @ragged: loop instance 0 over i: block 2 does not divide the extent 3 (the lowering uses static block shapes)
