@@ -46,14 +46,7 @@ from xdsl.interpreters import scf as scf_impls
 from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.utils.exceptions import InterpretationError
 
-
-def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
-    strides: list[int] = []
-    step = 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= extent
-    return tuple(reversed(strides))
+from axisflow.lowering.plan import row_major_strides
 
 
 @dataclass
@@ -72,7 +65,7 @@ class StridedView(ShapedArray[Any]):
 def _layout(array: ShapedArray[Any]) -> tuple[int, tuple[int, ...]]:
     if isinstance(array, StridedView):
         return array.start, array.steps
-    return 0, _row_major(array.shape)
+    return 0, row_major_strides(array.shape)
 
 
 @register_impls
@@ -111,7 +104,7 @@ class LoweredFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: arith.SIToFPOp, args: PythonValues
     ) -> PythonValues:
         value = cast(IntegerAttr, args[0]).value.data
-        return (FloatAttr(float(value), op.result.type),)  # pyright: ignore[reportArgumentType]
+        return (FloatAttr(float(value), op.result.type),)
 
     @impl(arith.BitcastOp)
     def run_bitcast(

@@ -58,6 +58,17 @@ MAX_ELEMENTS = 2**63 - 1
 TensorKind = Literal["input", "output", "piece", "buffer", "value"]
 
 
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Element strides of a dense row-major array of ``shape`` (the layout of
+    every allocated tensor and argument)."""
+    strides: list[int] = []
+    step = 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return tuple(reversed(strides))
+
+
 @dataclass(frozen=True)
 class Tensor:
     """One storage object: a ``memref<shape x f64>``."""

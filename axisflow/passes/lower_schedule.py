@@ -72,6 +72,7 @@ from axisflow.lowering.plan import (
     WriteBack,
     Zero,
     build_plan,
+    row_major_strides,
 )
 
 PRINT_I64 = "printI64"
@@ -105,7 +106,7 @@ class _Attributes:
         key = (tuple(sizes), tuple(source))
         found = self.views.get(key)
         if found is None:
-            layout = StridedLayoutAttr(_row_major(source), None)
+            layout = StridedLayoutAttr(row_major_strides(source), None)
             found = self.views[key] = MemRefType(f64, key[0], layout)
         return found
 
@@ -129,15 +130,6 @@ class _Attributes:
         if found is None:
             found = self.arrays[key] = DenseArrayBase.from_list(i64, key)
         return found
-
-
-def _row_major(shape: Sequence[int]) -> list[int]:
-    strides: list[int] = []
-    step = 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= extent
-    return strides[::-1]
 
 
 def _hint(text: str) -> str:
@@ -458,7 +450,7 @@ def _fill(builder: _Builder, buffer: SSAValue, shape: Sequence[int], k: int) -> 
     ivs, innermost = builder.loop_nest(shape)
     builder.block = innermost
     flat = builder.index(0)
-    for iv, stride in zip(ivs, _row_major(shape), strict=True):
+    for iv, stride in zip(ivs, row_major_strides(shape), strict=True):
         scaled = builder.add(arith.MuliOp(iv, builder.index(stride))).results[0]
         flat = builder.add(arith.AddiOp(flat, scaled)).results[0]
     square = builder.add(arith.MuliOp(builder.index(harness.FILL_SQUARE), flat))
