@@ -101,14 +101,14 @@ def test_missing_tools_fail_with_install_instructions(monkeypatch) -> None:
 
 
 def test_doubles_residual_is_accepted_by_mlir_opt() -> None:
-    # The issue's use: xdsl-opt -f sequant{...} eq.txt -p
+    # The intended use: xdsl-opt -f sequant{...} eq.txt -p
     # 'classify-axes,schedule-batches,lower-schedule' prints MLIR that
     # mlir-opt accepts (static shapes; nothing runs).
     module = scheduled_sequant(
         "csv_ccsd_doubles_residual_df.txt", "i", "i=20,a=40,μ̃=40,Κ=80"
     )
     (plan,) = lower_module(module)
-    assert len(plan.outputs) == 55  # one output per term (issue 12: residual)
+    assert len(plan.outputs) == 55  # one output per term (no residual step yet)
     printed = verify_text(str(module))
     assert printed.count("linalg.generic") >= 55
 
