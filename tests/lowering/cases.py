@@ -25,7 +25,7 @@ from axisflow.pipeline.evaluate import (
 )
 from axisflow.pipeline.ir import forest_model
 from axisflow.pipeline.memory import Sizing
-from tests.conftest import EXAMPLES, example
+from tests.conftest import EXAMPLES, example, parse
 
 TOLERANCE = 1e-10
 
@@ -43,6 +43,15 @@ def scheduled_example(name: str, block: int = 1) -> ModuleOp:
     """``examples/<name>``, classified and scheduled."""
     module = example(name)
     schedule_module(module, block=block)
+    return module
+
+
+def scheduled_examples(*names: str) -> ModuleOp:
+    """Several examples in one module (one function each, one ``@main``),
+    classified and scheduled."""
+    text = "\n".join((EXAMPLES / name).read_text(encoding="utf-8") for name in names)
+    module = parse(text)
+    schedule_module(module)
     return module
 
 

@@ -20,6 +20,7 @@ from tests.lowering.cases import (
     output_shapes,
     reference,
     scheduled_example,
+    scheduled_examples,
     scheduled_sequant,
 )
 
@@ -40,6 +41,9 @@ CASES = {
         "pipeline/sibling_nests.mlir", block=3
     ),
     "demotion": lambda: scheduled_example("pipeline/demotion.mlir"),
+    "two-forests": lambda: scheduled_examples(
+        "pipeline/cross_iteration.mlir", "pipeline/sibling_nests.mlir"
+    ),
     "energy-i": lambda: scheduled_sequant("csv_ccsd_energy_df.txt", "i", SMALL),
     "energy-kappa": lambda: scheduled_sequant("csv_ccsd_energy_df.txt", "Κ", SMALL),
     "energy-i-kappa": lambda: scheduled_sequant("csv_ccsd_energy_df.txt", "i,Κ", SMALL),
@@ -78,6 +82,7 @@ INTERPRETED = [
     "four-tensor-block-3",
     "sibling-nests-block-3",
     "demotion",
+    "two-forests",
     "energy-i",
     "energy-kappa",
     "energy-i-kappa",
