@@ -514,6 +514,11 @@ def plan_of(forest: ForestOp) -> Plan:
     return build_plan(model, schedule)
 
 
+def _label(forest: ForestOp) -> str:
+    name = forest.sym_name
+    return "batch.forest (unnamed)" if name is None else f"batch.forest @{name.data}"
+
+
 def lowered_module(plans: Sequence[Plan], *, main: bool = False) -> ModuleOp:
     """A module holding the ``func.func`` of each plan (and ``@main``)."""
     attributes = _Attributes()
@@ -527,20 +532,17 @@ def lower_module(module: ModuleOp, *, main: bool = False) -> list[Plan]:
     """Replace every ``batch.forest`` of ``module`` by its ``func.func`` (and
     add ``@main`` when asked). All forests are planned before the module
     changes; raises ``LoweringError`` naming the forest that failed."""
-    from axisflow.passes.classify_axes import forests_in
-    from axisflow.pipeline.api import forest_label
-
-    forests = list(forests_in(module))
+    forests = [op for op in module.walk() if isinstance(op, ForestOp)]
     plans: list[Plan] = []
     names: set[str] = set()
     for forest in forests:
         try:
             plan = plan_of(forest)
         except LoweringError as error:
-            raise LoweringError(f"{forest_label(forest)}: {error}") from None
+            raise LoweringError(f"{_label(forest)}: {error}") from None
         if plan.name in names or (main and plan.name == "main"):
             raise LoweringError(
-                f"{forest_label(forest)}: a second function named @{plan.name}"
+                f"{_label(forest)}: a second function named @{plan.name}"
             )
         names.add(plan.name)
         plans.append(plan)
