@@ -32,6 +32,7 @@ from timing import best_of  # benchmarks/timing.py
 from xdsl.dialects.builtin import ModuleOp
 
 from axisflow.dialects.batch import ForestOp
+from axisflow.dialects.batch_model import forest_model
 from axisflow.dialects.sched import ScheduleOp, schedule_from_op
 from axisflow.interpret import run_main
 from axisflow.lowering.harness import decode_printed, fill_input
@@ -44,7 +45,6 @@ from axisflow.pipeline.evaluate import (
     relative_difference,
     run_schedule,
 )
-from axisflow.pipeline.ir import forest_model
 from axisflow.pipeline.memory import Sizing
 from axisflow.sequant import parse, to_module
 

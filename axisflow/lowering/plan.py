@@ -7,7 +7,7 @@ is decided here, with plain integers:
 
 * every storage object (input, tree output, transient piece, buffer, whole
   value built outside loops) is a ``Tensor`` with a static shape, one
-  dimension per mode of its value (``axisflow.pipeline.model``: carried
+  dimension per mode of its value (``axisflow.forest.model``: carried
   indices, then the protos of composites; a composite is a mode of its own
   with its base space's extent), restricted to one block on sliced modes;
 * ``Loop`` is one pass of a batch loop, ``0 .. extent`` in steps of the
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
+from axisflow.forest.model import Forest, Value
 from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.model import Forest, Value
 from axisflow.pipeline.schedule import (
     Buffer,
     Build,

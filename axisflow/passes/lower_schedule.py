@@ -497,9 +497,9 @@ def _print(builder: _Builder, buffer: SSAValue, shape: Sequence[int]) -> None:
 def plan_of(forest: ForestOp) -> Plan:
     """The lowering plan of a scheduled ``batch.forest`` (the pass's only view
     of the IR). Raises ``LoweringError``."""
+    from axisflow.dialects.batch_model import forest_model
     from axisflow.dialects.sched import ScheduleOp, schedule_from_op
-    from axisflow.pipeline.ir import forest_model
-    from axisflow.pipeline.model import ModelError
+    from axisflow.forest.model import ModelError
 
     schedule_op = next(
         (op for op in forest.body.block.ops if isinstance(op, ScheduleOp)), None

@@ -13,6 +13,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from axisflow.dialects.batch import ForestOp
+from axisflow.dialects.batch_model import forest_model
 from axisflow.dialects.sched import ScheduleOp, schedule_from_op
 from axisflow.lowering.harness import Array, fill_input
 from axisflow.lowering.plan import Plan
@@ -23,7 +24,6 @@ from axisflow.pipeline.evaluate import (
     relative_difference,
     run_schedule,
 )
-from axisflow.pipeline.ir import forest_model
 from axisflow.pipeline.memory import Sizing
 from tests.conftest import EXAMPLES, example, parse
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from axisflow.forest.model import Forest
 from axisflow.interpret import run_main
 from axisflow.lowering.harness import decode_printed, fill_input
 from axisflow.lowering.plan import build_plan
 from axisflow.passes.lower_schedule import lowered_module
 from axisflow.pipeline.evaluate import evaluate_forest, relative_difference
 from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.model import Forest
 from axisflow.pipeline.schedule import LoopPass
 from axisflow.pipeline.scheduler import schedule_forest
 from tests.pipeline.test_random_forests import forests
