@@ -8,7 +8,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.axisflow-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench clean
+MLIR_RUNNER := /usr/lib/llvm-22/bin/mlir-runner
+
+.PHONY: venv mlir-tools demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench clean
 
 venv: $(STAMP)
 
@@ -17,6 +19,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
+
+# Real MLIR for the lowering tests (mlir-opt, mlir-runner and the runner
+# library): Debian's mlir-22-tools, installed when missing (needs root).
+mlir-tools:
+	@test -x $(MLIR_RUNNER) || command -v mlir-runner >/dev/null 2>&1 || \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mlir-22-tools >/dev/null; \
+	  else \
+	    echo "note: mlir-22-tools is missing and needs root: apt-get install -y mlir-22-tools (the lowering tests fail without it)"; \
+	  fi
 
 demo: demo-four-tensor demo-sequant demo-pipeline demo-shapes
 
@@ -50,10 +62,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/pyright
 
-unit: $(STAMP)
+unit: $(STAMP) mlir-tools
 	$(BIN)/python -m pytest
 
-lit: $(STAMP)
+lit: $(STAMP) mlir-tools
 	$(BIN)/lit -sv tests/filecheck
 
 test: lint typecheck unit lit
