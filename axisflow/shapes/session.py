@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
 from axisflow.gc_pause import collector_paused
+from axisflow.shapes import closing
 from axisflow.shapes.constraints import (
     CaptureBind,
     Constraint,
@@ -1074,7 +1075,7 @@ class Session:
         rows = [row for _, _, row in open_rows]
         rows.extend(Row((ref.var,)) for ref in self._refs if ref.var is not None)
         try:
-            solver.close(rows)
+            closing.close(solver, rows)
         except ShapeError as error:
             self._taint(error)
             raise

@@ -333,4 +333,27 @@ def parse_einsum_spec(spec: str) -> EinsumSpec:
         operands.append(_parse_tensor_labels(spec, start, end))
         start = end + 1
     result = _parse_tensor_labels(spec, arrow + 2, len(spec))
-    return EinsumSpec(spec, tuple(operands), result)
+    parsed = EinsumSpec(spec, tuple(operands), result)
+    _check_name_clash(parsed)
+    return parsed
+
+
+def _check_name_clash(parsed: EinsumSpec) -> None:
+    """A name is a dim label or a row variable, not both (OCANNL's
+    ``check_dim_row_var_name_clash``): ``..d..`` and ``d`` in one spec would
+    make one name stand for an axis and for a run of axes."""
+    row_vars = {
+        tensor.row(kind).var
+        for tensor in (*parsed.operands, parsed.result)
+        for kind in Kind
+    }
+    clashes = sorted(parsed.labels() & {v for v in row_vars if v})
+    if clashes:
+        name = clashes[0]
+        match = re.search(rf"\.\.{re.escape(name)}\.\.", parsed.text)
+        raise SpecError(
+            parsed.text,
+            match.start() if match is not None else 0,
+            f"'{name}' is used both as an axis label and as a row variable",
+            _EINSUM_SPEC,
+        )
