@@ -10,14 +10,9 @@ import itertools
 import pytest
 
 from axisflow.shapes import (
-    DimIneq,
-    Origin,
-    Row,
     Session,
     ShapeError,
-    Size,
     SpecError,
-    Terminal,
 )
 
 
@@ -28,21 +23,6 @@ def _mlp_layer(s: Session, x_spec: str, hid: int):
     b = s.param("b", f"...->{hid}")
     h = s.pointwise("relu", s.pointwise("add", s.compose("wx", w, x), b))
     return x, w, b, h
-
-
-def test_single_neighbour_row_inequality_merges_param_output() -> None:
-    """``[1;2] + ({w} * [3;4;5])``: w is 1:3->0:2, no error.
-
-    OCANNL test/operations/test_param_shape_error.expected, "Testing default
-    affine operation with propagated dimensions": ``w shape 1:3->0:2``.
-    """
-    s = Session()
-    w = s.param("w", "...->...")
-    wx = s.compose("wx", w, s.leaf("x", "3"))
-    y = s.pointwise("y", s.leaf("l", "2"), wx)
-    s.close()
-    assert w.shape.dims() == ((), (3,), (2,))
-    assert y.shape.dims() == ((), (), (2,))
 
 
 def test_mlp_layer_infers_weight_output_from_bias() -> None:
@@ -90,63 +70,6 @@ def test_open_dim_keeps_numpy_broadcast_not_its_lower_bound() -> None:
     s.pointwise("d", c, s.leaf("e", "7"))
     s.close()
     assert c.shape.dims() == ((), (), (1,))
-
-
-def _closing_order_session(
-    constraints: list[tuple[object, object]], terminals: list[int], names: int
-):
-    s = Session()
-    variables = [s.fresh_dim_var() for _ in range(names)]
-    origin = Origin("test", "test")
-
-    def dim(item: object):
-        return variables[item] if isinstance(item, int) else Size(int(str(item)))
-
-    for res, opnd in constraints:
-        s.add(DimIneq(dim(res), dim(opnd), origin))
-    for index in terminals:
-        s.add(Terminal(Row((variables[index],)), False, origin))
-    shape = s.new_shape("t", Row(()), Row(()), Row(tuple(variables)))
-    return s, shape
-
-
-_INTERLEAVE = [("3", 0), (0, 1), ("5", 1)]
-_UPPER = [("3", 0), (1, 0)]
-_INCOMPATIBLE = [("3", 0), ("5", 1), (2, 0), (2, 1)]
-
-
-@pytest.mark.parametrize(
-    ("constraints", "names", "expected"),
-    [
-        # test/einsum/test_closing_order.expected lines 3-6:
-        # "... no error, alpha = 3, beta = 1"
-        (_INTERLEAVE, 2, (3, 1)),
-        # lines 7-10: "upper ... no error, alpha = 3, beta = 3"
-        (_UPPER, 2, (3, 3)),
-        # lines 11-14: "incompatible ...: Shape_error: solved dimensions for axis: mismatch"
-        (_INCOMPATIBLE, 3, None),
-    ],
-    ids=["interleave", "upper", "incompatible"],
-)
-@pytest.mark.parametrize("reverse_terminals", [False, True])
-@pytest.mark.parametrize("reverse_ineqs", [False, True])
-def test_closing_order_pins(
-    constraints: list[tuple[object, object]],
-    names: int,
-    expected: tuple[int, int] | None,
-    reverse_terminals: bool,
-    reverse_ineqs: bool,
-) -> None:
-    """OCANNL test/einsum/test_closing_order.ml: every emission order agrees."""
-    ordered = list(reversed(constraints)) if reverse_ineqs else constraints
-    terminals = [1, 0] if reverse_terminals else [0, 1]
-    s, shape = _closing_order_session(ordered, terminals, names)
-    if expected is None:
-        with pytest.raises(ShapeError, match="does not broadcast"):
-            s.close()
-        return
-    s.close()
-    assert shape.dims()[2][:2] == expected
 
 
 @pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
