@@ -22,11 +22,13 @@ runs again until it has nothing left.
    further axes, or the hidden-dimension error for a parameter.
 5. :func:`close_terminal_dims` (stages 4-5): leaf dims take their lower bound;
    a parameter dim without one is the hidden-dimension error.
-6. :func:`close_remaining_rows` (stage 7): every other row variable gets no
+6. :func:`close_pending_prefixes`: axes written before a row variable
+   whose rows are still open: the row variable gets no axes.
+7. :func:`close_remaining_rows` (stage 7): every other row variable gets no
    further axes.
-7. :func:`close_remaining_dims` (stage 7): every other dim becomes 1, or what
+8. :func:`close_remaining_dims` (stage 7): every other dim becomes 1, or what
    a fixed index needs.
-8. :func:`check_totals`: every total holds.
+9. :func:`check_totals`: every total holds.
 
 Dims have no single-neighbour step: a dim's lower bound propagates along its
 inequalities at Stage 1 (OCANNL keeps it on one side only), so equating two
@@ -73,6 +75,7 @@ def close(solver: Solver, shape_rows: Iterable[Row]) -> None:
     close_terminal_dims(solver, terminals, guessable)
     solver.trigger = None
     rows = list(shape_rows)
+    close_pending_prefixes(solver)
     close_remaining_rows(solver, rows)
     close_remaining_dims(solver, rows)
     check_totals(solver)
@@ -224,14 +227,36 @@ def close_terminal_rows_to_bounds(
             if var is None or var in seen:
                 continue
             bounds = solver.row_bounds.get(var.id)
-            if bounds is not None and bounds.glbs:
+            if bounds is None:
+                continue
+            glbs = bounds.glbs or _bounds_through_results(solver, var, bounds)
+            if glbs:
                 seen.add(var)
-                decisions.append(
-                    (var, join_bounds(solver, bounds.glbs), terminal.origin)
-                )
+                decisions.append((var, join_bounds(solver, glbs), terminal.origin))
         if not decisions:
             return
         _commit_rows(solver, decisions)
+
+
+def _bounds_through_results(
+    solver: Solver, var: RowVar, bounds: RowBounds
+) -> list[tuple[Row, Origin]]:
+    """The lower bounds of the rows ``var`` broadcasts to, when it has none itself.
+
+    Broadcasting is transitive: if ``r ⊑ var`` and ``g ⊑ r`` then ``g ⊑ var``.
+    With one such ``r`` this is what the single-neighbour merge gives; a
+    layer applied at several call sites in one closing has one ``r`` per
+    site, and its weight takes the join of their bounds (a deliberate
+    extension, docs/shapes.md section 8: OCANNL closes once per call site).
+    Every such ``r`` must have bounds, or the row is left to the next step.
+    """
+    found: list[tuple[Row, Origin]] = []
+    for res in _bare_neighbours(solver, var, bounds, "res"):
+        res_bounds = solver.row_bounds.get(res.id)
+        if res_bounds is None or not res_bounds.glbs:
+            return []
+        found.extend(res_bounds.glbs)
+    return found
 
 
 def _resolve_deferred(solver: Solver) -> None:
@@ -359,6 +384,21 @@ def close_terminal_dims(
     solver.trigger = None
 
 
+def close_pending_prefixes(solver: Solver) -> None:
+    """Axes written before a row variable whose rows are both still open:
+    the row variable gets no axes (the least the spec allows), which fixes
+    the row to exactly the written axes."""
+    while solver.prefixes:
+        decisions: list[tuple[RowVar, Row, Origin]] = []
+        for prefix in list(solver.prefixes.values()):
+            var = solver.norm_row(prefix.rest).var
+            if var is not None:
+                decisions.append((var, EMPTY_ROW, prefix.origin))
+        if not decisions:
+            return
+        _commit_rows(solver, decisions)
+
+
 def close_remaining_rows(solver: Solver, rows: Sequence[Row]) -> None:
     """Every other row variable gets no further axes.
 
@@ -395,7 +435,16 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
     ``eliminate_dim_entry`` (stage 6) gives it its lower bound.
     """
     while True:
+        # A dim an affine or concatenated axis still waits on is left to that
+        # equation when other dims are decided: guessing them may solve it.
+        waiting = {
+            found
+            for linear in solver.linears.values()
+            for _, dim in linear.terms
+            if type(found := solver.find_dim(dim)) is DimVar
+        }
         decisions: list[tuple[DimVar, Size, Origin]] = []
+        deferred: list[tuple[DimVar, Size, Origin]] = []
         seen: set[DimVar] = set()
         candidates: list[Dim] = [d for row in rows for d in solver.norm_row(row).dims]
         candidates.extend(DimVar(var_id) for var_id in solver.dim_bounds)
@@ -406,10 +455,13 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
             seen.add(dim)
             bounds = solver.dim_bounds.get(dim.id)
             size = Size(1) if bounds is None else Size(bounds.at_least)
-            decisions.append((dim, size, CLOSING_ORIGIN))
-        if not decisions:
+            (deferred if dim in waiting else decisions).append(
+                (dim, size, CLOSING_ORIGIN)
+            )
+        if not decisions and not deferred:
             return
-        _commit_dims(solver, decisions)
+        # Only when nothing else is left is a waiting dim guessed, one at a time.
+        _commit_dims(solver, decisions or deferred[:1])
 
 
 def check_totals(solver: Solver) -> None:

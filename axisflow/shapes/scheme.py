@@ -65,10 +65,12 @@ from axisflow.shapes.constraints import (
     DimAtLeast,
     DimEq,
     DimIneq,
+    DimLinear,
     Mark,
     PolicyMark,
     RowEq,
     RowIneq,
+    RowPrefix,
     SetDim,
     Terminal,
     TotalElems,
@@ -747,6 +749,17 @@ class _TraceGuard:
                 f"{constraint.origin.describe()} has a precision-dependent element "
                 f"count {constraint.count}; a scheme cannot carry it (the count is "
                 f"only known at closing)"
+            )
+        if isinstance(constraint, DimLinear | RowPrefix):
+            what = (
+                f"an affine or concatenated axis '{constraint.text}'"
+                if isinstance(constraint, DimLinear)
+                else "axes written before a row variable"
+            )
+            self.refuse(
+                f"{constraint.origin.describe()} has {what}; shape schemes do not "
+                f"carry these pending equations yet (evaluate the function at each "
+                f"call instead: close-shapes without generalize-shapes)"
             )
         if isinstance(constraint, SetDim) and id(constraint.ref) in self.inputs:
             self.refuse(

@@ -44,10 +44,12 @@ from axisflow.shapes.constraints import (
     DimAtLeast,
     DimEq,
     DimIneq,
+    DimLinear,
     Mark,
     PolicyMark,
     RowEq,
     RowIneq,
+    RowPrefix,
     SetDim,
     Terminal,
     TotalElems,
@@ -55,9 +57,13 @@ from axisflow.shapes.constraints import (
 from axisflow.shapes.errors import ShapeError
 from axisflow.shapes.solver import DimBounds, RowBounds, Solver
 from axisflow.shapes.spec import (
+    Affine,
+    Concat,
     FixedIndex,
     Label,
+    LabelItem,
     LabelRow,
+    item_text,
     parse_einsum_spec,
     parse_shape_spec,
 )
@@ -636,6 +642,10 @@ class Session:
             solver.add_total(self._mint(), c)
         elif isinstance(c, DimAtLeast):
             solver.add_at_least(c.dim, c.n, c.origin)
+        elif isinstance(c, DimLinear):
+            solver.add_linear(self._mint(), c)
+        elif isinstance(c, RowPrefix):
+            solver.add_prefix(self._mint(), c)
         elif isinstance(c, CaptureBind):
             self._bind(c)
         else:
@@ -920,6 +930,20 @@ class Session:
                     f"einsum '{name}': capture reference '{ref.label}' names no label of "
                     f"spec {spec!r}"
                 )
+        for labels in (*parsed.operands, parsed.result):
+            for kind in KINDS:
+                row = labels.row(kind)
+                for item in (*row.beg, *row.items):
+                    if (
+                        isinstance(item, Affine)
+                        and item.kernel is not None
+                        and item.use_padding is None
+                    ):
+                        self._fail_input(
+                            f"einsum '{name}': spec {spec!r}: use_padding must be "
+                            f"specified in convolution spec (use = for true, < for "
+                            f"false): '{item_text(item)}'"
+                        )
         origin = self._origin(
             "einsum", name, operands, detail=f"spec {spec!r}", site=site
         )
@@ -928,20 +952,50 @@ class Session:
         kind_vars: dict[Kind, RowVar] = {}
         named_vars: dict[str, RowVar] = {}
         at_least: list[tuple[DimVar, int]] = []
+        linears: list[DimLinear] = []
+        prefixes: list[tuple[RowVar, tuple[Dim, ...], RowVar]] = []
+
+        def label_var(label: str) -> DimVar:
+            var = label_vars.get(label)
+            if var is None:
+                var = label_vars[label] = self.fresh_dim_var()
+            return var
+
+        def item_dim(item: LabelItem) -> DimVar:
+            if isinstance(item, Label):
+                return label_var(item.name)
+            var = self.fresh_dim_var()
+            if isinstance(item, FixedIndex):
+                at_least.append((var, item.index + 1))
+            elif isinstance(item, Affine):
+                over = label_var(item.over)
+                if item.kernel is None or item.use_padding:
+                    # Strided or padded: the axis has stride * over positions.
+                    terms = ((item.stride, over), (-1, var))
+                    names = (item.over, item_text(item))
+                    const = 0
+                else:
+                    # stride * (over - 1) + dilation * (kernel - 1) + 1 positions.
+                    kernel = label_var(item.kernel)
+                    terms = ((item.stride, over), (item.dilation, kernel), (-1, var))
+                    names = (item.over, item.kernel, item_text(item))
+                    const = 1 - item.stride - item.dilation
+                linears.append(DimLinear(terms, const, names, item_text(item), origin))
+            elif isinstance(item, Concat):
+                parts = tuple((1, label_var(label)) for label in item.labels)
+                linears.append(
+                    DimLinear(
+                        (*parts, (-1, var)),
+                        0,
+                        (*item.labels, item_text(item)),
+                        item_text(item),
+                        origin,
+                    )
+                )
+            return var
 
         def spec_row(labels: LabelRow, kind: Kind) -> Row:
-            dims: list[Dim] = []
-            for item in labels.items:
-                if isinstance(item, Label):
-                    var = label_vars.get(item.name)
-                    if var is None:
-                        var = label_vars[item.name] = self.fresh_dim_var()
-                    dims.append(var)
-                else:
-                    var = self.fresh_dim_var()
-                    if isinstance(item, FixedIndex):
-                        at_least.append((var, item.index + 1))
-                    dims.append(var)
+            dims: list[Dim] = [item_dim(item) for item in labels.items]
             row_var: RowVar | None = None
             if labels.var == "":
                 row_var = kind_vars.get(kind)
@@ -951,6 +1005,14 @@ class Session:
                 row_var = named_vars.get(labels.var)
                 if row_var is None:
                     row_var = named_vars[labels.var] = self.fresh_row_var()
+            if labels.beg:
+                # [beg..., ...r, items...]: the row is [...s, items...] with
+                # s = [beg..., ...r], which waits until s or r is closed.
+                assert row_var is not None
+                beg = tuple(item_dim(item) for item in labels.beg)
+                front = self.fresh_row_var()
+                prefixes.append((front, beg, row_var))
+                return Row(tuple(dims), front)
             return Row(tuple(dims), row_var)
 
         equations: list[tuple[Row, Row, Side, Side]] = []
@@ -978,6 +1040,17 @@ class Session:
             self._add(PolicyMark(Row((), var), Mark.USED_IN_SPEC_OR_COMPOSE, origin))
         for var, n in at_least:
             self._add(DimAtLeast(var, n, origin))
+        for front, beg, rest in prefixes:
+            self._add(
+                RowPrefix(
+                    Row((), front),
+                    beg,
+                    Row((), rest),
+                    origin.with_sides(Side(spec_side), Side(spec_side)),
+                )
+            )
+        for linear in linears:
+            self._add(linear)
         for row, labels_row, lhs, rhs in equations:
             self._add(RowEq(row, labels_row, origin.with_sides(lhs, rhs)))
         for ref in capture_dims:

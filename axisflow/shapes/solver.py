@@ -55,11 +55,13 @@ each decision here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, NoReturn, TypeVar
 
 from axisflow.shapes.constraints import (
     DeferredCount,
+    DimLinear,
+    RowPrefix,
     Mark,
     Terminal,
     TotalElems,
@@ -175,6 +177,8 @@ class Solver:
         self.row_marks: dict[int, int] = {}
         self.row_gen: dict[int, int] = {}
         self.totals: dict[int, TotalElems] = {}
+        self.linears: dict[int, DimLinear] = {}
+        self.prefixes: dict[int, RowPrefix] = {}
         self.terminals: list[Terminal] = []
         self.trigger: Origin | None = None
         self._work: list[tuple[Any, ...]] = []
@@ -282,6 +286,16 @@ class Solver:
         """Register a pending ``TotalElems`` and queue its first check."""
         self.trail.set_item(self.totals, total_id, total)
         self._work.append((_TOTAL, total_id))
+
+    def add_linear(self, linear_id: int, linear: DimLinear) -> None:
+        """Register a pending ``DimLinear`` and queue its first check."""
+        self.trail.set_item(self.linears, linear_id, linear)
+        self._work.append((_TOTAL, linear_id))
+
+    def add_prefix(self, prefix_id: int, prefix: RowPrefix) -> None:
+        """Register a pending ``RowPrefix`` and queue its first check."""
+        self.trail.set_item(self.prefixes, prefix_id, prefix)
+        self._work.append((_TOTAL, prefix_id))
 
     def push_total_check(self, total_id: int) -> None:
         """Queue a check of a pending total (closing re-checks them)."""
@@ -704,8 +718,14 @@ class Solver:
     # ---------------------------------------------------------------- totals
 
     def _check_total(self, total_id: int) -> None:
+        # Totals, linear dim equations and row prefixes share one id space and
+        # the re-check lists of the variables they wait on.
         total = self.totals.get(total_id)
         if total is None:
+            if total_id in self.linears:
+                self._check_linear(total_id)
+            elif total_id in self.prefixes:
+                self._check_prefix(total_id)
             return
         count = total.count
         if isinstance(count, DeferredCount):
@@ -743,6 +763,80 @@ class Solver:
             row_bounds = self._row_bounds_for(var)
             self._push(row_bounds, "totals", total_id)
 
+    def _wait_on(self, pending_id: int, dims: Iterable[DimVar], rows: Iterable[RowVar]) -> None:
+        """Check the pending item again when any of these variables is solved."""
+        for dim in dims:
+            self._push(self._dim_bounds_for(dim), "totals", pending_id)
+        for var in rows:
+            self._push(self._row_bounds_for(var), "totals", pending_id)
+
+    def _check_linear(self, linear_id: int) -> None:
+        linear = self.linears[linear_id]
+        known = linear.const
+        unknown: dict[DimVar, int] = {}
+        names: dict[DimVar, str] = {}
+        for (coeff, dim), name in zip(linear.terms, linear.names, strict=True):
+            dim = self.find_dim(dim)
+            if type(dim) is Size:
+                known += coeff * dim.n
+            else:
+                assert type(dim) is DimVar
+                unknown[dim] = unknown.get(dim, 0) + coeff
+                names.setdefault(dim, name)
+        unknown = {d: c for d, c in unknown.items() if c}
+        if len(unknown) > 1:
+            self._wait_on(linear_id, unknown, ())
+            return
+        self.trail.del_item(self.linears, linear_id)
+        if not unknown:
+            if known:
+                self._fail_linear(linear, "the sizes do not satisfy it")
+            return
+        ((dim, coeff),) = unknown.items()
+        if known % coeff or -known // coeff < 1:
+            self._fail_linear(
+                linear,
+                f"no positive size of '{names[dim]}' satisfies it "
+                f"({names[dim]} = {-known}/{coeff})",
+            )
+        self.assign_dim(dim, Size(-known // coeff), linear.origin)
+
+    def _fail_linear(self, linear: DimLinear, why: str) -> NoReturn:
+        sizes = ", ".join(
+            f"{name} = {self.find_dim(dim)!r}"
+            for (_, dim), name in zip(linear.terms, linear.names, strict=True)
+            if type(self.find_dim(dim)) is Size
+        )
+        self.fail(
+            f"the axis '{linear.text}' cannot hold with {sizes}: {why}", linear.origin
+        )
+
+    def _check_prefix(self, prefix_id: int) -> None:
+        prefix = self.prefixes[prefix_id]
+        whole = self.norm_row(prefix.whole)
+        rest = self.norm_row(prefix.rest)
+        beg = prefix.beg
+        work = self._work
+        origin = prefix.origin
+        if rest.var is None:
+            self.trail.del_item(self.prefixes, prefix_id)
+            work.append((_ROW_EQ, whole, Row(beg + rest.dims), origin))
+            return
+        if whole.var is None:
+            if len(whole.dims) < len(beg) + len(rest.dims):
+                lhs, rhs, axes = _sides(origin)
+                self.fail(
+                    f"{axes} disagree: {lhs} {format_row(whole)} has fewer axes than the "
+                    f"{len(beg)} written before the row variable of {rhs}",
+                    origin,
+                )
+            self.trail.del_item(self.prefixes, prefix_id)
+            for written, actual in zip(beg, whole.dims, strict=False):
+                work.append((_DIM_EQ, written, actual, origin))
+            work.append((_ROW_EQ, Row(whole.dims[len(beg) :]), rest, origin))
+            return
+        self._wait_on(prefix_id, (), (whole.var, rest.var))
+
     def _fail_total(self, total: TotalElems, count: int, product: int) -> NoReturn:
         rows = ", ".join(format_row(self.norm_row(r)) for r in total.rows)
         self.fail(
@@ -762,6 +856,8 @@ class Solver:
             "row_marks",
             "row_gen",
             "totals",
+            "linears",
+            "prefixes",
         ):
             trail.set_attr(self, name, {})
         trail.set_attr(self, "terminals", [])
