@@ -1021,6 +1021,8 @@ def _substitute(
         fresh = pre.session.fresh_dim_var()
         pre.session.add(DimEq(fresh, var, constraint.origin))
         return CaptureBind(bound, fresh, constraint.origin)
+    if isinstance(constraint, DimLinear | RowPrefix):
+        raise AssertionError("refused while the function ran (_TraceGuard.constraint)")
     return SetDim(proxy(constraint.ref), constraint.size, constraint.origin)
 
 

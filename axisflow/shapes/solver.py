@@ -61,8 +61,8 @@ from typing import Any, Final, NoReturn, TypeVar
 from axisflow.shapes.constraints import (
     DeferredCount,
     DimLinear,
-    RowPrefix,
     Mark,
+    RowPrefix,
     Terminal,
     TotalElems,
 )
@@ -763,7 +763,9 @@ class Solver:
             row_bounds = self._row_bounds_for(var)
             self._push(row_bounds, "totals", total_id)
 
-    def _wait_on(self, pending_id: int, dims: Iterable[DimVar], rows: Iterable[RowVar]) -> None:
+    def _wait_on(
+        self, pending_id: int, dims: Iterable[DimVar], rows: Iterable[RowVar]
+    ) -> None:
         """Check the pending item again when any of these variables is solved."""
         for dim in dims:
             self._push(self._dim_bounds_for(dim), "totals", pending_id)

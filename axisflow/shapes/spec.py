@@ -312,12 +312,18 @@ def parse_number(text: str) -> int:
 def _coefficient(spec: str, pos: int, text: str, what: str) -> int:
     if not (text.isascii() and text.isdigit()):
         raise SpecError(
-            spec, pos, f"the {what} must be a positive integer, got {text!r}", _EINSUM_SPEC
+            spec,
+            pos,
+            f"the {what} must be a positive integer, got {text!r}",
+            _EINSUM_SPEC,
         )
     value = parse_number(text)
     if value < 1:
         raise SpecError(
-            spec, pos, f"the {what} must be a positive integer, got {value}", _EINSUM_SPEC
+            spec,
+            pos,
+            f"the {what} must be a positive integer, got {value}",
+            _EINSUM_SPEC,
         )
     return value
 
@@ -342,7 +348,9 @@ def _affine_item(spec: str, pos: int, token: str) -> Affine | None:
         stride=1 if stride is None else _coefficient(spec, pos, stride, "stride"),
         over=match["over"],
         offset=0 if offset is None else parse_number(offset),
-        dilation=1 if dilation is None else _coefficient(spec, pos, dilation, "dilation"),
+        dilation=1
+        if dilation is None
+        else _coefficient(spec, pos, dilation, "dilation"),
         kernel=kernel,
         use_padding=None if pad is None else pad == "=",
     )
@@ -384,6 +392,8 @@ def _label_tokens(
     """Tokens of a label row with positions, and whether it is in comma mode."""
     if multichar:
         tokens = _comma_items(spec, start, end)
+        if len(tokens) > 1 and not tokens[-1][1]:
+            tokens.pop()  # a trailing comma, as OCANNL's grammar allows
         for pos, token in tokens:
             if not token:
                 raise SpecError(spec, pos, "empty item in a row", _EINSUM_SPEC)

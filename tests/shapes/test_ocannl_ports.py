@@ -35,6 +35,7 @@ from axisflow.shapes import (
     SpecError,
     Terminal,
 )
+from axisflow.shapes.spec import Affine, Label, is_multichar, parse_einsum_spec
 
 ORIGIN = Origin("test", "test")
 
@@ -448,3 +449,142 @@ DELIBERATE_DIFFERENCES = {
     "test_param_shape_error.expected:3-11": test_difference_lone_parameter_is_the_hidden_dimension_error,
     "test_basis_total_order.expected:12,19,20": test_difference_every_one_broadcasts,
 }
+
+
+# ------------------------------------------------------ test/einsum/test_conv_syntax
+
+
+def _output_items(text: str) -> tuple[object, ...]:
+    """The output items of one tensor's labels (``axis_labels_of_spec``)."""
+    return parse_einsum_spec(text + "=>").operands[0].output.items
+
+
+CONV_SYNTAX = [
+    # (expected line, spec, output items)
+    (2, "2*o+3*k", (Affine(2, "o", dilation=3, kernel="k"),)),
+    (16, "o+k", (Affine(1, "o", kernel="k"),)),
+    (30, "a, 2*b+c", (Label("a"), Affine(2, "b", kernel="c"))),
+    (46, "i, o+k, j", (Label("i"), Affine(1, "o", kernel="k"), Label("j"))),
+    (64, "a+bc", (Affine(1, "a", kernel="bc"),)),
+    (78, "i, j -> 2*i+j", (Affine(2, "i", kernel="j"),)),
+    (94, "batch|input->3*output+1*kernel,", (Affine(3, "output", kernel="kernel"),)),
+    (113, "2*output", (Affine(2, "output"),)),
+    (123, "3*i", (Affine(3, "i"),)),
+    (133, "input -> 2*output", (Affine(2, "output"),)),
+    (144, "regular, 3*strided", (Label("regular"), Affine(3, "strided"))),
+    (188, "o=+k", (Affine(1, "o", kernel="k", use_padding=True),)),
+    (202, "o<+k", (Affine(1, "o", kernel="k", use_padding=False),)),
+    (216, "2*o=+k", (Affine(2, "o", kernel="k", use_padding=True),)),
+    (230, "o<+3*k", (Affine(1, "o", dilation=3, kernel="k", use_padding=False),)),
+    (244, "2*o=+3*k", (Affine(2, "o", dilation=3, kernel="k", use_padding=True),)),
+    (258, "o+k", (Affine(1, "o", kernel="k"),)),
+]
+
+
+@pytest.mark.parametrize(
+    ("line", "spec", "items"),
+    CONV_SYNTAX,
+    ids=[f"test_conv_syntax.expected:{c[0]}" for c in CONV_SYNTAX],
+)
+def test_conv_syntax(line: int, spec: str, items: tuple[object, ...]) -> None:
+    """OCANNL's affine axis grammar (``tensor/parser.mly``, ``affine_expr``)."""
+    assert _output_items(spec) == items, line
+
+
+MULTICHAR = [
+    (160, "a,b", True),
+    (161, "2*o+k", True),
+    (162, "o+k", True),
+    (163, "a,2*b+c", True),
+    (164, "abc", False),
+    (165, "ijk", False),
+    (166, "i->j", False),
+    (167, "...|ij", False),
+    (168, "j...", False),
+    (169, "...|j...->i", False),
+    (170, "...|i->1", False),
+]
+
+
+@pytest.mark.parametrize(
+    ("line", "spec", "multichar"),
+    MULTICHAR,
+    ids=[f"test_conv_syntax.expected:{c[0]}" for c in MULTICHAR],
+)
+def test_multichar_mode_detection(line: int, spec: str, multichar: bool) -> None:
+    """ "✓ Multichar spec ..." / "✓ Single-char spec ... parsed correctly"."""
+    assert is_multichar(spec) is multichar, line
+    parse_einsum_spec(spec + "=>")  # parses in that mode
+
+
+def test_single_char_axes_before_a_row_variable() -> None:
+    """test_conv_syntax.expected:168-169: ``j...`` is ``j`` then the row variable."""
+    labels = parse_einsum_spec("...|j...->i=>").operands[0]
+    assert labels.input.beg == (Label("j"),) and labels.input.var == ""
+    assert labels.output.items == (Label("i"),)
+
+
+# ------------------------------------------------------ test/einsum/test_conv_padding
+
+
+@pytest.mark.parametrize(
+    ("line", "side", "stride", "padding", "expected"),
+    [
+        (12, 5, 1, True, (5, 5, 4)),
+        (57, 5, 1, False, (3, 3, 4)),
+        (84, 6, 2, True, (3, 3, 4)),
+        (130, 9, 2, False, (4, 4, 4)),
+    ],
+    ids=[f"test_conv_padding.expected:{n}" for n in (12, 57, 84, 130)],
+)
+def test_conv2d_output_size(
+    line: int, side: int, stride: int, padding: bool, expected: tuple[int, ...]
+) -> None:
+    """``Nn_blocks.conv2d ~kernel_size:3 ~stride ~use_padding ~out_channels:4``
+    on a ``side x side x 1`` input: ``+_conv2d shape 0:..,1:..,2:4``."""
+    s = Session()
+    image = s.leaf("input", f"{side},{side},1")
+    refs = _driven_by_captures(s, {"kh": 3, "kw": 3, "oc": 4})
+    marker = "=" if padding else "<"
+    conv = s.einsum(
+        "conv2d",
+        f"... | {stride}*oh{marker}+kh, {stride}*ow{marker}+kw, ic; kh, kw, ic -> oc "
+        f"=> ... | oh, ow, oc",
+        image,
+        s.param("kernel", "...->..."),
+        capture_dims=list(refs.values()),
+    )
+    out = s.pointwise("+_conv2d", conv, s.param("bias", "...->..."))
+    s.close()
+    assert out.shape.dims() == ((), (), expected), line
+
+
+# ------------------------------------------- test/einsum/test_einsum_capture (rows)
+
+
+def test_capture_leading_axes_and_row_variables() -> None:
+    """test_einsum_capture.expected:51: "Output r3 shape: 2,3,5"
+    (``"a, ..row1.., b; ..row2.., c => a, ..row1.., c"``)."""
+    s = Session()
+    r1, r2 = s.param("r1", "...->2,3,4"), s.param("r2", "...->3,5")
+    r3 = s.einsum("r3", "a, ..row1.., b; ..row2.., c => a, ..row1.., c", r1, r2)
+    s.close()
+    assert _inferred(s, r3) == "2,3,5"
+
+
+def test_capture_row_variable_moves_behind_a_dim() -> None:
+    """test_einsum_capture.expected:56-57: "Output m2 shape: 8,2,4", "Dimension n: 8"."""
+    s = Session()
+    m1 = s.param("m1", "...->2,4,8")
+    n = s.dim_ref("n")
+    m2 = s.einsum("m2", "..mix.., n => n, ..mix..", m1, capture_dims=[n])
+    s.close()
+    assert (_inferred(s, m2), n.value) == ("8,2,4", 8)
+
+
+def test_capture_name_clash_with_leading_axes() -> None:
+    """test_einsum_capture.expected:98: "Caught name clash for 'v'"."""
+    with pytest.raises(
+        SpecError, match="'v' is used both as an axis label and as a row"
+    ):
+        parse_einsum_spec("..v.., v => v, ..v..")

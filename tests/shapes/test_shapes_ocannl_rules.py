@@ -1,6 +1,8 @@
-"""The closing rules OCANNL has and the engine once lacked (issue 14, section 1).
+"""OCANNL's rules the engine once lacked (issue 14, sections 1 and 2).
 
-Each case cites the OCANNL source (github.com/ahrefs/ocannl) it reproduces.
+Closing (single-neighbour merge, one-pass commits), the name clash, affine,
+strided and convolution axes, concatenation, axes before a row variable.
+Cases that reproduce an OCANNL source cite it (github.com/ahrefs/ocannl).
 """
 
 from __future__ import annotations
@@ -10,9 +12,15 @@ import itertools
 import pytest
 
 from axisflow.shapes import (
+    Origin,
+    Row,
+    RowEq,
     Session,
     ShapeError,
+    Size,
     SpecError,
+    UntraceableScheme,
+    scheme,
 )
 
 
@@ -107,3 +115,145 @@ def test_name_clash_is_reported_before_operands_are_checked() -> None:
     with pytest.raises(SpecError, match="at position 0"):
         s.einsum("e", "..d.., d; d, e => ..d.., e", a, b)
     assert not s.tainted
+
+
+def test_layer_applied_at_two_call_sites_takes_the_bias_width() -> None:
+    """One weight, two call sites in one closing: w's output broadcasts to both
+    products, whose bounds (the bias) it takes (docs/shapes.md section 8)."""
+    s = Session()
+    w = s.param("w", "...->...")
+    b = s.param("b", "...->32")
+    for site, batch in (("train", 20), ("test", 100)):
+        wx = s.compose(f"wx_{site}", w, s.leaf(f"x_{site}", f"{batch}|2"))
+        s.pointwise(f"h_{site}", wx, b)
+    s.close()
+    assert w.shape.dims() == ((), (2,), (32,))
+
+
+# ------------------------------------------------ section 2: affine, concat, leading
+
+
+def test_strided_axis_gives_the_output_from_the_input() -> None:
+    s = Session()
+    y = s.einsum("y", "2*o => o", s.leaf("x", "12"))
+    s.close()
+    assert y.shape.dims() == ((), (), (6,))
+
+
+def test_strided_axis_gives_the_input_from_the_output() -> None:
+    s = Session()
+    x = s.leaf("x")
+    s.einsum("y", "3*o => o", x, capture_dims=[ref := s.dim_ref("o")])
+    s.set_dim(ref, 5)
+    s.close()
+    assert x.shape.dims() == ((), (), (15,))
+
+
+def test_unpadded_convolution_with_dilation() -> None:
+    """Size ``stride*(o-1) + dilation*(k-1) + 1``: 2*(o-1) + 2*(3-1) + 1 = 11 gives o = 4."""
+    s = Session()
+    y = s.einsum("y", "2*o<+2*k; k => o", s.leaf("x", "11"), s.leaf("kern", "3"))
+    s.close()
+    assert y.shape.dims() == ((), (), (4,))
+
+
+def test_convolution_kernel_from_input_and_output() -> None:
+    s = Session()
+    kern = s.param("kern", "...->...")
+    s.einsum(
+        "y", "o<+k; k => o", s.leaf("x", "10"), kern, capture_dims=[o := s.dim_ref("o")]
+    )
+    s.set_dim(o, 8)
+    s.close()
+    assert kern.shape.dims() == ((), (), (3,))
+
+
+def test_incompatible_stride_is_a_clear_error() -> None:
+    s = Session()
+    with pytest.raises(
+        ShapeError,
+        match=r"einsum 'y' .*the axis '2\*o<\+k' cannot hold with k = 3, .*"
+        r"no positive size of 'o' satisfies it \(o = 5/2\)",
+    ):
+        s.einsum("y", "2*o<+k; k => o", s.leaf("x", "6"), s.leaf("kern", "3"))
+
+
+def test_convolution_without_padding_marker_is_refused_before_writing() -> None:
+    """OCANNL's shape.ml: "use_padding must be specified in convolution spec"."""
+    s = Session()
+    x, k = s.leaf("x", "6"), s.leaf("k", "3")
+    with pytest.raises(ShapeError, match="use_padding must be specified"):
+        s.einsum("y", "o+k; k => o", x, k)
+    assert not s.tainted
+
+
+def test_stride_must_be_a_positive_integer() -> None:
+    with pytest.raises(
+        SpecError, match="the stride must be a positive integer, got 's'"
+    ):
+        Session().einsum("y", "s*o => o", Session().leaf("x"))
+
+
+def test_concatenated_axis_is_the_sum() -> None:
+    s = Session()
+    c = s.einsum("c", "i; j => i^j", s.leaf("a", "3"), s.leaf("b", "4"))
+    s.close()
+    assert c.shape.dims() == ((), (), (7,))
+
+
+def test_concatenated_axis_gives_the_missing_part() -> None:
+    s = Session()
+    c = s.einsum("c", "i^j; i => j", s.leaf("ab", "10"), s.leaf("a", "4"))
+    s.close()
+    assert c.shape.dims() == ((), (), (6,))
+
+
+def test_concatenation_that_cannot_hold() -> None:
+    s = Session()
+    with pytest.raises(
+        ShapeError, match=r"the axis 'i\^j' cannot hold .*no positive size of 'j'"
+    ):
+        s.einsum("c", "i^j; i => j", s.leaf("ab", "3"), s.leaf("a", "4"))
+
+
+def test_axes_before_a_row_variable_wait_for_the_operand() -> None:
+    s = Session()
+    x = s.fresh("x")
+    y = s.einsum("y", "a, ..r.., b => b, ..r.., a", x)
+    s.add(
+        RowEq(
+            x.shape.output, Row((Size(2), Size(3), Size(4), Size(5))), Origin("t", "t")
+        )
+    )
+    s.close()
+    assert y.shape.dims() == ((), (), (5, 3, 4, 2))
+
+
+def test_axes_before_a_row_variable_need_enough_axes() -> None:
+    s = Session()
+    with pytest.raises(ShapeError, match="has fewer axes than the 2 written before"):
+        s.einsum("y", "a, b, ..r.., c => c", s.leaf("x", "7,8"))
+
+
+def test_open_axes_before_a_row_variable_close_to_exactly_the_written_ones() -> None:
+    s = Session()
+    y = s.einsum("y", "a, ..r.. => ..r.., a", s.fresh("x"))
+    s.close()
+    assert y.shape.dims() == ((), (), (1,))
+
+
+def test_schemes_refuse_pending_axis_equations() -> None:
+    s = Session()
+    with s.rewind():
+        mark = s.var_mark()
+        x = s.fresh("x")
+        with pytest.raises(
+            UntraceableScheme, match="affine or concatenated axis '2\\*o'"
+        ):
+            scheme.trace(
+                s,
+                var_mark=mark,
+                label="f",
+                args=[x],
+                f=lambda: [s.einsum("y", "2*o=>o", x)],
+            )
