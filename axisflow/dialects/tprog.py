@@ -1001,7 +1001,7 @@ class SchemeOp(IRDLOperation):
         return [entry for entry in entries if entry is not None]
 
     def verify_(self) -> None:
-        from axisflow.shapes.scheme_text import parse_scheme_text
+        from axisflow.shapes.scheme.text import parse_scheme_text
 
         where = f"{self.name} @{self.sym_name.data}"
         try:

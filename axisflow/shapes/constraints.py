@@ -30,12 +30,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
+from axisflow.shapes.refs import DimRef
 from axisflow.shapes.terms import Dim, DimVar, Origin, Row, Size
-
-if TYPE_CHECKING:
-    from axisflow.shapes.session import DimRef
 
 
 class Mark(StrEnum):

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
 from axisflow.gc_pause import collector_paused
-from axisflow.shapes import closing
+from axisflow.shapes.closing import close as close_open_state
 from axisflow.shapes.constraints import (
     CaptureBind,
     Constraint,
@@ -55,6 +55,7 @@ from axisflow.shapes.constraints import (
     TotalElems,
 )
 from axisflow.shapes.errors import ShapeError
+from axisflow.shapes.refs import DimRef
 from axisflow.shapes.solver import DimBounds, RowBounds, Solver
 from axisflow.shapes.spec import (
     Affine,
@@ -199,43 +200,6 @@ class Tensor:
     shape: Shape
     role: Role
     origin: Origin
-
-
-class DimRef:
-    """A capture reference (OCANNL's ``delayed_var_ref``), made by ``dim_ref``.
-
-    An einsum given ``capture_dims=[ref]`` binds the reference to the dim
-    variable of its spec label ``ref.label``. :attr:`value` is the solved size
-    (published at closing) or ``None``.
-    """
-
-    __slots__ = ("_session", "created_at", "discarded", "label", "size", "var")
-
-    def __init__(self, session: Session, label: str, created_at: int) -> None:
-        self._session = session
-        self.label = label
-        self.created_at = created_at
-        self.var: DimVar | None = None
-        self.size: Size | None = None
-        self.discarded = False
-
-    @property
-    def session(self) -> Session:
-        """The session the reference belongs to."""
-        return self._session
-
-    @property
-    def value(self) -> int | None:
-        """The size the reference stands for, if known."""
-        if self.var is not None:
-            dim = self._session.solver.find_dim(self.var)
-            if type(dim) is Size:
-                return dim.n
-            return None
-        return self.size.n if self.size is not None else None
-
-    def __repr__(self) -> str:
-        return f"<DimRef {self.label}={self.value}>"
 
 
 @dataclass(frozen=True)
@@ -1148,7 +1112,7 @@ class Session:
         rows = [row for _, _, row in open_rows]
         rows.extend(Row((ref.var,)) for ref in self._refs if ref.var is not None)
         try:
-            closing.close(solver, rows)
+            close_open_state(solver, rows)
         except ShapeError as error:
             self._taint(error)
             raise
