@@ -41,14 +41,8 @@ from axisflow.shapes.constraints import (
 from axisflow.shapes.errors import ShapeError, SpecError
 from axisflow.shapes.refs import DimRef
 from axisflow.shapes.scheme import Sabotage, Scheme, UntraceableScheme
-from axisflow.shapes.session import (
-    DimEntry,
-    RowEntry,
-    Session,
-    Shape,
-    Tensor,
-    Window,
-)
+from axisflow.shapes.session import DimEntry, RowEntry, Session, Window
+from axisflow.shapes.tensors import Shape, Tensor
 from axisflow.shapes.terms import (
     BROADCAST_UNIT,
     KINDS,

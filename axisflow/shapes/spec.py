@@ -26,11 +26,12 @@ is parsed once however many operations use it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 from axisflow.shapes.errors import SpecError
-from axisflow.shapes.terms import Kind, Size
+from axisflow.shapes.terms import Dim, DimVar, Kind, Row, RowVar, Size
 
 _SHAPE_SPEC = "shape spec"
 _EINSUM_SPEC = "einsum spec"
@@ -503,3 +504,140 @@ def _check_name_clash(parsed: EinsumSpec) -> None:
             f"'{name}' is used both as an axis label and as a row variable",
             _EINSUM_SPEC,
         )
+
+
+# ------------------------------------------------------- einsum spec-to-rows
+
+LinearAxis = tuple[tuple[tuple[int, Dim], ...], int, tuple[str, ...], str]
+"""An affine or concatenated axis as ``(terms, const, names, text)``: the
+equation ``Σ coeff·dim + const = 0``, the dims' names and the axis as written."""
+
+
+@dataclass
+class EinsumRows:
+    """An einsum spec in terms of fresh variables (see :func:`einsum_rows`).
+
+    ``operands`` and ``result`` are each tensor's spec rows (batch, input,
+    output); ``labels`` the label variables; ``row_vars`` the spec's row
+    variables (``...`` per kind, then ``..name..``); ``at_least`` the fixed
+    indices' minima; ``linears`` the affine and concatenated axes;
+    ``prefixes`` the axes written before a row variable, as ``(s, beg, r)``
+    for ``s = [beg..., ...r]``.
+    """
+
+    operands: list[tuple[Row, Row, Row]]
+    result: tuple[Row, Row, Row]
+    labels: dict[str, DimVar]
+    row_vars: list[RowVar]
+    at_least: list[tuple[DimVar, int]]
+    linears: list[LinearAxis]
+    prefixes: list[tuple[RowVar, tuple[Dim, ...], RowVar]]
+
+
+def unpadded_convolution(parsed: EinsumSpec) -> Affine | None:
+    """A convolution axis that does not say whether it pads (an einsum refuses it)."""
+    for labels in (*parsed.operands, parsed.result):
+        for kind in Kind:
+            row = labels.row(kind)
+            for item in (*row.beg, *row.items):
+                if (
+                    isinstance(item, Affine)
+                    and item.kernel is not None
+                    and item.use_padding is None
+                ):
+                    return item
+    return None
+
+
+def einsum_rows(
+    parsed: EinsumSpec,
+    fresh_dim: Callable[[], DimVar],
+    fresh_row: Callable[[], RowVar],
+) -> EinsumRows:
+    """The spec's rows over fresh variables, in the order a reader meets them.
+
+    A label is one variable throughout the spec, ``...`` one row variable per
+    kind, ``..name..`` one per name. An affine, fixed-index or concatenated
+    axis is a fresh variable with its equation or minimum; items before a
+    row variable make the row ``[...s, items]`` with ``s = [beg..., ...r]``.
+    """
+    labels: dict[str, DimVar] = {}
+    kind_vars: dict[Kind, RowVar] = {}
+    named_vars: dict[str, RowVar] = {}
+    at_least: list[tuple[DimVar, int]] = []
+    linears: list[LinearAxis] = []
+    prefixes: list[tuple[RowVar, tuple[Dim, ...], RowVar]] = []
+
+    def label_var(label: str) -> DimVar:
+        var = labels.get(label)
+        if var is None:
+            var = labels[label] = fresh_dim()
+        return var
+
+    def item_dim(item: LabelItem) -> DimVar:
+        if isinstance(item, Label):
+            return label_var(item.name)
+        var = fresh_dim()
+        text = item_text(item)
+        if isinstance(item, FixedIndex):
+            at_least.append((var, item.index + 1))
+        elif isinstance(item, Affine):
+            over = label_var(item.over)
+            if item.kernel is None or item.use_padding:
+                # Strided or padded: the axis has stride * over positions.
+                linears.append(
+                    (((item.stride, over), (-1, var)), 0, (item.over, text), text)
+                )
+            else:
+                # stride * (over - 1) + dilation * (kernel - 1) + 1 positions.
+                kernel = label_var(item.kernel)
+                linears.append(
+                    (
+                        ((item.stride, over), (item.dilation, kernel), (-1, var)),
+                        1 - item.stride - item.dilation,
+                        (item.over, item.kernel, text),
+                        text,
+                    )
+                )
+        elif isinstance(item, Concat):
+            parts = tuple((1, label_var(label)) for label in item.labels)
+            linears.append(((*parts, (-1, var)), 0, (*item.labels, text), text))
+        return var
+
+    def spec_row(row: LabelRow, kind: Kind) -> Row:
+        dims: list[Dim] = [item_dim(item) for item in row.items]
+        row_var: RowVar | None = None
+        if row.var == "":
+            row_var = kind_vars.get(kind)
+            if row_var is None:
+                row_var = kind_vars[kind] = fresh_row()
+        elif row.var is not None:
+            row_var = named_vars.get(row.var)
+            if row_var is None:
+                row_var = named_vars[row.var] = fresh_row()
+        if row.beg:
+            # [beg..., ...r, items...]: the row is [...s, items...] with
+            # s = [beg..., ...r], which waits until s or r is closed.
+            assert row_var is not None
+            beg = tuple(item_dim(item) for item in row.beg)
+            front = fresh_row()
+            prefixes.append((front, beg, row_var))
+            return Row(tuple(dims), front)
+        return Row(tuple(dims), row_var)
+
+    def tensor_rows(tensor: TensorLabels) -> tuple[Row, Row, Row]:
+        batch = spec_row(tensor.batch, Kind.BATCH)
+        input_ = spec_row(tensor.input, Kind.INPUT)
+        return (batch, input_, spec_row(tensor.output, Kind.OUTPUT))
+
+    operands = [tensor_rows(tensor) for tensor in parsed.operands]
+    result = tensor_rows(parsed.result)
+    return EinsumRows(
+        operands,
+        result,
+        labels,
+        [*kind_vars.values(), *named_vars.values()],
+        at_least,
+        linears,
+        prefixes,
+    )

@@ -42,10 +42,8 @@ from axisflow.shapes.scheme.presolve import (
     presolve_plan,
     presolved,
 )
-from axisflow.shapes.session import (
-    Session,
-    Shape,
-)
+from axisflow.shapes.session import Session
+from axisflow.shapes.tensors import Shape
 from axisflow.shapes.terms import (
     KINDS,
     Dim,

@@ -16,12 +16,9 @@ from axisflow.shapes.constraints import (
     TotalElems,
 )
 from axisflow.shapes.errors import ShapeError
-from axisflow.shapes.session import (
-    DimRef,
-    Session,
-    Shape,
-    Tensor,
-)
+from axisflow.shapes.refs import DimRef
+from axisflow.shapes.session import Session
+from axisflow.shapes.tensors import Shape, Tensor
 from axisflow.shapes.terms import (
     Dim,
     DimVar,

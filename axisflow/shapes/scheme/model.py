@@ -17,11 +17,8 @@ from axisflow.shapes.scheme.data import (
     compile_fact,
 )
 from axisflow.shapes.scheme.text import scheme_lines
-from axisflow.shapes.session import (
-    Session,
-    Shape,
-    shape_sides,
-)
+from axisflow.shapes.session import Session
+from axisflow.shapes.tensors import Shape, shape_sides
 from axisflow.shapes.terms import (
     DimVar,
     Origin,

@@ -25,10 +25,8 @@ from axisflow.shapes.scheme.data import (
     term_vars,
 )
 from axisflow.shapes.scheme.model import Scheme
-from axisflow.shapes.session import (
-    Shape,
-)
 from axisflow.shapes.solver import MAX_RANK
+from axisflow.shapes.tensors import Shape
 from axisflow.shapes.terms import (
     BROADCAST_UNIT,
     EMPTY_ROW,

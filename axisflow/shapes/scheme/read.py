@@ -11,6 +11,7 @@ from axisflow.shapes.constraints import (
     Terminal,
     TotalElems,
 )
+from axisflow.shapes.refs import DimRef
 from axisflow.shapes.scheme.data import (
     Anchor,
     CaptureInput,
@@ -26,7 +27,8 @@ from axisflow.shapes.scheme.text import (
     TextRows,
     VarName,
 )
-from axisflow.shapes.session import DimRef, Session, Shape
+from axisflow.shapes.session import Session
+from axisflow.shapes.tensors import Shape
 from axisflow.shapes.terms import (
     Dim,
     DimVar,

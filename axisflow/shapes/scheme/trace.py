@@ -23,6 +23,7 @@ from axisflow.shapes.constraints import (
     TotalElems,
 )
 from axisflow.shapes.errors import ShapeError
+from axisflow.shapes.refs import DimRef
 from axisflow.shapes.scheme.data import (
     Anchor,
     CaptureInput,
@@ -42,13 +43,9 @@ from axisflow.shapes.scheme.data import (
 from axisflow.shapes.scheme.model import (
     Scheme,
 )
-from axisflow.shapes.session import (
-    DimRef,
-    Session,
-    Shape,
-    Window,
-)
+from axisflow.shapes.session import Session, Window
 from axisflow.shapes.solver import marks_of_bits
+from axisflow.shapes.tensors import Shape
 from axisflow.shapes.terms import (
     Dim,
     DimVar,
