@@ -943,7 +943,7 @@ class SchemeOp(IRDLOperation):
     ``label`` names the scheme in messages; ``for`` the function it was traced
     from; the operands are its *anchors*, the pre-existing tensors it reads
     (in the order of its ``anchor`` lines). The lines are the scheme's text
-    form (:mod:`axisflow.shapes.scheme_text`); ``values`` tell which shape of
+    form (:mod:`axisflow.shapes.scheme.text`); ``values`` tell which shape of
     an application each value of the traced body has (for annotating bodies).
     """
 
