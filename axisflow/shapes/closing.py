@@ -15,7 +15,8 @@ runs again until it has nothing left.
    related by an inequality that are each other's only neighbour become one
    (``row.ml``, ``solve_row_ineq``).
 2. :func:`close_terminal_rows_to_bounds` (stage 3): leaf rows with lower
-   bounds take their join.
+   bounds take their join; one without bounds of its own, those of the rows
+   it broadcasts to.
 3. :func:`close_totals` (stages 3-5): pending element totals put their
    elements on their last open row or solve their one unknown dim.
 4. :func:`close_unbounded_terminal_rows` (stage 4): the other leaf rows get no
