@@ -20,8 +20,10 @@ is open, :meth:`Window.constraints` reads off the constraints it added, and
 changed, which :meth:`Session.dim_entry` and :meth:`Session.row_entry` read.
 A shape made inside a window is *discarded* when the window is rewound.
 
-Operations build constraints (:mod:`axisflow.shapes.constraints`) and hand
-them to :meth:`Session.add`, which logs them and solves them at Stage 1. A
+The operations (:mod:`axisflow.shapes.operations`, mixed in) build
+constraints (:mod:`axisflow.shapes.constraints`) and hand them to
+:meth:`Session.add`, which logs them and solves them at Stage 1; closing is
+:mod:`axisflow.shapes.closing`. A
 shape error raised while solving a constraint already logged *taints* the
 session: its state then holds half-applied constraints and :meth:`close`
 refuses to run. Malformed input (a bad spec, a wrong number of operands) is
