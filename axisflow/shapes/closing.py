@@ -178,14 +178,14 @@ def merge_single_neighbours(solver: Solver) -> None:
         if bounds is None:
             continue
         var = RowVar(var_id)
-        above = _bare_neighbours(solver, var, bounds, "opnd")
+        above = _bare_neighbours(solver, var, bounds, "opnd", limit=2)
         if len(above) != 1:
             continue
         ((opnd, origin),) = above.items()
         opnd_bounds = solver.row_bounds.get(opnd.id)
         if opnd_bounds is None:
             continue
-        below = _bare_neighbours(solver, opnd, opnd_bounds, "res")
+        below = _bare_neighbours(solver, opnd, opnd_bounds, "res", limit=2)
         if list(below) != [var]:
             continue
         solver.trigger = origin
@@ -205,14 +205,29 @@ def merge_single_neighbours(solver: Solver) -> None:
 
 
 def _bare_neighbours(
-    solver: Solver, var: RowVar, bounds: RowBounds, field: str
+    solver: Solver, var: RowVar, bounds: RowBounds, field: str, limit: int = 0
 ) -> dict[RowVar, Origin]:
-    """The distinct bare variables ``var`` is related to on one side (stale entries dropped)."""
+    """The distinct bare variables ``var`` is related to on one side.
+
+    ``limit``: stop once that many are found (0: all). The entries read are
+    compacted on the trail: an entry for a variable solved since, merged into
+    ``var`` itself or repeating another is dropped, so repeated reads of a
+    variable's relations (a chain of merges piles them up on one variable)
+    cost what they find, not what was ever stored.
+    """
+    entries = getattr(bounds, field)
     found: dict[RowVar, Origin] = {}
-    for other, origin in getattr(bounds, field):
+    scanned = 0
+    for other, origin in entries:
+        scanned += 1
         rep = _is_bare(solver, other)
         if rep is not None and rep != var and rep not in found:
             found[rep] = origin
+            if limit and len(found) == limit:
+                break
+    if scanned != len(found):
+        kept = [(rep, origin) for rep, origin in found.items()]
+        solver.trail.set_attr(bounds, field, kept + list(entries[scanned:]))
     return found
 
 
