@@ -50,10 +50,15 @@ demo-pipeline: $(STAMP)
 	@echo '== the CSV-CCSD energy batched over i then Κ: memory report only =='
 	$(BIN)/xdsl-opt -f 'sequant{batch=i,"Κ" extents="i=80,a=896,μ̃=896,Κ=1682" elem=8}' examples/sequant/csv_ccsd_energy_df.txt -p 'classify-axes,schedule-batches{report=table}' -o /dev/null
 
-# Shape inference: a two-layer perceptron applied to two batch sizes.
+# Shape inference: a two-layer perceptron applied to two batch sizes; OCANNL's
+# MLP through a shape scheme; OCANNL's standard blocks.
 demo-shapes: $(STAMP)
 	@echo '== close-shapes on a shared-parameter MLP applied at two call sites =='
 	$(BIN)/xdsl-opt -p close-shapes examples/shapes/mlp.mlir
+	@echo '== OCANNL'"'"'s MLP (biases decide the widths): one scheme, two call sites =='
+	$(BIN)/xdsl-opt -p generalize-shapes,close-shapes examples/shapes/mlp_layer.mlir
+	@echo '== OCANNL'"'"'s standard blocks: MLP layer, layer norm, attention, 2-D convolution =='
+	$(BIN)/xdsl-opt -p close-shapes examples/shapes/ocannl_blocks.mlir
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -946,7 +946,7 @@ class SchemeOp(IRDLOperation):
     ``label`` names the scheme in messages; ``for`` the function it was traced
     from; the operands are its *anchors*, the pre-existing tensors it reads
     (in the order of its ``anchor`` lines). The lines are the scheme's text
-    form (:mod:`axisflow.shapes.scheme_text`); ``values`` tell which shape of
+    form (:mod:`axisflow.shapes.scheme.text`); ``values`` tell which shape of
     an application each value of the traced body has (for annotating bodies).
     """
 
@@ -1004,7 +1004,7 @@ class SchemeOp(IRDLOperation):
         return [entry for entry in entries if entry is not None]
 
     def verify_(self) -> None:
-        from axisflow.shapes.scheme_text import parse_scheme_text
+        from axisflow.shapes.scheme.text import parse_scheme_text
 
         where = f"{self.name} @{self.sym_name.data}"
         try:

@@ -74,7 +74,8 @@ from axisflow.shapes import (
     Tensor,
     scheme,
 )
-from axisflow.shapes.scheme_text import build_scheme, parse_scheme_text
+from axisflow.shapes.scheme.read import build_scheme
+from axisflow.shapes.scheme.text import parse_scheme_text
 from axisflow.shapes.terms import format_concrete_shape
 
 
