@@ -52,7 +52,6 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import (
     ArrayAttr,
     FlatSymbolRefAttr,
-    IntAttr,
     IntegerAttr,
     SymbolRefAttr,
     UnitAttr,
@@ -75,6 +74,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from axisflow.dialects.batch import ForestOp, IndexAttr, TextAttr
 from axisflow.dialects.batch_model import forest_model
+from axisflow.dialects.integers import count_attr, count_value
 from axisflow.dialects.labels import (
     parse_index,
     parse_index_list,
@@ -198,8 +198,8 @@ class BuildOp(IRDLOperation):
     slices = prop_def(ArrayAttr[BindAttr])
     sums = prop_def(ArrayAttr[BindAttr])
     demoted = prop_def(ArrayAttr[IntegerAttr])
-    size = prop_def(IntAttr, prop_name="bytes")
-    """Unbounded (``#builtin.int``): dense sizes can pass 2**63 bytes."""
+    size = prop_def(IntegerAttr, prop_name="bytes")
+    """``i64``, or wider for dense sizes past 2**63 bytes (``count_attr``)."""
 
     traits = _IN_SCHEDULE
 
@@ -210,7 +210,7 @@ class BuildOp(IRDLOperation):
                 "slices": _binds(build.slices),
                 "sums": _binds(build.sums),
                 "demoted": ArrayAttr(_int(i) for i in build.demoted),
-                "bytes": IntAttr(build.bytes),
+                "bytes": count_attr(build.bytes),
             }
         )
 
@@ -221,11 +221,11 @@ class BuildOp(IRDLOperation):
             tuple(b.bind for b in self.slices.data),
             tuple(b.bind for b in self.sums.data),
             tuple(i.value.data for i in self.demoted.data),
-            self.size.data,
+            count_value(self.size),
         )
 
     def verify_(self) -> None:
-        if self.size.data < 0:
+        if count_value(self.size) < 0:
             raise VerifyException("sched.build: bytes must be non-negative")
 
     @classmethod
@@ -249,7 +249,7 @@ class BuildOp(IRDLOperation):
         if self.demoted.data:
             numbers = ", ".join(str(i.value.data) for i in self.demoted.data)
             printer.print_string(f" demoted [{numbers}]")
-        printer.print_string(f" bytes {self.size.data}")
+        printer.print_string(f" bytes {count_value(self.size)}")
         printer.print_op_attributes(self.attributes)
 
 
@@ -263,7 +263,7 @@ class BufferOp(IRDLOperation):
     value = prop_def(FlatSymbolRefAttr)
     slices = prop_def(ArrayAttr[BindAttr])
     zero = opt_prop_def(UnitAttr)
-    size = prop_def(IntAttr, prop_name="bytes")
+    size = prop_def(IntegerAttr, prop_name="bytes")
 
     traits = _IN_SCHEDULE
 
@@ -273,7 +273,7 @@ class BufferOp(IRDLOperation):
                 "value": SymbolRefAttr(buffer.value),
                 "slices": _binds(buffer.slices),
                 "zero": UnitAttr() if buffer.zero else None,
-                "bytes": IntAttr(buffer.bytes),
+                "bytes": count_attr(buffer.bytes),
             }
         )
 
@@ -283,11 +283,11 @@ class BufferOp(IRDLOperation):
             _symbol(self.value),
             tuple(b.bind for b in self.slices.data),
             self.zero is not None,
-            self.size.data,
+            count_value(self.size),
         )
 
     def verify_(self) -> None:
-        if self.size.data < 0:
+        if count_value(self.size) < 0:
             raise VerifyException("sched.buffer: bytes must be non-negative")
 
     @classmethod
@@ -306,7 +306,7 @@ class BufferOp(IRDLOperation):
         _print_binds(printer, "slice", self.slices)
         if self.zero is not None:
             printer.print_string(" zero")
-        printer.print_string(f" bytes {self.size.data}")
+        printer.print_string(f" bytes {count_value(self.size)}")
         printer.print_op_attributes(self.attributes)
 
 
@@ -316,7 +316,7 @@ class _WriteOp(IRDLOperation):
     into residual group ``G`` instead of a buffer."""
 
     value = prop_def(FlatSymbolRefAttr)
-    into = opt_prop_def(IntAttr)
+    into = opt_prop_def(IntegerAttr)
     tree = opt_prop_def(FlatSymbolRefAttr)
 
     traits = _IN_SCHEDULE
@@ -327,7 +327,7 @@ class _WriteOp(IRDLOperation):
         super().__init__(
             properties={
                 "value": SymbolRefAttr(value),
-                "into": None if into is None else IntAttr(into),
+                "into": None if into is None else count_attr(into),
                 "tree": None if tree is None else SymbolRefAttr(tree),
             }
         )
@@ -341,7 +341,7 @@ class _WriteOp(IRDLOperation):
         return model.Write(
             _symbol(self.value),
             isinstance(self, AccumulateOp),
-            None if self.into is None else self.into.data,
+            None if self.into is None else count_value(self.into),
             None if self.tree is None else _symbol(self.tree),
         )
 
@@ -361,7 +361,7 @@ class _WriteOp(IRDLOperation):
         printer.print_string(" ")
         printer.print_symbol_name(_symbol(self.value))
         if self.into is not None and self.tree is not None:
-            printer.print_string(f" into {self.into.data} for ")
+            printer.print_string(f" into {count_value(self.into)} for ")
             printer.print_symbol_name(_symbol(self.tree))
         printer.print_op_attributes(self.attributes)
 
@@ -391,7 +391,7 @@ class OutputOp(IRDLOperation):
 
     tree = prop_def(FlatSymbolRefAttr)
     value = opt_prop_def(FlatSymbolRefAttr)
-    into = opt_prop_def(IntAttr)
+    into = opt_prop_def(IntegerAttr)
     direct = opt_prop_def(UnitAttr)
 
     traits = _IN_SCHEDULE
@@ -407,7 +407,7 @@ class OutputOp(IRDLOperation):
             properties={
                 "tree": SymbolRefAttr(tree),
                 "value": None if value is None else SymbolRefAttr(value),
-                "into": None if into is None else IntAttr(into),
+                "into": None if into is None else count_attr(into),
                 "direct": UnitAttr() if direct else None,
             }
         )
@@ -415,7 +415,7 @@ class OutputOp(IRDLOperation):
     def to_model(self) -> model.Output:
         """The output as the schedule model has it."""
         value = None if self.value is None else _symbol(self.value)
-        into = None if self.into is None else self.into.data
+        into = None if self.into is None else count_value(self.into)
         return model.Output(_symbol(self.tree), value, into, self.direct is not None)
 
     @classmethod
@@ -439,7 +439,7 @@ class OutputOp(IRDLOperation):
             printer.print_string(" = ")
             printer.print_symbol_name(_symbol(self.value))
         if self.into is not None:
-            printer.print_string(f" into {self.into.data}")
+            printer.print_string(f" into {count_value(self.into)}")
         if self.direct is not None:
             printer.print_string(" direct")
         printer.print_op_attributes(self.attributes)
@@ -452,25 +452,25 @@ class ResidualOp(IRDLOperation):
 
     name = "sched.residual"
 
-    group = prop_def(IntAttr)
+    group = prop_def(IntegerAttr)
     modes = prop_def(ArrayAttr[IndexAttr])
-    size = prop_def(IntAttr, prop_name="bytes")
+    size = prop_def(IntegerAttr, prop_name="bytes")
 
     traits = _IN_SCHEDULE
 
     def __init__(self, residual: model.Residual) -> None:
         super().__init__(
             properties={
-                "group": IntAttr(residual.group),
+                "group": count_attr(residual.group),
                 "modes": ArrayAttr([IndexAttr.of(m) for m in residual.modes]),
-                "bytes": IntAttr(residual.bytes),
+                "bytes": count_attr(residual.bytes),
             }
         )
 
     def to_model(self) -> model.Residual:
         """The residual buffer as the schedule model has it."""
         modes = tuple(m.index for m in self.modes.data)
-        return model.Residual(self.group.data, modes, self.size.data)
+        return model.Residual(count_value(self.group), modes, count_value(self.size))
 
     @classmethod
     def parse(cls, parser: Parser) -> ResidualOp:
@@ -483,7 +483,9 @@ class ResidualOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         modes = print_index_list([m.index for m in self.modes.data])
-        printer.print_string(f" {self.group.data} {modes} bytes {self.size.data}")
+        printer.print_string(
+            f" {count_value(self.group)} {modes} bytes {count_value(self.size)}"
+        )
         printer.print_op_attributes(self.attributes)
 
 
@@ -495,18 +497,18 @@ class ApplyOp(IRDLOperation):
 
     name = "sched.apply"
 
-    group = prop_def(IntAttr)
+    group = prop_def(IntegerAttr)
     operators = prop_def(ArrayAttr[TextAttr])
-    size = prop_def(IntAttr, prop_name="bytes")
+    size = prop_def(IntegerAttr, prop_name="bytes")
 
     traits = _IN_SCHEDULE
 
     def __init__(self, apply: model.Apply) -> None:
         super().__init__(
             properties={
-                "group": IntAttr(apply.group),
+                "group": count_attr(apply.group),
                 "operators": ArrayAttr([TextAttr(str(o)) for o in apply.operators]),
-                "bytes": IntAttr(apply.bytes),
+                "bytes": count_attr(apply.bytes),
             }
         )
 
@@ -520,7 +522,7 @@ class ApplyOp(IRDLOperation):
     def to_model(self) -> model.Apply:
         """The operator step as the schedule model has it."""
         operators = tuple(Operator.parse(t.data) for t in self.operators.data)
-        return model.Apply(self.group.data, operators, self.size.data)
+        return model.Apply(count_value(self.group), operators, count_value(self.size))
 
     @classmethod
     def parse(cls, parser: Parser) -> ApplyOp:
@@ -539,7 +541,9 @@ class ApplyOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         texts = ", ".join(quote_text(t.data) for t in self.operators.data)
-        printer.print_string(f" {self.group.data} [{texts}] bytes {self.size.data}")
+        printer.print_string(
+            f" {count_value(self.group)} [{texts}] bytes {count_value(self.size)}"
+        )
         printer.print_op_attributes(self.attributes)
 
 
