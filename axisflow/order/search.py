@@ -91,8 +91,9 @@ def expand_modes(indices: Iterable[Index]) -> tuple[Index, ...]:
     return tuple(found)
 
 
-SizeHook = Callable[[frozenset[Index]], int]
-"""Elements of a value with the given modes, as it will be stored."""
+SizeHook = Callable[[frozenset[Index], frozenset[Index]], int]
+"""Elements of a value as it will be stored, given the modes it keeps and
+the modes of the leaves it covers (those not kept are summed below it)."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ class _Context:
         self.extent = [costs.extents.extent(mode) for mode in self.modes]
         self.hook = costs.size
         self._elements: dict[int, int] = {}
-        self._sizes: dict[int, int] = {}
+        self._sizes: dict[tuple[int, int], int] = {}
 
     def elements(self, mask: int) -> int:
         """The product of the extents of the modes in ``mask``."""
@@ -182,13 +183,16 @@ class _Context:
             self._elements[mask] = found
         return found
 
-    def size(self, mask: int) -> int:
-        """The stored size of a value with the modes in ``mask``."""
+    def size(self, mask: int, span: int) -> int:
+        """The stored size of a value keeping the modes in ``mask``, made
+        from leaves whose modes are ``span``."""
         if self.hook is None:
             return self.elements(mask)
-        found = self._sizes.get(mask)
+        key = (mask, span)
+        found = self._sizes.get(key)
         if found is None:
-            found = self._sizes[mask] = self.hook(self.mode_set(mask))
+            found = self.hook(self.mode_set(mask), self.mode_set(span))
+            self._sizes[key] = found
         return found
 
     def mode_set(self, mask: int) -> frozenset[Index]:
@@ -207,6 +211,8 @@ class _Unit:
     exists already), or a combination the search chose (``children``)."""
 
     result: int
+    span: int
+    """The modes of the leaves it covers."""
     flops: int
     peak: int
     node: int | None = None
@@ -220,6 +226,7 @@ class _Emitter:
     def __init__(self, context: _Context) -> None:
         self.context = context
         self.results: list[int] = list(context.leaf_masks)
+        self.spans: list[int] = list(context.leaf_masks)
         self.live: dict[int, int] = {}
         for mask in context.leaf_masks:
             for bit in _bits(mask):
@@ -247,11 +254,13 @@ class _Emitter:
         self.results.append(kept)
         self.steps.append((left, right))
         self.flops += context.elements(union)
-        self.peak = max(self.peak, context.size(kept))
+        span = self.spans[left] | self.spans[right]
+        self.spans.append(span)
+        self.peak = max(self.peak, context.size(kept, span))
         return len(self.results) - 1
 
     def unit(self, node: int, flops: int = 0, peak: int = 0) -> _Unit:
-        return _Unit(self.results[node], flops, peak, node)
+        return _Unit(self.results[node], self.spans[node], flops, peak, node)
 
     def emit(self, unit: _Unit) -> int:
         """Emit the steps of ``unit``'s tree (post-order, left first)."""
@@ -281,10 +290,11 @@ class _Emitter:
             result = self.results[node]
             current = _Unit(
                 result,
+                self.spans[node],
                 current.flops
                 + unit.flops
                 + context.elements(current.result | unit.result),
-                max(current.peak, unit.peak, context.size(result)),
+                max(current.peak, unit.peak, context.size(result, self.spans[node])),
                 node,
             )
         return current
@@ -326,15 +336,28 @@ class _Search:
         self.order: Order = order
         self._union: dict[int, int] = {0: 0}
         self._result: dict[int, int] = {}
+        self._span: dict[int, int] = {0: 0}
         for position, unit in enumerate(units):
             self._union[1 << position] = unit.result
             self._result[1 << position] = unit.result
+            self._span[1 << position] = unit.span
+
+    def span(self, subset: int) -> int:
+        """The modes of the leaves the units of ``subset`` cover."""
+        found = self._span.get(subset)
+        if found is None:
+            found = 0
+            for position in _bits(subset):
+                found |= self.units[position].span
+            self._span[subset] = found
+        return found
 
     def union(self, subset: int) -> int:
         found = self._union.get(subset)
         if found is None:
-            low = subset & -subset
-            found = self.union(low) | self.union(subset ^ low)
+            found = 0
+            for position in _bits(subset):
+                found |= self.units[position].result
             self._union[subset] = found
         return found
 
@@ -395,10 +418,12 @@ class _Search:
                 continue
             a, b = built[left], built[right]
             result = self.result(subset)
+            span = a.span | b.span
             built[subset] = _Unit(
                 result,
+                span,
                 a.flops + b.flops + context.elements(a.result | b.result),
-                max(a.peak, b.peak, context.size(result)),
+                max(a.peak, b.peak, context.size(result, span)),
                 None,
                 (a, b),
             )
@@ -413,7 +438,7 @@ class _Search:
             fronts[1 << position] = [(unit.peak, unit.flops, (0, 0), 0, 0, 0, 0)]
         for left, right in pairs:
             subset = left | right
-            size = context.size(self.result(subset))
+            size = context.size(self.result(subset), self.span(subset))
             pair = context.elements(self.result(left) | self.result(right))
             key = _tie_key(right)
             front = fronts.setdefault(subset, [])
@@ -599,7 +624,7 @@ def _greedy(search: _Search) -> _Unit:
         if order[a] > order[b]:
             a, b = b, a
         flops = context.elements(nodes[a].result | nodes[b].result)
-        size = context.size(kept(a, b))
+        size = context.size(kept(a, b), nodes[a].span | nodes[b].span)
         heapq.heappush(heap, (flops, size, order[a], order[b], a, b))
 
     def partners(node: int) -> set[int]:
@@ -620,9 +645,9 @@ def _greedy(search: _Search) -> _Unit:
             _, _, _, _, a, b = heapq.heappop(heap)
         else:  # only outer products remain: the two smallest values
             a, b = sorted(
-                sorted(alive, key=lambda n: (context.size(nodes[n].result), order[n]))[
-                    :2
-                ],
+                sorted(
+                    alive, key=lambda n: (context.elements(nodes[n].result), order[n])
+                )[:2],
                 key=order.__getitem__,
             )
         result = kept(a, b)
@@ -632,7 +657,9 @@ def _greedy(search: _Search) -> _Unit:
             live[bit] -= (nodes[a].result & flag > 0) + (nodes[b].result & flag > 0)
             if result & flag:
                 live[bit] += 1
-        merged = _Unit(result, 0, 0, None, (nodes[a], nodes[b]))
+        merged = _Unit(
+            result, nodes[a].span | nodes[b].span, 0, 0, None, (nodes[a], nodes[b])
+        )
         nodes.append(merged)
         order.append(min(order[a], order[b]))
         alive -= {a, b}

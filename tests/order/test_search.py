@@ -270,7 +270,9 @@ def test_batch_size_hook_drives_the_memory_order() -> None:
     plain = plan_product(leaves, [k], Costs(extents), "memory")
     sliced = Costs(
         extents,
-        size=lambda modes: math.prod(1 if m == i else extents.extent(m) for m in modes),
+        size=lambda kept, _span: math.prod(
+            1 if m == i else extents.extent(m) for m in kept
+        ),
     )
     batched = plan_product(leaves, [k], sliced, "memory")
     assert plain.steps[0] == (0, 2)
