@@ -178,8 +178,11 @@ class _Context:
         if found is None:
             found = 1
             extent = self.extent
-            for bit in _bits(mask):
-                found *= extent[bit]
+            rest = mask
+            while rest:
+                low = rest & -rest
+                found *= extent[low.bit_length() - 1]
+                rest ^= low
             self._elements[mask] = found
         return found
 
@@ -542,10 +545,18 @@ def _connected_pairs(adjacent: list[int], budget: int) -> list[tuple[int, int]]:
     count = len(adjacent)
     pairs: list[tuple[int, int]] = []
 
+    known: dict[int, int] = {1 << p: adjacent[p] for p in range(count)}
+
     def neighbours(subset: int) -> int:
-        grown = 0
-        for position in _bits(subset):
-            grown |= adjacent[position]
+        grown = known.get(subset)
+        if grown is None:
+            grown = 0
+            rest = subset
+            while rest:
+                low = rest & -rest
+                grown |= known[low]
+                rest ^= low
+            known[subset] = grown
         return grown & ~subset
 
     def subsets(mask: int) -> Iterator[int]:
