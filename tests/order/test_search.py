@@ -371,3 +371,57 @@ def test_flops_equal_opt_einsum_on_every_bundled_term(
     leaves = [t.indices for t in term.tensors]
     plan = plan_product(leaves, term.externals(), Costs(extents), "flops")
     assert plan.flops == _einsum_cost(leaves, term.externals(), extents)
+
+
+@st.composite
+def connected_products(
+    draw: st.DrawFn,
+) -> tuple[list[list[Index]], list[Index], Extents]:
+    """A random connected network of 9 to 12 tensors (beyond the all-splits
+    search): a random spanning tree of bonds, extra bonds, some composite
+    bonds and open indices."""
+    count = draw(st.integers(EXACT_ALL_MAX + 1, 12))
+    leaves: list[list[Index]] = [[] for _ in range(count)]
+    bond = 0
+
+    def fresh() -> Index:
+        nonlocal bond
+        bond += 1
+        if draw(st.integers(0, 5)) == 0:
+            return Index("a", bond, [Index("i", draw(st.integers(1, 3)))])
+        return Index(draw(st.sampled_from(["i", "Κ", "μ"])), bond)
+
+    for k in range(1, count):
+        index = fresh()
+        leaves[k].append(index)
+        leaves[draw(st.integers(0, k - 1))].append(index)
+    for _ in range(draw(st.integers(0, 4))):
+        a, b = draw(
+            st.lists(st.integers(0, count - 1), min_size=2, max_size=2, unique=True)
+        )
+        index = fresh()
+        leaves[a].append(index)
+        leaves[b].append(index)
+    externals: list[Index] = []
+    for _ in range(draw(st.integers(0, 2))):
+        index = Index("x", bond + 1 + len(externals))
+        leaves[draw(st.integers(0, count - 1))].append(index)
+        externals.append(index)
+    extents = Extents.make(
+        {key: draw(st.integers(2, 9)) for key in ("i", "Κ", "μ", "a", "a<1>", "x")}
+    )
+    return leaves, externals, extents
+
+
+@settings(max_examples=40, deadline=None)
+@given(connected_products())
+def test_connected_search_equals_opt_einsum_beyond_the_all_splits_search(
+    product: tuple[list[list[Index]], list[Index], Extents],
+) -> None:
+    leaves, externals, extents = product
+    plan = plan_product(leaves, externals, Costs(extents), "flops")
+    assert plan.method == "connected"
+    _check_plan(plan, Oracle(leaves, externals, extents))
+    assert plan.flops == _einsum_cost(
+        [tuple(leaf) for leaf in leaves], tuple(externals), extents
+    )
