@@ -70,10 +70,10 @@ def parse_extents(text: str) -> dict[str, int]:
                 f"malformed extent {item.strip()!r}: expected KEY=POSITIVE_INTEGER "
                 "or KEY<PROTOS>=POSITIVE_INTEGER"
             )
-        split_kind(key)
+        kind = "composite kind" if split_kind(key)[1] is not None else "space"
         value = int(number)
         if value <= 0:
-            raise ExtentError(f"extent of {key!r} must be positive, got {value}")
+            raise ExtentError(f"extent of {kind} {key!r} must be positive, got {value}")
         extents[key] = value
     return extents
 

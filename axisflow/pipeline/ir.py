@@ -33,7 +33,9 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
     the pipeline cannot model (a relabelling the verifier let through).
     """
     spaces = {
-        op.space_key: Space(op.space_key, op.extent_value, op.elem_value)
+        op.space_key: Space(
+            op.space_key, op.extent_value, op.elem_value, op.composite_extents
+        )
         for op in forest.spaces()
     }
     values: dict[str, Value] = {}

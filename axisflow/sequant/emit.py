@@ -88,7 +88,8 @@ def forest_op(forest: Forest) -> ForestOp:
     ``layout``), then one tree per term with its root loops."""
     emitter = _Emitter()
     ops: list[Operation] = [
-        SpaceOp(space.key, space.extent, space.elem) for space in forest.spaces
+        SpaceOp(space.key, space.extent, space.elem, space.composites)
+        for space in forest.spaces
     ]
     ops.extend(emitter.value_op(value) for value in forest.values)
     ops.extend(emitter.tree_op(tree) for tree in forest.trees)

@@ -4,15 +4,20 @@ Pure Python, no xDSL (``axisflow.sequant.emit`` turns a ``Forest`` into IR).
 
 Construction, per term:
 
-* **Binarization.** The term's tensors fold left to right:
-  ``((t1 * t2) * t3) * ...``. Every inner node is a value whose result
-  indices are those of its operands still needed later (they appear in a
-  later tensor of the term) or external to the term, in order of first
-  appearance (left operand, then right). The indices contracted at the node
-  are those on both operands and absent from the result: none for an outer
-  product; a Hadamard index (on both, still needed) stays on the result.
-  Proto indices ride along inside their composite labels: ``a_1<i_1>`` is
-  one index, and a proto is not an appearance of its own.
+* **Binarization.** Each term's plan (``axisflow.sequant.ordering``) says
+  which pairs to contract: ``order="file"`` folds the tensors left to right,
+  ``((t1 * t2) * t3) * ...``; ``"flops"`` (the default) takes the tree with
+  the fewest multiply-adds, ``"memory"`` the one with the smallest largest
+  intermediate (``axisflow.order.search``); parenthesized groups are kept as
+  written. Every inner node is a value whose result indices are those of its
+  operands still needed (a tensor outside the node carries them) or external
+  to the term, in order of first appearance (left operand, then right). The
+  indices contracted at the node are those on both operands and absent from
+  the result: none for an outer product; a Hadamard index (on both, still
+  needed) stays on the result. Proto indices ride along inside their
+  composite labels: ``a_1<i_1>`` is one index, and a proto is not an
+  appearance of its own (a mode that only a composite outside still needs is
+  kept as an index of its own, see ``ordering.step_labels``).
 * **Values and CSE.** Leaves (input tensors) are values too. Every value
   lives in its own canonical index frame, so values equal up to a consistent
   renaming of indices are one value with several use-sites, across the whole
@@ -47,7 +52,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from axisflow.order import ORDERS, Costs, ExtentError, Extents, Order, split_kind
+from axisflow.order import parse_extents as _parse_extents
 from axisflow.roles.index import Index
+from axisflow.sequant.ordering import (
+    batched_size,
+    plan_term,
+    step_labels,
+    term_modes,
+)
 from axisflow.sequant.syntax import Expression, SequantError, Tensor, Term
 
 # --------------------------------------------------------------------------
@@ -136,11 +149,13 @@ class Tree:
 
 @dataclass(frozen=True)
 class Space:
-    """An index space: base key, optional extent and element size (bytes)."""
+    """An index space: base key, optional extent and element size (bytes),
+    and the extents of its composite kinds, ``(number of protos, extent)``."""
 
     key: str
     extent: int | None = None
     elem: int | None = None
+    composites: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -270,19 +285,12 @@ class PolicyError(ValueError):
 
 
 def parse_extents(text: str) -> dict[str, int]:
-    """``"i=80,a=896,Κ=1682"`` → ``{"i": 80, "a": 896, "Κ": 1682}``."""
-    extents: dict[str, int] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        key, equals, number = item.partition("=")
-        key, number = key.strip(), number.strip()
-        if not equals or not key or not number.isdigit():
-            raise PolicyError(
-                f"malformed extent {item.strip()!r}: expected KEY=POSITIVE_INTEGER"
-            )
-        extents[key] = int(number)
-    return extents
+    """``"i=80,a=896,a<2>=40,Κ=1682"`` → ``{"i": 80, ..., "a<2>": 40, ...}``
+    (``axisflow.order.parse_extents``, raising ``PolicyError``)."""
+    try:
+        return _parse_extents(text)
+    except ExtentError as error:
+        raise PolicyError(str(error)) from None
 
 
 def _resolve_key(name: str, keys: Sequence[str], aliases: Mapping[str, str]) -> str:
@@ -428,31 +436,21 @@ class _Builder:
             self.nodes[key] = value
         return Use(value.name, result, (left, right))
 
-    def term_root(self, term: Term) -> Use | None:
-        """The root use-site of ``term``'s binary tree (validated first)."""
-        tensors = term.tensors
-        externals = self.check_term(term)
-        if not tensors:
+    def term_root(self, term: Term, costs: Costs, order: Order) -> Use | None:
+        """The root use-site of ``term``'s binary tree under ``order``
+        (validated first)."""
+        self.check_term(term)
+        if not term.tensors:
             return None
-        last: dict[Index, int] = {}
-        for position, tensor in enumerate(tensors):
-            for index in tensor.indices:
-                last[index] = position
-        current = self.leaf(tensors[0])
-        for position in range(1, len(tensors)):
-            right = self.leaf(tensors[position])
-            on_left = set(current.carried)
-            on_right = set(right.carried)
-            operands = current.carried + tuple(
-                i for i in right.carried if i not in on_left
+        plan = plan_term(term, costs, order)
+        nodes = [self.leaf(tensor) for tensor in term.tensors]
+        for (left, right), (result, contracted) in zip(
+            plan.steps, step_labels(term, plan), strict=True
+        ):
+            nodes.append(
+                self.contraction(nodes[left], nodes[right], result, contracted)
             )
-            result = tuple(i for i in operands if i in externals or last[i] > position)
-            kept = set(result)
-            contracted = tuple(
-                i for i in current.carried if i in on_right and i not in kept
-            )
-            current = self.contraction(current, right, result, contracted)
-        return current
+        return nodes[plan.root]
 
     def check_term(self, term: Term) -> frozenset[Index]:
         """The term's externals; raise ``SequantError`` if the term cannot be
@@ -527,39 +525,77 @@ def build_forest(
     expression: Expression,
     policy: BatchPolicy | None = None,
     name: str = "sequant",
+    order: Order = "flops",
 ) -> Forest:
-    """The forest of ``expression`` with the batch loops of ``policy``.
+    """The forest of ``expression`` with the batch loops of ``policy``, each
+    term's tree chosen by ``order`` (``file``, ``flops`` or ``memory``; see
+    ``axisflow.order.search``), costed with the policy's extents (composite
+    kinds included, ``DEFAULT_EXTENT`` for a space without one) and, when the
+    policy batches spaces, with the sizes values have under the term's loops
+    (``ordering.batched_size``).
 
     Raises ``SequantError`` (located) for a term that cannot be a tree and
-    ``PolicyError`` for a policy naming a space the expression lacks.
+    ``PolicyError`` for a policy naming a space the expression lacks or an
+    unknown order.
     """
+    if order not in ORDERS:
+        raise PolicyError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     policy = policy or BatchPolicy()
     keys = expression.space_keys()
     aliases = {alias: key for key in keys if (alias := ascii_alias(key)) is not None}
     batch_keys = [_resolve_key(k, keys, aliases) for k in policy.spaces]
     if len(set(batch_keys)) != len(batch_keys):
         raise PolicyError(f"an index space is named twice in batch={policy.spaces}")
-    extents = {_resolve_key(k, keys, aliases): n for k, n in policy.extents}
-    spaces = tuple(Space(key, extents.get(key), policy.elem) for key in keys)
+    extents: dict[str, int] = {}
+    composites: dict[tuple[str, int], int] = {}
+    for key, extent in policy.extents:
+        try:
+            base, protos = split_kind(key)
+        except ExtentError as error:
+            raise PolicyError(str(error)) from None
+        base = _resolve_key(base, keys, aliases)
+        if protos is None:
+            extents[base] = extent
+        else:
+            composites[(base, protos)] = extent
+    spaces = tuple(
+        Space(
+            key,
+            extents.get(key),
+            policy.elem,
+            tuple(sorted((p, n) for (k, p), n in composites.items() if k == key)),
+        )
+        for key in keys
+    )
+    sizing = Extents(extents, composites)
 
     builder = _Builder(expression)
     shared_slots: dict[tuple[str, int], int] = {}
     trees: list[Tree] = []
     loop_count = 0
     for number, term in enumerate(expression.terms):
-        root = builder.term_root(term)
-        loops: list[Loop] = []
-        if batch_keys and root is not None:
+        bound: list[Index] = []
+        if batch_keys:
             indices = term_indices(term)
             for key in batch_keys:
-                of_space = sorted(i for i in indices if i.base_key == key)
-                for depth, index in enumerate(of_space):
-                    if policy.separate_instances:
-                        slot = loop_count
-                    else:
-                        slot = shared_slots.setdefault((key, depth), len(shared_slots))
-                    loops.append(Loop(index, slot))
-                    loop_count += 1
+                bound.extend(sorted(i for i in indices if i.base_key == key))
+        costs = Costs(
+            sizing,
+            batched_size(sizing, bound, term_modes(term)) if bound else None,
+        )
+        root = builder.term_root(term, costs, order)
+        loops: list[Loop] = []
+        if root is not None:
+            depths: dict[str, int] = {}
+            for index in bound:
+                key = index.base_key
+                depth = depths[key] = depths.get(key, -1) + 1
+                if policy.separate_instances:
+                    slot = loop_count
+                else:
+                    slot = shared_slots.setdefault((key, depth), len(shared_slots))
+                loops.append(Loop(index, slot))
+                loop_count += 1
         trees.append(
             Tree(f"term{number}", term.coefficient, tuple(loops), root, number)
         )

@@ -554,11 +554,8 @@ class _Parser:
             elif char and (char.isdigit() or char in ".(" or _is_label_start(char)):
                 expected = "a number, a tensor or '('"
             elif opens:
-                line = bisect_right(self.line_starts, opens[-1])
-                column = opens[-1] - self.line_starts[line - 1] + 1
-                raise self.fail(
-                    f"'*', another factor or ')' closing the '(' at {line}:{column}"
-                )
+                still = "one '(' is" if len(opens) == 1 else f"{len(opens)} '(' are"
+                raise self.fail(f"'*', another factor or ')' ({still} still open)")
             else:
                 term = Term(
                     coefficient,

@@ -31,7 +31,8 @@ def test_a_composite_takes_its_kinds_extent_or_its_spaces() -> None:
     ("text", "message"),
     [
         ("i=80,a", "malformed extent 'a'"),
-        ("i=0", "extent of 'i' must be positive"),
+        ("i=0", "extent of space 'i' must be positive"),
+        ("a<1>=0", "extent of composite kind 'a<1>' must be positive"),
         ("a<0>=3", "composite kind 'a<0>' has no protos"),
         ("a<x>=3", "malformed composite kind 'a<x>'"),
         ("i=-2", "malformed extent 'i=-2'"),
