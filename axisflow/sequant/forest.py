@@ -52,7 +52,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from axisflow.order import ORDERS, Costs, ExtentError, Extents, Order, split_kind
+from axisflow.order import (
+    ORDERS,
+    Costs,
+    ExtentError,
+    Extents,
+    Order,
+    expand_modes,
+    split_kind,
+)
 from axisflow.order import parse_extents as _parse_extents
 from axisflow.roles.index import Index
 from axisflow.sequant.ordering import (
@@ -581,7 +589,14 @@ def build_forest(
                 bound.extend(sorted(i for i in indices if i.base_key == key))
         costs = Costs(
             sizing,
-            batched_size(sizing, bound, term_modes(term)) if bound else None,
+            batched_size(
+                sizing,
+                bound,
+                term_modes(term),
+                frozenset(expand_modes(term.externals())),
+            )
+            if bound
+            else None,
         )
         root = builder.term_root(term, costs, order)
         loops: list[Loop] = []

@@ -83,23 +83,28 @@ def _ordered(modes: frozenset[Index]) -> list[Index]:
 
 
 def batched_size(
-    extents: Extents, loops: Sequence[Index], term_modes: frozenset[Index]
+    extents: Extents,
+    loops: Sequence[Index],
+    term_modes: frozenset[Index],
+    root_modes: frozenset[Index],
 ) -> SizeHook:
     """The size of a value under batch loops over ``loops`` (outermost
-    first), in a term whose modes are ``term_modes``.
+    first), in a term whose modes are ``term_modes`` and whose result keeps
+    ``root_modes``.
 
     Loops enclose the whole tree, blocks are one element. A value counts the
     slice of every looped mode it keeps (it is LoopLocal on it), except that
     once a looped mode has been summed below it (a Reduction over that loop
     completes only after the loop), the modes of loops nested inside that
     one count in full (the value outlives their iterations). The term's
-    root, which the loops write into the result, counts its full buffer.
-    A value that covers every mode of the term is taken for the root.
+    root, which the loops write into the result, counts its full buffer (a
+    value keeping exactly the result's modes from leaves covering every mode
+    of the term is taken for the root).
     """
     position = {index: number for number, index in enumerate(loops)}
 
     def size(kept: frozenset[Index], span: frozenset[Index]) -> int:
-        if span >= term_modes:
+        if kept == root_modes and span >= term_modes:
             return extents.elements(kept)
         outermost = min(
             (position[m] for m in span - kept if m in position), default=len(loops)

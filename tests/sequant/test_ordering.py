@@ -49,7 +49,7 @@ def test_batched_sizes_slice_looped_modes_until_a_reduction() -> None:
     i1, i2, a1, k1 = map(Index.parse, ["i_1", "i_2", "a_1", "Κ_1"])
     extents = Extents.make({"i": 10, "a": 7, "Κ": 5})
     modes = frozenset({i1, i2, a1, k1})
-    size = batched_size(extents, [k1, i1], modes)
+    size = batched_size(extents, [k1, i1], modes, frozenset({i1, i2}))
     # Carries both looped modes: a slice of each.
     assert size(frozenset({i1, k1, a1}), frozenset({i1, k1, a1})) == 7
     # Κ_1 (the outer loop) summed below: i_1 now counts in full.
