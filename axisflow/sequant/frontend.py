@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import IO, ClassVar, Literal
+from typing import IO, ClassVar, cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -44,6 +44,7 @@ from xdsl.utils.frontend import Frontend
 from xdsl.utils.lexer import Input, Span
 
 from axisflow.dialects.batch import Batch
+from axisflow.order import Order
 from axisflow.sequant.forest import BatchPolicy, PolicyError, build_forest
 from axisflow.sequant.syntax import SequantError, parse
 
@@ -68,7 +69,10 @@ class SequantFrontend(Frontend):
     elem: int | None = None
     separate_instances: bool = False
     forest: str | None = None
-    order: Literal["file", "flops", "memory"] = "flops"
+    order: str = "flops"
+    """``file``, ``flops`` or ``memory``; a plain string (checked when the
+    forest is built) so that a wrong value is a diagnostic, not a traceback
+    from xDSL's option parsing."""
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
         """Parse, build the forest, emit IR; input errors are ``ParseError``."""
@@ -91,7 +95,7 @@ class SequantFrontend(Frontend):
                 expression,
                 policy,
                 self.forest or default_forest_name(input_name),
-                self.order,
+                cast(Order, self.order),
             )
         except SequantError as error:
             offset = max(error.offset, 0)
