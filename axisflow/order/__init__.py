@@ -9,6 +9,7 @@ Pure Python, no xDSL (below the dialects, like ``axisflow.roles``):
   batch loops.
 """
 
+from axisflow.forest.frames import expand_modes
 from axisflow.order.extents import (
     DEFAULT_EXTENT,
     ExtentError,
@@ -26,7 +27,6 @@ from axisflow.order.search import (
     Order,
     Plan,
     SizeHook,
-    expand_modes,
     plan_product,
 )
 

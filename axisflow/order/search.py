@@ -8,7 +8,7 @@ form (leaf ``k`` is node ``k``; step ``s`` makes node ``len(leaves) + s``).
 Cost model (the memory model's convention, see ``axisflow.order.extents``):
 
 * the *modes* of a tensor are its indices and their protos at any depth
-  (``expand_modes``): a composite ``a_1<i_1,i_2>`` is a mode of its own and
+  (``axisflow.forest.frames.expand_modes``): a composite ``a_1<i_1,i_2>`` is a mode of its own and
   ``i_1``, ``i_2`` are modes too;
 * the value of a set of leaves keeps the modes of those leaves that a leaf
   outside the set still has, or that the result has; every other mode is
@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+from axisflow.forest.frames import expand_modes
 from axisflow.order.extents import Extents
 from axisflow.roles.index import Index
 
@@ -76,19 +77,6 @@ PAIR_BUDGET = 200_000
 MEMORY_TOLERANCE = Fraction(1, 20)
 """``memory``: peaks within this fraction of the smallest count as equal,
 and the one with the fewest multiply-adds is taken."""
-
-
-def expand_modes(indices: Iterable[Index]) -> tuple[Index, ...]:
-    """The modes of a tensor carrying ``indices``: the indices, then their
-    proto indices at any depth, each once, in order of first appearance."""
-    found: dict[Index, None] = {}
-    indices = tuple(indices)
-    for index in indices:
-        found.setdefault(index, None)
-    for index in indices:
-        for proto in index.all_protos():
-            found.setdefault(proto, None)
-    return tuple(found)
 
 
 SizeHook = Callable[[frozenset[Index], frozenset[Index]], int]

@@ -6,7 +6,7 @@ Sizes come from the forest's index spaces:
   ``DEFAULT_EXTENT`` when absent; a mode's extent is its space's, except a
   composite index (``a_1<i_1,i_2>``) whose kind has an extent of its own
   (``batch.space a ... composite {2 = 40}``, ``extents="a<2>=40"``); its
-  protos are modes too (see ``axisflow.pipeline.model``). The sizing rules
+  protos are modes too (see ``axisflow.forest.model``). The sizing rules
   are ``axisflow.order.extents.Extents``, the same the contraction-order
   search uses;
 * the element size of a value is the largest ``elem`` among the spaces of its
@@ -30,9 +30,9 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from axisflow.forest.model import Forest, Value, topological_order
 from axisflow.order.extents import DEFAULT_EXTENT as DEFAULT_EXTENT
 from axisflow.order.extents import Extents, split_kind
-from axisflow.pipeline.model import Forest, Value, topological_order
 from axisflow.pipeline.schedule import (
     Bind,
     Buffer,

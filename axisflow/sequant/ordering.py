@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from axisflow.forest.frames import expand_modes
 from axisflow.order import Costs, Extents, Order, Plan, SizeHook, plan_product
-from axisflow.order.search import expand_modes
 from axisflow.roles.index import Index
 from axisflow.sequant.syntax import Term
 

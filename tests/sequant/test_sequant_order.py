@@ -10,17 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from axisflow.forest.frames import expand_modes
+from axisflow.forest.model import Forest, Site
 from axisflow.order import ORDERS, Costs, Extents, Order
 from axisflow.pipeline import schedule_expression
 from axisflow.roles.index import Index
 from axisflow.sequant import (
     BatchPolicy,
-    ContractionValue,
     Expression,
     PolicyError,
-    Use,
     build_forest,
-    canonical_renaming,
     parse,
     to_module,
 )
@@ -33,8 +32,9 @@ FILES = sorted(EXAMPLES.glob("*.txt"))
 
 def _reference_fold(term: Term) -> list[tuple[tuple[Index, ...], tuple[Index, ...]]]:
     """(result, contracted) of every node of the left-to-right fold, by the
-    rule the frontend always had: an index stays if it is external or a later
-    tensor carries it."""
+    frontend's rule: an index stays if it is external or a later tensor
+    carries it; the contracted ones are on both operands and not modes of
+    the result."""
     tensors = term.tensors
     externals = set(term.externals())
     last = {i: k for k, t in enumerate(tensors) for i in t.indices}
@@ -44,48 +44,50 @@ def _reference_fold(term: Term) -> list[tuple[tuple[Index, ...], tuple[Index, ..
         right = tensors[position].indices
         operands = carried + tuple(i for i in right if i not in carried)
         result = tuple(i for i in operands if i in externals or last[i] > position)
-        contracted = tuple(i for i in carried if i in right and i not in result)
+        modes = set(expand_modes(result))
+        contracted = tuple(i for i in carried if i in right and i not in modes)
         found.append((result, contracted))
         carried = result
     return found
+
+
+def _children(forest: Forest, site: Site) -> list[Site]:
+    return [forest.sites[child] for child in site.children]
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_file_order_is_the_left_to_right_fold_exactly(path: Path) -> None:
     expression = parse(path.read_text("utf-8"))
     forest = build_forest(expression, order="file")
-    values = forest.value_table()
     for tree, term in zip(forest.trees, expression.terms, strict=True):
         assert tree.root is not None
-        spine: list[Use] = [tree.root]
-        while spine[-1].factors:
-            spine.append(spine[-1].factors[0])
+        spine = [forest.sites[tree.root]]
+        while spine[-1].children:
+            spine.append(forest.sites[spine[-1].children[0]])
         nodes = spine[-2::-1]  # bottom-up, without the first leaf
         expected = _reference_fold(term)
         assert len(nodes) == len(expected)
-        for use, (result, contracted), tensor in zip(
+        for site, (result, contracted), tensor in zip(
             nodes, expected, term.tensors[1:], strict=True
         ):
-            assert use.carried == result
-            assert use.factors[1].carried == tensor.indices
-            value = values[use.value]
-            assert isinstance(value, ContractionValue)
-            left, right = use.factors
-            renaming = canonical_renaming((left.carried, right.carried))
-            assert value.contracted == tuple(renaming[i] for i in contracted)
+            assert site.labels == result
+            assert _children(forest, site)[1].labels == tensor.indices
+            value = forest.values[site.value]
+            assert tuple(site.mode_labels[m] for m in value.contracted) == contracted
 
 
 @pytest.mark.parametrize("order", ORDERS)
 def test_parenthesized_products_are_built_as_written(order: Order) -> None:
     text = "(g{a_1;i_1} * t{i_1;j_1}) * (f{j_1;k_1} * u{k_1;a_1})"
-    (tree,) = build_forest(parse(text), order=order).trees
+    forest = build_forest(parse(text), order=order)
+    (tree,) = forest.trees
     assert tree.root is not None
-    left, right = tree.root.factors
-    assert [u.carried for u in left.factors] == [
+    left, right = _children(forest, forest.sites[tree.root])
+    assert [u.labels for u in _children(forest, left)] == [
         tuple(map(Index.parse, ["a_1", "i_1"])),
         tuple(map(Index.parse, ["i_1", "j_1"])),
     ]
-    assert [u.carried for u in right.factors] == [
+    assert [u.labels for u in _children(forest, right)] == [
         tuple(map(Index.parse, ["j_1", "k_1"])),
         tuple(map(Index.parse, ["k_1", "a_1"])),
     ]
@@ -104,7 +106,9 @@ def test_cse_shares_every_value_of_a_renamed_copy_after_reordering(
     twice = Expression(repeat_with_fresh_labels(expression.terms, 2))
     both = build_forest(twice, policy, order=order)
     assert both.values == alone.values
-    roots = [tree.root.value for tree in both.trees if tree.root is not None]
+    roots = [
+        both.sites[tree.root].value for tree in both.trees if tree.root is not None
+    ]
     half = len(roots) // 2
     assert roots[:half] == roots[half:]
 
@@ -112,11 +116,11 @@ def test_cse_shares_every_value_of_a_renamed_copy_after_reordering(
 def test_flops_order_shares_intermediates_across_terms_of_the_doubles() -> None:
     expression = parse((EXAMPLES / "csv_ccsd_doubles_residual_df.txt").read_text())
     forest = build_forest(expression, BatchPolicy.make(extents="i=80,a=896,Κ=1682"))
-    counts = forest.use_counts()
+    counts = dict.fromkeys(forest.values, 0)
+    for site in forest.sites:
+        counts[site.value] += 1
     shared = [
-        v.name
-        for v in forest.values
-        if isinstance(v, ContractionValue) and counts[v.name] > 1
+        name for name, v in forest.values.items() if v.factors and counts[name] > 1
     ]
     assert len(shared) >= 10
 
@@ -129,11 +133,13 @@ def test_batch_sizes_steer_the_memory_order() -> None:
     batched = build_forest(parse(text), BatchPolicy.make("i", extents), order="memory")
     (tree,) = plain.trees
     assert tree.root is not None
-    assert [u.value for u in tree.root.factors[0].factors] == ["A_0", "X_0"]
+    first, _ = _children(plain, plain.sites[tree.root])
+    assert [u.value for u in _children(plain, first)] == ["A_0", "X_0"]
     (tree,) = batched.trees
     assert tree.root is not None
-    assert tree.root.factors[0].value == "A_0"
-    assert [u.value for u in tree.root.factors[1].factors] == ["B_0", "X_0"]
+    first, second = _children(batched, batched.sites[tree.root])
+    assert first.value == "A_0"
+    assert [u.value for u in _children(batched, second)] == ["B_0", "X_0"]
 
 
 def test_frontend_and_report_agree_on_the_multiply_adds() -> None:
