@@ -1,4 +1,4 @@
-"""Term plans and the labels their values carry."""
+"""Term plans, the forest built along them, and the batch-aware size hook."""
 
 from __future__ import annotations
 
@@ -6,42 +6,54 @@ from pathlib import Path
 
 import pytest
 
-from axisflow.order import ORDERS, Costs, Extents, Order, expand_modes
+from axisflow.forest.frames import expand_modes
+from axisflow.order import ORDERS, Costs, Extents, Order
+from axisflow.pipeline.memory import Sizing
 from axisflow.roles.index import Index
-from axisflow.sequant import parse
-from axisflow.sequant.ordering import batched_size, plan_term, step_labels, term_modes
+from axisflow.sequant import BatchPolicy, Expression, build_forest, parse
+from axisflow.sequant.ordering import batched_size, plan_term
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sequant"
-EXTENTS = Extents.make({"i": 80, "a": 896, "μ̃": 896, "Κ": 1682, "a<2>": 40})
+EXTENTS = {"i": 80, "a": 896, "μ̃": 896, "Κ": 1682, "a<2>": 40}
 
 
 @pytest.mark.parametrize("order", ORDERS)
-@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.txt")), ids=lambda p: p.name)
-def test_every_value_carries_exactly_the_modes_the_plan_keeps(
-    path: Path, order: Order
-) -> None:
+@pytest.mark.parametrize(
+    "path", sorted(EXAMPLES.glob("csv_ccsd_*.txt")), ids=lambda p: p.name
+)
+def test_the_forest_costs_what_the_plan_says(path: Path, order: Order) -> None:
+    """Built alone, each term's values have exactly the modes its plan keeps:
+    the memory model's multiply-adds and largest value equal the plan's."""
+    policy = BatchPolicy.make(extents=EXTENTS)
     for term in parse(path.read_text("utf-8")).terms:
-        plan = plan_term(term, Costs(EXTENTS), order)
-        for (result, contracted), kept in zip(
-            step_labels(term, plan), plan.kept, strict=True
-        ):
-            assert frozenset(expand_modes(result)) == kept
-            assert not set(contracted) & set(result)
+        plan = plan_term(term, Costs(Extents.make(EXTENTS)), order)
+        forest = build_forest(Expression((term,)), policy, order=order)
+        sizing = Sizing(forest)
+        built = [v for v in forest.values.values() if v.factors]
+        assert len(built) == len(plan.steps)  # nothing to share inside a term
+        assert sum(sizing.flops(v) for v in built) == plan.flops
+        largest = max((sizing.elements(v) for v in built), default=0)
+        assert largest == plan.peak
 
 
 def test_a_mode_needed_only_through_a_composite_stays_as_an_index() -> None:
     # i_1 is on X and Y only, but the composite c_1<i_1> of Z and W depends on
     # it: summing i_1 at X*Y would be wrong, so X*Y keeps it.
-    (term,) = parse("X{;i_1} * Y{i_1;} * Z{c_1<i_1>;} * W{;c_1<i_1>}").terms
-    plan = plan_term(term, Costs(Extents()), "file")
-    (first, _), _, _ = step_labels(term, plan)
-    assert first == (Index.parse("i_1"),)
+    text = "X{;i_1} * Y{i_1;} * Z{c_1<i_1>;} * W{;c_1<i_1>}"
+    forest = build_forest(parse(text), order="file")
+    (tree,) = forest.trees
+    assert tree.root is not None
+    site = forest.sites[tree.root]
+    while forest.sites[site.children[0]].children:
+        site = forest.sites[site.children[0]]
+    assert site.labels == (Index.parse("i_1"),)
+    assert forest.values[site.value].contracted == ()
 
 
 def test_parenthesized_terms_keep_their_pairs() -> None:
     (term,) = parse("(g{a_1;i_1} * t{i_1;j_1}) * (f{j_1;k_1} * u{k_1;a_1})").terms
     for order in ORDERS:
-        plan = plan_term(term, Costs(EXTENTS), order)
+        plan = plan_term(term, Costs(Extents.make(EXTENTS)), order)
         assert plan.steps == ((0, 1), (2, 3), (4, 5))
 
 
@@ -60,8 +72,7 @@ def test_batched_sizes_slice_looped_modes_until_a_reduction() -> None:
     assert size(frozenset({i1, i2}), modes) == 100
 
 
-def test_term_modes_include_protos() -> None:
-    (term,) = parse("t{a_1<i_1,i_2>;i_3}").terms
-    assert term_modes(term) == frozenset(
-        map(Index.parse, ["a_1<i_1,i_2>", "i_1", "i_2", "i_3"])
+def test_modes_include_protos() -> None:
+    assert expand_modes(map(Index.parse, ["a_1<i_1,i_2>", "i_3"])) == tuple(
+        map(Index.parse, ["a_1<i_1,i_2>", "i_3", "i_1", "i_2"])
     )
