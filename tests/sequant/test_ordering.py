@@ -23,14 +23,19 @@ EXTENTS = {"i": 80, "a": 896, "μ̃": 896, "Κ": 1682, "a<2>": 40}
 )
 def test_the_forest_costs_what_the_plan_says(path: Path, order: Order) -> None:
     """Built alone, each term's values have exactly the modes its plan keeps:
-    the memory model's multiply-adds and largest value equal the plan's."""
-    policy = BatchPolicy.make(extents=EXTENTS)
+    the memory model's multiply-adds (per use-site) and largest value equal
+    the plan's."""
     for term in parse(path.read_text("utf-8")).terms:
+        alone = Expression((term,))
+        keys = alone.space_keys()
+        extents = {k: n for k, n in EXTENTS.items() if k.split("<")[0] in keys}
         plan = plan_term(term, Costs(Extents.make(EXTENTS)), order)
-        forest = build_forest(Expression((term,)), policy, order=order)
+        forest = build_forest(alone, BatchPolicy.make(extents=extents), order=order)
         sizing = Sizing(forest)
-        built = [v for v in forest.values.values() if v.factors]
-        assert len(built) == len(plan.steps)  # nothing to share inside a term
+        # One internal use-site per step (a value shared inside the term has
+        # several), each costing what its value costs.
+        built = [forest.values[s.value] for s in forest.sites if s.children]
+        assert len(built) == len(plan.steps)
         assert sum(sizing.flops(v) for v in built) == plan.flops
         largest = max((sizing.elements(v) for v in built), default=0)
         assert largest == plan.peak
