@@ -8,6 +8,8 @@ Pure Python, no xDSL.
   term's canonical labels and builds its values along it).
 * ``batched_size``: the size hook for ``batch=``: the size a value will have
   under the term's batch loops.
+* ``parenthesize`` / ``ordered_expression``: a plan as parentheses, so that
+  ``deparse`` prints the built trees (and reading them back keeps them).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 
 from axisflow.order import Costs, Extents, Order, Plan, SizeHook, plan_product
 from axisflow.roles.index import Index
-from axisflow.sequant.syntax import Term
+from axisflow.sequant.syntax import Expression, Operand, Term
 
 
 def plan_term(term: Term, costs: Costs, order: Order) -> Plan:
@@ -66,3 +68,56 @@ def batched_size(
         return count
 
     return size
+
+
+def parenthesize(term: Term, plan: Plan) -> Term:
+    """``term`` with its tensors in the order of ``plan``'s tree and one pair
+    of parentheses per inner node (the root's two operands stay the term's
+    own product): ``deparse`` then prints the built tree, as SeQuant prints
+    an optimized product, and reading that text back builds the same tree
+    whatever the order. An explicit stack; the product is unchanged."""
+    count = plan.leaves
+    if not plan.steps:
+        return term
+    children = {count + step: pair for step, pair in enumerate(plan.steps)}
+    tensors: list[int] = []
+    groups: list[tuple[Operand, ...]] = []
+    ref: dict[int, Operand] = {}
+    stack: list[tuple[int, bool]] = [(plan.root, False)]
+    while stack:
+        node, done = stack.pop()
+        if node < count:
+            ref[node] = len(tensors)
+            tensors.append(node)
+            continue
+        left, right = children[node]
+        if not done:
+            stack.extend(((node, True), (right, False), (left, False)))
+            continue
+        groups.append((ref[left], ref[right]))
+        ref[node] = ~(len(groups) - 1)
+    groups.pop()  # the root: the term's own product
+    return Term(
+        term.coefficient,
+        tuple(term.tensors[k] for k in tensors),
+        term.operators,
+        term.offset,
+        tuple(groups),
+        term.declared,
+    )
+
+
+def ordered_expression(
+    expression: Expression, costs: Costs, order: Order
+) -> Expression:
+    """Every term of ``expression`` parenthesized by its plan under ``order``
+    (``parenthesize``); ``deparse`` prints it with the chosen trees."""
+    return Expression(
+        tuple(
+            parenthesize(term, plan_term(term, costs, order))
+            for term in expression.terms
+        ),
+        expression.source,
+        expression.line_starts,
+        expression.result,
+    )

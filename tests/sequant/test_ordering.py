@@ -1,4 +1,5 @@
-"""Term plans, the forest built along them, and the batch-aware size hook."""
+"""Term plans, the forest built along them, the batch-aware size hook, and
+plans printed as parentheses."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ from axisflow.forest.frames import expand_modes
 from axisflow.order import ORDERS, Costs, Extents, Order
 from axisflow.pipeline.memory import Sizing
 from axisflow.roles.index import Index
-from axisflow.sequant import BatchPolicy, Expression, build_forest, parse
-from axisflow.sequant.ordering import batched_size, plan_term
+from axisflow.sequant import BatchPolicy, Expression, build_forest, deparse, parse
+from axisflow.sequant.ordering import (
+    batched_size,
+    ordered_expression,
+    parenthesize,
+    plan_term,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sequant"
 EXTENTS = {"i": 80, "a": 896, "μ̃": 896, "Κ": 1682, "a<2>": 40}
@@ -80,4 +86,39 @@ def test_batched_sizes_slice_looped_modes_until_a_reduction() -> None:
 def test_modes_include_protos() -> None:
     assert expand_modes(map(Index.parse, ["a_1<i_1,i_2>", "i_3"])) == tuple(
         map(Index.parse, ["a_1<i_1,i_2>", "i_3", "i_1", "i_2"])
+    )
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize(
+    "path", sorted(EXAMPLES.glob("csv_ccsd_*.txt")), ids=lambda p: p.name
+)
+def test_deparse_prints_the_built_trees_and_reading_them_keeps_them(
+    path: Path, order: Order
+) -> None:
+    expression = parse(path.read_text("utf-8"))
+    costs = Costs(Extents.make(EXTENTS))
+    ordered = ordered_expression(expression, costs, order)
+    text = deparse(ordered)
+    again = parse(text)
+    assert again == ordered
+    assert deparse(again) == text
+    for term, kept in zip(expression.terms, again.terms, strict=True):
+        plan = plan_term(term, costs, order)
+        for other in ORDERS:  # parentheses fix the tree whatever the order
+            assert plan_term(kept, costs, other).flops == plan.flops
+    # Built from the printed text (sharing across terms may differ: the
+    # tensors are in another order), every use-site costs what the plans say.
+    forest = build_forest(again, BatchPolicy.make(extents=EXTENTS), order="file")
+    sizing = Sizing(forest)
+    per_site = sum(sizing.flops(forest.values[s.value]) for s in forest.sites)
+    assert per_site == sum(plan_term(t, costs, order).flops for t in expression.terms)
+
+
+def test_parenthesize_puts_each_subtree_in_parentheses() -> None:
+    (term,) = parse("A{i;j} * C{k;n} * B{j;k} * D{n;m}").terms
+    extents = Extents.make({"i": 2, "j": 100, "k": 2, "n": 100, "m": 2})
+    plan = plan_term(term, Costs(extents), "flops")
+    assert deparse(Expression((parenthesize(term, plan),))) == (
+        "(A{i;j} * B{j;k}) * (C{k;n} * D{n;m})"
     )
