@@ -647,10 +647,12 @@ class ValueOp(IRDLOperation):
             return
         left = _checked_indices(self, "factor 1", factors[0].indices)
         right = _checked_indices(self, "factor 2", factors[1].indices)
-        on_both = set(left) & set(right)
+        # An index is on a factor when it is one of the factor's modes (a proto
+        # counts: the factor depends on it); a proto of a result composite
+        # stays in the result, it is not summed.
+        on_both = set(expand_modes(left)) & set(expand_modes(right))
         result_modes = set(expand_modes(result))
-        # A proto of a result composite stays in the result: it is not summed.
-        expected = on_both - result_modes
+        expected = {i for i in (*left, *right) if i in on_both} - result_modes
         if set(contracted) != expected:
             raise VerifyException(
                 f"{name}: contracted indices must be those on both factors and not "
@@ -659,7 +661,7 @@ class ValueOp(IRDLOperation):
             )
         available = set(left) | set(right)
         for index in result:
-            if index not in available:
+            if index not in available and index not in on_both:
                 raise VerifyException(f"{name}: result index {index} is on no factor")
         for index in available - on_both:
             if index not in result_modes:

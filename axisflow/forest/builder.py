@@ -129,8 +129,11 @@ class ForestBuilder:
                 Factor(value, tuple(Index.parse(p) for p in rest), proto_pairs(pairs))
             )
         result = labels(carried)
-        on_both = set(factors[0].labels) & set(factors[1].labels)
-        contracted = tuple(sorted(on_both - set(expand_modes(result))))
+        on_both = set(expand_modes(factors[0].labels)) & set(
+            expand_modes(factors[1].labels)
+        )
+        plain = {*factors[0].labels, *factors[1].labels}
+        contracted = tuple(sorted((on_both & plain) - set(expand_modes(result))))
         self.values[name] = Value(name, result, contracted, tuple(factors))
         return self
 

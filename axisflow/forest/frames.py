@@ -279,8 +279,9 @@ def canonical_renaming(lists: Sequence[Sequence[Index]]) -> dict[Index, Index]:
 
     Indices are numbered per base key from 1: first every index of the lists
     in order of first appearance, then indices that occur only as protos,
-    ordered by the places (list, slot, depth) where they occur. Two protos
-    occurring in exactly the same places are interchangeable (proto lists are
+    ordered by the places (list, slot, depth) where they occur, then by
+    their shape (nested proto structure). Two protos of one shape occurring
+    in exactly the same places are interchangeable (proto lists are
     symmetric); the tie is broken by label, and the renaming records which
     one became which, so callers keep the pairing explicit.
     """
@@ -305,12 +306,34 @@ def canonical_renaming(lists: Sequence[Sequence[Index]]) -> dict[Index, Index]:
                 if proto not in ordinal:
                     places.setdefault(proto, []).append((list_number, slot, depth))
                 stack.extend((inner, depth + 1) for inner in reversed(proto.protos))
-    for proto in sorted(places, key=lambda p: (places[p], p.sort_key())):
+    shapes = _shapes(places)
+    # Sorted places: the walk's order follows the (label-sorted) proto lists.
+    where = {proto: sorted(found) for proto, found in places.items()}
+    for proto in sorted(places, key=lambda p: (where[p], shapes[p], p.sort_key())):
         number(proto)
     renamed: dict[Index, Index] = {}
     for index in list(ordinal):
         _rebuild(index, ordinal, renamed)
     return renamed
+
+
+def _shapes(indices: Iterable[Index]) -> dict[Index, tuple[object, ...]]:
+    """A label-free shape per index: its base key and the sorted shapes of its
+    protos (post-order, iterative)."""
+    done: dict[Index, tuple[object, ...]] = {}
+    for index in indices:
+        stack: list[tuple[Index, bool]] = [(index, False)]
+        while stack:
+            node, ready = stack.pop()
+            if node in done:
+                continue
+            if ready or not node.protos:
+                inner = sorted((done[p] for p in node.protos), key=repr)
+                done[node] = (node.base_key, tuple(inner))
+                continue
+            stack.append((node, True))
+            stack.extend((p, False) for p in node.protos if p not in done)
+    return done
 
 
 def _rebuild(index: Index, ordinal: Mapping[Index, int], done: dict[Index, Index]):

@@ -185,7 +185,8 @@ class Forest:
         for value in self._values_factors_first():
             self._finish_value(value)
         for site in self.sites:
-            self._map_site(site)
+            if not site.mode_map:  # a builder that knows the exact map sets it
+                self._map_site(site)
         for site in self.sites:
             self._finish_site(site)
         return self

@@ -335,31 +335,32 @@ class _Builder:
     def term_root(
         self,
         term: Term,
+        renaming: Mapping[Index, Index] | None = None,
         order: Order = "file",
         extents: Extents | None = None,
         loops: Sequence[Index] = (),
     ) -> _Use | None:
         """The root use-site of ``term``'s binary tree under ``order``
-        (validated first), in the term's canonical labels
-        (``canonical_term``); ``loops`` are the batch loops' labels in those
-        labels, outermost first (for the batch-aware sizes of the search)."""
+        (validated first), in the term's canonical labels (``canonical_term``;
+        ``renaming``: its renaming, if computed already); ``loops`` are the
+        batch loops' labels in those labels, outermost first (for the
+        batch-aware sizes of the search)."""
         externals = self.check_term(term)
         if not term.tensors:
             return None
-        tensors, renaming = canonical_term(term.tensors)
+        tensors, renaming = canonical_term(term.tensors, renaming)
         externals = frozenset(renaming[i] for i in externals)
+        # Where each index occurs, as a tensor index or as a proto: a later
+        # composite depending on an index keeps it alive (one mode).
         places: dict[Index, set[int]] = {}
-        mode_places: dict[Index, set[int]] = {}
         for position, tensor in enumerate(tensors):
-            for index in tensor.indices:
+            for index in expand_modes(tensor.indices):
                 places.setdefault(index, set()).add(position)
-            for mode in expand_modes(tensor.indices):
-                mode_places.setdefault(mode, set()).add(position)
         output = frozenset(expand_modes(sorted(externals, key=Index.sort_key)))
         extents = extents or Extents()
         size = None
         if loops:
-            size = batched_size(extents, loops, frozenset(mode_places), output)
+            size = batched_size(extents, loops, frozenset(places), output)
         plan = plan_product(
             [t.indices for t in tensors],
             sorted(externals, key=Index.sort_key),
@@ -385,23 +386,20 @@ class _Builder:
             left = results.pop()
             inside = left.tensors | right.tensors
             on_left = set(left.carried)
-            on_right = set(right.carried)
             operands = left.carried + tuple(
                 i for i in right.carried if i not in on_left
             )
-            result = tuple(i for i in operands if i in externals or places[i] - inside)
+            result = [i for i in operands if i in externals or places[i] - inside]
             kept = set(expand_modes(result))
-            extras = tuple(
-                mode
-                for mode in expand_modes(operands)
-                if mode not in kept and (mode in output or mode_places[mode] - inside)
-            )
-            result += extras
-            kept.update(extras)
-            contracted = tuple(
-                i for i in left.carried if i in on_right and i not in kept
-            )
-            results.append(self.contraction(left, right, result, contracted))
+            # A proto of an operand that a tensor outside still depends on
+            # stays a mode of the result, as an index of its own if needed.
+            for mode in expand_modes(operands):
+                if mode not in kept and places[mode] - inside:
+                    result.append(mode)
+                    kept.update(expand_modes((mode,)))
+            on_both = set(expand_modes(left.carried)) & set(expand_modes(right.carried))
+            contracted = tuple(i for i in operands if i in on_both and i not in kept)
+            results.append(self.contraction(left, right, tuple(result), contracted))
         (root,) = results
         return root
 
@@ -464,8 +462,8 @@ def symbol_name(label: str) -> str:
 
 
 def canonical_term(
-    tensors: Sequence[Tensor],
-) -> tuple[tuple[Tensor, ...], dict[Index, Index]]:
+    tensors: Sequence[Tensor], renaming: Mapping[Index, Index] | None = None
+) -> tuple[tuple[Tensor, ...], Mapping[Index, Index]]:
     """The tensors with every index renamed canonically over the whole term,
     and the renaming (original -> canonical).
 
@@ -475,10 +473,12 @@ def canonical_term(
     same places, so exchanging them maps the text to itself. Use-sites get
     the term's own labels back through the inverse renaming.
     """
-    renaming = canonical_renaming([t.indices for t in tensors])
+    if renaming is None:
+        renaming = canonical_renaming([t.indices for t in tensors])
+    found = renaming
 
     def renamed(indices: tuple[Index, ...]) -> tuple[Index, ...]:
-        return tuple(renaming[i] for i in indices)
+        return tuple(found[i] for i in indices)
 
     canonical = tuple(
         Tensor(
@@ -578,7 +578,7 @@ def build_forest(
                     )
                 )
         nest = [renaming[i] for of_space in bound for i in of_space]
-        root = builder.term_root(term, order, sizing, nest)
+        root = builder.term_root(term, renaming, order, sizing, nest)
         loops: list[Loop] = []
         if root is not None:
             for of_space in bound:
@@ -620,9 +620,11 @@ def _flatten(
             (mode, back[use.mode_map[mode]]) for mode in proto_modes(use.value.result)
         )
         carried = tuple(back[i] for i in use.carried)
-        sites.append(
-            Site(number, use.value.name, tree, carried, loops, parent, protos=protos)
-        )
+        site = Site(number, use.value.name, tree, carried, loops, parent, protos=protos)
+        site.mode_map = {
+            mode: back[use.mode_map[mode]] for mode in expand_modes(use.value.result)
+        }
+        sites.append(site)
         if parent is not None:
             children.setdefault(parent, []).append(number)
         stack.extend((factor, number, 0) for factor in reversed(use.factors))
