@@ -23,6 +23,10 @@ PURE = [
     "pipeline/evaluate.py",
     "sequant/syntax.py",
     "sequant/forest.py",
+    "sequant/ordering.py",
+    "order/__init__.py",
+    "order/extents.py",
+    "order/search.py",
 ]
 
 
