@@ -27,6 +27,9 @@ PURE = [
     "order/__init__.py",
     "order/extents.py",
     "order/search.py",
+    "lowering/plan.py",
+    "lowering/harness.py",
+    "lowering/toolchain.py",
 ]
 
 
