@@ -114,10 +114,14 @@ def test_doubles_residual_is_accepted_by_mlir_opt() -> None:
 
 
 def test_a_tensor_no_memref_can_index_is_refused() -> None:
-    # At the real extents the dense model of the doubles residual holds a
-    # value of about 3e20 elements: MLIR's 64-bit strides cannot address it.
+    # At the real extents the file-order forest of the doubles residual holds
+    # a value of about 3e20 elements: MLIR's 64-bit strides cannot address it.
+    # (About the file order's fold: order="file".)
     module = scheduled_sequant(
-        "csv_ccsd_doubles_residual_df.txt", "i", "i=80,a=896,μ̃=896,Κ=1682"
+        "csv_ccsd_doubles_residual_df.txt",
+        "i",
+        "i=80,a=896,μ̃=896,Κ=1682",
+        order="file",
     )
     with pytest.raises(
         LoweringError,
