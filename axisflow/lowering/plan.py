@@ -253,11 +253,23 @@ class _Planner:
     def block(self, instance: int) -> int:
         return self.blocks[instance]
 
+    def sliced_block(self, mode: Index, instance: int) -> int:
+        """The block of ``mode`` under loop ``instance``; a loop runs over its
+        space's extent, so a composite whose kind has an extent of its own
+        cannot be sliced by it (the evaluator refuses the same)."""
+        if self.extent(mode) != self.space_extent(mode.base_key):
+            raise LoweringError(
+                f"a loop over {mode.base_key} binds {mode.full_label}, whose "
+                "composite kind has an extent of its own: loops run over a "
+                "space's extent only"
+            )
+        return self.block(instance)
+
     def tensor(
         self, value: Value, kind: TensorKind, slices: dict[Index, int]
     ) -> Tensor:
         shape = tuple(
-            self.block(slices[m]) if m in slices else self.extent(m)
+            self.sliced_block(m, slices[m]) if m in slices else self.extent(m)
             for m in value.modes
         )
         return self.add_tensor(value.name, kind, shape, value.modes)
@@ -446,7 +458,7 @@ class _Planner:
             )
             operand_dims.append(tuple(position[mapping[m]] for m in factor_value.modes))
         extents = tuple(
-            self.block(bound[m]) if m in bound else self.extent(m)
+            self.sliced_block(m, bound[m]) if m in bound else self.extent(m)
             for m in value.node_modes
         )
         steps.append(Alloc(target.number))

@@ -128,3 +128,21 @@ def test_a_tensor_no_memref_can_index_is_refused() -> None:
         match=r"would be a memref of .* elements .*more than a memref can index",
     ):
         lower_module(module)
+
+
+def test_a_loop_binding_a_composite_with_its_own_extent_is_refused() -> None:
+    """A loop over ``a`` runs over a's extent (3); the composite a_1<i_1> it
+    binds has its kind's extent (2): slicing it so would read past its end,
+    so the lowering refuses, as the NumPy evaluator does."""
+    from axisflow.pipeline import schedule_module
+    from axisflow.sequant import parse, to_module
+
+    module = to_module(
+        parse("A{a_1<i_1>;i_1} * B{i_1;a_1<i_1>}"),
+        "a",
+        extents="i=2,a=3,a<1>=2",
+        name="composite",
+    )
+    schedule_module(module)
+    with pytest.raises(LoweringError, match=r"binds a_1<i_1>, whose composite kind"):
+        lower_module(module)
