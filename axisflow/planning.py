@@ -31,8 +31,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from axisflow.forest.model import Forest
-from axisflow.pipeline.memory import Lifetime, Sizing, format_bytes, lifetimes
+from axisflow.order import ORDERS, Order
+from axisflow.pipeline.memory import (
+    Lifetime,
+    Sizing,
+    forest_flops,
+    format_bytes,
+    lifetimes,
+)
 from axisflow.pipeline.options import parse_blocks
 
 PLOT_SUFFIXES = (".svg", ".png")
@@ -88,17 +94,6 @@ def policies(spaces: Sequence[str]) -> list[tuple[str, ...]]:
     return found
 
 
-def multiply_adds(forest: Forest, sizing: Sizing) -> int:
-    """Multiply-adds of the forest: per built value (each shared value
-    once), the product of the extents of its node modes."""
-    total = 0
-    for value in forest.values.values():
-        if value.is_input:
-            continue
-        total += math.prod(sizing.extent(m.base_key) for m in value.node_modes)
-    return total
-
-
 def live_curve(found: Iterable[Lifetime]) -> list[int]:
     """Live bytes at every program position ``0..last`` (a sweep)."""
     found = list(found)
@@ -119,8 +114,10 @@ def plan_policy(
     block: str | None = None,
     separate_instances: bool = False,
     source: str = "<input>",
+    order: Order = "flops",
 ) -> PolicyPlan:
-    """Run the pipeline on ``text`` batched over ``spaces``."""
+    """Run the pipeline on ``text`` batched over ``spaces``, each term's
+    product in ``order`` (``file|flops|memory``)."""
     from axisflow.pipeline.api import schedule_expression
     from axisflow.sequant import parse
 
@@ -133,6 +130,7 @@ def plan_policy(
         separate_instances=separate_instances,
         name=Path(source).stem or "sequant",
         block=parse_blocks(block) if block else 1,
+        order=order,
     )
     model = forest.model
     sizing = Sizing(model)
@@ -155,7 +153,7 @@ def plan_policy(
     report = forest.report
     return PolicyPlan(
         spaces,
-        multiply_adds(model, sizing),
+        forest_flops(model, sizing),
         report.unbatched_peak,
         report.scheduled_peak,
         dominant,
@@ -273,6 +271,12 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "--separate-instances", action="store_true", help="one fusion slot per loop"
     )
+    plan.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="flops",
+        help="contraction order of each term (default: flops)",
+    )
     plan.add_argument("--plot", help="draw memory over steps into FILE.svg|png")
     return parser
 
@@ -303,6 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 block=args.block,
                 separate_instances=args.separate_instances,
                 source=str(path),
+                order=args.order,
             )
             for policy in policies(spaces)
         ]

@@ -40,7 +40,10 @@ def test_multiply_adds_of_a_small_product() -> None:
 
 
 def test_the_screenful_on_the_energy(capsys: pytest.CaptureFixture[str]) -> None:
-    status = main(["plan", str(ENERGY), "--extents", REAL, "--batch", "i,Κ"])
+    # file order: the figures of the left-to-right forest
+    status = main(
+        ["plan", str(ENERGY), "--extents", REAL, "--batch", "i,Κ", "--order", "file"]
+    )
     out = capsys.readouterr().out
     assert status == 0
     lines = out.splitlines()
@@ -88,3 +91,15 @@ def test_bad_input_is_one_line_and_status_1(
     err = capsys.readouterr().err
     assert err.startswith("axisflow plan: error: ") and message in err
     assert err.count("\n") == 1
+
+
+def test_a_result_expression_names_the_residual_layout() -> None:
+    """``R{...} = ...`` gives the residual's indices in its written order;
+    without it the externals are sorted."""
+    from axisflow.pipeline import schedule_expression
+
+    declared = schedule_expression("R{i_1,a_1;} = t{a_1;i_1}", (), extents="i=2,a=3")
+    plain = schedule_expression("t{a_1;i_1}", (), extents="i=2,a=3")
+    assert declared.residual is not None and plain.residual is not None
+    assert [str(m) for m in declared.residual.modes] == ["i_1", "a_1"]
+    assert [str(m) for m in plain.residual.modes] == ["a_1", "i_1"]

@@ -34,6 +34,7 @@ from axisflow.dialects.batch_model import attach_roles, forest_model
 from axisflow.dialects.sched import ScheduleOp, schedule_to_op
 from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
+from axisflow.order import Order
 from axisflow.pipeline.assemble import forest_layout
 from axisflow.pipeline.guard import DroppedLoop, schedule_never_worse
 from axisflow.pipeline.memory import MemoryReport, Sizing, memory_report
@@ -232,15 +233,17 @@ def schedule_expression(
     name: str = "sequant",
     block: int | Mapping[str, int] = 1,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
+    order: Order = "flops",
     accumulate: bool = True,
     never_worse: bool = True,
 ) -> ForestSchedule:
     """The pipeline on a SeQuant equation: text (or ``axisflow.sequant.parse``
     output) and a batching policy, as ``axisflow.sequant.to_module`` takes
-    them (``batch="Κ"``, ``"Κ,i"``, ...; ``extents="i=80,Κ=1682"``), then
-    classification and scheduling. The terms accumulate into the expression's
-    residual, its ``Ŝ``/``Â``/``P̂`` applied (``expression_layout``; not with
-    ``accumulate=False``). Raises the frontend's ``SequantError`` /
+    them (``batch="Κ"``, ``"Κ,i"``, ...; ``extents="i=80,Κ=1682,a<2>=40"``;
+    ``order="file|flops|memory"``), then classification and scheduling. The
+    terms accumulate into the expression's residual, its ``Ŝ``/``Â``/``P̂``
+    applied (``expression_layout``; not with ``accumulate=False``). Raises the
+    frontend's ``SequantError`` /
     ``PolicyError`` for bad input and ``PipelineError`` if scheduling fails.
     """
     from axisflow.sequant import parse, to_module
@@ -254,6 +257,7 @@ def schedule_expression(
         elem=elem,
         separate_instances=separate_instances,
         name=name,
+        order=order,
     )
     layout: ResidualLayout | None = None
     try:
@@ -291,7 +295,7 @@ def expression_layout(expression: Expression) -> ResidualLayout:
     return residual_layout(
         [term.externals() for term in expression.terms],
         operators,
-        getattr(expression, "result", None),
+        None if expression.result is None else expression.result.indices,
     )
 
 

@@ -121,8 +121,15 @@ def test_cross_iteration_outer_product_from_sequant_text() -> None:
 
 def test_separate_instances_run_each_tree_in_its_own_nest() -> None:
     expression = parse(equation("csv_ccsd_energy_df"))
+    # About the file-order forest (its slot numbering): order="file".
     fused = schedule_expression(
-        expression, "Κ", extents=EXTENTS, elem=8, never_worse=False, accumulate=False
+        expression,
+        "Κ",
+        extents=EXTENTS,
+        elem=8,
+        order="file",
+        never_worse=False,
+        accumulate=False,
     )
     separate = schedule_expression(
         expression,
@@ -130,6 +137,7 @@ def test_separate_instances_run_each_tree_in_its_own_nest() -> None:
         extents=EXTENTS,
         elem=8,
         separate_instances=True,
+        order="file",
         never_worse=False,
         accumulate=False,
     )
