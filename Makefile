@@ -17,7 +17,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,plot]'
 	touch $(STAMP)
 
 # Real MLIR for the lowering tests (mlir-opt, mlir-runner and the runner
@@ -36,11 +36,12 @@ demo-four-tensor: $(STAMP)
 	@echo '== classify-axes on the bundled four-tensor forest =='
 	$(BIN)/xdsl-opt -p 'classify-axes{explain=true}' examples/four_tensor.mlir
 
-# A real equation: the CSV-CCSD doubles residual, batched over the density-fitting
-# space Κ (quoted: xdsl-opt's option lexer reads only ASCII words unquoted).
+# A real equation: the CSV-CCSD doubles residual with realistic extents, planned
+# for batching over i, Κ and both (a screenful: per policy multiply-adds and
+# peaks, the values that dominate the best peak, the loops dropped).
 demo-sequant: $(STAMP)
-	@echo '== SeQuant frontend + classify-axes on the CSV-CCSD doubles residual, batch=Κ =='
-	$(BIN)/xdsl-opt -f 'sequant{batch="Κ"}' examples/sequant/csv_ccsd_doubles_residual_df.txt -p classify-axes
+	@echo '== axisflow plan on the CSV-CCSD doubles residual, batch i and Κ =='
+	$(BIN)/axisflow plan examples/sequant/csv_ccsd_doubles_residual_df.txt --extents 'i=80,a=896,μ̃=896,Κ=1682' --batch 'i,Κ'
 
 # The fusion pipeline: the ordered schedule and its memory report, on the
 # four-tensor term and on the CSV-CCSD energy batched over i then Κ.

@@ -81,7 +81,7 @@ def only_forest(module: ModuleOp) -> ForestOp:
 
 def schedule(module: ModuleOp) -> ModuleOp:
     forest = only_forest(module)
-    attach(forest, plan_forest(forest).schedule_op)
+    attach(forest, plan_forest(forest, accumulate=False, never_worse=False).schedule_op)
     return module
 
 

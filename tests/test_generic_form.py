@@ -36,6 +36,16 @@ CASES: dict[str, tuple[str, list[str]]] = {
         [
             "examples/pipeline/demotion.mlir",
             "-p",
+            "classify-axes,schedule-batches{never-worse=false accumulate=false}",
+        ],
+    ),
+    "batch+sched, residual and operator step": (
+        "sched.apply",
+        [
+            "-f",
+            'sequant{batch=i extents="i=3,a=4" elem=8}',
+            "tests/filecheck/pipeline/Inputs/symmetrized.txt",
+            "-p",
             "classify-axes,schedule-batches",
         ],
     ),

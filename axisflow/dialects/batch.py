@@ -761,19 +761,26 @@ def _at_most_one_block(op: Operation, region: Region) -> None:
 
 @irdl_op_definition
 class TreeOp(IRDLOperation):
-    """One evaluation tree (a term): ``batch.tree @term0 coeff -1/2 { ... }``."""
+    """One evaluation tree (a term): ``batch.tree @term0 coeff -1/2 { ... }``;
+    ``operators ["Ŝ{a_1,a_2;i_1,i_2}"]`` lists the SeQuant operators applied
+    to the term (``docs/residual.md``)."""
 
     name = "batch.tree"
 
     sym_name = prop_def(StringAttr)
     coeff_num = prop_def(IntegerAttr)
     coeff_den = prop_def(IntegerAttr)
+    operators = opt_prop_def(ArrayAttr[TextAttr])
     body = region_def()
 
     traits = lazy_traits_def(lambda: (HasParent(ForestOp), NoTerminator()))
 
     def __init__(
-        self, sym_name: str, coeff: Fraction | int = 1, body: Region | None = None
+        self,
+        sym_name: str,
+        coeff: Fraction | int = 1,
+        body: Region | None = None,
+        operators: Sequence[str] = (),
     ):
         coeff = Fraction(coeff)
         super().__init__(
@@ -781,9 +788,17 @@ class TreeOp(IRDLOperation):
                 "sym_name": StringAttr(sym_name),
                 "coeff_num": _int_attr(coeff.numerator),
                 "coeff_den": _int_attr(coeff.denominator),
+                "operators": ArrayAttr([TextAttr(o) for o in operators])
+                if operators
+                else None,
             },
             regions=[Region(Block()) if body is None else body],
         )
+
+    @property
+    def operator_texts(self) -> tuple[str, ...]:
+        """The operators applied to the term, as written."""
+        return () if self.operators is None else tuple(t.data for t in self.operators)
 
     @property
     def tree_name(self) -> str:
@@ -824,10 +839,15 @@ class TreeOp(IRDLOperation):
                         "coefficient denominator must be positive", at, parser.pos
                     )
             coeff = Fraction(-numerator if negative else numerator, denominator)
+        operators: list[str] = []
+        if parser.parse_optional_keyword("operators"):
+            operators = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parse_text(parser, "an operator")
+            )
         body = _parse_optional_body(parser)
         if not body.blocks:
             body.add_block(Block())
-        op = cls(sym_name, coeff, body)
+        op = cls(sym_name, coeff, body, operators)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -836,6 +856,9 @@ class TreeOp(IRDLOperation):
         printer.print_symbol_name(self.tree_name)
         if self.coeff != 1:
             printer.print_string(f" coeff {self.coeff}")
+        if self.operators is not None:
+            texts = ", ".join(quote_text(t.data) for t in self.operators)
+            printer.print_string(f" operators [{texts}]")
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False)
         printer.print_op_attributes(self.attributes)

@@ -148,7 +148,7 @@ class _Emitter:
         items: list[Operation] = []
         if tree.root is not None:
             items = self.items([self.forest.sites[tree.root]], ())
-        return TreeOp(tree.name, tree.coeff, Region(Block(items)))
+        return TreeOp(tree.name, tree.coeff, Region(Block(items)), tree.operators)
 
 
 def forest_op(forest: Forest) -> ForestOp:
@@ -228,7 +228,7 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
     )
     unslotted = 0
     for number, tree_op in enumerate(forest.trees()):
-        tree = Tree(tree_op.tree_name, tree_op.coeff, None)
+        tree = Tree(tree_op.tree_name, tree_op.coeff, None, tree_op.operator_texts)
         model.trees.append(tree)
         roots: list[int] = []
         # (item, loops around it, consumer site)

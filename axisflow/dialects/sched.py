@@ -5,16 +5,16 @@
     batch.forest @four_tensor {
       ...values and trees...
       sched.schedule rounds 1 {
-        sched.buffer @S zero bytes 288
+        sched.residual 0 [a, b, i, j] bytes 288
         sched.loop over b instance 0 pass 0 block 1 {
           sched.loop over c instance 1 pass 0 block 1 {
             sched.build @T1 slice [b:0, c:1] bytes 32
             sched.build @T2 slice [b:0, c:1] bytes 48
             sched.build @S slice [b:0] sum [c:1] bytes 96
-            sched.accumulate @S
+            sched.accumulate @S into 0 for @S_term
           }
         }
-        sched.output @S_term = @S
+        sched.output @S_term = @S into 0 direct
       }
     }
 
@@ -31,7 +31,13 @@
   accumulator). ``sched.scatter @v`` / ``sched.accumulate @v`` write the piece
   just built into it.
 * ``sched.output @tree = @v`` is the tree's result, ``coeff * @v``
-  (``sched.output @tree`` for a tree that is a bare number).
+  (``sched.output @tree`` for a tree that is a bare number); ``into G`` adds
+  it into residual group ``G`` (``direct``: added piece by piece already).
+* ``sched.residual G [modes] bytes S`` is the zeroed residual buffer of an
+  operator group; ``sched.scatter/accumulate @v into G for @tree`` adds a
+  root's piece straight into it; ``sched.apply G ["Ŝ{...}"] bytes S`` applies
+  the group's operators and adds the result into group 0's
+  (``docs/residual.md``).
 
 Values are the forest's ``batch.value`` symbols; inputs are read, never built.
 ``sched.schedule`` verifies the whole schedule against its forest
@@ -69,10 +75,18 @@ from xdsl.utils.exceptions import VerifyException
 from axisflow.dialects.batch import ForestOp, IndexAttr, TextAttr
 from axisflow.dialects.batch_model import forest_model
 from axisflow.dialects.integers import count_attr, count_value
-from axisflow.dialects.labels import parse_index, parse_key, quote_text
+from axisflow.dialects.labels import (
+    parse_index,
+    parse_index_list,
+    parse_key,
+    parse_text,
+    print_index_list,
+    quote_text,
+)
 from axisflow.forest.model import ModelError
 from axisflow.pipeline import schedule as model
 from axisflow.pipeline.memory import Sizing
+from axisflow.residual import Operator, OperatorError
 from axisflow.roles.index import Index, is_key_char
 
 # --------------------------------------------------------------------------
@@ -297,24 +311,58 @@ class BufferOp(IRDLOperation):
 
 
 class _WriteOp(IRDLOperation):
-    """Shared shape of ``sched.scatter`` and ``sched.accumulate``."""
+    """Shared shape of ``sched.scatter`` and ``sched.accumulate``; with
+    ``into G for @tree`` the piece (scaled by the tree's coefficient) is added
+    into residual group ``G`` instead of a buffer."""
 
     value = prop_def(FlatSymbolRefAttr)
+    into = opt_prop_def(IntegerAttr)
+    tree = opt_prop_def(FlatSymbolRefAttr)
 
     traits = _IN_SCHEDULE
 
-    def __init__(self, value: str) -> None:
-        super().__init__(properties={"value": SymbolRefAttr(value)})
+    def __init__(
+        self, value: str, into: int | None = None, tree: str | None = None
+    ) -> None:
+        super().__init__(
+            properties={
+                "value": SymbolRefAttr(value),
+                "into": None if into is None else count_attr(into),
+                "tree": None if tree is None else SymbolRefAttr(tree),
+            }
+        )
+
+    def verify_(self) -> None:
+        if (self.into is None) != (self.tree is None):
+            raise VerifyException(f"{self.name}: 'into' and 'for' go together")
+
+    def to_model(self) -> model.Write:
+        """The write as the schedule model has it."""
+        return model.Write(
+            _symbol(self.value),
+            isinstance(self, AccumulateOp),
+            None if self.into is None else count_value(self.into),
+            None if self.tree is None else _symbol(self.tree),
+        )
 
     @classmethod
     def parse(cls, parser: Parser):
-        op = cls(parser.parse_symbol_name().data)
+        value = parser.parse_symbol_name().data
+        into = tree = None
+        if parser.parse_optional_keyword("into") is not None:
+            into = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            parser.parse_keyword("for")
+            tree = parser.parse_symbol_name().data
+        op = cls(value, into, tree)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_symbol_name(_symbol(self.value))
+        if self.into is not None and self.tree is not None:
+            printer.print_string(f" into {count_value(self.into)} for ")
+            printer.print_symbol_name(_symbol(self.tree))
         printer.print_op_attributes(self.attributes)
 
 
@@ -335,27 +383,40 @@ class AccumulateOp(_WriteOp):
 
 @irdl_op_definition
 class OutputOp(IRDLOperation):
-    """A tree's result: ``sched.output @tree = @v`` (``coeff * @v``)."""
+    """A tree's result: ``sched.output @tree = @v`` (``coeff * @v``), added
+    into residual group ``G`` with ``into G`` (``direct``: its pieces were
+    added already)."""
 
     name = "sched.output"
 
     tree = prop_def(FlatSymbolRefAttr)
     value = opt_prop_def(FlatSymbolRefAttr)
+    into = opt_prop_def(IntegerAttr)
+    direct = opt_prop_def(UnitAttr)
 
     traits = _IN_SCHEDULE
 
-    def __init__(self, tree: str, value: str | None) -> None:
+    def __init__(
+        self,
+        tree: str,
+        value: str | None,
+        into: int | None = None,
+        direct: bool = False,
+    ) -> None:
         super().__init__(
             properties={
                 "tree": SymbolRefAttr(tree),
                 "value": None if value is None else SymbolRefAttr(value),
+                "into": None if into is None else count_attr(into),
+                "direct": UnitAttr() if direct else None,
             }
         )
 
     def to_model(self) -> model.Output:
         """The output as the schedule model has it."""
         value = None if self.value is None else _symbol(self.value)
-        return model.Output(_symbol(self.tree), value)
+        into = None if self.into is None else count_value(self.into)
+        return model.Output(_symbol(self.tree), value, into, self.direct is not None)
 
     @classmethod
     def parse(cls, parser: Parser) -> OutputOp:
@@ -363,7 +424,11 @@ class OutputOp(IRDLOperation):
         value = None
         if parser.parse_optional_punctuation("=") is not None:
             value = parser.parse_symbol_name().data
-        op = cls(tree, value)
+        into = None
+        if parser.parse_optional_keyword("into") is not None:
+            into = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        direct = parser.parse_optional_keyword("direct") is not None
+        op = cls(tree, value, into, direct)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -373,6 +438,112 @@ class OutputOp(IRDLOperation):
         if self.value is not None:
             printer.print_string(" = ")
             printer.print_symbol_name(_symbol(self.value))
+        if self.into is not None:
+            printer.print_string(f" into {count_value(self.into)}")
+        if self.direct is not None:
+            printer.print_string(" direct")
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class ResidualOp(IRDLOperation):
+    """The zeroed residual buffer of an operator group, before everything:
+    ``sched.residual 0 [a_1<i_1,i_2>, i_1, i_2] bytes S``."""
+
+    name = "sched.residual"
+
+    group = prop_def(IntegerAttr)
+    modes = prop_def(ArrayAttr[IndexAttr])
+    size = prop_def(IntegerAttr, prop_name="bytes")
+
+    traits = _IN_SCHEDULE
+
+    def __init__(self, residual: model.Residual) -> None:
+        super().__init__(
+            properties={
+                "group": count_attr(residual.group),
+                "modes": ArrayAttr([IndexAttr.of(m) for m in residual.modes]),
+                "bytes": count_attr(residual.bytes),
+            }
+        )
+
+    def to_model(self) -> model.Residual:
+        """The residual buffer as the schedule model has it."""
+        modes = tuple(m.index for m in self.modes.data)
+        return model.Residual(count_value(self.group), modes, count_value(self.size))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ResidualOp:
+        group = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        modes = parse_index_list(parser)
+        size = _parse_bytes(parser)
+        op = cls(model.Residual(group, tuple(modes), size))
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        modes = print_index_list([m.index for m in self.modes.data])
+        printer.print_string(
+            f" {count_value(self.group)} {modes} bytes {count_value(self.size)}"
+        )
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class ApplyOp(IRDLOperation):
+    """An operator step: ``sched.apply 0 ["Ŝ{a_1,a_2;i_1,i_2}"] bytes S``
+    applies the group's operators (outermost first) to its residual and adds
+    the result into group 0's; ``bytes`` is the extra residual it holds."""
+
+    name = "sched.apply"
+
+    group = prop_def(IntegerAttr)
+    operators = prop_def(ArrayAttr[TextAttr])
+    size = prop_def(IntegerAttr, prop_name="bytes")
+
+    traits = _IN_SCHEDULE
+
+    def __init__(self, apply: model.Apply) -> None:
+        super().__init__(
+            properties={
+                "group": count_attr(apply.group),
+                "operators": ArrayAttr([TextAttr(str(o)) for o in apply.operators]),
+                "bytes": count_attr(apply.bytes),
+            }
+        )
+
+    def verify_(self) -> None:
+        for text in self.operators.data:
+            try:
+                Operator.parse(text.data)
+            except OperatorError as error:
+                raise VerifyException(f"sched.apply: {error}") from None
+
+    def to_model(self) -> model.Apply:
+        """The operator step as the schedule model has it."""
+        operators = tuple(Operator.parse(t.data) for t in self.operators.data)
+        return model.Apply(count_value(self.group), operators, count_value(self.size))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ApplyOp:
+        group = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        texts = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parse_text(parser, "an operator")
+        )
+        size = _parse_bytes(parser)
+        try:
+            operators = tuple(Operator.parse(t) for t in texts)
+        except OperatorError as error:
+            parser.raise_error(f"sched.apply: {error}")
+        op = cls(model.Apply(group, operators, size))
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        texts = ", ".join(quote_text(t.data) for t in self.operators.data)
+        printer.print_string(
+            f" {count_value(self.group)} [{texts}] bytes {count_value(self.size)}"
+        )
         printer.print_op_attributes(self.attributes)
 
 
@@ -540,13 +711,14 @@ def schedule_to_op(schedule: model.Schedule) -> ScheduleOp:
             elif isinstance(item, model.Buffer):
                 out.append(BufferOp(item))
             elif isinstance(item, model.Write):
-                out.append(
-                    AccumulateOp(item.value)
-                    if item.accumulate
-                    else ScatterOp(item.value)
-                )
+                kind = AccumulateOp if item.accumulate else ScatterOp
+                out.append(kind(item.value, item.into, item.tree))
+            elif isinstance(item, model.Residual):
+                out.append(ResidualOp(item))
+            elif isinstance(item, model.Apply):
+                out.append(ApplyOp(item))
             else:
-                out.append(OutputOp(item.tree, item.value))
+                out.append(OutputOp(item.tree, item.value, item.into, item.direct))
         return out
 
     return ScheduleOp(schedule.rounds, ops(schedule.items))
@@ -566,12 +738,17 @@ def schedule_from_op(
             if isinstance(child, LoopOp):
                 item = child.to_model()
                 item.body = items(child.body)
-            elif isinstance(child, BuildOp | BufferOp | OutputOp):
+            elif isinstance(
+                child,
+                BuildOp
+                | BufferOp
+                | OutputOp
+                | ResidualOp
+                | ApplyOp
+                | ScatterOp
+                | AccumulateOp,
+            ):
                 item = child.to_model()
-            elif isinstance(child, ScatterOp | AccumulateOp):
-                item = model.Write(
-                    _symbol(child.value), isinstance(child, AccumulateOp)
-                )
             else:
                 message = f"{child.name} is not a schedule op"
                 child.emit_error(message, VerifyException(message))
@@ -585,7 +762,17 @@ def schedule_from_op(
 
 Sched = Dialect(
     "sched",
-    [ScheduleOp, LoopOp, BuildOp, BufferOp, ScatterOp, AccumulateOp, OutputOp],
+    [
+        ScheduleOp,
+        LoopOp,
+        BuildOp,
+        BufferOp,
+        ScatterOp,
+        AccumulateOp,
+        OutputOp,
+        ResidualOp,
+        ApplyOp,
+    ],
     [BindAttr],
 )
 """The ``sched`` dialect."""

@@ -157,6 +157,8 @@ class Tree:
     name: str
     coeff: Fraction
     root: int | None
+    operators: tuple[str, ...] = ()
+    """SeQuant operators applied to the term (``Ŝ{...}``), as printed."""
 
 
 @dataclass

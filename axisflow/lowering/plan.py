@@ -306,8 +306,8 @@ class _Planner:
         elif isinstance(item, Build):
             names.add(item.value)
             names.update(f.value for f in self.forest.values[item.value].factors)
-        elif item.value is not None:  # a buffer, write or output
-            names.add(item.value)
+        elif isinstance(item, Buffer | Write | Output) and item.value is not None:
+            names.add(item.value)  # a buffer, write or output
         found = self.memo[id(item)] = frozenset(names)
         return found
 
@@ -365,8 +365,10 @@ class _Planner:
                 owned.setdefault(item.value, []).append(tensor.number)
             elif isinstance(item, Write):
                 steps.append(self.write(item))
-            else:
+            elif isinstance(item, Output):
                 steps.append(self.output(item))
+            else:  # plan_of refuses schedules that accumulate a residual
+                raise LoweringError(f"cannot lower {type(item).__name__} yet")
             for name in self.mentions(item):
                 if last[name] == position:
                     steps.extend(Free(t) for t in owned.pop(name, ()))

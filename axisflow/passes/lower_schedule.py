@@ -511,6 +511,14 @@ def plan_of(forest: ForestOp) -> Plan:
     except ModelError as error:
         raise LoweringError(str(error)) from None
     schedule, _ = schedule_from_op(schedule_op)
+    from axisflow.pipeline.schedule import Apply, Residual
+
+    if any(isinstance(item, Residual | Apply) for item in schedule.items):
+        raise LoweringError(
+            "its schedule accumulates a residual (sched.residual, sched.apply), "
+            "which lower-schedule does not lower yet: schedule with "
+            "schedule-batches{accumulate=false}"
+        )
     return build_plan(model, schedule)
 
 

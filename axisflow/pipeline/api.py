@@ -22,7 +22,7 @@ a batching policy: the frontend builds the module, then ``schedule_module``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import ModuleOp
@@ -35,14 +35,16 @@ from axisflow.dialects.sched import ScheduleOp, schedule_to_op
 from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
 from axisflow.order import Order
+from axisflow.pipeline.assemble import forest_layout
+from axisflow.pipeline.guard import DroppedLoop, schedule_never_worse
 from axisflow.pipeline.memory import MemoryReport, Sizing, memory_report
 from axisflow.pipeline.schedule import Schedule
 from axisflow.pipeline.scheduler import (
     DEFAULT_MAX_ROUNDS,
     Decisions,
     SchedulingError,
-    schedule_forest,
 )
+from axisflow.residual import ResidualError, ResidualLayout, residual_layout
 
 if TYPE_CHECKING:
     from axisflow.sequant import Expression
@@ -59,11 +61,16 @@ class ForestSchedule:
     forest: ForestOp
     schedule_op: ScheduleOp
     model: Forest
-    """The forest as the pipeline modelled it (with its roles)."""
+    """The forest as scheduled, with its roles (without the loops the
+    never-worse guard dropped)."""
     schedule: Schedule
     decisions: Decisions
     """Demotions and hoists, with reasons."""
     report: MemoryReport
+    dropped: list[DroppedLoop] = field(default_factory=list[DroppedLoop])
+    """Loops left out because they raised the peak (``pipeline.guard``)."""
+    residual: ResidualLayout | None = None
+    """The residual the schedule accumulates into, if any."""
 
 
 @dataclass
@@ -92,30 +99,51 @@ def plan_forest(
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     extents: Mapping[str, int] | None = None,
     model: Forest | None = None,
+    residual: ResidualLayout | None = None,
+    accumulate: bool = True,
+    never_worse: bool = True,
 ) -> ForestSchedule:
     """Schedule one classified forest without changing it.
 
     The returned ``schedule_op`` is not attached; ``extents`` overrides the
     forest's extents for the byte sizes; ``model``: the forest's model with
-    its roles, if already read. Raises ``PipelineError``.
+    its roles, if already read. The trees accumulate into ``residual`` (by
+    default the one their externals form, when all trees share them; none
+    with ``accumulate=False``); loops that would raise the peak above the
+    unbatched one are dropped (``pipeline.guard``; not with
+    ``never_worse=False``, the scheduler alone). Raises ``PipelineError``.
     """
     try:
         if model is None:
             model = forest_model(forest)
-        sizing = Sizing(model, extents)
-        result = schedule_forest(
-            model, block=block, max_rounds=max_rounds, sizes=sizing
+        if not accumulate:
+            residual = None
+        elif residual is None:
+            residual = forest_layout(model)
+        guarded = schedule_never_worse(
+            model,
+            block=block,
+            max_rounds=max_rounds,
+            extents=extents,
+            residual=residual,
+            enabled=never_worse,
         )
-    except (ModelError, SchedulingError) as error:
+    except (ModelError, SchedulingError, ResidualError) as error:
         raise PipelineError(f"{forest_label(forest)}: {error}") from None
-    report = memory_report(model, result.schedule, sizing)
+    result, scheduled = guarded.result, guarded.forest
+    sizing = Sizing(scheduled, extents)
+    report = memory_report(scheduled, result.schedule, sizing, residual)
+    report.dropped = [d.to_json() for d in guarded.dropped]
+    report.first_peak = guarded.first_peak
     return ForestSchedule(
         forest,
         schedule_to_op(result.schedule),
-        model,
+        scheduled,
         result.schedule,
         result.decisions,
         report,
+        guarded.dropped,
+        residual,
     )
 
 
@@ -144,6 +172,9 @@ def schedule_module(
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     classify: bool = True,
     verify: bool = True,
+    residual: ResidualLayout | None = None,
+    accumulate: bool = True,
+    never_worse: bool = True,
 ) -> PipelineResult:
     """Classify (unless ``classify=False``: roles already attached) and
     schedule every ``batch.forest`` of ``module``, attaching the schedules.
@@ -151,8 +182,10 @@ def schedule_module(
     ``block``: elements per block (one size, or per space key);
     ``max_rounds``: bound on the demotion fixpoint; ``verify``: verify each
     forest first (skip only for IR verified already, as ``xdsl-opt`` does
-    between passes). Raises ``PipelineError`` and leaves the module unchanged
-    if any forest fails.
+    between passes); ``residual``/``accumulate``/``never_worse`` as for
+    ``plan_forest`` (a
+    given ``residual`` is for a module of one forest). Raises
+    ``PipelineError`` and leaves the module unchanged if any forest fails.
     """
     forests = [op for op in module.walk() if isinstance(op, ForestOp)]
     saved: list[tuple[ValueOp, dict[str, Attribute]]] = []
@@ -170,7 +203,15 @@ def schedule_module(
                 saved.extend((v, dict(v.attributes)) for v in forest.values())
                 model = _classified(forest)
             planned.append(
-                plan_forest(forest, block=block, max_rounds=max_rounds, model=model)
+                plan_forest(
+                    forest,
+                    block=block,
+                    max_rounds=max_rounds,
+                    model=model,
+                    residual=residual,
+                    accumulate=accumulate,
+                    never_worse=never_worse,
+                )
             )
     except PipelineError:
         for value, before in saved:
@@ -193,11 +234,16 @@ def schedule_expression(
     block: int | Mapping[str, int] = 1,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     order: Order = "flops",
+    accumulate: bool = True,
+    never_worse: bool = True,
 ) -> ForestSchedule:
     """The pipeline on a SeQuant equation: text (or ``axisflow.sequant.parse``
     output) and a batching policy, as ``axisflow.sequant.to_module`` takes
     them (``batch="Κ"``, ``"Κ,i"``, ...; ``extents="i=80,Κ=1682,a<2>=40"``;
-    ``order="file|flops|memory"``), then classification and scheduling. Raises the frontend's ``SequantError`` /
+    ``order="file|flops|memory"``), then classification and scheduling. The
+    terms accumulate into the expression's residual, its ``Ŝ``/``Â``/``P̂``
+    applied (``expression_layout``; not with ``accumulate=False``). Raises the
+    frontend's ``SequantError`` /
     ``PolicyError`` for bad input and ``PipelineError`` if scheduling fails.
     """
     from axisflow.sequant import parse, to_module
@@ -213,5 +259,47 @@ def schedule_expression(
         name=name,
         order=order,
     )
-    result = schedule_module(module, block=block, max_rounds=max_rounds)
+    layout: ResidualLayout | None = None
+    try:
+        layout = expression_layout(expression)
+    except ResidualError as error:
+        # terms that are no one residual: fine unless an operator needs one
+        if any(term.operators for term in expression.terms):
+            raise expression.error(
+                error.reason, _term_offset(expression, error)
+            ) from None
+    result = schedule_module(
+        module,
+        block=block,
+        max_rounds=max_rounds,
+        residual=layout,
+        accumulate=accumulate,
+        never_worse=never_worse,
+    )
     return result.forests[0]
+
+
+def expression_layout(expression: Expression) -> ResidualLayout:
+    """The residual of a SeQuant expression: its terms' externals and their
+    reserved operators (``axisflow.residual.residual_layout``)."""
+    from axisflow.residual import Operator, OperatorError
+
+    operators = []
+    for position, term in enumerate(expression.terms):
+        try:
+            operators.append(
+                tuple(Operator.make(o.label, o.bra, o.ket) for o in term.operators)
+            )
+        except OperatorError as error:
+            raise ResidualError(str(error), position) from None
+    return residual_layout(
+        [term.externals() for term in expression.terms],
+        operators,
+        None if expression.result is None else expression.result.indices,
+    )
+
+
+def _term_offset(expression: Expression, error: ResidualError) -> int:
+    if 0 <= error.term < len(expression.terms):
+        return expression.terms[error.term].offset
+    return -1

@@ -26,20 +26,46 @@ import numpy as np
 from numpy.typing import NDArray
 
 from axisflow.forest.model import Forest, Value
+from axisflow.pipeline.assemble import assemble_residual, root_axes, schedule_layout
+from axisflow.pipeline.contraction import (
+    DEFAULT_MEMORY_LIMIT,
+    Contraction,
+    EvaluationMemoryError,
+    MemoryGuard,
+)
 from axisflow.pipeline.memory import Sizing
 from axisflow.pipeline.schedule import (
+    Apply,
     Bind,
     Buffer,
     Build,
     Item,
     LoopPass,
     Output,
+    Residual,
     Schedule,
     Write,
 )
+from axisflow.residual import apply_operators
 from axisflow.roles.index import Index
 
 Array = NDArray[np.float64]
+
+__all__ = [
+    "DEFAULT_MEMORY_LIMIT",
+    "RESIDUAL",
+    "TOLERANCE",
+    "Comparison",
+    "EvaluationMemoryError",
+    "ScheduleRunError",
+    "check_memory",
+    "compare",
+    "evaluate_forest",
+    "random_inputs",
+    "relative_difference",
+    "run_residual",
+    "run_schedule",
+]
 
 TOLERANCE = 1e-10
 """Largest relative difference accepted between the two evaluations."""
@@ -61,29 +87,64 @@ def random_inputs(forest: Forest, sizing: Sizing, seed: int = 0) -> dict[str, Ar
     return inputs
 
 
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+class _Contractions:
+    """Each value's compiled einsum (``pipeline.contraction``), made once."""
+
+    def __init__(self) -> None:
+        self.compiled: dict[str, Contraction] = {}
+
+    def __call__(self, value: Value, operands: Sequence[Array]) -> Array:
+        contraction = self.compiled.get(value.name)
+        if contraction is None:
+            contraction = self.compiled[value.name] = Contraction(
+                value.name,
+                value.node_modes,
+                [list(mapping.values()) for mapping in value.factor_maps],
+                value.modes,
+            )
+        return contraction(operands)
 
 
-def _contract(value: Value, operands: Sequence[Array]) -> Array:
-    """``value`` from its factors' arrays (factor axes in factor-mode order)."""
-    letter = {mode: _LETTERS[k] for k, mode in enumerate(value.node_modes[:52])}
-    if len(value.node_modes) > len(_LETTERS):
-        raise ValueError(f"@{value.name} has more than 52 modes at its node")
-    inputs = ",".join(
-        "".join(letter[mode] for mode in mapping.values())
-        for mapping in value.factor_maps
+FLOAT_BYTES = 8
+"""The evaluator computes in float64."""
+
+
+def _elements(sizing: Sizing, value: Value) -> int:
+    count = 1
+    for mode in value.modes:
+        count *= sizing.extent(mode.base_key)
+    return count
+
+
+def input_bytes(forest: Forest, sizing: Sizing) -> int:
+    """Bytes of the random inputs ``random_inputs`` would allocate."""
+    used = {site.value for site in forest.sites}
+    return FLOAT_BYTES * sum(
+        _elements(sizing, v)
+        for name, v in forest.values.items()
+        if v.is_input and name in used
     )
-    output = "".join(letter[mode] for mode in value.modes)
-    result = np.einsum(f"{inputs}->{output}", *operands, optimize=True)
-    return np.asarray(result, dtype=np.float64)
+
+
+def check_memory(
+    forest: Forest, sizing: Sizing, what: str, memory_limit: int | None = None
+) -> None:
+    """Refuse (``EvaluationMemoryError``), before allocating anything, to
+    evaluate ``forest`` densely when its inputs and every built value
+    together exceed ``memory_limit`` (``DEFAULT_MEMORY_LIMIT`` by default):
+    the unbatched evaluation keeps them all."""
+    built = sum(_elements(sizing, v) for v in forest.built_values())
+    needed = input_bytes(forest, sizing) + FLOAT_BYTES * built
+    MemoryGuard(memory_limit).check(needed, what)
 
 
 def evaluate_forest(forest: Forest, inputs: Mapping[str, Array]) -> dict[str, Array]:
     """Each tree's result, ``coeff * root``, evaluated without batching."""
     computed: dict[str, Array] = dict(inputs)
+    contract = _Contractions()
     for value in forest.built_values():
         operands = [computed[f.value] for f in value.factors]
-        computed[value.name] = _contract(value, operands)
+        computed[value.name] = contract(value, operands)
     results: dict[str, Array] = {}
     for tree in forest.trees:
         coeff = float(tree.coeff)
@@ -136,6 +197,10 @@ class _Runner:
         self.current: dict[int, Range] = {}
         self.results: dict[str, Array] = {}
         self.buffers: list[_Buffer] = []
+        self.residuals: dict[int, Array] = {}
+        self.residual_modes: tuple[Index, ...] = ()
+        self.tree_number = {tree.name: k for k, tree in enumerate(forest.trees)}
+        self.contract = _Contractions()
 
     def extent(self, mode: Index) -> int:
         return self.sizing.mode_extent(mode)
@@ -149,7 +214,16 @@ class _Runner:
             elif isinstance(item, Buffer):
                 self.buffer(item)
             elif isinstance(item, Write):
-                self.write(item)
+                if item.into is None:
+                    self.write(item)
+                else:
+                    self.residual_write(item)
+            elif isinstance(item, Residual):
+                self.residual_modes = item.modes
+                shape = tuple(self.extent(m) for m in item.modes)
+                self.residuals[item.group] = np.zeros(shape)
+            elif isinstance(item, Apply):
+                self.apply(item)
             else:
                 self.output(item)
 
@@ -224,7 +298,7 @@ class _Runner:
             operands.append(
                 self.read(stored, factor_modes, wanted, f"{what}, @{factor.value}")
             )
-        array = _contract(value, operands)
+        array = self.contract(value, operands)
         ranges = {b.mode: self.block_of(b) for b in build.slices}
         self.frames[-1].pieces[build.value] = _Stored(array, ranges)
 
@@ -270,16 +344,48 @@ class _Runner:
             buffer.stored.array[tuple(index)] = piece.array
         buffer.writer = self.open[depth]
 
+    def residual_write(self, write: Write) -> None:
+        assert write.into is not None and write.tree is not None
+        piece = self.frames[-1].pieces.pop(write.value, None)
+        if piece is None:
+            raise ScheduleRunError(f"write of @{write.value}: nothing built to write")
+        number = self.tree_number[write.tree]
+        axes = root_axes(self.forest, number, self.residual_modes)
+        modes = self.forest.values[write.value].modes
+        index = tuple(
+            slice(*piece.ranges.get(modes[a], (0, self.extent(modes[a])))) for a in axes
+        )
+        coeff = float(self.forest.trees[number].coeff)
+        self.residuals[write.into][index] += coeff * np.transpose(piece.array, axes)
+
+    def apply(self, step: Apply) -> None:
+        applied = apply_operators(
+            self.residuals[step.group], self.residual_modes, step.operators
+        )
+        if step.group == 0:
+            self.residuals[0] = applied
+        else:
+            self.residuals[0] += applied
+            del self.residuals[step.group]
+
     def output(self, output: Output) -> None:
         tree = next(t for t in self.forest.trees if t.name == output.tree)
         coeff = float(tree.coeff)
+        if output.direct:
+            return  # already added into the residual piece by piece
         if output.value is None:
-            self.results[output.tree] = np.asarray(coeff, dtype=np.float64)
-            return
-        stored = self.lookup(output.value, f"output of @{output.tree}")
-        modes = self.forest.values[output.value].modes
-        full = self.read(stored, modes, {}, f"output of @{output.tree}")
-        self.results[output.tree] = coeff * full
+            result = np.asarray(coeff, dtype=np.float64)
+        else:
+            stored = self.lookup(output.value, f"output of @{output.tree}")
+            modes = self.forest.values[output.value].modes
+            full = self.read(stored, modes, {}, f"output of @{output.tree}")
+            result = coeff * full
+        self.results[output.tree] = result
+        if output.into is not None:
+            axes = root_axes(
+                self.forest, self.tree_number[tree.name], self.residual_modes
+            )
+            self.residuals[output.into] += np.transpose(result, axes)
 
 
 def run_schedule(
@@ -288,10 +394,25 @@ def run_schedule(
     inputs: Mapping[str, Array],
     sizing: Sizing,
 ) -> dict[str, Array]:
-    """Each tree's result computed by running ``schedule`` block by block."""
+    """Each tree's result computed by running ``schedule`` block by block
+    (trees added straight into the residual have none: see
+    ``run_residual``)."""
     runner = _Runner(forest, sizing, inputs)
     runner.run(schedule.items)
     return runner.results
+
+
+def run_residual(
+    forest: Forest,
+    schedule: Schedule,
+    inputs: Mapping[str, Array],
+    sizing: Sizing,
+) -> tuple[dict[str, Array], Array | None]:
+    """The trees' results and the residual the schedule accumulates (its
+    operator steps applied; ``None`` if it accumulates none)."""
+    runner = _Runner(forest, sizing, inputs)
+    runner.run(schedule.items)
+    return runner.results, runner.residuals.get(0)
 
 
 # --------------------------------------------------------------------------
@@ -301,7 +422,8 @@ def run_schedule(
 
 @dataclass
 class Comparison:
-    """Per tree, the relative difference between the two evaluations."""
+    """Per tree (and for the residual, under the key ``RESIDUAL``), the
+    relative difference between the two evaluations."""
 
     errors: dict[str, float]
     unbatched: dict[str, Array]
@@ -314,8 +436,12 @@ class Comparison:
 
     @property
     def agrees(self) -> bool:
-        """Whether every tree agrees within ``TOLERANCE``."""
-        return set(self.unbatched) == set(self.scheduled) and self.worst <= TOLERANCE
+        """Whether every comparison agrees within ``TOLERANCE``."""
+        return self.worst <= TOLERANCE
+
+
+RESIDUAL = "(residual)"
+"""The key of the residual in ``Comparison`` (no tree can have this name)."""
 
 
 def relative_difference(result: Array, reference: Array) -> float:
@@ -334,20 +460,40 @@ def compare(
     *,
     seed: int = 0,
     extents: Mapping[str, int] | None = None,
+    memory_limit: int | None = None,
 ) -> Comparison:
     """Run the unbatched forest and ``schedule`` on the same random inputs.
 
-    ``extents`` overrides the forest's extents (keep them small: the
-    evaluation is dense).
+    Compares every tree the schedule outputs on its own and, when the
+    schedule accumulates a residual, the residual (the unbatched trees
+    assembled by ``assemble_residual``). ``extents`` overrides the forest's
+    extents (keep them small: the evaluation is dense); above
+    ``memory_limit`` bytes (``DEFAULT_MEMORY_LIMIT``) it refuses before
+    allocating (``EvaluationMemoryError``).
     """
     sizing = Sizing(forest, extents)
+    check_memory(forest, sizing, f"evaluating forest @{forest.name}", memory_limit)
     inputs = random_inputs(forest, sizing, seed)
     unbatched = evaluate_forest(forest, inputs)
-    scheduled = run_schedule(forest, schedule, inputs, sizing)
+    scheduled, residual = run_residual(forest, schedule, inputs, sizing)
+    direct = {
+        item.tree
+        for item, _ in schedule.walk()
+        if isinstance(item, Output) and item.direct
+    }
     errors = {
         name: relative_difference(scheduled[name], reference)
-        for name, reference in unbatched.items()
         if name in scheduled
+        else (0.0 if name in direct else float("inf"))
+        for name, reference in unbatched.items()
     }
-    missing = {name: float("inf") for name in unbatched if name not in scheduled}
-    return Comparison(errors | missing, unbatched, scheduled)
+    layout = schedule_layout(forest, schedule)
+    if layout is not None:
+        expected = assemble_residual(forest, unbatched, layout)
+        if residual is None:
+            errors[RESIDUAL] = float("inf")
+        else:
+            errors[RESIDUAL] = relative_difference(residual, expected)
+            unbatched = {**unbatched, RESIDUAL: expected}
+            scheduled = {**scheduled, RESIDUAL: residual}
+    return Comparison(errors, unbatched, scheduled)

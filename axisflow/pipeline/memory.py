@@ -34,15 +34,18 @@ from axisflow.forest.model import Forest, Value, topological_order
 from axisflow.order.extents import DEFAULT_EXTENT as DEFAULT_EXTENT
 from axisflow.order.extents import Extents, split_kind
 from axisflow.pipeline.schedule import (
+    Apply,
     Bind,
     Buffer,
     Build,
     Item,
     LoopPass,
     Output,
+    Residual,
     Schedule,
     Write,
 )
+from axisflow.residual import ResidualLayout
 from axisflow.roles.index import Index
 
 DEFAULT_ELEM = 8
@@ -127,6 +130,21 @@ class Sizing:
         """Bytes of the whole value."""
         return self.bytes(value)
 
+    def mode_bytes(self, modes: Iterable[Index]) -> int:
+        """Bytes of a dense tensor over ``modes`` (the residual): the element
+        size rule of a value with those modes."""
+        modes = tuple(modes)
+        sizes = [
+            space.elem
+            for mode in modes
+            if (space := self.forest.spaces.get(mode.base_key)) is not None
+            and space.elem is not None
+        ]
+        count = 1
+        for mode in modes:
+            count *= self.extent(mode.base_key)
+        return max(sizes, default=self.default_elem) * count
+
 
 # --------------------------------------------------------------------------
 # Live ranges
@@ -136,7 +154,9 @@ class Sizing:
 @dataclass
 class Lifetime:
     """One storage object: a built piece (``piece``: inside loops), a whole
-    value (``value``), or a ``buffer``, live over ``[start, end]``."""
+    value (``value``), a ``buffer``, a ``residual`` buffer (``value`` is
+    ``residual`` or ``residual#g``) or an ``operator`` step's extra residual,
+    live over ``[start, end]``."""
 
     value: str
     kind: str
@@ -157,12 +177,27 @@ class Peak:
 def lifetimes(
     forest: Forest, schedule: Schedule, sizing: Sizing | None = None
 ) -> list[Lifetime]:
-    """Every storage object of a (valid) schedule with its live range."""
+    """Every storage object of a (valid) schedule with its live range (a
+    residual buffer from its first write to the end, an operator step's
+    extra residual at its step)."""
     sizing = sizing or Sizing(forest)
     blocks = schedule.blocks()
     found: list[Lifetime] = []
     frames: list[tuple[dict[str, Lifetime], dict[str, Lifetime]]] = [({}, {})]
+    residuals: dict[int, Lifetime] = {}
+    loop_starts: list[int] = []
     position = 0
+
+    def touch(group: int) -> None:
+        """A residual is live from its first write (from the start of the
+        outermost loop pass around it: every iteration holds it)."""
+        life = residuals.get(group)
+        if life is None:
+            return
+        if life.start < 0:
+            life.start = loop_starts[0] if loop_starts else position
+            found.append(life)
+        life.end = max(life.end, position)
 
     def lookup(name: str) -> Lifetime | None:
         for pieces, buffers in reversed(frames):
@@ -178,7 +213,9 @@ def lifetimes(
             position += 1
             if isinstance(item, LoopPass):
                 frames.append(({}, {}))
+                loop_starts.append(position)
                 visit(item.body)
+                loop_starts.pop()
                 frames.pop()
                 position += 1
             elif isinstance(item, Build):
@@ -201,16 +238,52 @@ def lifetimes(
             elif isinstance(item, Write):
                 piece = frames[-1][0].pop(item.value)
                 piece.end = position
-                target = lookup(item.value)
-                if target is not None:
-                    target.end = position
-            elif isinstance(item, Output) and item.value is not None:
+                if item.into is not None:
+                    touch(item.into)
+                else:
+                    target = lookup(item.value)
+                    if target is not None:
+                        target.end = position
+            elif isinstance(item, Residual):
+                residuals[item.group] = Lifetime(
+                    residual_name(item.group), "residual", item.bytes, -1, -1
+                )
+            elif isinstance(item, Apply):
+                touch(item.group)
+                if item.group != 0:
+                    touch(0)
+                found.append(
+                    Lifetime(
+                        residual_name(item.group),
+                        "operator",
+                        item.bytes,
+                        position,
+                        position,
+                    )
+                )
+                if item.group != 0:  # added into group 0, then released
+                    life = residuals.pop(item.group, None)
+                    if life is not None:
+                        life.end = position
+            elif (
+                isinstance(item, Output) and item.value is not None and not item.direct
+            ):
                 stored = lookup(item.value)
                 if stored is not None:
                     stored.end = position
+            if isinstance(item, Output) and item.into is not None:
+                touch(item.into)
 
     visit(schedule.items)
+    for life in residuals.values():  # the result stays to the end
+        if life.start >= 0:
+            life.end = max(life.end, position)
     return found
+
+
+def residual_name(group: int) -> str:
+    """The name of a residual buffer in lifetimes and reports."""
+    return "residual" if group == 0 else f"residual#{group}"
 
 
 def peak(found: list[Lifetime]) -> Peak:
@@ -231,19 +304,35 @@ def peak(found: list[Lifetime]) -> Peak:
     return Peak(best, where, live if best else [])
 
 
-def unbatched_schedule(forest: Forest, sizing: Sizing | None = None) -> Schedule:
+def unbatched_schedule(
+    forest: Forest,
+    sizing: Sizing | None = None,
+    residual: ResidualLayout | None = None,
+) -> Schedule:
     """The forest evaluated without loops: values in tree order (factors
-    first, each once), each tree's output right after its root."""
+    first, each once), each tree's output right after its root (added into
+    the residual, when a layout is given, with the operator steps last)."""
     sizing = sizing or Sizing(forest)
     items: list[Item] = []
+    group_of: dict[int, int] = {}
+    if residual is not None:
+        size = sizing.mode_bytes(residual.modes)
+        for g, group in enumerate(residual.groups):
+            items.append(Residual(g, residual.modes, size))
+            group_of.update(dict.fromkeys(group.terms, g))
     for node in topological_order(forest):
         if isinstance(node, int):
             tree = forest.trees[node]
             value = None if tree.root is None else forest.sites[tree.root].value
-            items.append(Output(tree.name, value))
+            items.append(Output(tree.name, value, group_of.get(node)))
         else:
             value = forest.values[node]
             items.append(Build(node, bytes=sizing.full_bytes(value)))
+    if residual is not None:
+        size = sizing.mode_bytes(residual.modes)
+        for g, group in enumerate(residual.groups):
+            if g or group.operators:
+                items.append(Apply(g, group.operators, size))
     return Schedule(items, rounds=0)
 
 
@@ -285,6 +374,12 @@ class MemoryReport:
     """Multiply-adds of the whole forest, each (shared) value counted once."""
     unbatched_live: list[str] = field(default_factory=list[str])
     scheduled_live: list[str] = field(default_factory=list[str])
+    first_peak: int | None = None
+    """The scheduler's peak before the never-worse guard dropped loops."""
+    dropped: list[dict[str, object]] = field(default_factory=list[dict[str, object]])
+    """Loops the guard dropped (``DroppedLoop.to_json``)."""
+    residual_bytes: int = 0
+    """Size of the residual buffer the trees accumulate into (0: none)."""
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dictionary (all sizes in bytes)."""
@@ -301,6 +396,9 @@ class MemoryReport:
             "scheduled_peak_bytes": self.scheduled_peak,
             "unbatched_live_at_peak": self.unbatched_live,
             "scheduled_live_at_peak": self.scheduled_live,
+            "residual_bytes": self.residual_bytes,
+            "scheduler_peak_bytes": self.first_peak,
+            "dropped_loops": self.dropped,
             "values": [
                 {
                     "name": v.name,
@@ -367,6 +465,20 @@ class MemoryReport:
             f"  peak scheduled: {format_bytes(self.scheduled_peak)}{saving}"
             f"  live: {', '.join(self.scheduled_live) or '-'}",
         ]
+        if self.residual_bytes:
+            lines.append(
+                f"  residual buffer: {format_bytes(self.residual_bytes)} (every tree "
+                "adds into it)"
+            )
+        if self.dropped:
+            before = format_bytes(self.first_peak or 0)
+            lines.append(
+                f"  loops dropped (they raised the peak; {before} before): "
+                f"{len(self.dropped)}"
+            )
+            lines.extend(f"    {entry['reason']}" for entry in self.dropped[:8])
+            if len(self.dropped) > 8:
+                lines.append(f"    ... and {len(self.dropped) - 8} more")
         return "\n".join(lines) + "\n"
 
 
@@ -390,18 +502,25 @@ def format_bytes(size: int) -> str:
 
 
 def memory_report(
-    forest: Forest, schedule: Schedule, sizing: Sizing | None = None
+    forest: Forest,
+    schedule: Schedule,
+    sizing: Sizing | None = None,
+    residual: ResidualLayout | None = None,
 ) -> MemoryReport:
-    """Sizes of every built value, and the unbatched and scheduled peaks."""
+    """Sizes of every built value, and the unbatched and scheduled peaks
+    (both accumulating into ``residual`` when a layout is given)."""
     sizing = sizing or Sizing(forest)
     blocks = schedule.blocks()
     builds: dict[str, tuple[Build, tuple[LoopPass, ...]]] = {}
     buffers: dict[str, Buffer] = {}
+    direct: set[str] = set()
     for item, loops in schedule.walk():
         if isinstance(item, Build):
             builds[item.value] = (item, loops)
         elif isinstance(item, Buffer):
             buffers[item.value] = item
+        elif isinstance(item, Write) and item.into is not None:
+            direct.add(item.value)  # written straight into the residual
     values: list[ValueMemory] = []
     for name, (build, loops) in builds.items():
         value = forest.values[name]
@@ -409,7 +528,10 @@ def memory_report(
         for bind in build.slices:
             buffer = buffers.get(name)
             kept = buffer is not None and bind in buffer.slices
-            how[bind.instance] = "slice" if kept or buffer is None else "scatter"
+            if name in direct:
+                how[bind.instance] = "scatter"
+            else:
+                how[bind.instance] = "slice" if kept or buffer is None else "scatter"
         for bind in build.sums:
             how[bind.instance] = "accumulate"
         placement = [
@@ -430,7 +552,9 @@ def memory_report(
         )
     inputs = {site.value for site in forest.sites if forest.values[site.value].is_input}
     input_bytes = sum(sizing.full_bytes(forest.values[n]) for n in sorted(inputs))
-    unbatched = peak(lifetimes(forest, unbatched_schedule(forest, sizing), sizing))
+    unbatched = peak(
+        lifetimes(forest, unbatched_schedule(forest, sizing, residual), sizing)
+    )
     scheduled = peak(lifetimes(forest, schedule, sizing))
     keys = sorted(
         {m.base_key for v in forest.values.values() for m in v.modes}
@@ -454,6 +578,7 @@ def memory_report(
         flops=forest_flops(forest, sizing),
         unbatched_live=[_describe(life) for life in unbatched.live],
         scheduled_live=[_describe(life) for life in scheduled.live],
+        residual_bytes=0 if residual is None else sizing.mode_bytes(residual.modes),
     )
 
 

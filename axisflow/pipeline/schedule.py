@@ -16,6 +16,20 @@ per block of its index space. Items:
   inside the buffer's block closes.
 * ``Output(tree, v)``: the tree's result is ``coeff * v`` (``v`` full).
 
+The residual (``docs/residual.md``): with a residual layout, the schedule
+accumulates every tree into one result as soon as it is computed:
+
+* ``Residual(group, modes)``: a zeroed residual buffer for one operator
+  group (group 0 is the result), allocated before everything, live to the
+  end (a group other than 0 until its ``Apply``);
+* ``Output(tree, v, into=g)`` adds ``coeff * v`` into residual ``g`` (its
+  modes transposed to the residual's); with ``direct`` the root's pieces were
+  already added by ``Write(v, ..., into=g, tree=...)``, so the root never
+  needs a buffer of its own;
+* ``Apply(group, operators)``: the group's operators act on its residual and
+  the result is added into residual 0 (for group 0, in place); SeQuant holds
+  the operand and the result at once, so the step counts one more residual.
+
 ``check_schedule`` states the rules: every rule a run depends on is checked
 statically here, so the evaluator and the memory accounting can trust a
 schedule that passes.
@@ -27,6 +41,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from axisflow.forest.model import Forest, Value
+from axisflow.residual import Operator
 from axisflow.roles.index import Index
 
 
@@ -63,19 +78,45 @@ class Buffer:
 
 @dataclass
 class Write:
-    """Scatter (``accumulate=False``) or add the value's piece into its buffer."""
+    """Scatter (``accumulate=False``) or add the value's piece into its buffer
+    (or, with ``into``, add ``coeff * piece`` of tree ``tree`` into that
+    residual group's buffer)."""
 
     value: str
     accumulate: bool
+    into: int | None = None
+    tree: str | None = None
 
 
 @dataclass
 class Output:
     """A tree's result: ``coeff * value`` (``value`` is ``None`` for a bare
-    number)."""
+    number), added into residual group ``into`` when given (already, piece by
+    piece, when ``direct``)."""
 
     tree: str
     value: str | None
+    into: int | None = None
+    direct: bool = False
+
+
+@dataclass
+class Residual:
+    """The zeroed residual buffer of one operator group."""
+
+    group: int
+    modes: tuple[Index, ...]
+    bytes: int = 0
+
+
+@dataclass
+class Apply:
+    """A group's operators applied to its residual, added into group 0's."""
+
+    group: int
+    operators: tuple[Operator, ...] = ()
+    bytes: int = 0
+    """The extra residual-sized buffer the step holds while it runs."""
 
 
 @dataclass
@@ -90,7 +131,7 @@ class LoopPass:
     body: list[Item] = field(default_factory=list["Item"])
 
 
-Item = Build | Buffer | Write | Output | LoopPass
+Item = Build | Buffer | Write | Output | Residual | Apply | LoopPass
 
 
 @dataclass
@@ -100,6 +141,13 @@ class Schedule:
     items: list[Item]
     rounds: int = 1
     """Scheduling rounds until the demotion fixpoint."""
+
+    def residual_modes(self) -> tuple[Index, ...] | None:
+        """The residual's modes, if the schedule accumulates one."""
+        for item in self.items:
+            if isinstance(item, Residual):
+                return item.modes
+        return None
 
     def walk(self) -> Iterator[tuple[Item, tuple[LoopPass, ...]]]:
         """Every item in program order with its enclosing loop passes."""
@@ -174,6 +222,10 @@ class _Checker:
         self.instance_block: dict[int, int] = {}
         self.passes: dict[int, int] = {}
         self.all_buffers: list[_BufferState] = []
+        self.residuals: dict[int, Residual] = {}
+        self.applied: set[int] = set()
+        self.direct: dict[str, str] = {}
+        """Tree -> the root value written straight into the residual."""
 
     def fail(self, item: Item | None, message: str) -> None:
         self.problems.append(Problem(item, message))
@@ -207,7 +259,14 @@ class _Checker:
             elif isinstance(item, Buffer):
                 self.visit_buffer(item)
             elif isinstance(item, Write):
-                self.visit_write(item)
+                if item.into is None:
+                    self.visit_write(item)
+                else:
+                    self.visit_residual_write(item)
+            elif isinstance(item, Residual):
+                self.visit_residual(item)
+            elif isinstance(item, Apply):
+                self.visit_apply(item)
             else:
                 self.visit_output(item)
 
@@ -419,6 +478,68 @@ class _Checker:
         del frame.transients[write.value]
         del frame.builds[write.value]
 
+    def visit_residual(self, residual: Residual) -> None:
+        if len(self.frames) > 1:
+            self.fail(residual, "a residual buffer belongs outside every loop")
+        if residual.group in self.residuals:
+            self.fail(residual, f"a second residual buffer for group {residual.group}")
+        first = next(iter(self.residuals.values()), None)
+        if first is not None and first.modes != residual.modes:
+            self.fail(residual, "residual groups with different modes")
+        self.residuals[residual.group] = residual
+
+    def open_residual(self, item: Item, group: int) -> Residual | None:
+        residual = self.residuals.get(group)
+        if residual is None:
+            self.fail(item, f"residual group {group} has no buffer")
+        elif group in self.applied:
+            self.fail(item, f"residual group {group} is added to after its Apply")
+            return None
+        return residual
+
+    def visit_residual_write(self, write: Write) -> None:
+        assert write.into is not None
+        if self.open_residual(write, write.into) is None:
+            return
+        frame = self.frames[-1]
+        stored = frame.transients.get(write.value)
+        build = frame.builds.get(write.value)
+        tree = next((t for t in self.forest.trees if t.name == write.tree), None)
+        if stored is None or build is None or tree is None or tree.root is None:
+            self.fail(
+                write,
+                f"write of @{write.value} into the residual: no piece of a tree "
+                "root built in this block",
+            )
+            return
+        if self.forest.sites[tree.root].value != write.value:
+            self.fail(write, f"@{write.value} is not the root of tree @{tree.name}")
+            return
+        if tree.name in self.direct:
+            self.fail(write, f"tree @{tree.name} is written into the residual twice")
+        self.direct[tree.name] = write.value
+        left = [f.loop for f in self.frames[1:] if f.loop is not None]
+        bound = set(stored.slices.values()) | {b.instance for b in build.sums}
+        for loop in left:
+            if loop.instance not in bound:
+                self.fail(
+                    write,
+                    f"write of @{write.value}: loop instance {loop.instance} binds "
+                    "no mode of the value (every iteration would add the same piece)",
+                )
+        del frame.transients[write.value]
+        del frame.builds[write.value]
+
+    def visit_apply(self, apply: Apply) -> None:
+        if len(self.frames) > 1:
+            self.fail(apply, "an operator step belongs outside every loop")
+        residual = self.open_residual(apply, apply.group)
+        if residual is None:
+            return
+        if apply.group != 0 and 0 not in self.residuals:
+            self.fail(apply, "another group is added into group 0, which has no buffer")
+        self.applied.add(apply.group)
+
     def visit_output(self, output: Output) -> None:
         tree = next((t for t in self.forest.trees if t.name == output.tree), None)
         if tree is None:
@@ -436,6 +557,16 @@ class _Checker:
             return
         if len(self.frames) > 1:
             self.fail(output, "outputs belong outside every loop")
+            return
+        if output.into is not None and self.open_residual(output, output.into) is None:
+            return
+        if output.direct:
+            if self.direct.get(output.tree) != expected:
+                self.fail(
+                    output,
+                    f"direct output of @{output.tree}: its root was not written "
+                    "into the residual",
+                )
             return
         if expected is None or self.forest.values[expected].is_input:
             return

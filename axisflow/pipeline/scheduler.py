@@ -40,6 +40,13 @@ Rules (``docs/pipeline.md`` explains them with examples):
 4. **Buffers.** A value read outside the loop passes it is built in gets a
    buffer just before the outermost pass it leaves, full size except for the
    slices of the loops it stays in, zeroed when it accumulates.
+5. **Residual.** Given a residual layout, one zeroed residual buffer per
+   operator group comes first; every tree output adds its result into its
+   group's buffer. A tree root read by nothing but its tree's output, that
+   would need a buffer, gets none: its pieces are added straight into the
+   residual (so no term result stays live beside another). Operator steps
+   close the schedule: group 0's operators in place, then every other
+   group's operators with the result added into group 0.
 """
 
 from __future__ import annotations
@@ -61,16 +68,19 @@ from axisflow.forest.model import (
 )
 from axisflow.pipeline.memory import Sizing
 from axisflow.pipeline.schedule import (
+    Apply,
     Bind,
     Buffer,
     Build,
     Item,
     LoopPass,
     Output,
+    Residual,
     Schedule,
     Write,
     check_schedule,
 )
+from axisflow.residual import ResidualLayout
 from axisflow.roles.decision import LoopRole
 from axisflow.roles.index import Index
 
@@ -440,8 +450,15 @@ class _Emitter:
         decisions: Decisions,
         blocks: Mapping[str, int],
         sizes: Sizing,
+        residual: ResidualLayout | None = None,
     ) -> None:
         self.forest = forest
+        self.residual = residual
+        self.group_of: dict[int, int] = {}
+        if residual is not None:
+            for number, group in enumerate(residual.groups):
+                for term in group.terms:
+                    self.group_of[term] = number
         self.round = round_
         self.decisions = decisions
         self.blocks = blocks
@@ -459,6 +476,38 @@ class _Emitter:
             if depth < len(produced):
                 self.buffers.setdefault(produced[depth], []).append(value)
                 self.buffered[value] = depth
+        # roots added straight into the residual: no buffer of their own
+        self.direct: dict[str, int] = {}
+        if residual is not None:
+            for number, tree in enumerate(forest.trees):
+                if tree.root is None:
+                    continue
+                value = forest.sites[tree.root].value
+                if value in self.buffered and round_.readers.get(value) == [number]:
+                    self.direct[value] = number
+            for names in self.buffers.values():
+                names[:] = [n for n in names if n not in self.direct]
+
+    def prologue(self) -> list[Item]:
+        """The residual buffers, before everything."""
+        if self.residual is None:
+            return []
+        size = self.sizes.mode_bytes(self.residual.modes)
+        return [
+            Residual(g, self.residual.modes, size)
+            for g in range(len(self.residual.groups))
+        ]
+
+    def epilogue(self) -> list[Item]:
+        """The operator steps, after everything."""
+        if self.residual is None:
+            return []
+        size = self.sizes.mode_bytes(self.residual.modes)
+        steps: list[Item] = []
+        for g, group in enumerate(self.residual.groups):
+            if g or group.operators:
+                steps.append(Apply(g, group.operators, size))
+        return steps
 
     def emit(self, items: list[_Pass | Node], instances: tuple[int, ...]) -> list[Item]:
         out: list[Item] = []
@@ -476,7 +525,9 @@ class _Emitter:
             elif isinstance(item, int):
                 root = self.forest.trees[item].root
                 value = None if root is None else self.forest.sites[root].value
-                out.append(Output(self.forest.trees[item].name, value))
+                into = self.group_of.get(item)
+                direct = value is not None and self.direct.get(value) == item
+                out.append(Output(self.forest.trees[item].name, value, into, direct))
             else:
                 out.extend(self.build(item))
         return out
@@ -502,6 +553,12 @@ class _Emitter:
             demoted,
             self.sizes.bytes(value, slices, self.block_of),
         )
+        if name in self.direct:
+            tree = self.direct[name]
+            write = Write(
+                name, bool(sums), self.group_of[tree], self.forest.trees[tree].name
+            )
+            return [build, write]
         if name not in self.buffered:
             return [build]
         return [build, Write(name, bool(sums))]
@@ -539,13 +596,15 @@ def schedule_forest(
     block: int | Mapping[str, int] = 1,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     sizes: Sizing | None = None,
+    residual: ResidualLayout | None = None,
 ) -> ScheduleResult:
     """Schedule a classified forest (rules in the module docstring).
 
     ``block``: elements per block, for every space or per space key.
     ``max_rounds``: bound on the demotion fixpoint; ``SchedulingError`` if a
     round still changes decisions when it is reached. ``sizes`` fills the
-    byte sizes of builds and buffers (default: the forest's own). Raises
+    byte sizes of builds and buffers (default: the forest's own).
+    ``residual``: accumulate the trees into that residual (rule 5). Raises
     ``SchedulingError`` (or ``ModelError``) for a forest it cannot schedule.
     """
     if max_rounds < 1:
@@ -561,9 +620,11 @@ def schedule_forest(
         nested = current.schedule()
         if not current.validate(decisions):
             emitter = _Emitter(
-                forest, current, decisions, blocks, sizes or Sizing(forest)
+                forest, current, decisions, blocks, sizes or Sizing(forest), residual
             )
-            schedule = Schedule(emitter.emit(nested, ()), round_number)
+            body = emitter.emit(nested, ())
+            items = [*emitter.prologue(), *body, *emitter.epilogue()]
+            schedule = Schedule(items, round_number)
             problems = check_schedule(forest, schedule)
             if problems:
                 raise SchedulingError(

@@ -75,6 +75,7 @@ from axisflow.order import (
     split_kind,
 )
 from axisflow.order import parse_extents as _parse_extents
+from axisflow.residual.operators import Operator, OperatorError
 from axisflow.roles.index import Index
 from axisflow.sequant.ordering import batched_size
 from axisflow.sequant.syntax import Expression, SequantError, Tensor, Term
@@ -139,7 +140,10 @@ class BatchPolicy:
     """Which index spaces to batch, and the declared space sizes.
 
     ``spaces``: base keys to batch, outermost loop first (a key may also be
-    spelled by its ASCII alias, see ``ascii_alias``). ``extents``: extent per
+    spelled by its ASCII alias, see ``ascii_alias``); ``external``: those of
+    them batched only over a term's external indices (written
+    ``i:external`` in ``batch``), so that contracted indices of the space
+    get no loop. ``extents``: extent per
     space key (or alias). ``elem``: element size in bytes, declared on every
     space. ``separate_instances``: a fusion slot per loop instead of one per
     (space, nesting position) shared by all trees.
@@ -149,6 +153,7 @@ class BatchPolicy:
     extents: tuple[tuple[str, int], ...] = ()
     elem: int | None = None
     separate_instances: bool = False
+    external: tuple[str, ...] = ()
 
     @staticmethod
     def make(
@@ -165,7 +170,17 @@ class BatchPolicy:
         """
         if isinstance(batch, str):
             batch = batch.split(",")
-        spaces = tuple(key.strip() for key in batch if key.strip())
+        spaces: list[str] = []
+        external: list[str] = []
+        for entry in (key.strip() for key in batch if key.strip()):
+            key, colon, which = (part.strip() for part in entry.partition(":"))
+            if colon and which != "external":
+                raise PolicyError(
+                    f"malformed batch entry {entry!r}: expected SPACE or SPACE:external"
+                )
+            spaces.append(key)
+            if colon:
+                external.append(key)
         if isinstance(extents, str):
             extents = parse_extents(extents)
         pairs = tuple((extents or {}).items())
@@ -174,7 +189,9 @@ class BatchPolicy:
                 raise PolicyError(f"extent of space {key!r} must be positive")
         if elem is not None and elem <= 0:
             raise PolicyError(f"element size must be positive, got {elem}")
-        return BatchPolicy(spaces, pairs, elem, separate_instances)
+        return BatchPolicy(
+            tuple(spaces), pairs, elem, separate_instances, tuple(external)
+        )
 
 
 class PolicyError(ValueError):
@@ -533,6 +550,7 @@ def build_forest(
     keys = expression.space_keys()
     aliases = {alias: key for key in keys if (alias := ascii_alias(key)) is not None}
     batch_keys = [_resolve_key(k, keys, aliases) for k in policy.spaces]
+    external_keys = {_resolve_key(k, keys, aliases) for k in policy.external}
     if len(set(batch_keys)) != len(batch_keys):
         raise PolicyError(f"an index space is named twice in batch={policy.spaces}")
     extents: dict[str, int] = {}
@@ -568,12 +586,18 @@ def build_forest(
         bound: list[list[Index]] = []
         if batch_keys and term.tensors:
             indices = term_indices(term)
+            outer = {*term.externals(), *proto_closure(term.externals())}
             for key in batch_keys:
                 # In canonical order (first appearance), not label order: the
                 # nesting and the shared slots must not depend on the labels.
                 bound.append(
                     sorted(
-                        (i for i in indices if i.base_key == key),
+                        (
+                            i
+                            for i in indices
+                            if i.base_key == key
+                            and (key not in external_keys or i in outer)
+                        ),
                         key=lambda i: renaming[i].sort_key(),
                     )
                 )
@@ -590,7 +614,13 @@ def build_forest(
                         slot = shared_slots.setdefault((key, depth), len(shared_slots))
                     loops.append(Loop(slot, index, slot))
                     loop_count += 1
-        tree = Tree(f"term{number}", term.coefficient, None)
+        try:
+            operators = tuple(
+                str(Operator.make(o.label, o.bra, o.ket)) for o in term.operators
+            )
+        except OperatorError as error:
+            raise expression.error(str(error), term.offset) from None
+        tree = Tree(f"term{number}", term.coefficient, None, operators)
         trees.append(tree)
         if root is not None:
             back = invert(renaming)

@@ -42,7 +42,11 @@ def leaf_inputs(forest: Forest, extent: dict[str, int]) -> dict[str, Array]:
 def check(expression: Expression, batch: str) -> None:
     keys = expression.space_keys()
     extent = dict.fromkeys(keys, 2)
-    result = schedule_expression(expression, batch, extents=extent, elem=8)
+    # per-tree results (accumulate=False): the residual is checked, with its
+    # operators, in tests/residual/test_forest_residual.py
+    result = schedule_expression(
+        expression, batch, extents=extent, elem=8, accumulate=False
+    )
     forest = result.model
     inputs = leaf_inputs(forest, extent)
     unbatched = evaluate_forest(forest, inputs)

@@ -4,6 +4,7 @@ shared and nested protos, several spaces)."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 from axisflow.forest.roles import classify
 from axisflow.pipeline import ForestSchedule, schedule_expression
 from axisflow.pipeline.evaluate import compare
+from axisflow.pipeline.schedule import Residual, Schedule
+from axisflow.roles.index import Index
 from axisflow.sequant import BatchPolicy, Expression, build_forest, parse
 from tests.forest.strategies import expressions, permuted, renamed
 
@@ -26,6 +29,19 @@ def scheduled(expression: Expression, batch: str) -> ForestSchedule:
     return schedule_expression(expression, batch, extents=extents, elem=8)
 
 
+def unnamed(schedule: Schedule) -> Schedule:
+    """The schedule with its residual buffers' modes reduced to their spaces."""
+    items = [
+        replace(
+            item, modes=tuple(Index(k) for k in sorted(m.base_key for m in item.modes))
+        )
+        if isinstance(item, Residual)
+        else item
+        for item in schedule.items
+    ]
+    return replace(schedule, items=items)
+
+
 @SETTINGS
 @given(expressions(), st.randoms(use_true_random=False))
 def test_renaming_every_index_changes_no_role_schedule_or_peak(
@@ -35,7 +51,8 @@ def test_renaming_every_index_changes_no_role_schedule_or_peak(
     before = scheduled(expression, batch)
     after = scheduled(renamed(expression, rng), batch)
     assert after.model.roles == before.model.roles
-    assert after.schedule == before.schedule
+    # the residual buffer is named by the externals, which are renamed too
+    assert unnamed(after.schedule) == unnamed(before.schedule)
     assert after.report.unbatched_peak == before.report.unbatched_peak
     assert after.report.scheduled_peak == before.report.scheduled_peak
 
@@ -47,7 +64,8 @@ def test_any_factor_order_builds_classifies_and_schedules(
 ) -> None:
     expression, batch = case
     result = scheduled(permuted(expression, rng), batch)
-    assert len(result.model.roles) > 0 or not batch
+    # (the never-worse guard may drop every loop, and with them the roles)
+    assert len(result.model.roles) > 0 or not batch or result.dropped
     assert compare(result.model, result.schedule, seed=1).agrees
 
 

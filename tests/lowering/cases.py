@@ -40,10 +40,14 @@ class Reference:
     scheduled: list[list[Array]]
 
 
+# accumulate=False, never_worse=False: the scheduler's schedule without a
+# residual, which is what lower-schedule lowers.
+
+
 def scheduled_example(name: str, block: int = 1) -> ModuleOp:
     """``examples/<name>``, classified and scheduled."""
     module = example(name)
-    schedule_module(module, block=block)
+    schedule_module(module, block=block, accumulate=False, never_worse=False)
     return module
 
 
@@ -52,7 +56,7 @@ def scheduled_examples(*names: str) -> ModuleOp:
     classified and scheduled."""
     text = "\n".join((EXAMPLES / name).read_text(encoding="utf-8") for name in names)
     module = parse(text)
-    schedule_module(module)
+    schedule_module(module, accumulate=False, never_worse=False)
     return module
 
 
@@ -65,7 +69,7 @@ def scheduled_sequant(
 
     text = (EXAMPLES / "sequant" / name).read_text(encoding="utf-8")
     module = to_module(parse(text), batch, extents=extents, name=name[:-4], order=order)
-    schedule_module(module, block=block)
+    schedule_module(module, block=block, accumulate=False, never_worse=False)
     return module
 
 

@@ -143,6 +143,6 @@ def test_a_loop_binding_a_composite_with_its_own_extent_is_refused() -> None:
         extents="i=2,a=3,a<1>=2",
         name="composite",
     )
-    schedule_module(module)
+    schedule_module(module, accumulate=False, never_worse=False)
     with pytest.raises(LoweringError, match=r"binds a_1<i_1>, whose composite kind"):
         lower_module(module)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from xdsl.dialects.builtin import ModuleOp
@@ -81,22 +82,54 @@ def run_pass(module: ModuleOp, spec: str) -> None:
     pipeline.apply(context(), module)
 
 
-def test_the_pass_prints_a_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_pass_reports_a_table_and_json_on_stderr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     module = example("pipeline/four_tensor.mlir")
     ClassifyAxesPass().apply(context(), module)
     ScheduleBatchesPass(report="table").apply(context(), module)
-    out = capsys.readouterr().out
-    assert out.startswith("memory of batch.forest @four_tensor\n")
-    assert "peak unbatched: 960 B" in out
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("memory of batch.forest @four_tensor\n")
+    assert "peak unbatched: 960 B" in captured.err
     ScheduleBatchesPass(report="json", block=2).apply(context(), module)
-    data = json.loads(capsys.readouterr().out)
-    assert [d["forest"] for d in data] == ["four_tensor"]
-    assert data[0]["blocks"] == {"b": 2, "c": 2}
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1  # JSON Lines: one document per forest
+    data = json.loads(lines[0])
+    assert data["forest"] == "four_tensor"
+    assert data["blocks"] == {"b": 2, "c": 2}
+
+
+def test_report_file_is_replaced_once_then_appended(tmp_path: Path) -> None:
+    target = tmp_path / "report.jsonl"
+    target.write_text("stale\n", encoding="utf-8")
+    for _ in range(2):  # two chunks of --split-input-file in one process
+        module = example("pipeline/four_tensor.mlir")
+        ClassifyAxesPass().apply(context(), module)
+        ScheduleBatchesPass(report="json", report_file=str(target)).apply(
+            context(), module
+        )
+    lines = target.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["scheduled_peak_bytes"] for line in lines] == [432, 432]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.jsonl"]
+
+
+def test_an_unwritable_report_file_fails_the_pass(tmp_path: Path) -> None:
+    module = example("pipeline/four_tensor.mlir")
+    ClassifyAxesPass().apply(context(), module)
+    missing = tmp_path / "no-such-dir" / "r.txt"
+    with pytest.raises(PassFailedException, match="cannot write report-file"):
+        ScheduleBatchesPass(report="table", report_file=str(missing)).apply(
+            context(), module
+        )
 
 
 def test_the_pass_options_parse_from_a_pipeline_spec() -> None:
     module = example("pipeline/demotion.mlir")
-    run_pass(module, "classify-axes,schedule-batches{block=2 max-rounds=4}")
+    run_pass(
+        module,
+        "classify-axes,schedule-batches{block=2 max-rounds=4 never-worse=false accumulate=false}",
+    )
     text = printed(module)
     assert "sched.schedule rounds 2" in text
     assert "block 2" in text
@@ -116,3 +149,12 @@ def test_pass_failures_are_diagnostics(spec: str, message: str) -> None:
     with pytest.raises(PassFailedException, match=message):
         run_pass(module, spec)
     assert schedules(module) == []
+
+
+def test_block_per_space_from_the_pass_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    module = example("pipeline/four_tensor.mlir")
+    run_pass(module, 'classify-axes,schedule-batches{report=json block="b=3"}')
+    data = json.loads(capsys.readouterr().err)
+    assert data["blocks"] == {"b": 3, "c": 1}
+    with pytest.raises(PassFailedException, match="block: expected N or SPACE=N"):
+        run_pass(example("pipeline/four_tensor.mlir"), 'schedule-batches{block="b=0"}')

@@ -84,14 +84,16 @@ def test_batched_execution_really_slices(monkeypatch: pytest.MonkeyPatch) -> Non
     forest = classified("pipeline/four_tensor.mlir")
     schedule = schedule_forest(forest, block=1).schedule
     built: list[tuple[str, tuple[int, ...]]] = []
-    original = evaluate._contract
+    original = evaluate._Contractions.__call__
 
-    def recording(value: Value, operands: Sequence[Array]) -> Array:
-        result = original(value, operands)
+    def recording(
+        self: evaluate._Contractions, value: Value, operands: Sequence[Array]
+    ) -> Array:
+        result = original(self, value, operands)
         built.append((value.name, result.shape))
         return result
 
-    monkeypatch.setattr(evaluate, "_contract", recording)
+    monkeypatch.setattr(evaluate._Contractions, "__call__", recording)
     sizing = Sizing(forest)
     run_schedule(forest, schedule, random_inputs(forest, sizing), sizing)
     # one (b, c) block per iteration: 3 * 4 iterations of each build

@@ -24,6 +24,10 @@ from tests.pipeline import independent
 EXTENTS = "i=3,a=2,μ̃=2,Κ=3"
 
 
+# never_worse=False, accumulate=False: the scheduler's own schedule, which
+# these tests check in detail against an independent reading of the IR.
+
+
 def equation(name: str) -> str:
     return Path(EXAMPLES / "sequant" / f"{name}.txt").read_text(encoding="utf-8")
 
@@ -40,7 +44,15 @@ def test_real_equations_agree_and_their_memory_is_accounted(
     name: str, batch: str
 ) -> None:
     expression = parse(equation(name), source=name)
-    forest = schedule_expression(expression, batch, extents=EXTENTS, elem=8, name=name)
+    forest = schedule_expression(
+        expression,
+        batch,
+        extents=EXTENTS,
+        elem=8,
+        name=name,
+        never_worse=False,
+        accumulate=False,
+    )
     text = printed(forest)
     assert "sched.loop over " + batch in text
 
@@ -67,7 +79,15 @@ def test_real_equations_agree_and_their_memory_is_accounted(
         assert rows[m.group(1)].piece_bytes == int(m.group(3))
 
     assert report.scheduled_peak == independent.schedule_peak(text, facts)
-    plain = schedule_expression(expression, (), extents=EXTENTS, elem=8, name=name)
+    plain = schedule_expression(
+        expression,
+        (),
+        extents=EXTENTS,
+        elem=8,
+        name=name,
+        never_worse=False,
+        accumulate=False,
+    )
     assert "sched.loop" not in printed(plain)
     assert report.unbatched_peak == independent.schedule_peak(printed(plain), facts)
 
@@ -86,7 +106,12 @@ def test_the_doubles_residual_agrees_at_small_extents(batch: str) -> None:
 
 def test_cross_iteration_outer_product_from_sequant_text() -> None:
     forest = schedule_expression(
-        equation("legality_cross_iteration"), "i", extents="i=4", elem=8
+        equation("legality_cross_iteration"),
+        "i",
+        extents="i=4",
+        elem=8,
+        never_worse=False,
+        accumulate=False,
     )
     (row,) = forest.report.values
     assert (row.full_bytes, row.piece_bytes, row.buffer_bytes) == (128, 8, 128)
@@ -97,7 +122,15 @@ def test_cross_iteration_outer_product_from_sequant_text() -> None:
 def test_separate_instances_run_each_tree_in_its_own_nest() -> None:
     expression = parse(equation("csv_ccsd_energy_df"))
     # About the file-order forest (its slot numbering): order="file".
-    fused = schedule_expression(expression, "Κ", extents=EXTENTS, elem=8, order="file")
+    fused = schedule_expression(
+        expression,
+        "Κ",
+        extents=EXTENTS,
+        elem=8,
+        order="file",
+        never_worse=False,
+        accumulate=False,
+    )
     separate = schedule_expression(
         expression,
         "Κ",
@@ -105,6 +138,8 @@ def test_separate_instances_run_each_tree_in_its_own_nest() -> None:
         elem=8,
         separate_instances=True,
         order="file",
+        never_worse=False,
+        accumulate=False,
     )
     loop = r"sched\.loop over Κ instance (\d+) pass (\d+)"
     assert re.findall(loop, printed(fused)) == [("0", "0")]

@@ -259,7 +259,7 @@ def _post_order(root: Use) -> list[Use]:
 
 
 def test_hadamard_index_stays_on_the_result() -> None:
-    forest = build_forest(parse("Ŝ{i_1;a_1,a_2} * A{i_1;a_1} * B{i_1;a_2}"))
+    forest = build_forest(parse("Â{i_1;a_1,a_2} * A{i_1;a_1} * B{i_1;a_2}"))
     (node,) = _nodes(forest)
     assert node.result == (L("i_1"), L("a_1"), L("a_2"))
     assert node.contracted == ()

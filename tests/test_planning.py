@@ -1,0 +1,105 @@
+"""``axisflow plan``: policies, figures, the screenful and the plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from axisflow.pipeline.memory import Lifetime, peak
+from axisflow.planning import live_curve, main, plan_policy, policies
+from tests.conftest import EXAMPLES
+
+ENERGY = EXAMPLES / "sequant" / "csv_ccsd_energy_df.txt"
+REAL = "i=80,a=896,μ̃=896,Κ=1682"
+
+
+def test_policies_are_none_each_space_and_combinations_in_order() -> None:
+    assert policies(("i", "Κ")) == [(), ("i",), ("Κ",), ("i", "Κ")]
+    assert len(policies(("i", "a", "Κ"))) == 8
+
+
+def test_live_curve_peaks_where_the_sweep_does() -> None:
+    found = [
+        Lifetime("x", "value", 10, 1, 3),
+        Lifetime("y", "value", 5, 2, 5),
+        Lifetime("z", "piece", 7, 4, 4),
+    ]
+    curve = live_curve(found)
+    assert curve == [0, 10, 15, 15, 12, 5]
+    assert max(curve) == peak(found).bytes
+
+
+def test_multiply_adds_of_a_small_product() -> None:
+    # node modes a_1, i_1, i_2: 3 * 4 * 4 multiply-adds
+    plan = plan_policy("f{a_1;i_2} * t{i_2;i_1}", (), extents="i=4,a=3", elem=8)
+    assert plan.flops == 48
+    # the root (a_1, i_1) and the residual it is added into, both 3 * 4 * 8 B
+    assert plan.unbatched_peak == plan.scheduled_peak == 2 * 3 * 4 * 8
+    assert [v.kind for v in plan.dominant] == ["value", "residual"]
+
+
+def test_the_screenful_on_the_energy(capsys: pytest.CaptureFixture[str]) -> None:
+    # file order: the figures of the left-to-right forest
+    status = main(
+        ["plan", str(ENERGY), "--extents", REAL, "--batch", "i,Κ", "--order", "file"]
+    )
+    out = capsys.readouterr().out
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("plan for csv_ccsd_energy_df.txt")
+    table = [line.split()[0] for line in lines[2:6]]
+    assert table == ["none", "i", "Κ", "i,Κ"]
+    assert "110.1 GiB" in lines[2]  # unbatched peak of the energy (file order)
+    best = next(line for line in lines if line.startswith("best: "))
+    assert "below unbatched" in best
+    dominant = lines.index(next(x for x in lines if x.startswith("values dominating")))
+    assert (
+        sum(1 for x in lines[dominant + 1 : dominant + 6] if x.startswith("  @")) >= 1
+    )
+    assert len(lines) <= 25  # a screenful
+
+
+@pytest.mark.parametrize(
+    ("suffix", "magic"), [(".svg", b"<?xml"), (".png", b"\x89PNG")]
+)
+def test_plot_writes_the_file_type_asked_for(
+    tmp_path: Path, suffix: str, magic: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / f"memory{suffix}"
+    status = main(
+        ["plan", str(ENERGY), "--extents", REAL, "--batch", "i", "--plot", str(target)]
+    )
+    assert status == 0
+    assert target.read_bytes().startswith(magic)
+    assert f"plot: {target}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["plan", "no-such.txt"], "no-such.txt: No such file or directory"),
+        (["plan", str(ENERGY), "--batch", "q"], "index space 'q' does not occur"),
+        (["plan", str(ENERGY), "--plot", "x.pdf"], "must end in .svg or .png"),
+        (["plan", str(ENERGY), "--block", "i=0"], "block: expected N or SPACE=N"),
+    ],
+)
+def test_bad_input_is_one_line_and_status_1(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("axisflow plan: error: ") and message in err
+    assert err.count("\n") == 1
+
+
+def test_a_result_expression_names_the_residual_layout() -> None:
+    """``R{...} = ...`` gives the residual's indices in its written order;
+    without it the externals are sorted."""
+    from axisflow.pipeline import schedule_expression
+
+    declared = schedule_expression("R{i_1,a_1;} = t{a_1;i_1}", (), extents="i=2,a=3")
+    plain = schedule_expression("t{a_1;i_1}", (), extents="i=2,a=3")
+    assert declared.residual is not None and plain.residual is not None
+    assert [str(m) for m in declared.residual.modes] == ["i_1", "a_1"]
+    assert [str(m) for m in plain.residual.modes] == ["a_1", "i_1"]
