@@ -55,6 +55,19 @@ def natural(digits: str, what: str, maximum: int | None = None) -> int:
     return value
 
 
+def check_numeral_at(
+    text: str, pos: int, what: str, maximum: int | None = None
+) -> None:
+    """Check the decimal numeral at ``pos`` (after an optional ``-``) before a
+    parser converts it: at most ``MAX_DIGITS`` digits, magnitude at most
+    ``maximum``. Raises ``NumeralError``; nothing there is not an error."""
+    if pos < len(text) and text[pos] == "-":
+        pos += 1
+    end = ascii_digits_end(text, pos)
+    if end > pos:
+        natural(text[pos:end], what, maximum)
+
+
 def _shown(digits: str) -> str:
     """``digits`` for a message: quoted, long numerals cut to 24 characters."""
     if len(digits) <= 24:

@@ -81,6 +81,7 @@ from axisflow.dialects.labels import (
     print_label,
     quote_text,
 )
+from axisflow.numerals import I64_MAX, NumeralError, check_numeral_at
 from axisflow.roles.decision import LoopRole
 from axisflow.roles.index import Index, is_key_char
 
@@ -337,12 +338,25 @@ def _checked_indices(
     return indices
 
 
-def _int_attr(value: int) -> IntegerAttr:
+def _int_attr(value: int, what: str) -> IntegerAttr:
+    """An ``i64`` attribute; a value that does not fit is an error naming
+    ``what`` (xDSL's own says only "out of range for type i64")."""
+    if abs(value) > I64_MAX:
+        raise VerifyException(f"{what} does not fit in i64 (|value| > {I64_MAX})")
     return IntegerAttr(value, i64)
 
 
 def _parse_int(parser: Parser, what: str) -> int:
-    return parser.parse_integer(allow_boolean=False, context_msg=f" for {what}")
+    """An integer that fits the op's ``i64`` property; else a located error."""
+    start = parser.pos
+    try:
+        check_numeral_at(parser.lexer.input.content, start, what, I64_MAX)
+    except NumeralError as error:
+        parser.raise_error(str(error), start, max(start + 1, parser.pos))
+    value = parser.parse_integer(allow_boolean=False, context_msg=f" for {what}")
+    if abs(value) > I64_MAX:  # a hexadecimal literal
+        parser.raise_error(f"{what} {value} exceeds the maximum {I64_MAX}", start)
+    return value
 
 
 # --------------------------------------------------------------------------
@@ -370,8 +384,12 @@ class SpaceOp(IRDLOperation):
         super().__init__(
             properties={
                 "key": IndexAttr(key),
-                "extent": None if extent is None else _int_attr(extent),
-                "elem": None if elem is None else _int_attr(elem),
+                "extent": None
+                if extent is None
+                else _int_attr(extent, f"batch.space {key}: extent"),
+                "elem": None
+                if elem is None
+                else _int_attr(elem, f"batch.space {key}: elem"),
             }
         )
 
@@ -405,9 +423,9 @@ class SpaceOp(IRDLOperation):
         key = parse_key(parser)
         extent = elem = None
         if parser.parse_optional_keyword("extent"):
-            extent = _parse_int(parser, "extent")
+            extent = _parse_int(parser, "batch.space extent")
         if parser.parse_optional_keyword("elem"):
-            elem = _parse_int(parser, "elem")
+            elem = _parse_int(parser, "batch.space elem")
         op = cls(key, extent, elem)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
@@ -631,8 +649,13 @@ class TreeOp(IRDLOperation):
         super().__init__(
             properties={
                 "sym_name": StringAttr(sym_name),
-                "coeff_num": _int_attr(coeff.numerator),
-                "coeff_den": _int_attr(coeff.denominator),
+                "coeff_num": _int_attr(
+                    coeff.numerator, f"batch.tree @{sym_name}: coefficient numerator"
+                ),
+                "coeff_den": _int_attr(
+                    coeff.denominator,
+                    f"batch.tree @{sym_name}: coefficient denominator",
+                ),
             },
             regions=[Region(Block()) if body is None else body],
         )
@@ -666,11 +689,11 @@ class TreeOp(IRDLOperation):
         coeff = Fraction(1)
         if parser.parse_optional_keyword("coeff"):
             negative = parser.parse_optional_punctuation("-") is not None
-            numerator = _parse_int(parser, "coefficient")
+            numerator = _parse_int(parser, "batch.tree coefficient")
             denominator = 1
             if parser.parse_optional_punctuation("/"):
                 at = parser.pos
-                denominator = _parse_int(parser, "coefficient denominator")
+                denominator = _parse_int(parser, "batch.tree coefficient denominator")
                 if denominator <= 0:
                     parser.raise_error(
                         "coefficient denominator must be positive", at, parser.pos
@@ -719,7 +742,7 @@ class LoopOp(IRDLOperation):
         super().__init__(
             properties={
                 "index": index if isinstance(index, IndexAttr) else IndexAttr(index),
-                "slot": None if slot is None else _int_attr(slot),
+                "slot": None if slot is None else _int_attr(slot, "batch.loop slot"),
             },
             regions=[Region(Block()) if body is None else body],
         )
@@ -760,7 +783,7 @@ class LoopOp(IRDLOperation):
         index = parse_index(parser)
         slot = None
         if parser.parse_optional_keyword("slot"):
-            slot = _parse_int(parser, "slot")
+            slot = _parse_int(parser, "batch.loop slot")
         body = _parse_optional_body(parser)
         if not body.blocks:
             body.add_block(Block())

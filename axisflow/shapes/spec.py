@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from axisflow.numerals import NumeralError, ascii_digits_end, is_ascii_digit, natural
 from axisflow.shapes.errors import SpecError
 from axisflow.shapes.terms import Kind, Size
 
@@ -200,7 +201,10 @@ def _parse_shape_row(spec: str, start: int, end: int) -> RowSpec:
                 f"got {item!r}",
                 _SHAPE_SPEC,
             )
-        n = int(match.group(1))
+        try:
+            n = natural(match.group(1), "a size")
+        except NumeralError as error:
+            raise SpecError(spec, pos, str(error), _SHAPE_SPEC) from None
         if n < 1:
             raise SpecError(spec, pos, f"a size must be positive, got {n}", _SHAPE_SPEC)
         basis = match.group(2)
@@ -238,7 +242,10 @@ def _label_item(spec: str, pos: int, token: str, comma_mode: bool) -> LabelItem:
     if token == "_":
         return Placeholder()
     if token.isdigit():
-        return FixedIndex(int(token))
+        try:
+            return FixedIndex(natural(token, "a fixed index"))
+        except NumeralError as error:
+            raise SpecError(spec, pos, str(error), _EINSUM_SPEC) from None
     if (comma_mode and _NAME_RE.match(token)) or (
         not comma_mode and len(token) == 1 and token.isalpha()
     ):
@@ -271,10 +278,8 @@ def _label_tokens(
                 raise SpecError(spec, pos, "expected '...' or '..name..'", _EINSUM_SPEC)
             tokens.append((pos, match.group(0)))
             pos = match.end()
-        elif char.isdigit():
-            digits_end = pos
-            while digits_end < end and spec[digits_end].isdigit():
-                digits_end += 1
+        elif is_ascii_digit(char):
+            digits_end = ascii_digits_end(spec, pos, end)
             tokens.append((pos, spec[pos:digits_end]))
             pos = digits_end
         else:
