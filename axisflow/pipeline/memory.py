@@ -24,6 +24,7 @@ the same accounting on the schedule with no loops, values in tree order.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -349,12 +350,16 @@ def format_bytes(size: int) -> str:
     """``1536`` -> ``"1.5 KiB"``; exact below 1 KiB."""
     if size < 1024:
         return f"{size} B"
-    value = float(size)
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-        value /= 1024
-        if value < 1024 or unit == "PiB":
-            return f"{value:.4g} {unit}"
-    raise AssertionError("unreachable")
+    for power, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB"), start=1):
+        if size < 1024 ** (power + 1) or unit == "PiB":
+            break
+    # Exact integer division, no float(size): sizes beyond 1.8e308 B exist
+    # (18 modes at extent 1e18) and their PiB count may overflow a float too.
+    if size.bit_length() - 50 < 1000:
+        return f"{size / 1024**power:.4g} {unit}"
+    exponent_10 = math.log10(size) - 50 * math.log10(2)
+    whole = math.floor(exponent_10)
+    return f"{10 ** (exponent_10 - whole):.4g}e+{whole} {unit}"
 
 
 def memory_report(
