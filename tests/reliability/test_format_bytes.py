@@ -19,6 +19,7 @@ from axisflow.pipeline.memory import format_bytes
         (2**5000, "1.255e+1490 PiB"),
         (10**10000, "8.882e+9984 PiB"),
     ],
+    ids=lambda value: value if isinstance(value, str) else None,
 )
 def test_format_bytes_never_overflows(size: int, shown: str) -> None:
     assert format_bytes(size) == shown
