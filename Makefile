@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.axisflow-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench clean
+.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench fuzz clean
 
 venv: $(STAMP)
 
@@ -57,6 +57,12 @@ lit: $(STAMP)
 	$(BIN)/lit -sv tests/filecheck
 
 test: lint typecheck unit lit
+
+# A longer fuzz campaign than the one in `make test` (docs/reliability.md):
+# FUZZ_ARGS="--per-input 300 --seed 7" for more.
+FUZZ_ARGS ?= --per-input 120
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.reliability.fuzzing $(FUZZ_ARGS)
 
 bench: $(STAMP)
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done

@@ -535,8 +535,9 @@ class ValueOp(IRDLOperation):
         for index in result:
             if index not in available:
                 raise VerifyException(f"{name}: result index {index} is on no factor")
-        for index in available - on_both:
-            if index not in result:
+        # In the factors' order: a set's order would change with PYTHONHASHSEED.
+        for index in (*left, *right):
+            if index not in on_both and index not in result:
                 raise VerifyException(
                     f"{name}: index {index} is on one factor only and not in the "
                     "result (an index is either kept or contracted between the two "
