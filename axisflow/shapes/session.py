@@ -900,6 +900,11 @@ class Session:
         """
         self._check_text("einsum", "name", name)
         self._check_text(f"einsum '{name}'", "spec", spec)
+        if isinstance(capture_dims, str) or not isinstance(capture_dims, Sequence):
+            raise TypeError(
+                f"einsum '{name}': capture_dims must be a sequence of dim_ref()s, "
+                f"got {capture_dims!r}"
+            )
         parsed = parse_einsum_spec(spec)
         if len(parsed.operands) != len(operands):
             self._fail_input(
@@ -1021,6 +1026,8 @@ class Session:
         A :class:`~axisflow.shapes.constraints.DeferredCount` is resolved at
         closing (e.g. a count that depends on the precision).
         """
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"total_elems: tensor must be a Tensor, got {tensor!r}")
         self._check_operands("total_elems", tensor.name, (tensor,))
         if not isinstance(count, DeferredCount) and (
             isinstance(count, bool) or not isinstance(count, int) or count < 1
