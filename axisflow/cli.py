@@ -194,7 +194,7 @@ class AxisflowOptMain(xDSLOptMain):
         word = re.compile(r"[^\s(]+").match(self.source.content, start)
         end = word.end() if word is not None else start + 1
         span = Span(start, end, self.source, self.line_offset)
-        return span.print_with_context(str(error)).rstrip("\n")
+        return span.print_with_context(str(error))
 
 
 def _output_mode(target: str) -> int:
@@ -233,7 +233,7 @@ def _diagnostics_without_dump(enabled: bool) -> Iterator[None]:
 
 
 def _report(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {message.rstrip()}", file=sys.stderr)
     return 1
 
 

@@ -2,8 +2,8 @@
 
 Each bundled input (``examples/``) is mutated (truncation, line deletion and
 duplication, token swaps, character flips, huge and odd numbers, malformed
-labels, Unicode junk and invalid UTF-8, deep nesting, long lines and unclosed
-strings) and run in process through ``axisflow-opt`` (``axisflow.cli.main``)
+labels, Unicode junk and invalid UTF-8, deep nesting, long lines, unclosed
+strings and long products) and run in process through ``axisflow-opt`` (``axisflow.cli.main``)
 with the entry point it belongs to: ``classify-axes``, ``schedule-batches``,
 the SeQuant frontend, ``close-shapes`` and ``generalize-shapes``.
 
@@ -224,6 +224,18 @@ def long_line(rng: random.Random, text: str) -> str:
     return "\n".join(lines)
 
 
+def long_product(rng: random.Random, text: str) -> str:
+    """A line replaced by one product of 199 to 400 factors.
+
+    199 is where the SeQuant printer used to recurse too deep; much longer
+    products are slow in the batch verifier (docs/reliability.md, limits)."""
+    lines = _lines(text)
+    factors = rng.choice((199, 400))
+    product = " * ".join(f"t{{i_{n};i_{n + 1}}}" for n in range(1, factors + 1))
+    lines[rng.randrange(len(lines))] = product
+    return "\n".join(lines)
+
+
 TEXT_MUTATIONS: tuple[Callable[[random.Random, str], str], ...] = (
     truncate,
     delete_line,
@@ -235,6 +247,7 @@ TEXT_MUTATIONS: tuple[Callable[[random.Random, str], str], ...] = (
     unicode_junk,
     deep_nesting,
     long_line,
+    long_product,
 )
 
 
@@ -319,6 +332,58 @@ def campaign(
                     yield Run(entry.name, source, mutation, outcome, seconds, detail)
 
 
+# -- the Python readers, called directly --------------------------------
+
+
+def _api_readers() -> tuple[tuple[str, Callable[[str], object], type[Exception]], ...]:
+    """Text readers of the Python API and the one error type each documents."""
+    from axisflow.roles.index import Index
+    from axisflow.sequant.syntax import SequantError, deparse, parse
+    from axisflow.shapes.errors import SpecError
+    from axisflow.shapes.spec import parse_einsum_spec, parse_shape_spec
+
+    return (
+        ("Index.parse", Index.parse, ValueError),
+        ("sequant.syntax.parse", lambda text: deparse(parse(text)), SequantError),
+        ("parse_shape_spec", parse_shape_spec, SpecError),
+        ("parse_einsum_spec", parse_einsum_spec, SpecError),
+    )
+
+
+API_SEEDS = {
+    "Index.parse": ("a_1<i_1,i_2>", "μ̃_1152", "i↑_1", "Κ_2<i_1<a_1>>"),
+    "sequant.syntax.parse": (
+        "g{a_1,a_2;i_1,i_2}:A * t{i_1,i_2;a_1,a_2}:A",
+        "1/2 Ŝ{a_1;i_1} * f{i_1;a_1} - 2.5e-1 x{a_1<i_1>;i_1}",
+    ),
+    "parse_shape_spec": ("8|3,5->4", "...->64", "1000|->784", "2@b,...|->3"),
+    "parse_einsum_spec": ("ij;jk=>ik", "...a,b..;b=>a", "i,j;j,k=>i,k", "a2;2b=>ab"),
+}
+
+
+def api_campaign(count: int, seed: int) -> Iterator[Run]:
+    """Mutated texts through the Python readers: success or their own error."""
+    rng = random.Random(seed)
+    for name, reader, documented in _api_readers():
+        for k in range(count):
+            text = API_SEEDS[name][k % len(API_SEEDS[name])]
+            mutation = rng.choice(TEXT_MUTATIONS)
+            mutated = mutation(rng, text)
+            start = time.perf_counter()
+            try:
+                reader(mutated)
+                outcome, detail = "success", ""
+            except documented as error:
+                outcome, detail = "clean error", str(error)[:300]
+            except MemoryError:
+                outcome, detail = "memory", "MemoryError"
+            except Exception as error:
+                outcome = "traceback"
+                detail = f"{type(error).__name__}: {error} on {mutated[:200]!r}"
+            seconds = time.perf_counter() - start
+            yield Run(name, text, mutation.__name__, outcome, seconds, detail)
+
+
 def table(runs: list[Run]) -> str:
     """Markdown table: inputs per entry point and their outcomes."""
     by_entry: dict[str, Counter[str]] = {}
@@ -348,6 +413,7 @@ def main_campaign(argv: list[str] | None = None) -> int:
     runs = list(
         campaign(lambda _e, _s: options.per_input, options.seed, options.time_limit)
     )
+    runs += api_campaign(options.per_input * 5, options.seed)
     elapsed = time.perf_counter() - start
     print(table(runs))
     slowest = max(runs, key=lambda run: run.seconds)

@@ -19,6 +19,7 @@ from .fuzzing import (
     OUTCOMES,
     TEXT_MUTATIONS,
     EntryPoint,
+    api_campaign,
     campaign,
     mutate,
     run_once,
@@ -47,6 +48,15 @@ def test_every_outcome_is_success_or_a_clean_diagnostic() -> None:
     assert failures == [], table(runs)
     # The campaign reaches every entry point, and both outcomes occur.
     assert {run.entry for run in runs} == {entry.name for entry in ENTRY_POINTS}
+    assert {run.outcome for run in runs} == set(OUTCOMES[:2])
+
+
+def test_python_readers_raise_only_their_documented_error() -> None:
+    runs = list(api_campaign(150, SEED))
+    failures = [
+        f"{run.entry}: {run.detail}" for run in runs if run.outcome not in OUTCOMES[:2]
+    ]
+    assert failures == []
     assert {run.outcome for run in runs} == set(OUTCOMES[:2])
 
 
