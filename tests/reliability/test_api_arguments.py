@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from axisflow import Index
+from axisflow import Index, Occurrence, classify_axis
 from axisflow.shapes.session import Session
 
 
@@ -25,10 +25,49 @@ def _session_call(method: str, *args: Any, **kwargs: Any) -> Callable[[], object
 
 
 UNTYPED_INDEX: Any = Index
+UNTYPED_CLASSIFY: Any = classify_axis
+UNTYPED_OCCURRENCE: Any = Occurrence
+I_1, I = Index.parse("i_1"), Index.parse("i")
 
 MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("Index.parse(None)", lambda: UNTYPED_INDEX.parse(None), TypeError, "text must"),
     ("Index('i', 1.5)", lambda: UNTYPED_INDEX("i", 1.5), TypeError, "ordinal must"),
+    (
+        "classify_axis(carried=['i_1'])",
+        lambda: UNTYPED_CLASSIFY(["i_1"], [], I, []),
+        TypeError,
+        "carried must hold Index objects (Index.parse('i_1')), got 'i_1'",
+    ),
+    (
+        "classify_axis(carried='i_1')",
+        lambda: UNTYPED_CLASSIFY("i_1", [], I, []),
+        TypeError,
+        "carried must be a sequence of Index, got str",
+    ),
+    (
+        "classify_axis(axis='i')",
+        lambda: UNTYPED_CLASSIFY([I_1], [], "i", []),
+        TypeError,
+        "axis must be an Index (Index.parse('i')), got str",
+    ),
+    (
+        "classify_axis(occurrences='x')",
+        lambda: UNTYPED_CLASSIFY([I_1], [], I, "x"),
+        TypeError,
+        "occurrences must be a sequence of Occurrence, got str",
+    ),
+    (
+        "classify_axis(enclosing_slot=3)",
+        lambda: UNTYPED_CLASSIFY([I_1], [], I, [], enclosing_slot=3),
+        TypeError,
+        "enclosing_slot must be a function",
+    ),
+    (
+        "Occurrence(['i_1'], [])",
+        lambda: UNTYPED_OCCURRENCE(["i_1"], []),
+        TypeError,
+        "Occurrence carried must be Index objects, got ('i_1',)",
+    ),
     (
         "Session.total_elems(None, 12)",
         _session_call("total_elems", None, 12),
