@@ -27,20 +27,20 @@ def _session_call(method: str, *args: Any, **kwargs: Any) -> Callable[[], object
 UNTYPED_INDEX: Any = Index
 UNTYPED_CLASSIFY: Any = classify_axis
 UNTYPED_OCCURRENCE: Any = Occurrence
-I_1, I = Index.parse("i_1"), Index.parse("i")
+I_1, SPACE_I = Index.parse("i_1"), Index.parse("i")
 
 MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("Index.parse(None)", lambda: UNTYPED_INDEX.parse(None), TypeError, "text must"),
     ("Index('i', 1.5)", lambda: UNTYPED_INDEX("i", 1.5), TypeError, "ordinal must"),
     (
         "classify_axis(carried=['i_1'])",
-        lambda: UNTYPED_CLASSIFY(["i_1"], [], I, []),
+        lambda: UNTYPED_CLASSIFY(["i_1"], [], SPACE_I, []),
         TypeError,
         "carried must hold Index objects (Index.parse('i_1')), got 'i_1'",
     ),
     (
         "classify_axis(carried='i_1')",
-        lambda: UNTYPED_CLASSIFY("i_1", [], I, []),
+        lambda: UNTYPED_CLASSIFY("i_1", [], SPACE_I, []),
         TypeError,
         "carried must be a sequence of Index, got str",
     ),
@@ -52,13 +52,13 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ),
     (
         "classify_axis(occurrences='x')",
-        lambda: UNTYPED_CLASSIFY([I_1], [], I, "x"),
+        lambda: UNTYPED_CLASSIFY([I_1], [], SPACE_I, "x"),
         TypeError,
         "occurrences must be a sequence of Occurrence, got str",
     ),
     (
         "classify_axis(enclosing_slot=3)",
-        lambda: UNTYPED_CLASSIFY([I_1], [], I, [], enclosing_slot=3),
+        lambda: UNTYPED_CLASSIFY([I_1], [], SPACE_I, [], enclosing_slot=3),
         TypeError,
         "enclosing_slot must be a function",
     ),
