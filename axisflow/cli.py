@@ -11,9 +11,10 @@ error, exiting with status 1:
   op, or its nearest ancestor that came from the input), as parse errors do;
 - MLIR input is checked in one linear scan before xDSL lexes it: invalid
   UTF-8, a string literal that is never closed (xDSL's string regex takes
-  exponential time on one, see ``docs/reliability.md``) and brackets nested
+  exponential time on one, see ``docs/reliability.md``), brackets nested
   deeper than ``MAX_NESTING`` (xDSL's parser and printer recurse once per
-  level) are refused with their position;
+  level) and digits such as ``²`` (which xDSL lexes as a number it cannot
+  read) are refused with their position;
 - ``-o FILE`` is written to a temporary file next to ``FILE`` and moved into
   place only when every input chunk succeeded, so a failure never leaves an
   empty or half-written file.
@@ -53,8 +54,10 @@ _STACK_BYTES = 512 * 1024 * 1024
 # One string literal exactly as xDSL's lexer accepts it, but with single-char
 # alternatives and a possessive repetition, so a failed match is linear.
 _STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
-# What the scan stops at outside strings: a comment, a string, a bracket.
-_INTERESTING = re.compile(r'//[^\n]*|["{}()\[\]<>]')
+# What the scan stops at outside strings: a comment, a string, a bracket, a
+# non-ASCII character (xDSL lexes a digit such as '²' as a number and then
+# fails in int() without a position).
+_INTERESTING = re.compile(r'//[^\n]*|["{}()\[\]<>]|[^\x00-\x7f]')
 _CLOSERS = {"}": "{", ")": "(", "]": "["}
 
 _FAILING_OP = "_axisflow_failing_op"
@@ -65,7 +68,8 @@ def check_mlir_text(data: bytes, name: str) -> str:
 
     Returns the text. Raises ``ParseError`` located at the first invalid
     UTF-8 byte, at the opening quote of a string literal that is never
-    closed, or at the first bracket nested deeper than ``MAX_NESTING``.
+    closed, at the first bracket nested deeper than ``MAX_NESTING``, or at a
+    non-ASCII digit outside strings and comments.
     One linear pass over the text.
     """
     try:
@@ -93,6 +97,12 @@ def check_mlir_text(data: bytes, name: str) -> str:
                     "string literal not closed on this line",
                 )
             position = literal.end()
+        elif not token.isascii():
+            if token.isdigit():
+                raise ParseError(
+                    Span(start, start + 1, source),
+                    f"{token!r} is not a digit here: numbers are ASCII digits 0-9",
+                )
         elif token in "{([<":
             openers.append(token)
             if len(openers) > MAX_NESTING:

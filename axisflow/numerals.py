@@ -63,7 +63,9 @@ def check_numeral_at(
     ``maximum``. Raises ``NumeralError``; nothing there is not an error."""
     if pos < len(text) and text[pos] == "-":
         pos += 1
-    end = ascii_digits_end(text, pos)
+    end = pos
+    while end < len(text) and text[end].isdigit():  # '²' too: refused below
+        end += 1
     if end > pos:
         natural(text[pos:end], what, maximum)
 

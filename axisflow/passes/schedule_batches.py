@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from axisflow.numerals import I64_MAX
 from axisflow.pipeline.scheduler import DEFAULT_MAX_ROUNDS
 
 REPORT_FORMATS = ("none", "table", "json")
@@ -47,6 +48,10 @@ class ScheduleBatchesPass(ModulePass):
             raise PassFailedException(
                 f"schedule-batches: report must be one of {', '.join(REPORT_FORMATS)}, "
                 f"got {self.report!r}"
+            )
+        if self.block > I64_MAX:  # sched.loop stores it as an i64
+            raise PassFailedException(
+                f"schedule-batches: block must be at most {I64_MAX}, got {self.block}"
             )
         try:
             # xdsl-opt verifies the module after parsing and after each pass.

@@ -46,6 +46,8 @@ class EntryPoint:
     inputs: tuple[str, ...]
     args: tuple[str, ...]
     suffix: str = ".mlir"
+    odd_args: tuple[tuple[str, ...], ...] = ()
+    """Misused options, each tried on some inputs instead of ``args``."""
 
 
 BATCH_INPUTS = (
@@ -61,12 +63,29 @@ SEQUANT_INPUTS = (
     "sequant/csv_ccsd_singles_residual_df.txt",
     "sequant/csv_ccsd_doubles_residual_df.txt",
 )
+SEQUANT_PASSES = ("-p", "classify-axes,schedule-batches{report=json}")
 ENTRY_POINTS = (
-    EntryPoint("classify-axes", BATCH_INPUTS, ("-p", "classify-axes{explain=true}")),
+    EntryPoint(
+        "classify-axes",
+        BATCH_INPUTS,
+        ("-p", "classify-axes{explain=true}"),
+        odd_args=(("-p", "classify-axes{explain=maybe}"), ("-p", "classify-axes{")),
+    ),
     EntryPoint(
         "schedule-batches",
         BATCH_INPUTS,
         ("-p", "classify-axes,schedule-batches{report=table}"),
+        odd_args=tuple(
+            ("-p", f"classify-axes,schedule-batches{{{option}}}")
+            for option in (
+                "block=0",
+                "block=-3",
+                f"block={2**64}",
+                "max-rounds=0",
+                "report=bogus",
+                "block=²",
+            )
+        ),
     ),
     EntryPoint(
         "sequant frontend",
@@ -74,10 +93,21 @@ ENTRY_POINTS = (
         (
             "-f",
             'sequant{batch=i,"Κ" extents="i=8,a=16,μ̃=16,Κ=20" elem=8}',
-            "-p",
-            "classify-axes,schedule-batches{report=json}",
+            *SEQUANT_PASSES,
         ),
         ".txt",
+        odd_args=tuple(
+            ("-f", f"sequant{{{option}}}", *SEQUANT_PASSES)
+            for option in (
+                'batch=i extents="i=0"',
+                'batch=i extents="i"',
+                "batch=i elem=0",
+                "batch=i separate-instances=no",
+                "batch=nosuchkey",
+                'batch=""',
+                "forest=",
+            )
+        ),
     ),
     EntryPoint("close-shapes", ("shapes/mlp.mlir",), ("-p", "close-shapes")),
     EntryPoint(
@@ -265,6 +295,21 @@ def mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
 
 # -- running --------------------------------------------------------------
 
+LEAKED_INTERNALS = (
+    "invalid literal for int()",
+    "set_int_max_str_digits",
+    "object has no attribute",
+    "NoneType",
+    "not subscriptable",
+    "unhashable type",
+    "maximum recursion depth",
+    "codec can't decode",
+    "out of range for type i64",
+    "KeyError",
+)
+"""Python's own wording: a message containing one is an internal error that
+escaped as the diagnostic, not a diagnostic written for the input."""
+
 
 @dataclass(frozen=True)
 class Run:
@@ -306,6 +351,9 @@ def run_once(args: list[str], time_limit: float) -> tuple[str, float, str]:
     if outcome == 0:
         return "success", seconds, ""
     if outcome == 1 and message.startswith("error: ") and "Traceback" not in message:
+        leaked = [phrase for phrase in LEAKED_INTERNALS if phrase in message]
+        if leaked:  # an internal error surfaced as the message, unlocated
+            return "traceback", seconds, f"leaked {leaked[0]!r}: {message[:300]}"
         return "clean error", seconds, message
     return "traceback", seconds, f"status {outcome}: {message[:300]}"
 
@@ -324,8 +372,12 @@ def campaign(
                 for k in range(mutations_per_input(entry, source)):
                     mutation, mutated = mutate(rng, data)
                     path = Path(scratch) / f"input{entry.suffix}"
+                    options = entry.args
+                    if entry.odd_args and rng.random() < 0.15:
+                        options = rng.choice(entry.odd_args)
+                        mutation, mutated = "misused option", data
                     path.write_bytes(mutated)
-                    args = [*entry.args, str(path)]
+                    args = [*options, str(path)]
                     if k % 4 == 0:  # the atomic -o path as well
                         args += ["-o", str(Path(scratch) / "out.mlir")]
                     outcome, seconds, detail = run_once(args, time_limit)

@@ -56,7 +56,12 @@ def test_natural_names_what_and_the_limit(digits: str, message: str) -> None:
         (
             'batch.forest {\n batch.value @A [i_²] leaf "A"\n}\n',
             "2:20",
-            "expected an ordinal (digits) after '_'",
+            "'²' is not a digit here: numbers are ASCII digits 0-9",
+        ),
+        (
+            "batch.forest {\n batch.space a extent ²\n}\n",
+            "2:23",
+            "'²' is not a digit here: numbers are ASCII digits 0-9",
         ),
         (f'%w = tprog.param "{HUGE}"\n', "1:1", "more than the limit of 4300"),
         ('%w = tprog.param "٣"\n', "1:1", "a size must be ASCII digits 0-9"),
