@@ -350,9 +350,11 @@ def format_bytes(size: int) -> str:
     """``1536`` -> ``"1.5 KiB"``; exact below 1 KiB."""
     if size < 1024:
         return f"{size} B"
-    for power, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB"), start=1):
-        if size < 1024 ** (power + 1) or unit == "PiB":
-            break
+    units = ("KiB", "MiB", "GiB", "TiB", "PiB")
+    power = next(
+        (p for p in range(1, len(units)) if size < 1024 ** (p + 1)), len(units)
+    )
+    unit = units[power - 1]
     # Exact integer division, no float(size): sizes beyond 1.8e308 B exist
     # (18 modes at extent 1e18) and their PiB count may overflow a float too.
     if size.bit_length() - 50 < 1000:
