@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from axisflow.numerals import I64_MAX
 from axisflow.sequant.forest import (
     BatchPolicy,
     ContractionValue,
@@ -53,6 +54,55 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
 
+def _check_count(parameter: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{parameter} must be a positive int, got {value!r} ({type(value).__name__})"
+        )
+    if not 0 < value <= I64_MAX:
+        raise ValueError(f"{parameter} must be between 1 and {I64_MAX}, got {value}")
+
+
+def check_options(
+    expression: object,
+    batch: object = (),
+    extents: object = None,
+    elem: object = None,
+    separate_instances: object = False,
+    name: object = "sequant",
+) -> None:
+    """The boundary check of ``to_module``: a ``TypeError`` or ``ValueError``
+    naming the parameter and what it expected."""
+    if not isinstance(expression, Expression):
+        hint = " (parse it first: axisflow.sequant.parse(text))"
+        raise TypeError(
+            f"expression must be a parsed Expression{hint if isinstance(expression, str) else ''}, "
+            f"got {type(expression).__name__}"
+        )
+    if not isinstance(batch, str) and not (
+        isinstance(batch, Iterable) and all(isinstance(key, str) for key in batch)
+    ):
+        raise TypeError(f"batch must be a str or an iterable of str, got {batch!r}")
+    if isinstance(extents, Mapping):
+        for key, extent in extents.items():
+            if not isinstance(key, str):
+                raise TypeError(f"extents keys must be space keys (str), got {key!r}")
+            _check_count(f"extents[{key!r}]", extent)
+    elif extents is not None and not isinstance(extents, str):
+        raise TypeError(
+            'extents must be a mapping, a string such as "i=80,a=896" or None, '
+            f"got {type(extents).__name__}"
+        )
+    if elem is not None:
+        _check_count("elem", elem)
+    if not isinstance(separate_instances, bool):
+        raise TypeError(
+            f"separate_instances must be True or False, got {separate_instances!r}"
+        )
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+
+
 def to_module(
     expression: Expression,
     batch: str | Iterable[str] = (),
@@ -74,6 +124,9 @@ def to_module(
     """
     from axisflow.sequant.emit import forest_module
 
+    if isinstance(batch, Iterable) and not isinstance(batch, str):
+        batch = tuple(batch)  # a generator is read once, by the check and after
+    check_options(expression, batch, extents, elem, separate_instances, name)
     policy = BatchPolicy.make(batch, extents, elem, separate_instances)
     return forest_module(build_forest(expression, policy, name))
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from axisflow import Index, Occurrence, classify_axis
+from axisflow.sequant import parse, to_module
 from axisflow.shapes.session import Session
 
 
@@ -28,6 +29,19 @@ UNTYPED_INDEX: Any = Index
 UNTYPED_CLASSIFY: Any = classify_axis
 UNTYPED_OCCURRENCE: Any = Occurrence
 I_1, SPACE_I = Index.parse("i_1"), Index.parse("i")
+
+ENERGY = "2 f{a_1;i_1} * t{i_1;a_1}"
+UNTYPED_TO_MODULE: Any = to_module
+
+
+def _to_module(**options: Any) -> Callable[[], object]:
+    def call() -> object:
+        arguments: dict[str, Any] = {"expression": parse(ENERGY), "batch": "i"}
+        arguments.update(options)
+        return UNTYPED_TO_MODULE(**arguments)
+
+    return call
+
 
 MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("Index.parse(None)", lambda: UNTYPED_INDEX.parse(None), TypeError, "text must"),
@@ -69,6 +83,49 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         "Occurrence carried must be Index objects, got ('i_1',)",
     ),
     (
+        "sequant.to_module(text)",
+        _to_module(expression=ENERGY),
+        TypeError,
+        "expression must be a parsed Expression (parse it first: "
+        "axisflow.sequant.parse(text)), got str",
+    ),
+    (
+        "to_module(extents={'i': 2.5})",
+        _to_module(extents={"i": 2.5}),
+        TypeError,
+        "extents['i'] must be a positive int, got 2.5 (float)",
+    ),
+    (
+        "to_module(extents={'i': True})",
+        _to_module(extents={"i": True}),
+        TypeError,
+        "extents['i'] must be a positive int, got True (bool)",
+    ),
+    (
+        "to_module(extents={'i': 0})",
+        _to_module(extents={"i": 0}),
+        ValueError,
+        "extents['i'] must be between 1 and 9223372036854775807, got 0",
+    ),
+    (
+        "to_module(separate_instances='no')",
+        _to_module(separate_instances="no"),
+        TypeError,
+        "separate_instances must be True or False, got 'no'",
+    ),
+    (
+        "to_module(elem=1.0)",
+        _to_module(elem=1.0),
+        TypeError,
+        "elem must be a positive int, got 1.0 (float)",
+    ),
+    (
+        "to_module(batch=[1])",
+        _to_module(batch=[1]),
+        TypeError,
+        "batch must be a str or an iterable of str, got (1,)",
+    ),
+    (
         "Session.total_elems(None, 12)",
         _session_call("total_elems", None, 12),
         TypeError,
@@ -95,3 +152,8 @@ def test_misuse_is_refused_at_the_boundary(
 ) -> None:
     with pytest.raises(error, match=re.escape(message)):
         call()
+
+
+def test_to_module_reads_a_batch_generator_once() -> None:
+    module = to_module(parse(ENERGY), (key for key in ["i"]))
+    assert "batch.loop i_1" in str(module)
