@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+from axisflow.dialects.batch_model import forest_model
+from axisflow.forest.builder import ForestBuilder, use
+from axisflow.forest.model import Forest
 from axisflow.passes.classify_axes import classify_forest
-from axisflow.pipeline.ir import forest_model
 from axisflow.pipeline.memory import (
     DEFAULT_ELEM,
     DEFAULT_EXTENT,
@@ -16,7 +18,6 @@ from axisflow.pipeline.memory import (
     peak,
     unbatched_schedule,
 )
-from axisflow.pipeline.model import Forest, ForestBuilder, use
 from axisflow.pipeline.scheduler import schedule_forest
 from tests.conftest import example, only_forest
 
