@@ -58,6 +58,7 @@ from axisflow.forest.frames import (
     proto_modes,
 )
 from axisflow.forest.model import Factor, Forest, Loop, Site, Space, Tree, Value
+from axisflow.numerals import I64_MAX, NumeralError, natural
 from axisflow.roles.index import Index
 from axisflow.sequant.syntax import Expression, SequantError, Tensor, Term
 
@@ -171,11 +172,16 @@ def parse_extents(text: str) -> dict[str, int]:
             continue
         key, equals, number = item.partition("=")
         key, number = key.strip(), number.strip()
-        if not equals or not key or not number.isdigit():
+        if not equals or not key or not number:
             raise PolicyError(
                 f"malformed extent {item.strip()!r}: expected KEY=POSITIVE_INTEGER"
             )
-        extents[key] = int(number)
+        try:
+            extents[key] = natural(number, f"extent of {key}", I64_MAX)
+        except NumeralError as error:
+            raise PolicyError(
+                f"malformed extent {item.strip()[:40]!r}: {error}"
+            ) from None
     return extents
 
 

@@ -99,7 +99,10 @@ ENTRY_POINTS = (
         odd_args=tuple(
             ("-f", f"sequant{{{option}}}", *SEQUANT_PASSES)
             for option in (
+                'batch=i extents="i=²"',
                 'batch=i extents="i=0"',
+                f'batch=i extents="i={"9" * 4400}"',
+                f'batch=i extents="i={2**64}"',
                 'batch=i extents="i"',
                 "batch=i elem=0",
                 "batch=i separate-instances=no",
