@@ -70,6 +70,19 @@ def check_numeral_at(
         natural(text[pos:end], what, maximum)
 
 
+def check_count(parameter: str, value: object, maximum: int = I64_MAX) -> None:
+    """A Python API argument that must be a positive int (``bool`` is not):
+    ``TypeError`` or ``ValueError`` naming ``parameter`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{parameter} must be a positive int, got {value!r} ({type(value).__name__})"
+        )
+    if value < 1:
+        raise ValueError(f"{parameter} must be positive, got {value}")
+    if value > maximum:
+        raise ValueError(f"{parameter} must be at most {maximum}, got {value}")
+
+
 def _shown(digits: str) -> str:
     """``digits`` for a message: quoted, long numerals cut to 24 characters."""
     if len(digits) <= 24:

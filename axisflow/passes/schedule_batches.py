@@ -22,7 +22,6 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from axisflow.numerals import I64_MAX
 from axisflow.pipeline.scheduler import DEFAULT_MAX_ROUNDS
 
 REPORT_FORMATS = ("none", "table", "json")
@@ -49,10 +48,6 @@ class ScheduleBatchesPass(ModulePass):
                 f"schedule-batches: report must be one of {', '.join(REPORT_FORMATS)}, "
                 f"got {self.report!r}"
             )
-        if self.block > I64_MAX:  # sched.loop stores it as an i64
-            raise PassFailedException(
-                f"schedule-batches: block must be at most {I64_MAX}, got {self.block}"
-            )
         try:
             # xdsl-opt verifies the module after parsing and after each pass.
             result = schedule_module(
@@ -62,7 +57,7 @@ class ScheduleBatchesPass(ModulePass):
                 classify=False,
                 verify=False,
             )
-        except PipelineError as error:
+        except (PipelineError, TypeError, ValueError) as error:  # options too
             raise PassFailedException(f"schedule-batches: {error}") from None
         if self.report == "table":
             print(result.tables(), end="")

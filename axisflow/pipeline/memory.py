@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from axisflow.forest.model import Forest, Value, topological_order
+from axisflow.numerals import check_count
 from axisflow.pipeline.schedule import (
     Bind,
     Buffer,
@@ -50,6 +51,12 @@ class Sizing:
     """Extents, element sizes and byte sizes of one forest's values."""
 
     def __init__(self, forest: Forest, extents: Mapping[str, int] | None = None):
+        if extents is not None and not isinstance(extents, Mapping):
+            raise TypeError(
+                f"extents must be a mapping of space key to extent, got {extents!r}"
+            )
+        for key, extent in (extents or {}).items():
+            check_count(f"extents[{key!r}]", extent)
         self.forest = forest
         self.overrides = dict(extents or {})
         declared = [s.elem for s in forest.spaces.values() if s.elem is not None]

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from axisflow.forest.model import Forest
-from axisflow.numerals import I64_MAX
+from axisflow.numerals import check_count
 from axisflow.sequant.forest import (
     BatchPolicy,
     Pairing,
@@ -46,15 +46,6 @@ from axisflow.sequant.syntax import (
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
-
-
-def _check_count(parameter: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(
-            f"{parameter} must be a positive int, got {value!r} ({type(value).__name__})"
-        )
-    if not 0 < value <= I64_MAX:
-        raise ValueError(f"{parameter} must be between 1 and {I64_MAX}, got {value}")
 
 
 def check_options(
@@ -81,14 +72,14 @@ def check_options(
         for key, extent in extents.items():
             if not isinstance(key, str):
                 raise TypeError(f"extents keys must be space keys (str), got {key!r}")
-            _check_count(f"extents[{key!r}]", extent)
+            check_count(f"extents[{key!r}]", extent)
     elif extents is not None and not isinstance(extents, str):
         raise TypeError(
             'extents must be a mapping, a string such as "i=80,a=896" or None, '
             f"got {type(extents).__name__}"
         )
     if elem is not None:
-        _check_count("elem", elem)
+        check_count("elem", elem)
     if not isinstance(separate_instances, bool):
         raise TypeError(
             f"separate_instances must be True or False, got {separate_instances!r}"

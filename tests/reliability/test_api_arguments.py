@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 
 from axisflow import Index, Occurrence, classify_axis
+from axisflow.pipeline import schedule_module
+from axisflow.pipeline.api import schedule_expression
+from axisflow.pipeline.evaluate import compare
 from axisflow.sequant import parse, to_module
 from axisflow.shapes.session import Session
 
@@ -39,6 +42,19 @@ def _to_module(**options: Any) -> Callable[[], object]:
         arguments: dict[str, Any] = {"expression": parse(ENERGY), "batch": "i"}
         arguments.update(options)
         return UNTYPED_TO_MODULE(**arguments)
+
+    return call
+
+
+UNTYPED_SCHEDULE_MODULE: Any = schedule_module
+UNTYPED_SCHEDULE_EXPRESSION: Any = schedule_expression
+UNTYPED_COMPARE: Any = compare
+
+
+def _compare(extents: Any) -> Callable[[], object]:
+    def call() -> object:
+        scheduled = schedule_expression(ENERGY, "i")
+        return UNTYPED_COMPARE(scheduled.forest, scheduled.schedule, extents=extents)
 
     return call
 
@@ -105,7 +121,7 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         "to_module(extents={'i': 0})",
         _to_module(extents={"i": 0}),
         ValueError,
-        "extents['i'] must be between 1 and 9223372036854775807, got 0",
+        "extents['i'] must be positive, got 0",
     ),
     (
         "to_module(separate_instances='no')",
@@ -124,6 +140,48 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         _to_module(batch=[1]),
         TypeError,
         "batch must be a str or an iterable of str, got (1,)",
+    ),
+    (
+        "schedule_module(None)",
+        lambda: UNTYPED_SCHEDULE_MODULE(None),
+        TypeError,
+        "module must be a builtin.module (ModuleOp), got NoneType",
+    ),
+    (
+        "schedule_expression(max_rounds=None)",
+        lambda: UNTYPED_SCHEDULE_EXPRESSION(ENERGY, "i", max_rounds=None),
+        TypeError,
+        "max_rounds must be a positive int, got None (NoneType)",
+    ),
+    (
+        "schedule_expression(block={'i': 2.5})",
+        lambda: UNTYPED_SCHEDULE_EXPRESSION(ENERGY, "i", block={"i": 2.5}),
+        TypeError,
+        "block['i'] must be a positive int, got 2.5 (float)",
+    ),
+    (
+        "schedule_expression(block=True)",
+        lambda: UNTYPED_SCHEDULE_EXPRESSION(ENERGY, "i", block=True),
+        TypeError,
+        "block must be a positive int, got True (bool)",
+    ),
+    (
+        "schedule_expression(block=2**64)",
+        lambda: UNTYPED_SCHEDULE_EXPRESSION(ENERGY, "i", block=2**64),
+        ValueError,
+        f"block must be at most 9223372036854775807, got {2**64}",
+    ),
+    (
+        "compare(extents={'i': 0})",
+        _compare({"i": 0}),
+        ValueError,
+        "extents['i'] must be positive, got 0",
+    ),
+    (
+        "compare(extents={'i': True})",
+        _compare({"i": True}),
+        TypeError,
+        "extents['i'] must be a positive int, got True (bool)",
     ),
     (
         "Session.total_elems(None, 12)",
