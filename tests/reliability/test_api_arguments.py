@@ -54,7 +54,7 @@ UNTYPED_COMPARE: Any = compare
 def _compare(extents: Any) -> Callable[[], object]:
     def call() -> object:
         scheduled = schedule_expression(ENERGY, "i")
-        return UNTYPED_COMPARE(scheduled.forest, scheduled.schedule, extents=extents)
+        return UNTYPED_COMPARE(scheduled.model, scheduled.schedule, extents=extents)
 
     return call
 
