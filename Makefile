@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 MLIR_RUNNER := /usr/lib/llvm-22/bin/mlir-runner
 
-.PHONY: venv mlir-tools demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench clean
+.PHONY: venv mlir-tools demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench fuzz clean
 
 venv: $(STAMP)
 
@@ -75,6 +75,12 @@ lit: $(STAMP) mlir-tools
 	$(BIN)/lit -sv tests/filecheck
 
 test: lint typecheck unit lit
+
+# A longer fuzz campaign than the one in `make test` (docs/reliability.md):
+# FUZZ_ARGS="--per-input 300 --seed 7" for more.
+FUZZ_ARGS ?= --per-input 120
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.reliability.fuzzing $(FUZZ_ARGS)
 
 bench: $(STAMP)
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done

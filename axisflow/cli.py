@@ -2,35 +2,307 @@
 
 ``xdsl-opt`` re-raises a failed verification, a parse error or a bad option
 as a Python traceback unless ``--verify-diagnostics`` or
-``--parsing-diagnostics`` is given. ``axisflow-opt`` takes exactly the same
-arguments (it is ``xDSLOptMain``) and prints such errors as a message on
-standard error, exiting with status 1.
+``--parsing-diagnostics`` is given, and then dumps the whole module in
+generic form. ``axisflow-opt`` takes exactly the same arguments (it is
+``xDSLOptMain``) and prints every error as one located message on standard
+error, exiting with status 1:
+
+- a verifier or pass error names the ``file:line:col`` of the failing op (the
+  op, or its nearest ancestor that came from the input), as parse errors do;
+- MLIR input is checked in one linear scan before xDSL lexes it: invalid
+  UTF-8, a string literal that is never closed (xDSL's string regex takes
+  exponential time on one, see ``docs/reliability.md``), brackets nested
+  deeper than ``MAX_NESTING`` (xDSL's parser and printer recurse once per
+  level) and digits such as ``²`` (which xDSL lexes as a number it cannot
+  read) are refused with their position;
+- ``-o FILE`` is written to a temporary file next to ``FILE`` and moved into
+  place only when every input chunk succeeded, so a failure never leaves an
+  empty or half-written file.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import IO, NoReturn
 
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import IRNode, Operation
+from xdsl.parser import Parser
+from xdsl.utils.diagnostic import Diagnostic
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+MAX_NESTING = 1000
+"""Deepest bracket nesting (``{``, ``(``, ``[``, ``<``) accepted in MLIR input.
 
-def _report(error: BaseException) -> int:
-    print(f"error: {error}", file=sys.stderr)
-    for note in getattr(error, "__notes__", ()):
-        print(note, file=sys.stderr)
+xDSL parses, verifies and prints recursively, a few dozen Python frames per
+level; ``main`` runs with a recursion limit and a stack that cover this depth
+with a wide margin (``tests/test_reliability.py`` checks depth ``MAX_NESTING``
+succeeds and one more is refused)."""
+
+_RECURSION_LIMIT = 60_000
+_STACK_BYTES = 512 * 1024 * 1024
+
+# One string literal exactly as xDSL's lexer accepts it, but with single-char
+# alternatives and a possessive repetition, so a failed match is linear.
+_STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
+# What the scan stops at outside strings: a comment, a string, a bracket, a
+# non-ASCII character (xDSL lexes a digit such as '²' as a number and then
+# fails in int() without a position).
+_INTERESTING = re.compile(r'//[^\n]*|["{}()\[\]<>]|[^\x00-\x7f]')
+_CLOSERS = {"}": "{", ")": "(", "]": "["}
+
+_FAILING_OP = "_axisflow_failing_op"
+
+
+def check_mlir_text(data: bytes, name: str) -> str:
+    """Decode MLIR input and refuse what xDSL cannot lex or parse safely.
+
+    Returns the text. Raises ``ParseError`` located at the first invalid
+    UTF-8 byte, at the opening quote of a string literal that is never
+    closed, at the first bracket nested deeper than ``MAX_NESTING``, or at a
+    non-ASCII digit outside strings and comments.
+    One linear pass over the text.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        prefix = data[: error.start].decode("utf-8")
+        shown = Input(data.decode("utf-8", "replace"), name)
+        position = len(prefix)
+        message = f"input is not valid UTF-8 (byte 0x{data[error.start]:02x})"
+        raise ParseError(Span(position, position + 1, shown), message) from None
+    source = Input(text, name)
+    openers: list[str] = []
+    position = 0
+    while (found := _INTERESTING.search(text, position)) is not None:
+        token = found.group()
+        position = found.end()
+        if token.startswith("//"):
+            continue
+        start = found.start()
+        if token == '"':
+            literal = _STRING_LITERAL.match(text, start)
+            if literal is None:
+                raise ParseError(
+                    Span(start, start + 1, source),
+                    "string literal not closed on this line",
+                )
+            position = literal.end()
+        elif not token.isascii():
+            if token.isdigit():
+                raise ParseError(
+                    Span(start, start + 1, source),
+                    f"{token!r} is not a digit here: numbers are ASCII digits 0-9",
+                )
+        elif token in "{([<":
+            openers.append(token)
+            if len(openers) > MAX_NESTING:
+                raise ParseError(
+                    Span(start, start + 1, source),
+                    f"nesting deeper than {MAX_NESTING} brackets; xDSL's parser "
+                    "and printer recurse once per level",
+                )
+        elif token == ">":
+            # '->' and comparison-like uses are no brackets.
+            if openers and openers[-1] == "<":
+                openers.pop()
+        elif _CLOSERS[token] in openers:
+            # Unclosed '<' inside are dropped with their bracket.
+            while openers.pop() != _CLOSERS[token]:
+                pass
+    return text
+
+
+class _LocatingParser(Parser):
+    """xDSL's parser, remembering where each op starts in the input."""
+
+    def __init__(
+        self, ctx: Context, text: str, name: str, starts: dict[Operation, int]
+    ) -> None:
+        super().__init__(ctx, text, name)
+        self._op_starts = starts
+
+    def parse_operation(self) -> Operation:
+        start = self.pos
+        op = super().parse_operation()
+        self._op_starts[op] = start
+        return op
+
+
+class AxisflowOptMain(xDSLOptMain):
+    """``xDSLOptMain`` that checks MLIR input first, locates ops and writes
+    ``-o`` atomically."""
+
+    def __init__(self, args: list[str] | None = None) -> None:
+        self.source: Input | None = None
+        self.line_offset = 0
+        self.op_starts: dict[Operation, int] = {}
+        self.temporary_output: str | None = None
+        super().__init__(args=args)
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        frontend = self.args.frontend or file_extension
+        if frontend != "mlir":
+            self.source = None
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        name = self.get_input_name()
+        text = check_mlir_text(chunk.read(), name)  # xDSL adds the line offset
+        self.source = Input(text, name)
+        self.line_offset = start_offset
+        self.op_starts = {}
+        parser = _LocatingParser(self.ctx, text, name, self.op_starts)
+        return parser.parse_module(not self.args.no_implicit_module)
+
+    def prepare_output(self) -> IO[str]:
+        target = self.args.output_file
+        if target is None:
+            return sys.stdout
+        target = os.path.realpath(target)
+        if os.path.exists(target) and not os.path.isfile(target):
+            # /dev/null, a pipe: nothing to protect, and never replace a device.
+            return open(target, "w", encoding="utf-8")
+        directory, base = os.path.split(target)
+        try:
+            handle, self.temporary_output = tempfile.mkstemp(
+                dir=directory, prefix=f".{base}.", suffix=".tmp"
+            )
+        except OSError as error:
+            message = f"cannot write {self.args.output_file}: {error.strerror}"
+            raise OSError(message) from None
+        os.chmod(self.temporary_output, _output_mode(target))
+        return os.fdopen(handle, "w", encoding="utf-8")
+
+    def finish_output(self, succeeded: bool) -> None:
+        """Move the temporary output into place, or drop it after a failure."""
+        if self.temporary_output is None:
+            return
+        if succeeded:
+            os.replace(self.temporary_output, os.path.realpath(self.args.output_file))
+        else:
+            os.unlink(self.temporary_output)
+        self.temporary_output = None
+
+    def locate(self, error: BaseException) -> str:
+        """The message of a diagnostic, at the failing op when it is known."""
+        op: Operation | None = getattr(error, _FAILING_OP, None)
+        while op is not None and op not in self.op_starts:
+            op = op.parent_op()
+        if op is None or self.source is None:
+            return str(error)
+        start = self.op_starts[op]
+        word = re.compile(r"[^\s(]+").match(self.source.content, start)
+        end = word.end() if word is not None else start + 1
+        span = Span(start, end, self.source, self.line_offset)
+        return span.print_with_context(str(error))
+
+
+def _output_mode(target: str) -> int:
+    if os.path.exists(target):
+        return os.stat(target).st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+@contextmanager
+def _diagnostics_without_dump(enabled: bool) -> Iterator[None]:
+    """Make an op's diagnostic remember the op instead of dumping the module.
+
+    xDSL's ``Diagnostic.raise_exception`` prints the whole module in generic
+    form into the exception's notes; ``axisflow-opt`` reports the op's source
+    position instead (and skips a print as deep and as large as the input).
+    """
+    if not enabled:
+        yield
+        return
+    original = Diagnostic.raise_exception
+
+    def raise_at_op(
+        self: Diagnostic, ir: IRNode, underlying_error: Exception
+    ) -> NoReturn:
+        del ir
+        setattr(underlying_error, _FAILING_OP, next(iter(self.op_messages), None))
+        raise underlying_error
+
+    Diagnostic.raise_exception = raise_at_op
+    try:
+        yield
+    finally:
+        Diagnostic.raise_exception = original
+
+
+def _report(message: str) -> int:
+    print(f"error: {message.rstrip()}", file=sys.stderr)
     return 1
+
+
+def _run(argv: list[str] | None) -> int:
+    try:
+        tool = AxisflowOptMain(args=argv)
+    except (ArgSpecParseError, ValueError, OSError) as error:
+        return _report(str(error))
+    succeeded = False
+    try:
+        with _diagnostics_without_dump(not tool.args.verify_diagnostics):
+            tool.run()
+        succeeded = True
+    except DiagnosticException as error:
+        return _report(tool.locate(error))
+    except (ParseError, ArgSpecParseError, ValueError, OSError) as error:
+        return _report(str(error))
+    except RecursionError:
+        return _report(
+            f"{tool.get_input_name()}: nesting too deep for xDSL's recursive "
+            "parser and printer"
+        )
+    finally:
+        tool.finish_output(succeeded)
+    return 0
+
+
+def _in_deep_thread(work: Callable[[], int]) -> int:
+    """Run ``work`` on a thread whose stack and recursion limit cover
+    ``MAX_NESTING``; re-raise what it raised (``SystemExit`` included)."""
+    outcome: list[int | BaseException] = []
+
+    def target() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as error:
+            outcome.append(error)
+
+    previous_limit = sys.getrecursionlimit()
+    previous_stack = threading.stack_size(_STACK_BYTES)
+    sys.setrecursionlimit(max(previous_limit, _RECURSION_LIMIT))
+    try:
+        worker = threading.Thread(target=target, name="axisflow-opt", daemon=True)
+        worker.start()
+    finally:
+        threading.stack_size(previous_stack)
+    try:
+        worker.join()
+    finally:
+        sys.setrecursionlimit(previous_limit)
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``xdsl-opt`` with ``argv``; return the exit status."""
-    try:
-        xDSLOptMain(args=argv).run()
-    except (DiagnosticException, ParseError, ArgSpecParseError, ValueError) as error:
-        return _report(error)
-    except OSError as error:
-        return _report(error)
-    return 0
+    return _in_deep_thread(lambda: _run(argv))
 
 
 if __name__ == "__main__":

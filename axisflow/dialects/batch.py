@@ -83,6 +83,7 @@ from axisflow.dialects.labels import (
     quote_text,
 )
 from axisflow.forest.frames import FrameError, expand_modes, mode_map, node_labels
+from axisflow.numerals import I64_MAX, NumeralError, check_numeral_at
 from axisflow.roles.decision import LoopRole
 from axisflow.roles.index import Index, is_key_char
 
@@ -423,12 +424,25 @@ def _checked_indices(
     return indices
 
 
-def _int_attr(value: int) -> IntegerAttr:
+def _int_attr(value: int, what: str) -> IntegerAttr:
+    """An ``i64`` attribute; a value that does not fit is an error naming
+    ``what`` (xDSL's own says only "out of range for type i64")."""
+    if abs(value) > I64_MAX:
+        raise VerifyException(f"{what} does not fit in i64 (|value| > {I64_MAX})")
     return IntegerAttr(value, i64)
 
 
 def _parse_int(parser: Parser, what: str) -> int:
-    return parser.parse_integer(allow_boolean=False, context_msg=f" for {what}")
+    """An integer that fits the op's ``i64`` property; else a located error."""
+    start = parser.pos
+    try:
+        check_numeral_at(parser.lexer.input.content, start, what, I64_MAX)
+    except NumeralError as error:
+        parser.raise_error(str(error), start, max(start + 1, parser.pos))
+    value = parser.parse_integer(allow_boolean=False, context_msg=f" for {what}")
+    if abs(value) > I64_MAX:  # a hexadecimal literal
+        parser.raise_error(f"{what} {value} exceeds the maximum {I64_MAX}", start)
+    return value
 
 
 # --------------------------------------------------------------------------
@@ -465,12 +479,19 @@ class SpaceOp(IRDLOperation):
         elem: int | None = None,
         composites: Sequence[tuple[int, int]] = (),
     ):
-        table = {str(protos): _int_attr(size) for protos, size in sorted(composites)}
+        table = {
+            str(protos): _int_attr(size, f"batch.space {key}: composite extent")
+            for protos, size in sorted(composites)
+        }
         super().__init__(
             properties={
                 "key": IndexAttr(key),
-                "extent": None if extent is None else _int_attr(extent),
-                "elem": None if elem is None else _int_attr(elem),
+                "extent": None
+                if extent is None
+                else _int_attr(extent, f"batch.space {key}: extent"),
+                "elem": None
+                if elem is None
+                else _int_attr(elem, f"batch.space {key}: elem"),
                 "composite": DictionaryAttr(table) if table else None,
             }
         )
@@ -531,9 +552,9 @@ class SpaceOp(IRDLOperation):
         key = parse_key(parser)
         extent = elem = None
         if parser.parse_optional_keyword("extent"):
-            extent = _parse_int(parser, "extent")
+            extent = _parse_int(parser, "batch.space extent")
         if parser.parse_optional_keyword("elem"):
-            elem = _parse_int(parser, "elem")
+            elem = _parse_int(parser, "batch.space elem")
         composites: list[tuple[int, int]] = []
         if parser.parse_optional_keyword("composite"):
             parser.parse_punctuation("{")
@@ -663,8 +684,9 @@ class ValueOp(IRDLOperation):
         for index in result:
             if index not in available and index not in on_both:
                 raise VerifyException(f"{name}: result index {index} is on no factor")
-        for index in available - on_both:
-            if index not in result_modes:
+        # In the factors' order: a set's order would change with PYTHONHASHSEED.
+        for index in (*left, *right):
+            if index not in on_both and index not in result_modes:
                 raise VerifyException(
                     f"{name}: index {index} is on one factor only and not in the "
                     "result (an index is either kept or contracted between the two "
@@ -786,8 +808,13 @@ class TreeOp(IRDLOperation):
         super().__init__(
             properties={
                 "sym_name": StringAttr(sym_name),
-                "coeff_num": _int_attr(coeff.numerator),
-                "coeff_den": _int_attr(coeff.denominator),
+                "coeff_num": _int_attr(
+                    coeff.numerator, f"batch.tree @{sym_name}: coefficient numerator"
+                ),
+                "coeff_den": _int_attr(
+                    coeff.denominator,
+                    f"batch.tree @{sym_name}: coefficient denominator",
+                ),
                 "operators": ArrayAttr([TextAttr(o) for o in operators])
                 if operators
                 else None,
@@ -829,11 +856,11 @@ class TreeOp(IRDLOperation):
         coeff = Fraction(1)
         if parser.parse_optional_keyword("coeff"):
             negative = parser.parse_optional_punctuation("-") is not None
-            numerator = _parse_int(parser, "coefficient")
+            numerator = _parse_int(parser, "batch.tree coefficient")
             denominator = 1
             if parser.parse_optional_punctuation("/"):
                 at = parser.pos
-                denominator = _parse_int(parser, "coefficient denominator")
+                denominator = _parse_int(parser, "batch.tree coefficient denominator")
                 if denominator <= 0:
                     parser.raise_error(
                         "coefficient denominator must be positive", at, parser.pos
@@ -890,7 +917,7 @@ class LoopOp(IRDLOperation):
         super().__init__(
             properties={
                 "index": index if isinstance(index, IndexAttr) else IndexAttr(index),
-                "slot": None if slot is None else _int_attr(slot),
+                "slot": None if slot is None else _int_attr(slot, "batch.loop slot"),
             },
             regions=[Region(Block()) if body is None else body],
         )
@@ -931,7 +958,7 @@ class LoopOp(IRDLOperation):
         index = parse_index(parser)
         slot = None
         if parser.parse_optional_keyword("slot"):
-            slot = _parse_int(parser, "slot")
+            slot = _parse_int(parser, "batch.loop slot")
         body = _parse_optional_body(parser)
         if not body.blocks:
             body.add_block(Block())

@@ -84,6 +84,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from axisflow.dialects.integers import count_attr, count_value
+from axisflow.numerals import NumeralError, check_numeral_at, natural
 from axisflow.shapes.errors import ShapeError, SpecError
 from axisflow.shapes.spec import parse_einsum_spec, parse_shape_spec
 from axisflow.shapes.terms import Row, format_concrete_shape
@@ -170,6 +171,16 @@ UNKNOWN = TensorType()
 
 
 # ---------------------------------------------------------------- syntax helpers
+
+
+def _check_numeral(parser: Parser, what: str) -> None:
+    """Refuse an over-long integer literal at its position (before xDSL's
+    conversion fails without one)."""
+    start = parser.pos
+    try:
+        check_numeral_at(parser.lexer.input.content, start, what)
+    except NumeralError as error:
+        parser.raise_error(str(error), start, start + 1)
 
 
 def _parse_tensor_operand(parser: Parser) -> SSAValue:
@@ -482,6 +493,7 @@ class SetDimOp(IRDLOperation):
         label = parser.parse_str_literal("a capture label")
         parser.parse_punctuation("=")
         start = parser.pos
+        _check_numeral(parser, "tprog.set_dim size")
         size = parser.parse_integer(allow_boolean=False, allow_negative=True)
         if size < 1:
             parser.raise_error(
@@ -539,6 +551,7 @@ class TotalElemsOp(IRDLOperation):
         operand = _parse_tensor_operand(parser)
         parser.parse_punctuation("=", " before the element count")
         start = parser.pos
+        _check_numeral(parser, "tprog.total_elems count")
         count = parser.parse_integer(allow_boolean=False, allow_negative=True)
         if count < 1:
             parser.raise_error(
@@ -890,16 +903,19 @@ class ValueEntry:
 
         def number(group: str) -> int | None:
             found = match.group(group)
-            return None if found is None else int(found)
+            return None if found is None else natural(found, group)
 
-        return cls(
-            match.group("func"),
-            number("arg"),
-            number("op"),
-            number("result"),
-            match.group("where"),
-            int(match.group("index")),
-        )
+        try:
+            return cls(
+                match.group("func"),
+                number("arg"),
+                number("op"),
+                number("result"),
+                match.group("where"),
+                natural(match.group("index"), "index"),
+            )
+        except NumeralError:  # not ASCII digits, or too many of them
+            return None
 
     def __str__(self) -> str:
         place = (
@@ -1056,8 +1072,10 @@ class SchemeOp(IRDLOperation):
             Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
         )
         parser.parse_keyword("arity")
+        _check_numeral(parser, "tprog.scheme arity")
         arity = parser.parse_integer(allow_boolean=False, allow_negative=False)
         parser.parse_keyword("results")
+        _check_numeral(parser, "tprog.scheme results")
         num_results = parser.parse_integer(allow_boolean=False, allow_negative=False)
         lines = _parse_lines(parser)
         values: list[str] = []

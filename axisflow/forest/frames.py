@@ -328,7 +328,9 @@ def _shapes(indices: Iterable[Index]) -> dict[Index, tuple[object, ...]]:
             if node in done:
                 continue
             if ready or not node.protos:
-                inner = sorted((done[p] for p in node.protos), key=repr)
+                inner = [done[p] for p in node.protos]
+                if len(inner) > 1:  # repr of one deep shape would recurse
+                    inner.sort(key=repr)
                 done[node] = (node.base_key, tuple(inner))
                 continue
             stack.append((node, True))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from axisflow.numerals import I64_MAX, NumeralError, natural
 from axisflow.roles.index import Index
 
 DEFAULT_EXTENT = 4
@@ -71,7 +72,12 @@ def parse_extents(text: str) -> dict[str, int]:
                 "or KEY<PROTOS>=POSITIVE_INTEGER"
             )
         kind = "composite kind" if split_kind(key)[1] is not None else "space"
-        value = int(number)
+        try:  # at most 4300 digits and i64 (axisflow.numerals)
+            value = natural(number, f"extent of {kind} {key!r}", I64_MAX)
+        except NumeralError as error:
+            raise ExtentError(
+                f"malformed extent {item.strip()[:40]!r}: {error}"
+            ) from None
         if value <= 0:
             raise ExtentError(f"extent of {kind} {key!r} must be positive, got {value}")
         extents[key] = value

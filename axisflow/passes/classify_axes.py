@@ -55,11 +55,19 @@ class ClassifyAxesPass(ModulePass):
 
 
 def forests_in(op: Operation) -> Iterator[ForestOp]:
-    """Every ``batch.forest`` nested in ``op``, without walking into forests."""
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.ops:
-                if isinstance(child, ForestOp):
-                    yield child
-                else:
-                    yield from forests_in(child)
+    """Every ``batch.forest`` nested in ``op``, without walking into forests.
+
+    In program order; iterative, so modules nested at any depth are fine."""
+    pending: list[Operation] = [op]
+    while pending:
+        current = pending.pop()
+        if current is not op and isinstance(current, ForestOp):
+            yield current
+            continue
+        children = [
+            child
+            for region in current.regions
+            for block in region.blocks
+            for child in block.ops
+        ]
+        pending.extend(reversed(children))

@@ -86,7 +86,7 @@ class ScheduleBatchesPass(ModulePass):
                 never_worse=self.never_worse,
                 accumulate=self.accumulate,
             )
-        except PipelineError as error:
+        except (PipelineError, TypeError, ValueError) as error:  # options too
             raise PassFailedException(f"schedule-batches: {error}") from None
         if self.report == "none":
             return

@@ -34,6 +34,7 @@ from axisflow.dialects.batch_model import attach_roles, forest_model
 from axisflow.dialects.sched import ScheduleOp, schedule_to_op
 from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
+from axisflow.numerals import check_count
 from axisflow.order import Order
 from axisflow.pipeline.assemble import forest_layout
 from axisflow.pipeline.guard import DroppedLoop, schedule_never_worse
@@ -165,6 +166,19 @@ def _classified(forest: ForestOp) -> Forest:
     return model
 
 
+def check_schedule_options(block: object, max_rounds: object) -> None:
+    """The boundary check of the scheduling options: ``block`` a positive int
+    or a mapping of space key to one, ``max_rounds`` a positive int."""
+    if isinstance(block, Mapping):
+        for key, size in block.items():
+            if not isinstance(key, str):
+                raise TypeError(f"block keys must be space keys (str), got {key!r}")
+            check_count(f"block[{key!r}]", size)
+    else:
+        check_count("block", block)
+    check_count("max_rounds", max_rounds)
+
+
 def schedule_module(
     module: ModuleOp,
     *,
@@ -187,6 +201,14 @@ def schedule_module(
     given ``residual`` is for a module of one forest). Raises
     ``PipelineError`` and leaves the module unchanged if any forest fails.
     """
+    if not isinstance(module, ModuleOp):
+        raise TypeError(
+            f"module must be a builtin.module (ModuleOp), got {type(module).__name__}"
+        )
+    check_schedule_options(block, max_rounds)
+    for parameter, flag in (("classify", classify), ("verify", verify)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{parameter} must be True or False, got {flag!r}")
     forests = [op for op in module.walk() if isinstance(op, ForestOp)]
     saved: list[tuple[ValueOp, dict[str, Attribute]]] = []
     planned: list[ForestSchedule] = []
@@ -247,6 +269,8 @@ def schedule_expression(
     ``PolicyError`` for bad input and ``PipelineError`` if scheduling fails.
     """
     from axisflow.sequant import parse, to_module
+
+    check_schedule_options(block, max_rounds)
 
     if isinstance(expression, str):
         expression = parse(expression)

@@ -27,10 +27,12 @@ the same accounting on the schedule with no loops, values in tree order.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from axisflow.forest.model import Forest, Value, topological_order
+from axisflow.numerals import check_count
 from axisflow.order.extents import DEFAULT_EXTENT as DEFAULT_EXTENT
 from axisflow.order.extents import Extents, split_kind
 from axisflow.pipeline.schedule import (
@@ -58,6 +60,12 @@ class Sizing:
     def __init__(self, forest: Forest, extents: Mapping[str, int] | None = None):
         """``extents`` overrides the forest's: space keys or composite kinds
         (``{"i": 80, "a<2>": 40}``)."""
+        if extents is not None and not isinstance(extents, Mapping):
+            raise TypeError(
+                f"extents must be a mapping of space key to extent, got {extents!r}"
+            )
+        for key, extent in (extents or {}).items():
+            check_count(f"extents[{key!r}]", extent)
         self.forest = forest
         spaces = {k: s.extent for k, s in forest.spaces.items() if s.extent is not None}
         composites = {
@@ -493,12 +501,18 @@ def format_bytes(size: int) -> str:
     """``1536`` -> ``"1.5 KiB"``; exact below 1 KiB."""
     if size < 1024:
         return f"{size} B"
-    value = float(size)
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-        value /= 1024
-        if value < 1024 or unit == "PiB":
-            return f"{value:.4g} {unit}"
-    raise AssertionError("unreachable")
+    units = ("KiB", "MiB", "GiB", "TiB", "PiB")
+    power = next(
+        (p for p in range(1, len(units)) if size < 1024 ** (p + 1)), len(units)
+    )
+    unit = units[power - 1]
+    # Exact integer division, no float(size): sizes beyond 1.8e308 B exist
+    # (18 modes at extent 1e18) and their PiB count may overflow a float too.
+    if size.bit_length() - 50 < 1000:
+        return f"{size / 1024**power:.4g} {unit}"
+    exponent_10 = math.log10(size) - 50 * math.log10(2)
+    whole = math.floor(exponent_10)
+    return f"{10 ** (exponent_10 - whole):.4g}e+{whole} {unit}"
 
 
 def memory_report(

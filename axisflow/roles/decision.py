@@ -75,6 +75,16 @@ class Occurrence:
         object.__setattr__(self, "slots", tuple(slots))
         object.__setattr__(self, "site", site)
         object.__setattr__(self, "protos", None if protos is None else tuple(protos))
+        for parameter in ("carried", "ectx"):
+            indices = getattr(self, parameter)
+            if isinstance(indices, str) or not all(
+                isinstance(index, Index) for index in indices
+            ):
+                raise TypeError(
+                    f"Occurrence {parameter} must be Index objects, got {indices!r}"
+                )
+        if not isinstance(site, str):
+            raise TypeError(f"Occurrence site must be a str, got {site!r}")
         if self.slots and len(self.slots) != len(self.ectx):
             raise ValueError(
                 f"occurrence has {len(self.ectx)} enclosing loops but "
@@ -176,6 +186,50 @@ def _site(occurrence: Occurrence, number: int) -> str:
     return occurrence.site or f"use-site #{number}"
 
 
+def _check_indices(parameter: str, indices: object) -> None:
+    if isinstance(indices, str | bytes) or not isinstance(indices, Sequence):
+        raise TypeError(
+            f"{parameter} must be a sequence of Index, got {type(indices).__name__}"
+        )
+    for index in indices:
+        if not isinstance(index, Index):
+            raise TypeError(
+                f"{parameter} must hold Index objects (Index.parse('i_1')), got "
+                f"{index!r}"
+            )
+
+
+def _check_arguments(
+    carried: object,
+    contracted_below: object,
+    axis: object,
+    occurrences: object,
+    enclosing_slot: object,
+) -> None:
+    """The boundary check of ``decide_axis``: linear, like the decision."""
+    _check_indices("carried", carried)
+    _check_indices("contracted_below", contracted_below)
+    if not isinstance(axis, Index):
+        raise TypeError(
+            f"axis must be an Index (Index.parse('i')), got {type(axis).__name__}"
+        )
+    if isinstance(occurrences, str | bytes) or not isinstance(occurrences, Sequence):
+        raise TypeError(
+            "occurrences must be a sequence of Occurrence, got "
+            f"{type(occurrences).__name__}"
+        )
+    for occurrence in occurrences:
+        if not isinstance(occurrence, Occurrence):
+            raise TypeError(
+                f"occurrences must hold Occurrence objects, got {occurrence!r}"
+            )
+    if enclosing_slot is not None and not callable(enclosing_slot):
+        raise TypeError(
+            "enclosing_slot must be a function (occurrence, loop) -> slot or None, "
+            f"got {type(enclosing_slot).__name__}"
+        )
+
+
 def decide_axis(
     carried: Sequence[Index],
     contracted_below: Sequence[Index],
@@ -185,6 +239,7 @@ def decide_axis(
     enclosing_slot: EnclosingSlot | None = None,
 ) -> Verdict:
     """``classify_axis`` with the evidence that decided the role."""
+    _check_arguments(carried, contracted_below, axis, occurrences, enclosing_slot)
     key = axis.base_key
     sliced_set = frozenset(sliced)
     if next(_slots(carried, key, sliced_set), None) is None:

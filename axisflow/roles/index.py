@@ -18,6 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from axisflow.numerals import (
+    MAX_DIGITS,
+    NumeralError,
+    ascii_digits_end,
+    is_ascii_digit,
+    natural,
+)
+
 STRUCTURAL = frozenset("_<>,;{}()[]*+-/:=!\"'#@%&|\\`$?~^.")
 """Characters that can never be part of a base key."""
 
@@ -31,10 +39,11 @@ class Index:
     """An index label: base key, optional ordinal, sorted proto indices.
 
     Equality and hashing are identity in SeQuant's sense: same base key, same
-    ordinal and equal proto lists (recursively).
+    ordinal and equal proto lists (recursively). Nothing here recurses on the
+    proto depth (labels nested hundreds deep parse, print and compare).
     """
 
-    __slots__ = ("_hash", "base_key", "ordinal", "protos")
+    __slots__ = ("_hash", "_sort_key", "base_key", "ordinal", "protos")
 
     base_key: str
     ordinal: int | None
@@ -43,20 +52,46 @@ class Index:
     def __init__(
         self, base_key: str, ordinal: int | None = None, protos: Iterable[Index] = ()
     ) -> None:
+        if not isinstance(base_key, str):
+            raise TypeError(
+                f"Index base_key must be a str, got {type(base_key).__name__}"
+            )
         if not base_key or not all(is_key_char(c) for c in base_key):
             raise ValueError(f"malformed index base key {base_key!r}")
+        if ordinal is not None and (
+            not isinstance(ordinal, int) or isinstance(ordinal, bool)
+        ):
+            raise TypeError(
+                f"Index ordinal must be an int or None, got {ordinal!r} "
+                f"({type(ordinal).__name__})"
+            )
         if ordinal is not None and ordinal < 0:
             raise ValueError(f"index ordinal must be non-negative, got {ordinal}")
+        if isinstance(protos, str | bytes):
+            raise TypeError("Index protos must be an iterable of Index, got a string")
+        proto_list = list(protos)
+        for proto in proto_list:
+            if not isinstance(proto, Index):
+                raise TypeError(
+                    f"Index protos must be Index objects, got {type(proto).__name__}"
+                )
+        if len(proto_list) > 1:
+            proto_list.sort(key=Index.sort_key)
         self.base_key = base_key
         self.ordinal = ordinal
-        self.protos = tuple(sorted(protos, key=Index.sort_key))
+        self.protos = tuple(proto_list)
         self._hash = hash((base_key, ordinal, self.protos))
+        self._sort_key: tuple[object, ...] | None = None
 
     # -- parsing -----------------------------------------------------------
 
     @staticmethod
     def parse(text: str) -> Index:
         """Parse one full label; raise ``ValueError`` naming text and position."""
+        if not isinstance(text, str):
+            raise TypeError(
+                f"Index.parse: text must be a str, got {type(text).__name__}"
+            )
         index, end = Index.parse_prefix(text, 0)
         end = _skip_space(text, end)
         if end != len(text):
@@ -69,40 +104,38 @@ class Index:
 
         Used by parsers that embed labels in a larger text (IR, SeQuant
         expressions). Errors name the whole ``text`` and the position in it.
+        Iterative: a label being read waits on a stack while its protos are.
         """
-        pos = _skip_space(text, start)
-        key_start = pos
-        while pos < len(text) and is_key_char(text[pos]):
-            pos += 1
-        if pos == key_start:
-            raise _error(text, pos, "an index base key")
-        base_key = text[key_start:pos]
-        ordinal: int | None = None
-        if pos < len(text) and text[pos] == "_":
-            pos += 1
-            if pos >= len(text) or not text[pos].isdigit():
-                raise _error(text, pos, "an ordinal (digits) after '_'")
-        if pos < len(text) and text[pos].isdigit():
-            digits_start = pos
-            while pos < len(text) and text[pos].isdigit():
-                pos += 1
-            ordinal = int(text[digits_start:pos])
-        protos: list[Index] = []
-        after = _skip_space(text, pos)
-        if after < len(text) and text[after] == "<":
-            pos = after + 1
-            while True:
-                proto, pos = Index.parse_prefix(text, pos)
-                protos.append(proto)
+        if not isinstance(text, str):
+            raise TypeError(
+                f"Index.parse_prefix: text must be a str, got {type(text).__name__}"
+            )
+        # Each open label: its base key, ordinal and the protos read so far.
+        open_labels: list[tuple[str, int | None, list[Index]]] = []
+        pos = start
+        while True:
+            base_key, ordinal, pos = _parse_head(text, pos)
+            after = _skip_space(text, pos)
+            if after < len(text) and text[after] == "<":
+                open_labels.append((base_key, ordinal, []))
+                pos = after + 1
+                continue
+            index = Index(base_key, ordinal)
+            # Close every list this label ends, innermost first.
+            while open_labels:
+                open_labels[-1][2].append(index)
                 pos = _skip_space(text, pos)
                 if pos < len(text) and text[pos] == ",":
                     pos += 1
-                    continue
+                    break
                 if pos < len(text) and text[pos] == ">":
                     pos += 1
-                    break
+                    key, number, protos = open_labels.pop()
+                    index = Index(key, number, protos)
+                    continue
                 raise _error(text, pos, "',' or '>' in a proto-index list")
-        return Index(base_key, ordinal, protos), pos
+            else:
+                return index, pos
 
     # -- views -------------------------------------------------------------
 
@@ -118,7 +151,22 @@ class Index:
         """The label with protos: ``a_1<i_1,i_2>``."""
         if not self.protos:
             return self.label
-        return f"{self.label}<{','.join(p.full_label for p in self.protos)}>"
+        pieces: list[str] = []
+        pending: list[Index | str] = [self]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, str):
+                pieces.append(item)
+                continue
+            pieces.append(item.label)
+            if item.protos:
+                pieces.append("<")
+                pending.append(">")
+                for k in range(len(item.protos) - 1, -1, -1):
+                    pending.append(item.protos[k])
+                    if k:
+                        pending.append(",")
+        return "".join(pieces)
 
     def same_type(self, other: Index) -> bool:
         """Whether both indices belong to one index space (equal base keys)."""
@@ -126,9 +174,11 @@ class Index:
 
     def all_protos(self) -> Iterator[Index]:
         """Every proto index at any depth, outer before inner."""
-        for proto in self.protos:
+        pending = list(reversed(self.protos))
+        while pending:
+            proto = pending.pop()
             yield proto
-            yield from proto.all_protos()
+            pending.extend(reversed(proto.protos))
 
     def renamed(self, mapping: dict[Index, Index]) -> Index:
         """The index with every component (itself, protos at any depth) renamed.
@@ -139,17 +189,49 @@ class Index:
             return mapping[self]
         if not self.protos:
             return self
-        return Index(
-            self.base_key, self.ordinal, (p.renamed(mapping) for p in self.protos)
-        )
+        done: dict[int, Index] = {}  # id of an original index -> renamed
+        pending: list[tuple[Index, bool]] = [(self, False)]
+        while pending:
+            index, children_done = pending.pop()
+            if index in mapping:
+                done[id(index)] = mapping[index]
+            elif not index.protos:
+                done[id(index)] = index
+            elif children_done:
+                protos = [done[id(p)] for p in index.protos]
+                same = all(a is b for a, b in zip(protos, index.protos, strict=True))
+                done[id(index)] = (
+                    index if same else Index(index.base_key, index.ordinal, protos)
+                )
+            else:
+                pending.append((index, True))
+                pending.extend((p, False) for p in index.protos)
+        return done[id(self)]
 
     def sort_key(self) -> tuple[object, ...]:
-        """A total order: base key, ordinal (none first), protos."""
-        return (
-            self.base_key,
-            -1 if self.ordinal is None else self.ordinal,
-            tuple(p.sort_key() for p in self.protos),
-        )
+        """A total order: base key, ordinal (none first), protos.
+
+        Flat (no nested tuples, so comparing deep labels does not recurse) and
+        ordered like ``(base_key, ordinal, (proto keys...))``: each label is
+        its key and ordinal, then ``1`` and the key of each proto, then ``0``.
+        """
+        if self._sort_key is not None:
+            return self._sort_key
+        tokens: list[object] = []
+        pending: list[Index | int] = [self]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, int):
+                tokens.append(item)
+                continue
+            tokens.append(item.base_key)
+            tokens.append(-1 if item.ordinal is None else item.ordinal)
+            pending.append(0)
+            for proto in reversed(item.protos):
+                pending.append(proto)
+                pending.append(1)
+        self._sort_key = tuple(tokens)
+        return self._sort_key
 
     # -- identity ----------------------------------------------------------
 
@@ -158,12 +240,20 @@ class Index:
             return True
         if not isinstance(other, Index):
             return NotImplemented
-        return (
-            self._hash == other._hash
-            and self.base_key == other.base_key
-            and self.ordinal == other.ordinal
-            and self.protos == other.protos
-        )
+        pending: list[tuple[Index, Index]] = [(self, other)]
+        while pending:
+            a, b = pending.pop()
+            if a is b:
+                continue
+            if (
+                a._hash != b._hash
+                or a.base_key != b.base_key
+                or a.ordinal != b.ordinal
+                or len(a.protos) != len(b.protos)
+            ):
+                return False
+            pending.extend(zip(a.protos, b.protos, strict=True))
+        return True
 
     def __hash__(self) -> int:
         return self._hash
@@ -176,6 +266,32 @@ class Index:
 
     def __repr__(self) -> str:
         return f"Index({self.full_label!r})"
+
+
+def _parse_head(text: str, pos: int) -> tuple[str, int | None, int]:
+    """Base key and ordinal of a label at ``pos``; the position after them."""
+    pos = _skip_space(text, pos)
+    key_start = pos
+    while pos < len(text) and is_key_char(text[pos]):
+        pos += 1
+    if pos == key_start:
+        raise _error(text, pos, "an index base key")
+    base_key = text[key_start:pos]
+    if pos < len(text) and text[pos] == "_":
+        pos += 1
+        if pos >= len(text) or not is_ascii_digit(text[pos]):
+            raise _error(text, pos, "an ordinal (digits) after '_'")
+    if pos >= len(text) or not is_ascii_digit(text[pos]):
+        return base_key, None, pos
+    digits_start = pos
+    pos = ascii_digits_end(text, pos)
+    try:
+        ordinal = natural(text[digits_start:pos], "ordinal")
+    except NumeralError:
+        raise _error(
+            text, digits_start, f"an ordinal of at most {MAX_DIGITS} digits"
+        ) from None
+    return base_key, ordinal, pos
 
 
 def _skip_space(text: str, pos: int) -> int:

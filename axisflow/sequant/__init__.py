@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from axisflow.forest.model import Forest
+from axisflow.numerals import check_count
 from axisflow.order import Order
 from axisflow.sequant.forest import (
     BatchPolicy,
@@ -46,6 +47,46 @@ from axisflow.sequant.syntax import (
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
+
+
+def check_options(
+    expression: object,
+    batch: object = (),
+    extents: object = None,
+    elem: object = None,
+    separate_instances: object = False,
+    name: object = "sequant",
+) -> None:
+    """The boundary check of ``to_module``: a ``TypeError`` or ``ValueError``
+    naming the parameter and what it expected."""
+    if not isinstance(expression, Expression):
+        hint = " (parse it first: axisflow.sequant.parse(text))"
+        raise TypeError(
+            f"expression must be a parsed Expression{hint if isinstance(expression, str) else ''}, "
+            f"got {type(expression).__name__}"
+        )
+    if not isinstance(batch, str) and not (
+        isinstance(batch, Iterable) and all(isinstance(key, str) for key in batch)
+    ):
+        raise TypeError(f"batch must be a str or an iterable of str, got {batch!r}")
+    if isinstance(extents, Mapping):
+        for key, extent in extents.items():
+            if not isinstance(key, str):
+                raise TypeError(f"extents keys must be space keys (str), got {key!r}")
+            check_count(f"extents[{key!r}]", extent)
+    elif extents is not None and not isinstance(extents, str):
+        raise TypeError(
+            'extents must be a mapping, a string such as "i=80,a=896" or None, '
+            f"got {type(extents).__name__}"
+        )
+    if elem is not None:
+        check_count("elem", elem)
+    if not isinstance(separate_instances, bool):
+        raise TypeError(
+            f"separate_instances must be True or False, got {separate_instances!r}"
+        )
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
 
 
 def to_module(
@@ -72,6 +113,9 @@ def to_module(
     """
     from axisflow.dialects.batch_model import forest_module
 
+    if isinstance(batch, Iterable) and not isinstance(batch, str):
+        batch = tuple(batch)  # a generator is read once, by the check and after
+    check_options(expression, batch, extents, elem, separate_instances, name)
     policy = BatchPolicy.make(batch, extents, elem, separate_instances)
     return forest_module(build_forest(expression, policy, name, order))
 

@@ -53,6 +53,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from axisflow.numerals import MAX_DIGITS, NumeralError, natural
 from axisflow.roles.index import Index, IndexSyntaxError
 
 RESERVED_OPERATORS = frozenset(
@@ -604,6 +605,14 @@ class _Parser:
         match = _NUMBER.match(self.text, self.pos)
         if match is None:
             raise self.fail("a number")
+        mantissa, _, exponent = match.group().lower().partition("e")
+        try:  # Fraction would fail unlocated, or build 10**exponent
+            natural(mantissa.replace(".", ""), "a number's digits")
+            natural(exponent.lstrip("+-") or "0", "an exponent", MAX_DIGITS)
+        except NumeralError:
+            raise self.fail(
+                f"a number of at most {MAX_DIGITS} digits and exponent"
+            ) from None
         self.take(match.end())
         return Fraction(match.group())
 

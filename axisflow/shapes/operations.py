@@ -229,6 +229,11 @@ class Operations:
         """
         self._check_text("einsum", "name", name)
         self._check_text(f"einsum '{name}'", "spec", spec)
+        if isinstance(capture_dims, str) or not isinstance(capture_dims, Sequence):
+            raise TypeError(
+                f"einsum '{name}': capture_dims must be a sequence of dim_ref()s, "
+                f"got {capture_dims!r}"
+            )
         parsed = parse_einsum_spec(spec)
         if len(parsed.operands) != len(operands):
             self._fail_input(

@@ -648,6 +648,8 @@ class Session(Operations):
         A :class:`~axisflow.shapes.constraints.DeferredCount` is resolved at
         closing (e.g. a count that depends on the precision).
         """
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"total_elems: tensor must be a Tensor, got {tensor!r}")
         self._check_operands("total_elems", tensor.name, (tensor,))
         if not isinstance(count, DeferredCount) and (
             isinstance(count, bool) or not isinstance(count, int) or count < 1

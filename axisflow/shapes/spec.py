@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from axisflow.numerals import NumeralError, ascii_digits_end, is_ascii_digit, natural
 from axisflow.shapes.errors import SpecError
 from axisflow.shapes.terms import Dim, DimVar, Kind, Row, RowVar, Size
 
@@ -260,7 +261,7 @@ def _parse_shape_row(spec: str, start: int, end: int) -> RowSpec:
                 f"got {item!r}",
                 _SHAPE_SPEC,
             )
-        n = parse_number(match.group(1))
+        n = parse_number(spec, pos, match.group(1), "a size", _SHAPE_SPEC)
         if n < 1:
             raise SpecError(spec, pos, f"a size must be positive, got {n}", _SHAPE_SPEC)
         basis = match.group(2)
@@ -305,9 +306,14 @@ _MULTICHAR_TRIGGERS = frozenset(",*+^<=")
 ``=`` of ``=>`` never reaches a row)."""
 
 
-def parse_number(text: str) -> int:
-    """The value of a spec's decimal digits (the one place spec numbers are read)."""
-    return int(text)
+def parse_number(spec: str, pos: int, text: str, what: str, kind: str = "") -> int:
+    """The value of a spec's decimal digits (the one place spec numbers are
+    read): ASCII digits, at most ``MAX_DIGITS`` (``axisflow.numerals``), else
+    a ``SpecError`` at ``pos`` naming ``what`` and the limit."""
+    try:
+        return natural(text, what)
+    except NumeralError as error:
+        raise SpecError(spec, pos, str(error), kind or _EINSUM_SPEC) from None
 
 
 def _coefficient(spec: str, pos: int, text: str, what: str) -> int:
@@ -318,7 +324,7 @@ def _coefficient(spec: str, pos: int, text: str, what: str) -> int:
             f"the {what} must be a positive integer, got {text!r}",
             _EINSUM_SPEC,
         )
-    value = parse_number(text)
+    value = parse_number(spec, pos, text, f"the {what}")
     if value < 1:
         raise SpecError(
             spec,
@@ -348,7 +354,7 @@ def _affine_item(spec: str, pos: int, token: str) -> Affine | None:
     return Affine(
         stride=1 if stride is None else _coefficient(spec, pos, stride, "stride"),
         over=match["over"],
-        offset=0 if offset is None else parse_number(offset),
+        offset=0 if offset is None else parse_number(spec, pos, offset, "the offset"),
         dilation=1
         if dilation is None
         else _coefficient(spec, pos, dilation, "dilation"),
@@ -360,8 +366,8 @@ def _affine_item(spec: str, pos: int, token: str) -> Affine | None:
 def _label_item(spec: str, pos: int, token: str, comma_mode: bool) -> LabelItem:
     if token == "_":
         return Placeholder()
-    if token.isascii() and token.isdigit():
-        return FixedIndex(parse_number(token))
+    if token.isdigit():  # '²' too: parse_number refuses it with its position
+        return FixedIndex(parse_number(spec, pos, token, "a fixed index"))
     if (comma_mode and _NAME_RE.match(token)) or (
         not comma_mode and len(token) == 1 and token.isalpha() and token.isascii()
     ):
@@ -414,10 +420,8 @@ def _label_tokens(
                 raise SpecError(spec, pos, "expected '...' or '..name..'", _EINSUM_SPEC)
             tokens.append((pos, match.group(0)))
             pos = match.end()
-        elif char.isdigit():
-            digits_end = pos
-            while digits_end < end and spec[digits_end].isdigit():
-                digits_end += 1
+        elif is_ascii_digit(char):
+            digits_end = ascii_digits_end(spec, pos, end)
             tokens.append((pos, spec[pos:digits_end]))
             pos = digits_end
         else:

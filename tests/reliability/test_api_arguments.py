@@ -1,0 +1,217 @@
+"""Public functions check their arguments at the boundary: a wrong type or
+value raises TypeError or ValueError naming the parameter and what it
+expected, never a raw error from deep inside."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from axisflow import Index, Occurrence, classify_axis
+from axisflow.pipeline import schedule_module
+from axisflow.pipeline.api import schedule_expression
+from axisflow.pipeline.evaluate import compare
+from axisflow.sequant import parse, to_module
+from axisflow.shapes.session import Session
+
+
+def _session_call(method: str, *args: Any, **kwargs: Any) -> Callable[[], object]:
+    def call() -> object:
+        session: Any = Session()
+        x = session.leaf("x", "3")
+        resolved = [x if arg == "<tensor>" else arg for arg in args]
+        return getattr(session, method)(*resolved, **kwargs)
+
+    return call
+
+
+UNTYPED_INDEX: Any = Index
+UNTYPED_CLASSIFY: Any = classify_axis
+UNTYPED_OCCURRENCE: Any = Occurrence
+I_1, SPACE_I = Index.parse("i_1"), Index.parse("i")
+
+ENERGY = "2 f{a_1;i_1} * t{i_1;a_1}"
+UNTYPED_TO_MODULE: Any = to_module
+
+
+def _to_module(**options: Any) -> Callable[[], object]:
+    def call() -> object:
+        arguments: dict[str, Any] = {"expression": parse(ENERGY), "batch": "i"}
+        arguments.update(options)
+        return UNTYPED_TO_MODULE(**arguments)
+
+    return call
+
+
+UNTYPED_SCHEDULE_MODULE: Any = schedule_module
+UNTYPED_SCHEDULE_EXPRESSION: Any = schedule_expression
+UNTYPED_COMPARE: Any = compare
+
+
+def _compare(extents: Any) -> Callable[[], object]:
+    def call() -> object:
+        scheduled = schedule_expression(ENERGY, "i")
+        return UNTYPED_COMPARE(scheduled.model, scheduled.schedule, extents=extents)
+
+    return call
+
+
+MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
+    ("Index.parse(None)", lambda: UNTYPED_INDEX.parse(None), TypeError, "text must"),
+    ("Index('i', 1.5)", lambda: UNTYPED_INDEX("i", 1.5), TypeError, "ordinal must"),
+    (
+        "classify_axis(carried=['i_1'])",
+        lambda: UNTYPED_CLASSIFY(["i_1"], [], SPACE_I, []),
+        TypeError,
+        "carried must hold Index objects (Index.parse('i_1')), got 'i_1'",
+    ),
+    (
+        "classify_axis(carried='i_1')",
+        lambda: UNTYPED_CLASSIFY("i_1", [], SPACE_I, []),
+        TypeError,
+        "carried must be a sequence of Index, got str",
+    ),
+    (
+        "classify_axis(axis='i')",
+        lambda: UNTYPED_CLASSIFY([I_1], [], "i", []),
+        TypeError,
+        "axis must be an Index (Index.parse('i')), got str",
+    ),
+    (
+        "classify_axis(occurrences='x')",
+        lambda: UNTYPED_CLASSIFY([I_1], [], SPACE_I, "x"),
+        TypeError,
+        "occurrences must be a sequence of Occurrence, got str",
+    ),
+    (
+        "classify_axis(enclosing_slot=3)",
+        lambda: UNTYPED_CLASSIFY([I_1], [], SPACE_I, [], enclosing_slot=3),
+        TypeError,
+        "enclosing_slot must be a function",
+    ),
+    (
+        "Occurrence(['i_1'], [])",
+        lambda: UNTYPED_OCCURRENCE(["i_1"], []),
+        TypeError,
+        "Occurrence carried must be Index objects, got ('i_1',)",
+    ),
+    (
+        "sequant.to_module(text)",
+        _to_module(expression=ENERGY),
+        TypeError,
+        "expression must be a parsed Expression (parse it first: "
+        "axisflow.sequant.parse(text)), got str",
+    ),
+    (
+        "to_module(extents={'i': 2.5})",
+        _to_module(extents={"i": 2.5}),
+        TypeError,
+        "extents['i'] must be a positive int, got 2.5 (float)",
+    ),
+    (
+        "to_module(extents={'i': True})",
+        _to_module(extents={"i": True}),
+        TypeError,
+        "extents['i'] must be a positive int, got True (bool)",
+    ),
+    (
+        "to_module(extents={'i': 0})",
+        _to_module(extents={"i": 0}),
+        ValueError,
+        "extents['i'] must be positive, got 0",
+    ),
+    (
+        "to_module(separate_instances='no')",
+        _to_module(separate_instances="no"),
+        TypeError,
+        "separate_instances must be True or False, got 'no'",
+    ),
+    (
+        "to_module(elem=1.0)",
+        _to_module(elem=1.0),
+        TypeError,
+        "elem must be a positive int, got 1.0 (float)",
+    ),
+    (
+        "to_module(batch=[1])",
+        _to_module(batch=[1]),
+        TypeError,
+        "batch must be a str or an iterable of str, got (1,)",
+    ),
+    (
+        "schedule_module(None)",
+        lambda: UNTYPED_SCHEDULE_MODULE(None),
+        TypeError,
+        "module must be a builtin.module (ModuleOp), got NoneType",
+    ),
+    (
+        "schedule_expression(max_rounds=None)",
+        lambda: UNTYPED_SCHEDULE_EXPRESSION(ENERGY, "i", max_rounds=None),
+        TypeError,
+        "max_rounds must be a positive int, got None (NoneType)",
+    ),
+    (
+        "schedule_expression(block={'i': 2.5})",
+        lambda: UNTYPED_SCHEDULE_EXPRESSION(ENERGY, "i", block={"i": 2.5}),
+        TypeError,
+        "block['i'] must be a positive int, got 2.5 (float)",
+    ),
+    (
+        "schedule_expression(block=True)",
+        lambda: UNTYPED_SCHEDULE_EXPRESSION(ENERGY, "i", block=True),
+        TypeError,
+        "block must be a positive int, got True (bool)",
+    ),
+    (
+        "schedule_expression(block=2**64)",
+        lambda: UNTYPED_SCHEDULE_EXPRESSION(ENERGY, "i", block=2**64),
+        ValueError,
+        f"block must be at most 9223372036854775807, got {2**64}",
+    ),
+    (
+        "compare(extents={'i': 0})",
+        _compare({"i": 0}),
+        ValueError,
+        "extents['i'] must be positive, got 0",
+    ),
+    (
+        "compare(extents={'i': True})",
+        _compare({"i": True}),
+        TypeError,
+        "extents['i'] must be a positive int, got True (bool)",
+    ),
+    (
+        "Session.total_elems(None, 12)",
+        _session_call("total_elems", None, 12),
+        TypeError,
+        "total_elems: tensor must be a Tensor, got None",
+    ),
+    (
+        "Session.einsum(capture_dims=None)",
+        _session_call(
+            "einsum", "e", "i;i=>i", "<tensor>", "<tensor>", capture_dims=None
+        ),
+        TypeError,
+        "capture_dims must be a sequence of dim_ref()s, got None",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [case[1:] for case in MISUSES],
+    ids=[case[0] for case in MISUSES],
+)
+def test_misuse_is_refused_at_the_boundary(
+    call: Callable[[], object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        call()
+
+
+def test_to_module_reads_a_batch_generator_once() -> None:
+    module = to_module(parse(ENERGY), (key for key in ["i"]))
+    assert "batch.loop i_1" in str(module)

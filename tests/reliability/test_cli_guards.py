@@ -1,0 +1,138 @@
+"""axisflow-opt refuses what xDSL cannot lex or parse safely, locates every
+error and never leaves a half-written output file."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import threading
+from pathlib import Path
+
+from axisflow.cli import MAX_NESTING, check_mlir_text, main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+FOUR_TENSOR = EXAMPLES / "four_tensor.mlir"
+BAD_SYNTAX = 'batch.forest {\n batch.value @A [i_1 leaf "A"\n}\n'
+UNKNOWN_USE = (
+    'batch.forest {\n batch.value @A [i_1] leaf "A"\n'
+    " batch.tree @t { batch.use @B [i_1] }\n}\n"
+)
+HANG_TIMEOUT = 60.0  # a guard against a hang, far above any real run
+
+
+def run(tmp_path: Path, text: str | bytes, *args: str) -> tuple[int, str, str]:
+    """Run axisflow-opt in process on ``text`` (written to a file)."""
+    source = tmp_path / "input.mlir"
+    if isinstance(text, str):
+        source.write_text(text, encoding="utf-8")
+    else:
+        source.write_bytes(text)
+    return run_args(str(source), *args)
+
+
+def run_args(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status: list[int] = []
+
+    def work() -> None:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status.append(main(list(args)))
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(HANG_TIMEOUT)
+    assert not worker.is_alive(), f"axisflow-opt {args} did not finish"
+    return status[0], out.getvalue(), err.getvalue()
+
+
+def test_unclosed_string_is_refused_before_xdsl_lexes_it(tmp_path: Path) -> None:
+    # 40+ characters after an unclosed quote never finish in xDSL's lexer.
+    text = '%w = tprog.param "...->64   // hidden width of the first layer\n'
+    status, _, err = run(tmp_path, text)
+    assert status == 1
+    assert err.splitlines()[0] == f"error: {tmp_path / 'input.mlir'}:1:18"
+    assert "string literal not closed on this line" in err
+
+
+def test_long_closed_strings_and_quotes_in_comments_pass() -> None:
+    text = (
+        '// a comment with an unclosed " quote and [[[ brackets\n'
+        '%w = tprog.param "' + "x" * 200 + ' // not a comment \\" \\41"\n'
+    )
+    assert check_mlir_text(text.encode(), "t") == text
+
+
+def test_invalid_utf8_names_file_line_and_column(tmp_path: Path) -> None:
+    status, _, err = run(tmp_path, b"batch.forest {\n // caf\xc3\xa9 \xff\n}\n")
+    assert status == 1
+    lines = err.splitlines()
+    assert lines[0] == f"error: {tmp_path / 'input.mlir'}:2:10"
+    assert lines[3].strip() == "input is not valid UTF-8 (byte 0xff)"
+
+
+def nested_modules(depth: int) -> str:
+    return "builtin.module {\n" * depth + "}\n" * depth
+
+
+def test_nesting_up_to_the_limit_works_and_one_more_is_located(
+    tmp_path: Path,
+) -> None:
+    status, out, _ = run(tmp_path, nested_modules(MAX_NESTING), "--print-op-generic")
+    assert status == 0
+    assert out.count('"builtin.module"()') == MAX_NESTING
+    status, _, err = run(tmp_path, nested_modules(MAX_NESTING + 1))
+    assert status == 1
+    assert err.splitlines()[0] == (
+        f"error: {tmp_path / 'input.mlir'}:{MAX_NESTING + 1}:16"
+    )
+    assert f"nesting deeper than {MAX_NESTING} brackets" in err
+
+
+def test_verifier_error_is_located_with_split_input_file(tmp_path: Path) -> None:
+    text = FOUR_TENSOR.read_text(encoding="utf-8") + "// -----\n" + UNKNOWN_USE
+    status, out, err = run(tmp_path, text, "--split-input-file")
+    assert status == 1
+    assert "batch.forest @four_tensor" in out  # the first chunk was fine
+    line = FOUR_TENSOR.read_text(encoding="utf-8").count("\n") + 4
+    assert err.splitlines() == [
+        f"error: {tmp_path / 'input.mlir'}:{line}:18",
+        " batch.tree @t { batch.use @B [i_1] }",
+        "                 ^^^^^^^^^",
+        "                 batch.use @B: use of unknown value @B",
+    ]
+
+
+def test_failure_keeps_an_existing_output_file(tmp_path: Path) -> None:
+    target = tmp_path / "out.mlir"
+    target.write_text("previous contents\n", encoding="utf-8")
+    os.chmod(target, 0o640)
+    status, _, _ = run(tmp_path, BAD_SYNTAX, "-o", str(target))
+    assert status == 1
+    assert target.read_text(encoding="utf-8") == "previous contents\n"
+    # Half-way through a split input: the first chunk's output must not land.
+    text = FOUR_TENSOR.read_text(encoding="utf-8") + "// -----\n" + BAD_SYNTAX
+    status, _, _ = run(tmp_path, text, "--split-input-file", "-o", str(target))
+    assert status == 1
+    assert target.read_text(encoding="utf-8") == "previous contents\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["input.mlir", "out.mlir"]
+
+
+def test_success_replaces_the_output_file_keeping_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / "out.mlir"
+    target.write_text("previous contents\n", encoding="utf-8")
+    os.chmod(target, 0o640)
+    status, out, _ = run_args(str(FOUR_TENSOR), "-o", str(target))
+    assert (status, out) == (0, "")
+    assert "batch.forest @four_tensor" in target.read_text(encoding="utf-8")
+    assert target.stat().st_mode & 0o777 == 0o640
+    status, _, _ = run_args(str(FOUR_TENSOR), "-o", os.devnull)
+    assert status == 0
+    assert Path(os.devnull).is_char_device()
+
+
+def test_unwritable_output_names_the_file(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "out.mlir"
+    status, _, err = run_args(str(FOUR_TENSOR), "-o", str(target))
+    assert status == 1
+    assert err == f"error: cannot write {target}: No such file or directory\n"

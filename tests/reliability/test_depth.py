@@ -1,0 +1,33 @@
+"""axisflow's own code does not recurse on the depth of the IR."""
+
+from __future__ import annotations
+
+import sys
+
+from xdsl.dialects.builtin import ModuleOp
+
+from axisflow.dialects.batch import ForestOp
+from axisflow.passes.classify_axes import forests_in
+
+
+def test_forests_are_found_in_modules_nested_beyond_the_recursion_limit() -> None:
+    depth = 3 * sys.getrecursionlimit()
+    first, second = ForestOp(sym_name="first"), ForestOp(sym_name="second")
+    inner = ModuleOp([first])
+    for _ in range(depth):
+        inner = ModuleOp([inner])
+    outer = ModuleOp([inner, second])
+    assert list(forests_in(outer)) == [first, second]
+
+
+def test_sequant_protos_nested_beyond_the_recursion_limit() -> None:
+    from axisflow.pipeline.api import schedule_expression
+
+    depth = 3 * sys.getrecursionlimit()
+    label = "a_1<" * depth + "i_1" + ">" * depth
+    scheduled = schedule_expression(f"x{{{label};i_1}}", "i")
+    assert scheduled.report.table().startswith("memory of batch.forest @sequant")
+    # The frame renumbers the nested a's in order of depth.
+    canonical = "".join(f"a_{k}<" for k in range(1, depth + 1)) + "i_1" + ">" * depth
+    labels = [i.full_label for v in scheduled.model.values.values() for i in v.result]
+    assert labels == [canonical, "i_1"]
