@@ -71,6 +71,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from axisflow.dialects.keywords import END_OF_OP, reject_unknown_keyword
 from axisflow.dialects.labels import (
     parse_index,
     parse_index_list,
@@ -408,6 +409,11 @@ class SpaceOp(IRDLOperation):
             extent = _parse_int(parser, "extent")
         if parser.parse_optional_keyword("elem"):
             elem = _parse_int(parser, "elem")
+        reject_unknown_keyword(
+            parser,
+            "batch.space",
+            [k for k, v in (("extent", extent), ("elem", elem)) if v is None],
+        )
         op = cls(key, extent, elem)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
@@ -532,16 +538,26 @@ class ValueOp(IRDLOperation):
         contracted: list[Index] = []
         tensor = symmetry = None
         factors: list[FactorAttr] = []
-        if parser.parse_optional_keyword("contracted"):
+        has_contracted = parser.parse_optional_keyword("contracted") is not None
+        if has_contracted:
             contracted = parse_index_list(parser)
         if parser.parse_optional_keyword("leaf"):
             tensor = parse_text(parser, "the leaf tensor label")
             if parser.parse_optional_keyword("symmetry"):
                 symmetry = parse_text(parser, "the symmetry")
+            else:
+                reject_unknown_keyword(parser, "batch.value", ["symmetry"])
         elif parser.parse_optional_punctuation("="):
             factors.append(_parse_factor(parser))
             parser.parse_punctuation("*", " between the two factors")
             factors.append(_parse_factor(parser))
+            reject_unknown_keyword(parser, "batch.value", [])
+        else:
+            reject_unknown_keyword(
+                parser,
+                "batch.value",
+                ["leaf", "="] if has_contracted else ["contracted", "leaf", "="],
+            )
         op = cls(
             sym_name,
             result,
@@ -676,6 +692,10 @@ class TreeOp(IRDLOperation):
                         "coefficient denominator must be positive", at, parser.pos
                     )
             coeff = Fraction(-numerator if negative else numerator, denominator)
+        else:
+            reject_unknown_keyword(
+                parser, "batch.tree", ["coeff"], then=("a region", *END_OF_OP)
+            )
         body = _parse_optional_body(parser)
         if not body.blocks:
             body.add_block(Block())
@@ -761,6 +781,10 @@ class LoopOp(IRDLOperation):
         slot = None
         if parser.parse_optional_keyword("slot"):
             slot = _parse_int(parser, "slot")
+        else:
+            reject_unknown_keyword(
+                parser, "batch.loop", ["slot"], then=("a region", *END_OF_OP)
+            )
         body = _parse_optional_body(parser)
         if not body.blocks:
             body.add_block(Block())
