@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.axisflow-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench clean
+.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit test-pythons bench clean
 
 venv: $(STAMP)
 
@@ -58,8 +58,15 @@ lit: $(STAMP)
 
 test: lint typecheck unit lit
 
+# pytest and lit under Python 3.12 and 3.13 too, each in its own .venv-py3.X;
+# a version with no interpreter on this machine is skipped with a notice
+# (see .ci/test-pythons). PYTHONS="3.12" picks versions.
+PYTHONS ?= 3.12 3.13
+test-pythons:
+	.ci/test-pythons $(PYTHONS)
+
 bench: $(STAMP)
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache *.egg-info
+	rm -rf $(VENV) .venv-py* .pytest_cache .hypothesis .ruff_cache *.egg-info
