@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.axisflow-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit test-pythons bench clean
+.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit test-pythons package-check bench clean
 
 venv: $(STAMP)
 
@@ -64,6 +64,11 @@ test: lint typecheck unit lit
 PYTHONS ?= 3.12 3.13
 test-pythons:
 	.ci/test-pythons $(PYTHONS)
+
+# Build wheel and sdist, install the wheel into a fresh venv and use it from
+# outside the checkout, then run the tests from the unpacked sdist.
+package-check: $(STAMP)
+	PYTHON=$(PYTHON) .ci/package-check
 
 bench: $(STAMP)
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
