@@ -74,4 +74,4 @@ bench: $(STAMP)
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) .venv-py* .pytest_cache .hypothesis .ruff_cache *.egg-info
+	rm -rf $(VENV) .venv-py* .pytest_cache .hypothesis .ruff_cache *.egg-info build dist
