@@ -409,11 +409,12 @@ class SpaceOp(IRDLOperation):
             extent = _parse_int(parser, "extent")
         if parser.parse_optional_keyword("elem"):
             elem = _parse_int(parser, "elem")
-        reject_unknown_keyword(
-            parser,
-            "batch.space",
-            [k for k, v in (("extent", extent), ("elem", elem)) if v is None],
-        )
+        # The clauses come in this order: only those after the last one parsed.
+        if elem is not None:
+            later = []
+        else:
+            later = ["elem"] if extent is not None else ["extent", "elem"]
+        reject_unknown_keyword(parser, "batch.space", later)
         op = cls(key, extent, elem)
         op.attributes |= parser.parse_optional_attr_dict()
         return op

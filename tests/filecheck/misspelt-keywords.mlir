@@ -54,6 +54,15 @@ batch.forest {
 
 // -----
 
+// Clauses keep their order: after `elem`, `extent` is no longer expected.
+batch.forest {
+  batch.space i elem 8 extent 4
+}
+
+// CHECK: batch.space: unexpected 'extent', expected an attribute dictionary or the end of the op
+
+// -----
+
 batch.forest {
   batch.tree @t coef 2 {
   }
