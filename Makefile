@@ -58,11 +58,12 @@ lit: $(STAMP)
 
 test: lint typecheck unit lit
 
-# pytest and lit under Python 3.12 and 3.13 too, each in its own .venv-py3.X;
-# a version with no interpreter on this machine is skipped with a notice
-# (see .ci/test-pythons). PYTHONS="3.12" picks versions.
-PYTHONS ?= 3.12 3.13
-test-pythons:
+# pytest and lit under the other supported Pythons (3.11, 3.12, 3.13 except
+# the one of .venv), each in its own .venv-py3.X; a version with no interpreter
+# on this machine is skipped with a notice (see .ci/test-pythons).
+# PYTHONS="3.12" picks versions.
+PYTHONS ?=
+test-pythons: $(STAMP)
 	.ci/test-pythons $(PYTHONS)
 
 # Build wheel and sdist, install the wheel into a fresh venv and use it from
