@@ -116,6 +116,12 @@ tprog.total_elems %x = 12 byte
 
 // -----
 
+tprog.scheme @s "s" fr @f() arity 1 results 1 {
+}
+// CHECK: tprog.scheme: unexpected 'fr', expected 'for' or '(' and the anchors (did you mean 'for'?)
+
+// -----
+
 // A following op in short form is not taken for a keyword: `value` is
 // batch.value inside the forest, so this parses.
 batch.forest {
