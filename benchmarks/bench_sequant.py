@@ -31,9 +31,9 @@ from xdsl.dialects.builtin import Builtin
 from xdsl.parser import Parser
 
 from axisflow.dialects.batch import Batch
+from axisflow.dialects.batch_model import forest_module
 from axisflow.passes.classify_axes import ClassifyAxesPass
 from axisflow.sequant import BatchPolicy, Expression, build_forest, parse
-from axisflow.sequant.emit import forest_module
 from axisflow.sequant.syntax import deparse, repeat_with_fresh_labels
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +72,7 @@ def measure(name: str, text: str, runs: int) -> dict[str, float | int | str]:
     ctx = context()
     t_xdsl, _ = best_of(runs, lambda: Parser(ctx, printed).parse_module())
     frontend = t_parse + t_forest + t_emit + best_classify
-    uses = sum(forest.use_counts().values())
+    uses = len(forest.sites)
     return {
         "input": name,
         "terms": len(expression.terms),

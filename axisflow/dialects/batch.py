@@ -82,8 +82,16 @@ from axisflow.dialects.labels import (
     print_label,
     quote_text,
 )
+from axisflow.forest.frames import FrameError, expand_modes, mode_map, node_labels
 from axisflow.roles.decision import LoopRole
 from axisflow.roles.index import Index, is_key_char
+
+ROLES_ATTR = "roles"
+"""Attribute of a ``batch.value`` holding its roles (``#batch.roles<...>``)."""
+WHY_ATTR = "why"
+"""Attribute of a ``batch.value`` explaining its roles (``#batch.why<...>``)."""
+LAYOUT_ATTR = "layout"
+"""Attribute of a leaf ``batch.value``: sizes of its bra, ket and aux groups."""
 
 # --------------------------------------------------------------------------
 # Attributes
@@ -290,21 +298,98 @@ class AxisReasonsAttr(ParametrizedAttribute):
 
 
 @irdl_attr_definition
+class ProtoMapAttr(ParametrizedAttribute):
+    """Explicit proto pairings: each proto mode of a value's frame with its
+    label where the value is read, ``#batch.protos<i_1 = i_4, i_2 = i_3>``.
+
+    Proto lists are symmetric sets, so the labels of a composite alone do not
+    say which proto is which; this map does (``axisflow.forest.frames``).
+    """
+
+    name = "batch.protos"
+
+    modes: ArrayAttr[IndexAttr]
+    labels: ArrayAttr[IndexAttr]
+
+    def __init__(self, pairs: Sequence[tuple[Index, Index]] = ()) -> None:
+        super().__init__(
+            ArrayAttr(IndexAttr.of(mode) for mode, _ in pairs),
+            ArrayAttr(IndexAttr.of(label) for _, label in pairs),
+        )
+
+    @property
+    def pairs(self) -> tuple[tuple[Index, Index], ...]:
+        """``(frame mode, label)`` pairs."""
+        return tuple(
+            (mode.index, label.index)
+            for mode, label in zip(self.modes.data, self.labels.data, strict=True)
+        )
+
+    def verify(self) -> None:
+        if len(self.modes.data) != len(self.labels.data):
+            raise VerifyException("batch.protos: one label per mode expected")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return _parse_axis_map(parser, lambda: IndexAttr(parse_index(parser)))
+
+    def print_parameters(self, printer: Printer) -> None:
+        _print_axis_map(
+            printer, self.modes, [print_label(a.index) for a in self.labels.data]
+        )
+
+
+_NO_PROTOS = ProtoMapAttr()
+
+
+def parse_proto_pairs(parser: Parser) -> list[tuple[Index, Index]]:
+    """The optional ``protos [mode = label, ...]`` of custom syntax."""
+    pairs: list[tuple[Index, Index]] = []
+    if not parser.parse_optional_keyword("protos"):
+        return pairs
+    parser.parse_punctuation("[", " to open the proto map")
+    if parser.parse_optional_punctuation("]") is not None:
+        return pairs
+    while True:
+        mode = parse_index(parser)
+        parser.parse_punctuation("=", " after a proto mode (mode = label)")
+        pairs.append((mode, parse_index(parser)))
+        if parser.parse_optional_punctuation(",") is None:
+            parser.parse_punctuation("]", " to close the proto map")
+            return pairs
+
+
+def print_proto_pairs(pairs: Sequence[tuple[Index, Index]]) -> str:
+    """`` protos [i_1 = i_4, ...]`` (empty text for no pairs)."""
+    if not pairs:
+        return ""
+    body = ", ".join(f"{m.full_label} = {t.full_label}" for m, t in pairs)
+    return f" protos [{body}]"
+
+
+@irdl_attr_definition
 class FactorAttr(ParametrizedAttribute):
     """One factor of a contraction: a value symbol with the labels it carries
-    in the defining value's frame, ``#batch.factor<@g, ["i_1", "a_1"]>``."""
+    in the defining value's frame and the explicit pairings of its proto
+    modes, ``#batch.factor<@g, [#batch.index<"i_1">], #batch.protos<>>``."""
 
     name = "batch.factor"
 
     value: FlatSymbolRefAttr
     indices: ArrayAttr[IndexAttr]
+    protos: ProtoMapAttr
 
     def __init__(
-        self, value: str | FlatSymbolRefAttr, indices: Sequence[Index | IndexAttr]
+        self,
+        value: str | FlatSymbolRefAttr,
+        indices: Sequence[Index | IndexAttr],
+        protos: Sequence[tuple[Index, Index]] = (),
     ) -> None:
         if isinstance(value, str):
             value = SymbolRefAttr(value)
-        super().__init__(value, _index_array(indices))
+        super().__init__(
+            value, _index_array(indices), ProtoMapAttr(protos) if protos else _NO_PROTOS
+        )
 
     @property
     def symbol(self) -> str:
@@ -512,20 +597,24 @@ class ValueOp(IRDLOperation):
             return
         left = _checked_indices(self, "factor 1", factors[0].indices)
         right = _checked_indices(self, "factor 2", factors[1].indices)
-        on_both = set(left) & set(right)
-        expected = on_both - set(result)
+        # An index is on a factor when it is one of the factor's modes (a proto
+        # counts: the factor depends on it); a proto of a result composite
+        # stays in the result, it is not summed.
+        on_both = set(expand_modes(left)) & set(expand_modes(right))
+        result_modes = set(expand_modes(result))
+        expected = {i for i in (*left, *right) if i in on_both} - result_modes
         if set(contracted) != expected:
             raise VerifyException(
                 f"{name}: contracted indices must be those on both factors and not "
-                f"in the result: expected {print_index_list(sorted(expected))}, "
+                f"modes of the result: expected {print_index_list(sorted(expected))}, "
                 f"got {print_index_list(contracted)}"
             )
         available = set(left) | set(right)
         for index in result:
-            if index not in available:
+            if index not in available and index not in on_both:
                 raise VerifyException(f"{name}: result index {index} is on no factor")
         for index in available - on_both:
-            if index not in result:
+            if index not in result_modes:
                 raise VerifyException(
                     f"{name}: index {index} is on one factor only and not in the "
                     "result (an index is either kept or contracted between the two "
@@ -592,12 +681,14 @@ class ValueOp(IRDLOperation):
 
 def _parse_factor(parser: Parser) -> FactorAttr:
     symbol = parser.parse_symbol_name().data
-    return FactorAttr(symbol, parse_index_list(parser))
+    indices = parse_index_list(parser)
+    return FactorAttr(symbol, indices, parse_proto_pairs(parser))
 
 
 def _print_factor(printer: Printer, factor: FactorAttr) -> None:
     printer.print_symbol_name(factor.symbol)
     printer.print_string(" " + print_index_list([a.index for a in factor.indices.data]))
+    printer.print_string(print_proto_pairs(factor.protos.pairs))
 
 
 def _no_duplicates(name: str, what: str, indices: Sequence[Index]) -> None:
@@ -815,6 +906,7 @@ class UseOp(IRDLOperation):
 
     value = prop_def(FlatSymbolRefAttr)
     carried = prop_def(ArrayAttr[IndexAttr])
+    protos = opt_prop_def(ProtoMapAttr)
     body = region_def()
 
     traits = lazy_traits_def(lambda: (HasParent(TreeOp, LoopOp, UseOp), NoTerminator()))
@@ -824,14 +916,21 @@ class UseOp(IRDLOperation):
         value: str,
         carried: Sequence[Index | IndexAttr],
         body: Region | None = None,
+        protos: Sequence[tuple[Index, Index]] = (),
     ):
         super().__init__(
             properties={
                 "value": SymbolRefAttr(value),
                 "carried": _index_array(carried),
+                "protos": ProtoMapAttr(protos) if protos else None,
             },
             regions=[Region() if body is None else body],
         )
+
+    @property
+    def proto_pairs(self) -> tuple[tuple[Index, Index], ...]:
+        """Explicit pairings: the value's proto modes with their labels here."""
+        return () if self.protos is None else self.protos.pairs
 
     @property
     def value_name(self) -> str:
@@ -879,8 +978,9 @@ class UseOp(IRDLOperation):
     def parse(cls, parser: Parser) -> UseOp:
         value = parser.parse_symbol_name().data
         carried = parse_index_list(parser)
+        protos = parse_proto_pairs(parser)
         body = _parse_optional_body(parser)
-        op = cls(value, carried, body)
+        op = cls(value, carried, body, protos)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -888,6 +988,7 @@ class UseOp(IRDLOperation):
         printer.print_string(" ")
         printer.print_symbol_name(self.value_name)
         printer.print_string(" " + print_index_list(self.carried_indices))
+        printer.print_string(print_proto_pairs(self.proto_pairs))
         _print_optional_body(printer, self.body)
         printer.print_op_attributes(self.attributes)
 
@@ -975,6 +1076,9 @@ class ForestTable:
     forest: ForestOp
     values: dict[str, ValueOp] = field(default_factory=dict[str, ValueOp])
     spaces: dict[str, SpaceOp] = field(default_factory=dict[str, SpaceOp])
+    factor_maps: dict[tuple[str, int], dict[Index, Index]] = field(
+        default_factory=dict[tuple[str, int], dict[Index, Index]]
+    )
 
     active: ClassVar[list[ForestTable]] = []
     """Tables of the forests being verified (innermost last)."""
@@ -1031,6 +1135,26 @@ class ForestTable:
                         f"has {len(known.result.data)}",
                     )
         self._check_acyclic()
+        for value in self.values.values():
+            for factor in value.factors.data:
+                try:
+                    self.factor_map(value, factor)
+                except FrameError as error:
+                    _fail_at(value, str(error))
+
+    def factor_map(self, value: ValueOp, factor: FactorAttr) -> dict[Index, Index]:
+        """Factor modes -> the value's node modes (cached per factor)."""
+        key = (value.value_name, id(factor))
+        found = self.factor_maps.get(key)
+        if found is None:
+            found = mode_map(
+                self.values[factor.symbol].result_indices,
+                [a.index for a in factor.indices.data],
+                factor.protos.pairs,
+                f"batch.value @{value.value_name}: factor @{factor.symbol}",
+            )
+            self.factor_maps[key] = found
+        return found
 
     def _check_acyclic(self) -> None:
         state: dict[str, int] = {}  # 1 = on the DFS stack, 2 = done
@@ -1079,45 +1203,27 @@ class ForestTable:
                     f"{name}: factor use-site names @{factor_use.value_name}, but "
                     f"@{value.value_name} is built from @{factor.symbol}"
                 )
-        renaming = _Renaming(name)
-        renaming.add_all(result, carried)
-        for factor, factor_use in zip(factors, factor_uses, strict=True):
-            frame = [a.index for a in factor.indices.data]
-            here = [a.index for a in factor_use.carried.data]
-            if len(frame) == len(here):
-                renaming.add_all(frame, here)
-
-
-class _Renaming:
-    """A use-site's labels must be a consistent renaming of its value's frame."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.forward: dict[Index, Index] = {}
-        self.backward: dict[Index, Index] = {}
-
-    def add_all(self, frame: Sequence[Index], here: Sequence[Index]) -> None:
-        for source, target in zip(frame, here, strict=True):
-            self.add(source, target)
-
-    def add(self, source: Index, target: Index) -> None:
-        if not source.same_type(target):
-            raise VerifyException(
-                f"{self.name}: index {target} stands for {source} of the value's "
-                "frame, which is of another index space"
+        try:
+            site_map = mode_map(result, carried, use.proto_pairs, name)
+            if not factors:
+                return
+            child_maps = [
+                mode_map(
+                    self.values[f.symbol].result_indices,
+                    factor_use.carried_indices,
+                    factor_use.proto_pairs,
+                    f"batch.use @{f.symbol}",
+                )
+                for f, factor_use in zip(factors, factor_uses, strict=True)
+            ]
+            node_labels(
+                site_map,
+                [self.factor_map(value, f) for f in factors],
+                child_maps,
+                name,
             )
-        seen = self.forward.setdefault(source, target)
-        if seen != target:
-            raise VerifyException(
-                f"{self.name}: the value's index {source} is labelled both {seen} and "
-                f"{target} here"
-            )
-        back = self.backward.setdefault(target, source)
-        if back != source:
-            raise VerifyException(
-                f"{self.name}: label {target} stands for both {back} and {source} of "
-                "the value's frame"
-            )
+        except FrameError as error:
+            raise VerifyException(str(error)) from None
 
 
 def _fail_at(op: Operation, message: str) -> NoReturn:
@@ -1128,6 +1234,14 @@ def _fail_at(op: Operation, message: str) -> NoReturn:
 Batch = Dialect(
     "batch",
     [SpaceOp, ValueOp, TreeOp, LoopOp, UseOp, ForestOp],
-    [IndexAttr, TextAttr, RoleAttr, AxisRolesAttr, AxisReasonsAttr, FactorAttr],
+    [
+        IndexAttr,
+        TextAttr,
+        RoleAttr,
+        AxisRolesAttr,
+        AxisReasonsAttr,
+        ProtoMapAttr,
+        FactorAttr,
+    ],
 )
 """The ``batch`` dialect."""

@@ -68,9 +68,12 @@ from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from axisflow.dialects.batch import ForestOp, IndexAttr, TextAttr
+from axisflow.dialects.batch_model import forest_model
 from axisflow.dialects.keywords import reject_unknown_keyword
 from axisflow.dialects.labels import parse_index, parse_key, quote_text
+from axisflow.forest.model import ModelError
 from axisflow.pipeline import schedule as model
+from axisflow.pipeline.memory import Sizing
 from axisflow.roles.index import Index, is_key_char
 
 # --------------------------------------------------------------------------
@@ -486,15 +489,12 @@ class ScheduleOp(IRDLOperation):
         super().verify(verify_nested_ops)
         # After the per-op verifiers; outside ``verify_`` so that the error is
         # reported at the offending op, not re-wrapped at this one.
-        from axisflow.pipeline.ir import forest_model
-        from axisflow.pipeline.memory import Sizing
-        from axisflow.pipeline.model import ModelError
 
         forest = self.parent_op()
         if not isinstance(forest, ForestOp):
             return
         try:
-            forest_info = forest_model(forest, with_roles=False)
+            forest_info = forest_model(forest, with_roles=False).check_loops()
         except ModelError as error:
             message = f"sched.schedule: the forest cannot be scheduled: {error}"
             self.emit_error(message, VerifyException(message))

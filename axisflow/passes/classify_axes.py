@@ -1,11 +1,12 @@
 """``classify-axes``: attach a loop role to every value for every batch loop.
 
 For each value of each ``batch.forest`` and each batch-loop axis enclosing any
-of its use-sites, the role comes from ``axisflow.roles.classify_axis`` and is
-attached as ``roles = #batch.roles<LABEL = ROLE, ...>`` (a map from each loop
-label to its role); with ``explain=true`` a ``why = #batch.why<LABEL =
-"...">`` map gives the evidence. Re-running the pass
-recomputes and replaces both attributes, so it is idempotent.
+of its use-sites, the role is decided on the forest model
+(``axisflow.forest.roles.classify``) and attached as ``roles =
+#batch.roles<LABEL = ROLE, ...>`` (a map from each loop label to its role);
+with ``explain=true`` a ``why = #batch.why<LABEL = "...">`` map gives the
+evidence. Re-running the pass recomputes and replaces both attributes, so it
+is idempotent.
 """
 
 from __future__ import annotations
@@ -17,90 +18,22 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
 
-from axisflow.analysis.forest import ForestInfo, ValueInfo, collect_forest
-from axisflow.dialects.batch import AxisReasonsAttr, AxisRolesAttr, ForestOp
-from axisflow.dialects.labels import print_index_list
+from axisflow.dialects.batch import ForestOp
+from axisflow.dialects.batch_model import attach_roles, forest_model
+from axisflow.forest.model import Forest, ModelError
+from axisflow.forest.roles import classify
 from axisflow.gc_pause import gc_paused
-from axisflow.roles.decision import (
-    LoopRole,
-    Occurrence,
-    Verdict,
-    decide_axis,
-    occurrence_slot,
-)
-from axisflow.roles.index import Index
-
-ROLES_ATTR = "roles"
-"""Attribute holding the roles of a ``batch.value``."""
-WHY_ATTR = "why"
-"""Attribute holding the explanations (``explain=true``)."""
 
 
-def classify_value(info: ValueInfo, instance_aware: bool) -> dict[Index, Verdict]:
-    """The verdict for every axis enclosing a use-site of the value.
-
-    The role depends only on the axis's type, so it is decided once per type.
-    """
-    value = info.op
-    carried = value.result_indices
-    contracted = value.contracted_indices
-    sliced = info.sliced()
-    slot_of = occurrence_slot if instance_aware else None
-    per_type: dict[str, Verdict] = {}
-    verdicts: dict[Index, Verdict] = {}
-    for axis in info.axes:
-        verdict = per_type.get(axis.base_key)
-        if verdict is None:
-            verdict = decide_axis(
-                carried, contracted, axis, info.occurrences, sliced, slot_of
-            )
-            per_type[axis.base_key] = verdict
-        verdicts[axis] = verdict
-    return verdicts
-
-
-def _describe_sites(info: ValueInfo) -> None:
-    """Name every occurrence for explanations (only done with ``explain``)."""
-    named: list[Occurrence] = []
-    for site, occurrence in zip(info.sites, info.occurrences, strict=True):
-        place = f"use-site {site.number} of @{info.name} in tree @{site.tree.tree_name}"
-        named.append(
-            Occurrence(
-                occurrence.carried,
-                occurrence.ectx,
-                occurrence.slots,
-                f"{place} {print_index_list(occurrence.carried)}",
-            )
-        )
-    info.occurrences = named
-
-
-def classify_forest(forest: ForestOp, explain: bool = False) -> ForestInfo:
-    """Classify every value of ``forest`` and attach the results to the IR."""
-    info = collect_forest(forest)
-    # Many values share one role map: build each distinct attribute once.
-    role_maps: dict[tuple[tuple[Index, LoopRole], ...], AxisRolesAttr] = {}
-    for value_info in info.values.values():
-        if explain:
-            _describe_sites(value_info)
-        verdicts = classify_value(value_info, info.has_slots)
-        attributes = value_info.op.attributes
-        attributes.pop(ROLES_ATTR, None)
-        attributes.pop(WHY_ATTR, None)
-        if not verdicts:
-            continue
-        ordered = sorted(verdicts.items(), key=lambda item: item[0].sort_key())
-        key = tuple((axis, verdict.role) for axis, verdict in ordered)
-        roles = role_maps.get(key)
-        if roles is None:
-            roles = role_maps[key] = AxisRolesAttr(key)
-        attributes[ROLES_ATTR] = roles
-        if explain:
-            attributes[WHY_ATTR] = AxisReasonsAttr(
-                [(axis, verdict.reason) for axis, verdict in ordered]
-            )
-    return info
+def classify_forest(forest: ForestOp, explain: bool = False) -> Forest:
+    """Classify every value of ``forest``, attach the roles to the IR and
+    return the model (with its roles). Raises ``ModelError`` for a forest the
+    model cannot hold."""
+    model = forest_model(forest, with_roles=False)
+    attach_roles(forest, classify(model, explain=explain), explain)
+    return model
 
 
 @dataclass(frozen=True)
@@ -115,7 +48,10 @@ class ClassifyAxesPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with gc_paused():
             for forest in forests_in(op):
-                classify_forest(forest, self.explain)
+                try:
+                    classify_forest(forest, self.explain)
+                except ModelError as error:
+                    raise PassFailedException(f"classify-axes: {error}") from None
 
 
 def forests_in(op: Operation) -> Iterator[ForestOp]:

@@ -30,11 +30,11 @@ from xdsl.ir import Attribute
 from xdsl.utils.exceptions import DiagnosticException
 
 from axisflow.dialects.batch import ForestOp, ValueOp
+from axisflow.dialects.batch_model import attach_roles, forest_model
 from axisflow.dialects.sched import ScheduleOp, schedule_to_op
-from axisflow.passes.classify_axes import classify_forest
-from axisflow.pipeline.ir import forest_model
+from axisflow.forest.model import Forest, ModelError
+from axisflow.forest.roles import classify
 from axisflow.pipeline.memory import MemoryReport, Sizing, memory_report
-from axisflow.pipeline.model import Forest, ModelError
 from axisflow.pipeline.schedule import Schedule
 from axisflow.pipeline.scheduler import (
     DEFAULT_MAX_ROUNDS,
@@ -90,14 +90,17 @@ def plan_forest(
     block: int | Mapping[str, int] = 1,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     extents: Mapping[str, int] | None = None,
+    model: Forest | None = None,
 ) -> ForestSchedule:
     """Schedule one classified forest without changing it.
 
     The returned ``schedule_op`` is not attached; ``extents`` overrides the
-    forest's extents for the byte sizes. Raises ``PipelineError``.
+    forest's extents for the byte sizes; ``model``: the forest's model with
+    its roles, if already read. Raises ``PipelineError``.
     """
     try:
-        model = forest_model(forest)
+        if model is None:
+            model = forest_model(forest)
         sizing = Sizing(model, extents)
         result = schedule_forest(
             model, block=block, max_rounds=max_rounds, sizes=sizing
@@ -121,6 +124,16 @@ def attach(forest: ForestOp, schedule_op: ScheduleOp) -> None:
         if isinstance(op, ScheduleOp):
             forest.body.block.erase_op(op)
     forest.body.block.add_op(schedule_op)
+
+
+def _classified(forest: ForestOp) -> Forest:
+    """The model of ``forest`` with its roles, attached to the IR too."""
+    try:
+        model = forest_model(forest, with_roles=False)
+    except ModelError as error:
+        raise PipelineError(f"{forest_label(forest)}: {error}") from None
+    attach_roles(forest, classify(model))
+    return model
 
 
 def schedule_module(
@@ -151,10 +164,13 @@ def schedule_module(
             except DiagnosticException as error:
                 first = str(error).splitlines()[0] if str(error) else "invalid IR"
                 raise PipelineError(f"{forest_label(forest)}: {first}") from None
+            model = None
             if classify:
                 saved.extend((v, dict(v.attributes)) for v in forest.values())
-                classify_forest(forest)
-            planned.append(plan_forest(forest, block=block, max_rounds=max_rounds))
+                model = _classified(forest)
+            planned.append(
+                plan_forest(forest, block=block, max_rounds=max_rounds, model=model)
+            )
     except PipelineError:
         for value, before in saved:
             value.attributes.clear()

@@ -4,7 +4,7 @@ Two independent evaluations with NumPy (``numpy.einsum``):
 
 * ``evaluate_forest``: the unbatched forest, each value computed once from
   its factors, in its own frame (tensors with one axis per mode, see
-  ``axisflow.pipeline.model``);
+  ``axisflow.forest.model``);
 * ``run_schedule``: the schedule as written. Every ``LoopPass`` iterates over
   blocks of its space; a build reads only the blocks its binds name
   (inputs and full buffers are sliced, pieces must already be that block),
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from axisflow.forest.model import Forest, Value
 from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.model import Forest, Value
 from axisflow.pipeline.schedule import (
     Bind,
     Buffer,

@@ -5,7 +5,7 @@ Sizes come from the forest's index spaces:
 * the extent of a space is its ``batch.space ... extent N``, or
   ``DEFAULT_EXTENT`` when absent; a mode's extent is its space's (a composite
   index ``a_1<i_1>`` has the extent of ``a``; its protos are modes too, see
-  ``axisflow.pipeline.model``);
+  ``axisflow.forest.model``);
 * the element size of a value is the largest ``elem`` among the spaces of its
   modes that declare one; otherwise the largest ``elem`` declared in the
   forest, otherwise ``DEFAULT_ELEM`` (8 bytes, a double);
@@ -28,7 +28,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from axisflow.pipeline.model import Forest, Value, topological_order
+from axisflow.forest.model import Forest, Value, topological_order
 from axisflow.pipeline.schedule import (
     Bind,
     Buffer,

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from axisflow.pipeline.model import Forest, Value
+from axisflow.forest.model import Forest, Value
 from axisflow.roles.index import Index
 
 

@@ -49,8 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.model import (
+from axisflow.forest.model import (
     Forest,
     ModelError,
     Node,
@@ -60,6 +59,7 @@ from axisflow.pipeline.model import (
     readers_of,
     topological_order,
 )
+from axisflow.pipeline.memory import Sizing
 from axisflow.pipeline.schedule import (
     Bind,
     Buffer,
@@ -550,6 +550,7 @@ def schedule_forest(
     """
     if max_rounds < 1:
         raise SchedulingError(f"max-rounds must be at least 1, got {max_rounds}")
+    forest.check_loops()
     blocks = _blocks(forest, block)
     decisions = Decisions()
     order = topological_order(forest)

@@ -47,12 +47,20 @@ class Occurrence:
     loops, outermost first. ``slots`` optionally gives the fusion slot of each
     enclosing loop (parallel to ``ectx``; ``-1`` = unknown) and ``site`` a name
     used in explanations; neither changes equality semantics of the indices.
+
+    ``protos`` relates the value's frame to this use-site: ``(mode, label)``
+    pairs naming, in the use-site's labels, each proto mode of the value's
+    frame (``None``: the caller uses one frame for the value and all its
+    use-sites, so ``sliced`` applies to the protos of ``carried`` directly).
+    With ``protos`` given, a sliced proto slot is identified by its mode of
+    the value's frame, so the answer does not depend on any label.
     """
 
     carried: tuple[Index, ...]
     ectx: tuple[Index, ...]
     slots: tuple[int, ...] = ()
     site: str = ""
+    protos: tuple[tuple[Index, Index], ...] | None = None
 
     def __init__(
         self,
@@ -60,11 +68,13 @@ class Occurrence:
         ectx: Iterable[Index],
         slots: Iterable[int] = (),
         site: str = "",
+        protos: Iterable[tuple[Index, Index]] | None = None,
     ) -> None:
         object.__setattr__(self, "carried", tuple(carried))
         object.__setattr__(self, "ectx", tuple(ectx))
         object.__setattr__(self, "slots", tuple(slots))
         object.__setattr__(self, "site", site)
+        object.__setattr__(self, "protos", None if protos is None else tuple(protos))
         if self.slots and len(self.slots) != len(self.ectx):
             raise ValueError(
                 f"occurrence has {len(self.ectx)} enclosing loops but "
@@ -78,10 +88,13 @@ class Occurrence:
         ectx: tuple[Index, ...],
         slots: tuple[int, ...] = (),
         site: str = "",
+        protos: tuple[tuple[Index, Index], ...] | None = None,
     ) -> Occurrence:
         """Build from tuples already checked by the caller (hot paths)."""
         occurrence = object.__new__(cls)
-        occurrence.__dict__.update(carried=carried, ectx=ectx, slots=slots, site=site)
+        occurrence.__dict__.update(
+            carried=carried, ectx=ectx, slots=slots, site=site, protos=protos
+        )
         return occurrence
 
     def slot_of(self, loop_index: Index) -> int:
@@ -138,6 +151,27 @@ def _slots(
                     yield (position, k), proto
 
 
+def _occurrence_slots(
+    occurrence: Occurrence, key: str, sliced: frozenset[Index]
+) -> Iterator[tuple[object, Index]]:
+    """Same-type slots of a use-site with their positions.
+
+    Without ``occurrence.protos``, as ``_slots`` (one frame for everything).
+    With it, the plain carried indices by position, then each sliced proto
+    mode of the value's frame, positioned by that mode and labelled as the
+    use-site names it.
+    """
+    if occurrence.protos is None:
+        yield from _slots(occurrence.carried, key, sliced)
+        return
+    for position, index in enumerate(occurrence.carried):
+        if index.base_key == key:
+            yield (position, 0), index
+    for mode, label in occurrence.protos:
+        if label.base_key == key and mode in sliced:
+            yield mode, label
+
+
 def _site(occurrence: Occurrence, number: int) -> str:
     return occurrence.site or f"use-site #{number}"
 
@@ -166,7 +200,7 @@ def decide_axis(
         )
 
     under_same_type_loop = False
-    slot_of_position: dict[tuple[int, int], tuple[int, int]] = {}
+    slot_of_position: dict[object, tuple[int, int]] = {}
     for number, occurrence in enumerate(occurrences):
         loops = {loop for loop in occurrence.ectx if loop.base_key == key}
         if not loops:
@@ -174,7 +208,7 @@ def decide_axis(
         under_same_type_loop = True
         site = _site(occurrence, number)
         bound_any = False
-        for position, index in _slots(occurrence.carried, key, sliced_set):
+        for position, index in _occurrence_slots(occurrence, key, sliced_set):
             bound_any = True
             if index not in loops:
                 return Verdict(

@@ -10,10 +10,11 @@ Python API (documented in ``docs/sequant-frontend.md``)::
 * ``parse(text, source=...)`` reads SeQuant text (``syntax``), raising
   ``SequantSyntaxError`` with line, column and what was expected.
 * ``build_forest(expression, policy, name)`` binarizes, shares common
-  subexpressions and places batch loops (``forest``), giving a pure-Python
-  ``Forest``.
+  subexpressions and places batch loops (``forest``), giving the forest
+  model (``axisflow.forest.model.Forest``, pure Python).
 * ``to_module(expression, batch=..., ...)`` is ``build_forest`` followed by
-  IR emission (``emit``): a ``builtin.module`` with one ``batch.forest``.
+  IR emission (``axisflow.dialects.batch_model``): a ``builtin.module`` with
+  one ``batch.forest``.
 
 Importing this package does not import xDSL; ``to_module`` does, lazily.
 """
@@ -23,21 +24,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from axisflow.forest.model import Forest
 from axisflow.sequant.forest import (
     BatchPolicy,
-    ContractionValue,
-    Factor,
-    Forest,
-    LeafValue,
-    Loop,
+    Pairing,
     PolicyError,
-    Space,
-    Tree,
-    Use,
-    Value,
     ascii_alias,
+    binarize,
     build_forest,
-    canonical_renaming,
 )
 from axisflow.sequant.syntax import (
     Expression,
@@ -72,7 +66,7 @@ def to_module(
     across trees. ``name``: the forest's symbol name. Raises ``SequantError``
     for a term that cannot be a tree and ``PolicyError`` for bad options.
     """
-    from axisflow.sequant.emit import forest_module
+    from axisflow.dialects.batch_model import forest_module
 
     policy = BatchPolicy.make(batch, extents, elem, separate_instances)
     return forest_module(build_forest(expression, policy, name))
@@ -80,24 +74,17 @@ def to_module(
 
 __all__ = [
     "BatchPolicy",
-    "ContractionValue",
     "Expression",
-    "Factor",
     "Forest",
-    "LeafValue",
-    "Loop",
+    "Pairing",
     "PolicyError",
     "SequantError",
     "SequantSyntaxError",
-    "Space",
     "Tensor",
     "Term",
-    "Tree",
-    "Use",
-    "Value",
     "ascii_alias",
+    "binarize",
     "build_forest",
-    "canonical_renaming",
     "deparse",
     "parse",
     "to_module",

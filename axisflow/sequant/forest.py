@@ -1,171 +1,65 @@
-"""From a SeQuant ``Expression`` to a forest of pairwise contractions.
+"""From a SeQuant ``Expression`` to the forest model of pairwise contractions.
 
-Pure Python, no xDSL (``axisflow.sequant.emit`` turns a ``Forest`` into IR).
+Pure Python, no xDSL: ``build_forest`` returns an ``axisflow.forest.model.Forest``
+(the one forest model); ``axisflow.dialects.batch_model`` emits it as IR.
 
 Construction, per term:
 
-* **Binarization.** The term's tensors fold left to right:
-  ``((t1 * t2) * t3) * ...``. Every inner node is a value whose result
-  indices are those of its operands still needed later (they appear in a
-  later tensor of the term) or external to the term, in order of first
-  appearance (left operand, then right). The indices contracted at the node
-  are those on both operands and absent from the result: none for an outer
-  product; a Hadamard index (on both, still needed) stays on the result.
-  Proto indices ride along inside their composite labels: ``a_1<i_1>`` is
-  one index, and a proto is not an appearance of its own.
+* **Binarization** (``binarize``, replaceable: tensors in, binary tree out).
+  Today the term's tensors fold left to right: ``((t1 * t2) * t3) * ...``.
+  Every inner node is a value whose result indices are those of its
+  operands still needed outside its subtree (they appear in another tensor
+  of the term) or external to the term, in order of first appearance (left
+  operand, then right). The indices contracted at the node are those on both
+  operands that are not modes of the result (a proto of a result composite
+  stays in the result); a Hadamard index (on both, still needed) stays on
+  the result. Proto indices ride along inside their composite labels:
+  ``a_1<i_1>`` is one index, and a proto is not an appearance of its own.
 * **Values and CSE.** Leaves (input tensors) are values too. Every value
-  lives in its own canonical index frame, so values equal up to a consistent
-  renaming of indices are one value with several use-sites, across the whole
-  forest. Identity is structural (hash-consing): a leaf is identified by its
-  label, symmetry, group layout and canonical indices; a contraction by its
-  two factor values and how their frames connect (the canonical labels of
-  both factors and of the result in the node's frame). Use-sites carry the
-  labels of their own term.
+  lives in its own canonical index frame (``frames.canonical_renaming``), so
+  values equal up to a consistent renaming of indices are one value with
+  several use-sites, across the whole forest. Identity is structural: a leaf
+  is identified by its label, symmetry, group layout and canonical indices; a
+  contraction by its two factor values and how their frames connect (the
+  canonical labels of both factors, their proto pairings, and the result in
+  the node's frame).
+* **Explicit pairings.** The canonical renaming of a node is a bijection
+  between the term's labels and the node's frame, protos included, so every
+  use-site's mode map (the value's modes -> the term's labels) and every
+  factor's (the factor's modes -> the consumer's frame) is its inverse,
+  composed: exact, never guessed. The model carries them (``Site.protos``,
+  ``Factor.protos``); the IR prints the ones that are not forced.
 * **Coefficients.** A term's rational coefficient is its tree's ``coeff``; a
   single-tensor term's tree uses the leaf value as its root; a term without
   tensors (a bare number) is a tree without a root.
 * **Batching policy.** For each space named in the policy (outermost first)
   and each tree, one batch loop per distinct index of that space occurring
   in the term (as a tensor index, or as a proto index at any depth), nested
-  in label order, all enclosing the whole tree at its root. The k-th loop of
-  a space (in label order) shares one fusion slot across all trees; slots are
+  in canonical order (first appearance in the term, indices that occur only
+  as protos last; never label order, so that renaming changes nothing), all
+  enclosing the whole tree at its root. The k-th loop of a space (in that
+  order) shares one fusion slot across all trees; slots are
   numbered in order of first use. With ``separate_instances`` every loop gets
   a slot of its own.
-
-Canonical frames: indices of a node are renamed by first appearance in slot
-order, ordinals counted per base key from 1 (``i_1, i_2, a_1<i_1,i_2>``).
-Indices that occur only as protos come after and are ordered by where they
-occur (list, slot, depth); this makes the frame independent of the original
-labels (proto lists are sets, so two protos occurring in exactly the same
-places are interchangeable).
 """
 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from fractions import Fraction
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
+from axisflow.forest.frames import (
+    ProtoPairs,
+    canonical_renaming,
+    expand_modes,
+    invert,
+    proto_closure,
+    proto_modes,
+)
+from axisflow.forest.model import Factor, Forest, Loop, Site, Space, Tree, Value
 from axisflow.roles.index import Index
 from axisflow.sequant.syntax import Expression, SequantError, Tensor, Term
-
-# --------------------------------------------------------------------------
-# The forest
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LeafValue:
-    """An input tensor in its canonical frame."""
-
-    name: str
-    tensor: str
-    """The SeQuant tensor label (``g``, ``t``, ``δ``)."""
-    symmetry: str | None
-    layout: tuple[int, int, int]
-    """Sizes of the bra, ket and aux index groups."""
-    result: tuple[Index, ...]
-
-    @property
-    def contracted(self) -> tuple[Index, ...]:
-        """Leaves contract nothing."""
-        return ()
-
-
-@dataclass(frozen=True)
-class Factor:
-    """One operand of a contraction: a value and its labels in the node's frame."""
-
-    value: str
-    indices: tuple[Index, ...]
-
-
-@dataclass(frozen=True)
-class ContractionValue:
-    """A pairwise contraction in its canonical frame."""
-
-    name: str
-    result: tuple[Index, ...]
-    contracted: tuple[Index, ...]
-    left: Factor
-    right: Factor
-
-
-Value = LeafValue | ContractionValue
-
-
-@dataclass(frozen=True)
-class Use:
-    """A use-site: a value, the labels it carries in its term, and the
-    use-sites of its two factors (none for a leaf)."""
-
-    value: str
-    carried: tuple[Index, ...]
-    factors: tuple[Use, ...] = ()
-
-    def walk(self) -> Iterator[Use]:
-        """This use-site and every use-site below it, pre-order."""
-        stack: list[Use] = [self]
-        while stack:
-            use = stack.pop()
-            yield use
-            stack.extend(reversed(use.factors))
-
-
-@dataclass(frozen=True)
-class Loop:
-    """A batch loop at a tree's root: the bound label and its fusion slot."""
-
-    index: Index
-    slot: int
-
-
-@dataclass(frozen=True)
-class Tree:
-    """One term: coefficient, root loops (outermost first), root use-site."""
-
-    name: str
-    coefficient: Fraction
-    loops: tuple[Loop, ...]
-    root: Use | None
-    """``None`` for a term without tensors (a bare number)."""
-    term: int
-    """Position of the term in the expression."""
-
-
-@dataclass(frozen=True)
-class Space:
-    """An index space: base key, optional extent and element size (bytes)."""
-
-    key: str
-    extent: int | None = None
-    elem: int | None = None
-
-
-@dataclass(frozen=True)
-class Forest:
-    """Spaces, values (leaves first, then contractions, each in creation
-    order) and trees (one per term, in order)."""
-
-    name: str
-    spaces: tuple[Space, ...]
-    values: tuple[Value, ...]
-    trees: tuple[Tree, ...]
-
-    def value_table(self) -> dict[str, Value]:
-        """Values by name."""
-        return {value.name: value for value in self.values}
-
-    def use_counts(self) -> dict[str, int]:
-        """Number of use-sites of every value."""
-        counts = dict.fromkeys((value.name for value in self.values), 0)
-        for tree in self.trees:
-            if tree.root is not None:
-                for use in tree.root.walk():
-                    counts[use.value] += 1
-        return counts
-
 
 # --------------------------------------------------------------------------
 # Batching policy
@@ -301,62 +195,21 @@ def _resolve_key(name: str, keys: Sequence[str], aliases: Mapping[str, str]) -> 
 
 
 # --------------------------------------------------------------------------
-# Canonical frames
+# Binarization
 # --------------------------------------------------------------------------
 
-
-def canonical_renaming(lists: Sequence[Sequence[Index]]) -> dict[Index, Index]:
-    """A renaming of every index in ``lists`` (protos included) to canonical
-    labels that do not depend on the original labels.
-
-    Indices are numbered per base key from 1: first every index of the lists
-    in order of first appearance, then indices that occur only as protos,
-    ordered by the places (list, slot, depth) where they occur.
-    """
-    next_ordinal: dict[str, int] = {}
-    ordinal: dict[Index, int] = {}
-
-    def number(index: Index) -> None:
-        value = next_ordinal.get(index.base_key, 1)
-        next_ordinal[index.base_key] = value + 1
-        ordinal[index] = value
-
-    for indices in lists:
-        for index in indices:
-            if index not in ordinal:
-                number(index)
-    places: dict[Index, list[tuple[int, int, int]]] = {}
-    for list_number, indices in enumerate(lists):
-        for slot, index in enumerate(indices):
-            if index.protos:
-                for depth, proto in _protos_with_depth(index, 1):
-                    if proto not in ordinal:
-                        places.setdefault(proto, []).append((list_number, slot, depth))
-    for proto in sorted(places, key=lambda p: (places[p], p.sort_key())):
-        number(proto)
-
-    renamed: dict[Index, Index] = {}
-
-    def canonical(index: Index) -> Index:
-        found = renamed.get(index)
-        if found is None:
-            found = Index(
-                index.base_key,
-                ordinal[index],
-                (canonical(proto) for proto in index.protos),
-            )
-            renamed[index] = found
-        return found
-
-    for index in list(ordinal):
-        canonical(index)
-    return renamed
+Pairing = int | tuple["Pairing", "Pairing"]
+"""A binary tree over a term's tensors: a tensor position, or a pair."""
 
 
-def _protos_with_depth(index: Index, depth: int) -> Iterator[tuple[int, Index]]:
-    for proto in index.protos:
-        yield depth, proto
-        yield from _protos_with_depth(proto, depth + 1)
+def binarize(tensors: Sequence[Tensor]) -> Pairing:
+    """The binary tree of a term's tensors (at least one): today the left to
+    right fold ``((t0 * t1) * t2) * ...``. The one place that decides the
+    order of contraction."""
+    tree: Pairing = 0
+    for position in range(1, len(tensors)):
+        tree = (tree, position)
+    return tree
 
 
 # --------------------------------------------------------------------------
@@ -364,41 +217,59 @@ def _protos_with_depth(index: Index, depth: int) -> Iterator[tuple[int, Index]]:
 # --------------------------------------------------------------------------
 
 
-_LeafKey = tuple[str, str | None, tuple[int, int, int], tuple[Index, ...]]
-_NodeKey = tuple[str, str, tuple[Index, ...], tuple[Index, ...], tuple[Index, ...]]
-
-
 @dataclass
+class _Use:
+    """A use-site while a term is built: value, labels in the term, the
+    value's modes -> the term's labels, factor use-sites."""
+
+    value: Value
+    carried: tuple[Index, ...]
+    mode_map: dict[Index, Index]
+    factors: tuple[_Use, ...] = ()
+    tensors: frozenset[int] = frozenset()
+    """Positions of the term's tensors below this use-site."""
+
+
+_LeafKey = tuple[str, str | None, tuple[int, int, int], tuple[Index, ...]]
+_NodeKey = tuple[
+    str,
+    str,
+    tuple[Index, ...],
+    tuple[Index, ...],
+    tuple[Index, ...],
+    ProtoPairs,
+    ProtoPairs,
+]
+
+
 class _Builder:
-    """Interns values across the whole forest (the CSE tables)."""
+    """Hash-consed values of one forest."""
 
-    expression: Expression
-    leaves: dict[_LeafKey, LeafValue] = field(default_factory=dict[_LeafKey, LeafValue])
-    nodes: dict[_NodeKey, ContractionValue] = field(
-        default_factory=dict[_NodeKey, ContractionValue]
-    )
-    leaf_names: dict[str, int] = field(default_factory=dict[str, int])
+    def __init__(self, expression: Expression) -> None:
+        self.expression = expression
+        self.leaves: dict[_LeafKey, Value] = {}
+        self.nodes: dict[_NodeKey, Value] = {}
+        self.leaf_names: dict[str, int] = {}
 
-    def leaf(self, tensor: Tensor) -> Use:
-        indices = tensor.indices
-        renaming = canonical_renaming((indices,))
-        frame = tuple(renaming[i] for i in indices)
-        label = tensor.label
-        key: _LeafKey = (
-            unicodedata.normalize("NFC", label),
-            tensor.symmetry,
-            tensor.layout,
-            frame,
-        )
+    def leaf(self, tensor: Tensor, position: int) -> _Use:
+        renaming = canonical_renaming((tensor.indices,))
+        frame = tuple(renaming[i] for i in tensor.indices)
+        layout = (len(tensor.bra), len(tensor.ket), len(tensor.aux))
+        key: _LeafKey = (tensor.label, tensor.symmetry, layout, frame)
         value = self.leaves.get(key)
         if value is None:
-            value = LeafValue(
-                self._leaf_name(label), label, tensor.symmetry, tensor.layout, frame
+            value = Value(
+                self.fresh_leaf_name(tensor.label),
+                frame,
+                tensor=tensor.label,
+                symmetry=tensor.symmetry,
+                layout=layout,
             )
             self.leaves[key] = value
-        return Use(value.name, indices)
+        mode_map = {renaming[x]: x for x in expand_modes(tensor.indices)}
+        return _Use(value, tensor.indices, mode_map, (), frozenset((position,)))
 
-    def _leaf_name(self, label: str) -> str:
+    def fresh_leaf_name(self, label: str) -> str:
         base = symbol_name(label)
         count = self.leaf_names.get(base, 0)
         self.leaf_names[base] = count + 1
@@ -406,53 +277,93 @@ class _Builder:
 
     def contraction(
         self,
-        left: Use,
-        right: Use,
+        left: _Use,
+        right: _Use,
         result: tuple[Index, ...],
         contracted: tuple[Index, ...],
-    ) -> Use:
+    ) -> _Use:
         renaming = canonical_renaming((left.carried, right.carried))
         left_frame = tuple(renaming[i] for i in left.carried)
         right_frame = tuple(renaming[i] for i in right.carried)
         result_frame = tuple(renaming[i] for i in result)
-        key: _NodeKey = (left.value, right.value, left_frame, right_frame, result_frame)
+        left_protos = _factor_protos(left, renaming)
+        right_protos = _factor_protos(right, renaming)
+        key: _NodeKey = (
+            left.value.name,
+            right.value.name,
+            left_frame,
+            right_frame,
+            result_frame,
+            left_protos,
+            right_protos,
+        )
         value = self.nodes.get(key)
         if value is None:
-            value = ContractionValue(
+            value = Value(
                 f"v{len(self.nodes)}",
                 result_frame,
                 tuple(renaming[i] for i in contracted),
-                Factor(left.value, left_frame),
-                Factor(right.value, right_frame),
+                (
+                    Factor(left.value.name, left_frame, left_protos),
+                    Factor(right.value.name, right_frame, right_protos),
+                ),
             )
             self.nodes[key] = value
-        return Use(value.name, result, (left, right))
+        mode_map = {renaming[x]: x for x in expand_modes(result)}
+        return _Use(
+            value, result, mode_map, (left, right), left.tensors | right.tensors
+        )
 
-    def term_root(self, term: Term) -> Use | None:
-        """The root use-site of ``term``'s binary tree (validated first)."""
-        tensors = term.tensors
+    def term_root(
+        self, term: Term, renaming: Mapping[Index, Index] | None = None
+    ) -> _Use | None:
+        """The root use-site of ``term``'s binary tree (validated first), in
+        the term's canonical labels (``canonical_term``; ``renaming``: its
+        renaming, if computed already)."""
         externals = self.check_term(term)
-        if not tensors:
+        if not term.tensors:
             return None
-        last: dict[Index, int] = {}
+        tensors, renaming = canonical_term(term.tensors, renaming)
+        externals = frozenset(renaming[i] for i in externals)
+        # Where each index occurs, as a tensor index or as a proto: a later
+        # composite depending on an index keeps it alive (one mode).
+        places: dict[Index, set[int]] = {}
         for position, tensor in enumerate(tensors):
-            for index in tensor.indices:
-                last[index] = position
-        current = self.leaf(tensors[0])
-        for position in range(1, len(tensors)):
-            right = self.leaf(tensors[position])
-            on_left = set(current.carried)
-            on_right = set(right.carried)
-            operands = current.carried + tuple(
+            for index in expand_modes(tensor.indices):
+                places.setdefault(index, set()).add(position)
+        # Post-order over the pairing, iteratively (a chain may be long).
+        stack: list[tuple[Pairing, bool]] = [(binarize(tensors), False)]
+        results: list[_Use] = []
+        while stack:
+            node, ready = stack.pop()
+            if isinstance(node, int):
+                results.append(self.leaf(tensors[node], node))
+                continue
+            if not ready:
+                stack.append((node, True))
+                stack.append((node[1], False))
+                stack.append((node[0], False))
+                continue
+            right = results.pop()
+            left = results.pop()
+            inside = left.tensors | right.tensors
+            on_left = set(left.carried)
+            operands = left.carried + tuple(
                 i for i in right.carried if i not in on_left
             )
-            result = tuple(i for i in operands if i in externals or last[i] > position)
-            kept = set(result)
-            contracted = tuple(
-                i for i in current.carried if i in on_right and i not in kept
-            )
-            current = self.contraction(current, right, result, contracted)
-        return current
+            result = [i for i in operands if i in externals or places[i] - inside]
+            kept = set(expand_modes(result))
+            # A proto of an operand that a tensor outside still depends on
+            # stays a mode of the result, as an index of its own if needed.
+            for mode in expand_modes(operands):
+                if mode not in kept and places[mode] - inside:
+                    result.append(mode)
+                    kept.update(expand_modes((mode,)))
+            on_both = set(expand_modes(left.carried)) & set(expand_modes(right.carried))
+            contracted = tuple(i for i in operands if i in on_both and i not in kept)
+            results.append(self.contraction(left, right, tuple(result), contracted))
+        (root,) = results
+        return root
 
     def check_term(self, term: Term) -> frozenset[Index]:
         """The term's externals; raise ``SequantError`` if the term cannot be
@@ -512,14 +423,52 @@ def symbol_name(label: str) -> str:
     return text if text[:1].isalpha() or text[:1] == "_" else f"t{text}"
 
 
+def canonical_term(
+    tensors: Sequence[Tensor], renaming: Mapping[Index, Index] | None = None
+) -> tuple[tuple[Tensor, ...], Mapping[Index, Index]]:
+    """The tensors with every index renamed canonically over the whole term,
+    and the renaming (original -> canonical).
+
+    The construction runs on this text, so the values, their frames and the
+    proto pairings chosen where a tie must be broken do not depend on the
+    term's labels: two protos left tied by the renaming occur in exactly the
+    same places, so exchanging them maps the text to itself. Use-sites get
+    the term's own labels back through the inverse renaming.
+    """
+    if renaming is None:
+        renaming = canonical_renaming([t.indices for t in tensors])
+    found = renaming
+
+    def renamed(indices: tuple[Index, ...]) -> tuple[Index, ...]:
+        return tuple(found[i] for i in indices)
+
+    canonical = tuple(
+        Tensor(
+            t.label,
+            renamed(t.bra),
+            renamed(t.ket),
+            renamed(t.aux),
+            t.symmetry,
+            t.offset,
+        )
+        for t in tensors
+    )
+    return canonical, renaming
+
+
+def _factor_protos(use: _Use, renaming: Mapping[Index, Index]) -> ProtoPairs:
+    """A factor's proto modes with their labels in the consumer's frame."""
+    return tuple(
+        (mode, renaming[use.mode_map[mode]]) for mode in proto_modes(use.value.result)
+    )
+
+
 def term_indices(term: Term) -> set[Index]:
     """Every distinct index of the term's tensors, protos at any depth included."""
     found: set[Index] = set()
     for tensor in term.tensors:
-        for index in tensor.indices:
-            if index not in found:
-                found.add(index)
-                found.update(index.all_protos())
+        found.update(tensor.indices)
+        found.update(proto_closure(tensor.indices))
     return found
 
 
@@ -528,7 +477,7 @@ def build_forest(
     policy: BatchPolicy | None = None,
     name: str = "sequant",
 ) -> Forest:
-    """The forest of ``expression`` with the batch loops of ``policy``.
+    """The forest model of ``expression`` with the batch loops of ``policy``.
 
     Raises ``SequantError`` (located) for a term that cannot be a tree and
     ``PolicyError`` for a policy naming a space the expression lacks.
@@ -540,46 +489,81 @@ def build_forest(
     if len(set(batch_keys)) != len(batch_keys):
         raise PolicyError(f"an index space is named twice in batch={policy.spaces}")
     extents = {_resolve_key(k, keys, aliases): n for k, n in policy.extents}
-    spaces = tuple(Space(key, extents.get(key), policy.elem) for key in keys)
+    spaces = {key: Space(key, extents.get(key), policy.elem) for key in keys}
 
     builder = _Builder(expression)
     shared_slots: dict[tuple[str, int], int] = {}
     trees: list[Tree] = []
+    sites: list[Site] = []
     loop_count = 0
     for number, term in enumerate(expression.terms):
-        root = builder.term_root(term)
+        renaming = canonical_renaming([t.indices for t in term.tensors])
+        root = builder.term_root(term, renaming)
         loops: list[Loop] = []
         if batch_keys and root is not None:
             indices = term_indices(term)
             for key in batch_keys:
-                of_space = sorted(i for i in indices if i.base_key == key)
+                # In canonical order (first appearance), not label order: the
+                # nesting and the shared slots must not depend on the labels.
+                of_space = sorted(
+                    (i for i in indices if i.base_key == key),
+                    key=lambda i: renaming[i].sort_key(),
+                )
                 for depth, index in enumerate(of_space):
                     if policy.separate_instances:
                         slot = loop_count
                     else:
                         slot = shared_slots.setdefault((key, depth), len(shared_slots))
-                    loops.append(Loop(index, slot))
+                    loops.append(Loop(slot, index, slot))
                     loop_count += 1
-        trees.append(
-            Tree(f"term{number}", term.coefficient, tuple(loops), root, number)
+        tree = Tree(f"term{number}", term.coefficient, None)
+        trees.append(tree)
+        if root is not None:
+            back = invert(renaming)
+            tree.root = _flatten(root, number, tuple(loops), sites, back)
+    values = {v.name: v for v in (*builder.leaves.values(), *builder.nodes.values())}
+    forest = Forest(name, spaces, values, trees, sites, has_slots=loop_count > 0)
+    return forest.finish()
+
+
+def _flatten(
+    root: _Use,
+    tree: int,
+    loops: tuple[Loop, ...],
+    sites: list[Site],
+    back: Mapping[Index, Index],
+) -> int:
+    """Append the use-sites under ``root`` to ``sites`` in pre-order (every
+    one inside ``loops``), labelled through ``back`` (canonical -> the term's
+    labels); return the root's site number."""
+    first = len(sites)
+    stack: list[tuple[_Use, int | None, int]] = [(root, None, 0)]
+    children: dict[int, list[int]] = {}
+    while stack:
+        use, parent, _ = stack.pop()
+        number = len(sites)
+        protos = tuple(
+            (mode, back[use.mode_map[mode]]) for mode in proto_modes(use.value.result)
         )
-    values: list[Value] = [*builder.leaves.values(), *builder.nodes.values()]
-    return Forest(name, spaces, tuple(values), tuple(trees))
+        carried = tuple(back[i] for i in use.carried)
+        site = Site(number, use.value.name, tree, carried, loops, parent, protos=protos)
+        site.mode_map = {
+            mode: back[use.mode_map[mode]] for mode in expand_modes(use.value.result)
+        }
+        sites.append(site)
+        if parent is not None:
+            children.setdefault(parent, []).append(number)
+        stack.extend((factor, number, 0) for factor in reversed(use.factors))
+    for parent, found in children.items():
+        sites[parent].children = tuple(found)
+    return first
 
 
 __all__ = [
     "BatchPolicy",
-    "ContractionValue",
-    "Factor",
-    "Forest",
-    "LeafValue",
-    "Loop",
+    "Pairing",
     "PolicyError",
     "SequantError",
-    "Space",
-    "Tree",
-    "Use",
-    "Value",
+    "binarize",
     "build_forest",
-    "canonical_renaming",
 ]

@@ -67,7 +67,7 @@ class SequantFrontend(Frontend):
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
         """Parse, build the forest, emit IR; input errors are ``ParseError``."""
-        from axisflow.sequant.emit import forest_module
+        from axisflow.dialects.batch_model import forest_module
 
         if Batch.name not in ctx.registered_dialect_names:
             ctx.load_dialect(Batch)

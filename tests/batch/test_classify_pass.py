@@ -1,5 +1,6 @@
 """The classify-axes pass on IR: roles attached, explain, idempotence, pipelines."""
 
+from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
 
@@ -10,8 +11,14 @@ from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
 
 from axisflow import Index, LoopRole, Occurrence, classify_axis
-from axisflow.analysis.forest import collect_forest
-from axisflow.dialects.batch import AxisReasonsAttr, AxisRolesAttr, ForestOp, ValueOp
+from axisflow.dialects.batch import (
+    AxisReasonsAttr,
+    AxisRolesAttr,
+    ForestOp,
+    LoopOp,
+    UseOp,
+    ValueOp,
+)
 from axisflow.passes.classify_axes import ClassifyAxesPass
 from axisflow.universe import AXISFLOW_UNIVERSE
 from tests.batch.forests import context, forests
@@ -19,6 +26,49 @@ from tests.batch.forests import context, forests
 FOUR_TENSOR = (Path(__file__).parents[2] / "examples" / "four_tensor.mlir").read_text(
     encoding="utf-8"
 )
+
+
+@dataclass
+class Collected:
+    """A value's occurrences, read from the IR by this test's own walk."""
+
+    op: ValueOp
+    occurrences: list[Occurrence] = field(default_factory=list[Occurrence])
+    axes: dict[Index, None] = field(default_factory=dict[Index, None])
+
+
+def collect(forest: ForestOp) -> tuple[dict[str, Collected], bool]:
+    """Every use-site as an occurrence (ectx: the loops around its consumer)
+    and every value's axes (loops around its use-sites); whether any loop
+    has a slot. Forests without protos only (one frame for everything)."""
+    found = {op.value_name: Collected(op) for op in forest.values()}
+    has_slots = False
+
+    def walk(op, loops, consumer_loops) -> None:
+        nonlocal has_slots
+        if isinstance(op, LoopOp):
+            has_slots = has_slots or op.slot_value is not None
+            inner = (*loops, (op.loop_index, op.slot_value))
+            for child in op.items():
+                walk(child, inner, consumer_loops)
+        elif isinstance(op, UseOp):
+            entry = found[op.value_name]
+            entry.occurrences.append(
+                Occurrence(
+                    op.carried_indices,
+                    [label for label, _ in consumer_loops],
+                    [-1 if slot is None else slot for _, slot in consumer_loops],
+                )
+            )
+            for label, _ in loops:
+                entry.axes.setdefault(label, None)
+            for child in op.items():
+                walk(child, loops, loops)
+
+    for tree in forest.trees():
+        for item in tree.items():
+            walk(item, (), ())
+    return found, has_slots
 
 
 def parse(text: str) -> ModuleOp:
@@ -127,10 +177,10 @@ def test_a_loop_between_node_and_consumer_makes_the_node_escape() -> None:
 def test_pass_agrees_with_classify_axis_on_collected_occurrences() -> None:
     module = parse(FOUR_TENSOR)
     forest = next(op for op in module.walk() if isinstance(op, ForestOp))
-    info = collect_forest(forest)
-    s = info.values["S"]
+    info, _ = collect(forest)
+    s = info["S"]
     assert s.occurrences == [Occurrence(s.op.result_indices, ())]
-    t1 = info.values["T1"]
+    t1 = info["T1"]
     assert t1.occurrences[0].ectx == (Index.parse("b"), Index.parse("c"))
     role = classify_axis(
         t1.op.result_indices, t1.op.contracted_indices, Index.parse("b"), t1.occurrences
@@ -265,17 +315,17 @@ def test_generic_form_round_trip(module: ModuleOp) -> None:
 def test_every_role_matches_the_pure_decision_tree(module: ModuleOp) -> None:
     ClassifyAxesPass().apply(context(), module)
     forest = next(op for op in module.walk() if isinstance(op, ForestOp))
-    info = collect_forest(forest)
+    info, has_slots = collect(forest)
     found = roles(module)
-    for name, value in info.values.items():
+    for name, value in info.items():
         expected = {
             axis.full_label: classify_axis(
                 value.op.result_indices,
                 value.op.contracted_indices,
                 axis,
                 value.occurrences,
-                value.sliced(),
-                (lambda o, i: o.slot_of(i)) if info.has_slots else None,
+                (),
+                (lambda o, i: o.slot_of(i)) if has_slots else None,
             ).value
             for axis in value.axes
         }

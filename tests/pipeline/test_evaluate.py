@@ -8,6 +8,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from axisflow.dialects.batch_model import forest_model
+from axisflow.forest.builder import ForestBuilder, loop, use
+from axisflow.forest.model import Forest, Value
 from axisflow.passes.classify_axes import classify_forest
 from axisflow.pipeline import evaluate
 from axisflow.pipeline.evaluate import (
@@ -19,9 +22,7 @@ from axisflow.pipeline.evaluate import (
     random_inputs,
     run_schedule,
 )
-from axisflow.pipeline.ir import forest_model
 from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.model import Forest, ForestBuilder, Value, loop, use
 from axisflow.pipeline.schedule import (
     Buffer,
     LoopPass,

@@ -6,9 +6,11 @@ import json
 import re
 import unicodedata
 
+from axisflow.dialects.batch_model import forest_model
+from axisflow.forest.builder import ForestBuilder, use
+from axisflow.forest.model import Forest
 from axisflow.passes.classify_axes import classify_forest
 from axisflow.pipeline.api import schedule_expression
-from axisflow.pipeline.ir import forest_model
 from axisflow.pipeline.memory import (
     DEFAULT_ELEM,
     DEFAULT_EXTENT,
@@ -21,7 +23,6 @@ from axisflow.pipeline.memory import (
     peak,
     unbatched_schedule,
 )
-from axisflow.pipeline.model import Forest, ForestBuilder, use
 from axisflow.pipeline.scheduler import schedule_forest
 from tests.conftest import EXAMPLES, example, only_forest
 

@@ -1,22 +1,15 @@
-"""The pipeline's forest model: modes, renamings, IR bridge, roles parity."""
+"""The forest model: modes, mode maps, IR bridge, roles parity."""
 
 from __future__ import annotations
 
 import pytest
 
+from axisflow.dialects.batch_model import forest_model
+from axisflow.forest.builder import ForestBuilder, labels, loop, use
+from axisflow.forest.frames import FrameError, expand_modes, mode_map
+from axisflow.forest.model import ModelError, topological_order
+from axisflow.forest.roles import classify
 from axisflow.passes.classify_axes import classify_forest
-from axisflow.pipeline.ir import forest_model
-from axisflow.pipeline.model import (
-    ForestBuilder,
-    ModelError,
-    classify_model,
-    expand_modes,
-    labels,
-    loop,
-    relabel,
-    topological_order,
-    use,
-)
 from axisflow.roles import Index, LoopRole
 from tests.conftest import example, only_forest, parse
 
@@ -33,10 +26,10 @@ def test_modes_append_protos_once_after_the_carried_indices() -> None:
     assert [m.full_label for m in modes] == ["a_1<i_1,i_2>", "i_1", "a_2<i_2>", "i_2"]
 
 
-def test_relabel_follows_plain_indices_into_the_protos() -> None:
+def test_mode_map_follows_plain_indices_into_the_protos() -> None:
     # i_1 is carried, so its image i_5 fixes the proto pairing; i_2 takes the
-    # other proto.
-    mapping = relabel(labels("a_1<i_1,i_2> i_1"), labels("a_3<i_4,i_5> i_5"), "test")
+    # other proto (forced).
+    mapping = mode_map(labels("a_1<i_1,i_2> i_1"), labels("a_3<i_4,i_5> i_5"))
     assert mapping[Index.parse("i_1")] == Index.parse("i_5")
     assert mapping[Index.parse("i_2")] == Index.parse("i_4")
     assert mapping[Index.parse("a_1<i_1,i_2>")] == Index.parse("a_3<i_4,i_5>")
@@ -49,13 +42,22 @@ def test_relabel_follows_plain_indices_into_the_protos() -> None:
         ("i_1 a_1", "i_1 i_2", "another index space"),
         ("a_1<i_1> i_1", "a_1<i_2> i_3", "not a proto"),
         ("i_1", "i_1 i_2", "2 labels for a value with 1"),
+        ("a_1<i_1,i_2>", "a_3<i_4,i_5>", "ambiguous"),
     ],
 )
-def test_relabel_rejects_inconsistent_renamings(
+def test_mode_map_rejects_inconsistent_or_ambiguous_renamings(
     frame: str, here: str, message: str
 ) -> None:
-    with pytest.raises(ModelError, match=message):
-        relabel(labels(frame), labels(here), "test")
+    with pytest.raises(FrameError, match=message):
+        mode_map(labels(frame), labels(here), where="test")
+
+
+def test_an_explicit_pairing_decides_what_positions_cannot() -> None:
+    i = Index.parse
+    mapping = mode_map(
+        labels("a_1<i_1,i_2>"), labels("a_3<i_4,i_5>"), [(i("i_1"), i("i_5"))]
+    )
+    assert mapping[i("i_1")] == i("i_5") and mapping[i("i_2")] == i("i_4")
 
 
 def test_forest_model_from_ir_records_sites_loops_and_node_modes() -> None:
@@ -102,7 +104,7 @@ def test_classify_model_agrees_with_the_classify_axes_pass(name: str) -> None:
     classify_forest(forest_op)
     from_ir = forest_model(forest_op)
     by_hand = forest_model(forest_op, with_roles=False)
-    classify_model(by_hand)
+    classify(by_hand)
     assert by_hand.roles == from_ir.roles
     assert from_ir.roles  # the examples have loops
 
@@ -126,11 +128,15 @@ def test_topological_order_puts_factors_first_and_outputs_after_roots() -> None:
 def test_a_use_site_is_renamed_jointly_across_its_factors() -> None:
     # The shape of the singles residual's @v6: the result pins i_1 -> i_2, so
     # the protos of C's composite must swap too, although C's labels alone
-    # would pair them in sorted order.
+    # would pair them in sorted order. C's pairings are not forced by its own
+    # labels: they are explicit, in the factor and at the use-site.
     builder = ForestBuilder().space("i", 2).space("a", 3)
     builder.input("F", "i_1 a_1<i_1,i_2>").input("C", "a_1<i_1,i_2>")
     builder.contraction(
-        "W", "i_1 a_1<i_1,i_2> a_2<i_1,i_2>", "F i_1 a_1<i_1,i_2>", "C a_2<i_1,i_2>"
+        "W",
+        "i_1 a_1<i_1,i_2> a_2<i_1,i_2>",
+        "F i_1 a_1<i_1,i_2>",
+        "C a_2<i_1,i_2> | i_1=i_1",
     )
     builder.tree(
         "t",
@@ -141,7 +147,7 @@ def test_a_use_site_is_renamed_jointly_across_its_factors() -> None:
                 "W",
                 "i_2 a_2<i_1,i_2> a_3<i_1,i_2>",
                 use("F", "i_2 a_2<i_1,i_2>"),
-                use("C", "a_3<i_1,i_2>"),
+                use("C", "a_3<i_1,i_2>", protos="i_1=i_2"),
             ),
         ),
     )
@@ -156,3 +162,10 @@ def test_a_use_site_is_renamed_jointly_across_its_factors() -> None:
         factor_map = forest.values["W"].factor_maps[position]
         for mode in value.modes:
             assert site.mode_labels[mode] == w_site.mode_labels[factor_map[mode]]
+
+
+def test_an_unpaired_ambiguous_use_site_is_rejected() -> None:
+    builder = ForestBuilder().input("C", "a_1<i_1,i_2>")
+    builder.tree("t", use("C", "a_3<i_4,i_5>"))
+    with pytest.raises(ModelError, match="ambiguous"):
+        builder.finish()

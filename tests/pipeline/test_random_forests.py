@@ -6,10 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from axisflow.pipeline.evaluate import compare
-from axisflow.pipeline.memory import memory_report
-from axisflow.pipeline.model import (
-    Forest,
+from axisflow.forest.builder import (
     ForestBuilder,
     LoopSpec,
     UseSpec,
@@ -17,6 +14,9 @@ from axisflow.pipeline.model import (
     loop,
     use,
 )
+from axisflow.forest.model import Forest
+from axisflow.pipeline.evaluate import compare
+from axisflow.pipeline.memory import memory_report
 from axisflow.pipeline.schedule import check_schedule
 from axisflow.pipeline.scheduler import schedule_forest
 

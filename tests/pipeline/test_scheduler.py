@@ -10,10 +10,11 @@ from dataclasses import replace
 
 import pytest
 
+from axisflow.dialects.batch_model import forest_model
+from axisflow.forest.builder import ForestBuilder, loop, use
+from axisflow.forest.model import Forest, ModelError
 from axisflow.passes.classify_axes import classify_forest
-from axisflow.pipeline.ir import forest_model
 from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.model import Forest, ForestBuilder, ModelError, loop, use
 from axisflow.pipeline.schedule import (
     Bind,
     Buffer,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,28 +14,24 @@ from hypothesis import strategies as st
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
-from axisflow.analysis.forest import collect_forest
 from axisflow.dialects.batch import AxisRolesAttr, ForestOp
+from axisflow.dialects.batch_model import forest_model, forest_module
+from axisflow.forest.frames import canonical_renaming
+from axisflow.forest.model import Forest, Tree, Value
+from axisflow.forest.roles import classify
 from axisflow.passes.classify_axes import ClassifyAxesPass
-from axisflow.roles import Index, LoopRole, classify_axis
+from axisflow.roles import Index, LoopRole, Occurrence, classify_axis
 from axisflow.sequant import (
     BatchPolicy,
-    ContractionValue,
     Expression,
-    Forest,
-    LeafValue,
-    Loop,
     PolicyError,
     SequantError,
     Tensor,
     Term,
-    Use,
     build_forest,
-    canonical_renaming,
     parse,
     to_module,
 )
-from axisflow.sequant.emit import forest_module
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sequant"
 L = Index.parse
@@ -64,10 +62,54 @@ def _classified(module: ModuleOp) -> dict[str, dict[str, LoopRole]]:
     return roles
 
 
-def _node(forest: Forest, name: str) -> ContractionValue:
-    value = forest.value_table()[name]
-    assert isinstance(value, ContractionValue)
+def _node(forest: Forest, name: str) -> Value:
+    value = forest.values[name]
+    assert not value.is_input
     return value
+
+
+@dataclass(frozen=True)
+class Use:
+    """A use-site of the model as a nested view: value, labels, factors."""
+
+    value: str
+    carried: tuple[Index, ...]
+    factors: tuple[Use, ...] = ()
+
+    def walk(self) -> Iterator[Use]:
+        stack: list[Use] = [self]
+        while stack:
+            use = stack.pop()
+            yield use
+            stack.extend(reversed(use.factors))
+
+
+def _use(forest: Forest, number: int) -> Use:
+    site = forest.sites[number]
+    factors = tuple(_use(forest, child) for child in site.children)
+    return Use(site.value, site.labels, factors)
+
+
+def _root(forest: Forest, tree: Tree) -> Use | None:
+    return None if tree.root is None else _use(forest, tree.root)
+
+
+def _loops(forest: Forest, tree: Tree) -> tuple[tuple[Index, int | None], ...]:
+    """The tree's root loops (label, slot), outermost first."""
+    if tree.root is None:
+        return ()
+    return tuple((lp.label, lp.slot) for lp in forest.sites[tree.root].loops)
+
+
+def _use_counts(forest: Forest) -> dict[str, int]:
+    counts = dict.fromkeys(forest.values, 0)
+    for site in forest.sites:
+        counts[site.value] += 1
+    return counts
+
+
+def _nodes(forest: Forest) -> list[Value]:
+    return [v for v in forest.values.values() if not v.is_input]
 
 
 # --------------------------------------------------------------------------
@@ -82,18 +124,19 @@ def test_four_tensor_forest_and_roles() -> None:
     expression = parse(FOUR_TENSOR)
     forest = build_forest(expression, BatchPolicy.make("b,c"))
     t1, t2, s = (_node(forest, f"v{n}") for n in range(3))
-    assert (t1.left.value, t1.right.value) == ("B_0", "D_0")
-    assert (t2.left.value, t2.right.value) == ("v0", "C_0")
-    assert (s.left.value, s.right.value) == ("v1", "A_0")
+    assert [f.value for f in t1.factors] == ["B_0", "D_0"]
+    assert [f.value for f in t2.factors] == ["v0", "C_0"]
+    assert [f.value for f in s.factors] == ["v1", "A_0"]
     (tree,) = forest.trees
-    assert tree.loops == (Loop(Index("b"), 0), Loop(Index("c"), 1))
-    assert tree.root is not None
-    t2_use, a_use = tree.root.factors
+    assert _loops(forest, tree) == ((Index("b"), 0), (Index("c"), 1))
+    root = _root(forest, tree)
+    assert root is not None
+    t2_use, a_use = root.factors
     t1_use, c_use = t2_use.factors
     # Result indices in order of first appearance (left operand, then right).
     assert t1_use.carried == tuple(map(Index, "bfcd"))
     assert t2_use.carried == tuple(map(Index, "bcjk"))
-    assert tree.root.carried == tuple(map(Index, "bjai"))
+    assert root.carried == tuple(map(Index, "bjai"))
     assert {i.label for i in s.contracted} == {"c_1", "k_1"}
     assert {i.label for i in t1.contracted} == {"e_1", "l_1"}
     assert {i.label for i in t2.contracted} == {"d_1", "f_1"}
@@ -113,21 +156,23 @@ def test_four_tensor_forest_and_roles() -> None:
 
 def test_outer_product_without_loops_is_loop_carried_on_i() -> None:
     forest = build_forest(_example("legality_cross_iteration.txt"))
-    (leaf, outer) = forest.values
-    assert isinstance(leaf, LeafValue) and leaf.result == (L("i_1"),)
-    assert isinstance(outer, ContractionValue)
+    (leaf, outer) = forest.values.values()
+    assert leaf.is_input and leaf.result == (L("i_1"),)
+    assert not outer.is_input
     assert outer.result == (L("i_1"), L("i_2")) and outer.contracted == ()
     (tree,) = forest.trees
-    assert tree.loops == ()
-    assert tree.root == Use(
+    assert _loops(forest, tree) == ()
+    assert _root(forest, tree) == Use(
         outer.name,
         (L("i_3"), L("i_4")),
         (Use(leaf.name, (L("i_3"),)), Use(leaf.name, (L("i_4"),))),
     )
     module = forest_module(forest)
     module.verify()
-    info = collect_forest(_forest_op(module))
-    occurrences = info.values[outer.name].occurrences
+    read = forest_model(_forest_op(module), with_roles=False)
+    occurrences = [
+        Occurrence(site.labels, ()) for site in read.sites if site.value == outer.name
+    ]
     role = classify_axis(outer.result, outer.contracted, Index("i"), occurrences)
     assert role is CARRIED
 
@@ -139,10 +184,11 @@ def test_density_fitted_term_batched_over_kappa() -> None:
     (term,) = _example("csv_ccsd_doubles_residual_df.txt").terms[:1]
     forest = build_forest(Expression((term,)), BatchPolicy.make("Κ"))
     (tree,) = forest.trees
-    assert tree.loops == (Loop(L("Κ_2"), 0),)
+    assert _loops(forest, tree) == ((L("Κ_2"), 0),)
     roles = _classified(forest_module(forest))
-    assert tree.root is not None
-    spine = [tree.root]
+    root = _root(forest, tree)
+    assert root is not None
+    spine = [root]
     while spine[-1].factors:
         spine.append(spine[-1].factors[0])
     spine.reverse()  # leaf g, g*C, (g*C)*g, ...
@@ -168,17 +214,19 @@ def test_every_kappa_term_of_the_doubles_residual() -> None:
     roles = _classified(forest_module(forest))
     with_kappa = 0
     for tree in forest.trees:
-        assert tree.root is not None
-        kappa = [loop.index for loop in tree.loops]
-        assert len(kappa) <= 1 and all(loop.slot == 0 for loop in tree.loops)
+        root = _root(forest, tree)
+        assert root is not None
+        loops = _loops(forest, tree)
+        kappa = [label for label, _ in loops]
+        assert len(kappa) <= 1 and all(slot == 0 for _, slot in loops)
         if not kappa:
-            assert all(i.base_key != "Κ" for u in tree.root.walk() for i in u.carried)
+            assert all(i.base_key != "Κ" for u in root.walk() for i in u.carried)
             continue
         with_kappa += 1
         (axis,) = kappa
         label = axis.full_label
         below_reduction = False
-        for use in _post_order(tree.root):
+        for use in _post_order(root):
             role = roles[use.value][label]
             carries = axis in use.carried
             contracts = (
@@ -211,7 +259,7 @@ def _post_order(root: Use) -> list[Use]:
 
 def test_hadamard_index_stays_on_the_result() -> None:
     forest = build_forest(parse("Ŝ{i_1;a_1,a_2} * A{i_1;a_1} * B{i_1;a_2}"))
-    (node,) = [v for v in forest.values if isinstance(v, ContractionValue)]
+    (node,) = _nodes(forest)
     assert node.result == (L("i_1"), L("a_1"), L("a_2"))
     assert node.contracted == ()
 
@@ -226,9 +274,9 @@ def test_index_on_three_tensors_is_hadamard_then_contracted() -> None:
 def test_single_tensor_and_scalar_terms() -> None:
     forest = build_forest(parse("2 f{a_1;i_1} - 1/2"), BatchPolicy.make("i"))
     single, scalar = forest.trees
-    assert single.root == Use("f_0", (L("a_1"), L("i_1")))
-    assert single.loops == (Loop(L("i_1"), 0),)
-    assert scalar.root is None and scalar.loops == () and scalar.coefficient == -0.5
+    assert _root(forest, single) == Use("f_0", (L("a_1"), L("i_1")))
+    assert _loops(forest, single) == ((L("i_1"), 0),)
+    assert scalar.root is None and scalar.coeff == -0.5
     module = forest_module(forest)
     roles = _classified(module)
     assert roles == {"f_0": {"i_1": CARRIED}}
@@ -237,8 +285,9 @@ def test_single_tensor_and_scalar_terms() -> None:
 def test_result_order_is_first_appearance() -> None:
     forest = build_forest(parse("X{p_1,q_1;r_1} * Y{r_1;s_1,p_2}"))
     (tree,) = forest.trees
-    assert tree.root is not None
-    assert tree.root.carried == tuple(map(L, ["p_1", "q_1", "s_1", "p_2"]))
+    root = _root(forest, tree)
+    assert root is not None
+    assert root.carried == tuple(map(L, ["p_1", "q_1", "s_1", "p_2"]))
 
 
 # --------------------------------------------------------------------------
@@ -253,14 +302,14 @@ def test_duplicated_term_with_renamed_dummies_shares_every_value() -> None:
     alone = build_forest(parse(TERM), BatchPolicy.make("Κ"))
     both = build_forest(parse(f"{TERM} - 2 {RENAMED}"), BatchPolicy.make("Κ"))
     assert both.values == alone.values
-    assert len([v for v in both.values if isinstance(v, ContractionValue)]) == 3
-    single = alone.use_counts()
-    assert both.use_counts() == {name: 2 * n for name, n in single.items()}
-    assert both.use_counts()["v2"] == 2  # the root: one use-site per tree
-    first, second = both.trees
-    assert first.root is not None and second.root is not None
-    assert first.root.value == second.root.value == "v2"
-    assert second.root.factors[0].factors[0].carried == (
+    assert len(_nodes(both)) == 3
+    single = _use_counts(alone)
+    assert _use_counts(both) == {name: 2 * n for name, n in single.items()}
+    assert _use_counts(both)["v2"] == 2  # the root: one use-site per tree
+    first, second = (_root(both, tree) for tree in both.trees)
+    assert first is not None and second is not None
+    assert first.value == second.value == "v2"
+    assert second.factors[0].factors[0].carried == (
         L("i_5"),
         L("Κ_9"),
         L("a_8<i_2>"),
@@ -275,11 +324,10 @@ def test_different_structure_is_not_shared() -> None:
     forest = build_forest(
         parse("g{μ̃_1;i_3;Κ_2} * g{μ̃_1;i_2;Κ_2} - g{μ̃_1;i_3;Κ_2} * h{μ̃_1;i_2;Κ_2}")
     )
-    nodes = [v for v in forest.values if isinstance(v, ContractionValue)]
-    assert len(nodes) == 2
+    assert len(_nodes(forest)) == 2
     # Layout is part of a leaf's identity: t{a;i} and t{a,i;} differ.
     forest = build_forest(parse("t{a_1;i_1} + t{a_1,i_1;}"))
-    assert [v.name for v in forest.values] == ["t_0", "t_1"]
+    assert list(forest.values) == ["t_0", "t_1"]
 
 
 def test_canonical_renaming_ignores_original_labels() -> None:
@@ -336,10 +384,14 @@ def test_cse_is_invariant_under_relabelling_of_dummies(rng: random.Random) -> No
     original = build_forest(SINGLES, policy)
     renamed = build_forest(relabelled, policy)
     assert renamed.values == original.values
-    assert renamed.use_counts() == original.use_counts()
+    assert _use_counts(renamed) == _use_counts(original)
     both = build_forest(Expression(terms + relabelled.terms), policy)
     assert both.values == original.values
-    assert both.use_counts() == {k: 2 * n for k, n in original.use_counts().items()}
+    assert _use_counts(both) == {k: 2 * n for k, n in _use_counts(original).items()}
+    # ... and the roles (decided on the models) are those of the original
+    classify(original)
+    classify(renamed)
+    assert renamed.roles == original.roles
 
 
 # --------------------------------------------------------------------------
@@ -347,26 +399,33 @@ def test_cse_is_invariant_under_relabelling_of_dummies(rng: random.Random) -> No
 # --------------------------------------------------------------------------
 
 
-def test_loops_nest_by_policy_order_then_label_order() -> None:
+def test_loops_nest_by_policy_order_then_first_appearance() -> None:
+    # First appearance, not label order: i_2 comes first in the term (label
+    # order would make the nesting, and so the roles, depend on the names).
     expression = parse("A{i_2,a_1;Κ_1} * B{i_1,a_1;Κ_1} + C{i_7;a_3}")
     forest = build_forest(expression, BatchPolicy.make(("Κ", "i")))
     first, second = forest.trees
-    assert first.loops == (
-        Loop(L("Κ_1"), 0),
-        Loop(L("i_1"), 1),
-        Loop(L("i_2"), 2),
+    assert _loops(forest, first) == (
+        (L("Κ_1"), 0),
+        (L("i_2"), 1),
+        (L("i_1"), 2),
     )
-    assert second.loops == (Loop(L("i_7"), 1),)  # shares the first i slot
+    assert _loops(forest, second) == ((L("i_7"), 1),)  # shares the first i slot
     separate = build_forest(
         expression, BatchPolicy.make(("Κ", "i"), separate_instances=True)
     )
-    assert [loop.slot for t in separate.trees for loop in t.loops] == [0, 1, 2, 3]
+    assert [slot for t in separate.trees for _, slot in _loops(separate, t)] == [
+        0,
+        1,
+        2,
+        3,
+    ]
     module = forest_module(forest)
     module.verify()
     tree = next(_forest_op(module).trees())
     text = str(tree)
-    assert text.index("batch.loop Κ_1 slot 0") < text.index("batch.loop i_1 slot 1")
-    assert text.index("batch.loop i_1 slot 1") < text.index("batch.loop i_2 slot 2")
+    assert text.index("batch.loop Κ_1 slot 0") < text.index("batch.loop i_2 slot 1")
+    assert text.index("batch.loop i_2 slot 1") < text.index("batch.loop i_1 slot 2")
 
 
 def test_proto_indices_get_loops_too() -> None:
@@ -374,7 +433,7 @@ def test_proto_indices_get_loops_too() -> None:
         parse("C{a_1<i_1,i_2>;μ_1} * D{μ_1;a_1<i_1,i_2>}"), BatchPolicy.make("i")
     )
     (tree,) = forest.trees
-    assert [loop.index for loop in tree.loops] == [L("i_1"), L("i_2")]
+    assert [label for label, _ in _loops(forest, tree)] == [L("i_1"), L("i_2")]
 
 
 def test_spaces_extents_elem_and_aliases() -> None:
@@ -383,15 +442,15 @@ def test_spaces_extents_elem_and_aliases() -> None:
         expression,
         BatchPolicy.make("Kappa", extents="i=80, a=896,Kappa=1682", elem=8),
     )
-    assert [(s.key, s.extent, s.elem) for s in forest.spaces] == [
+    assert [(s.key, s.extent, s.elem) for s in forest.spaces.values()] == [
         ("a", 896, 8),
         ("i", 80, 8),
         ("Κ", 1682, 8),
         ("μ̃", None, 8),
     ]
-    assert {loop.index for t in forest.trees for loop in t.loops} == {L("Κ_1")}
+    assert {label for t in forest.trees for label, _ in _loops(forest, t)} == {L("Κ_1")}
     mu = build_forest(expression, BatchPolicy.make("mutilde"))
-    assert {loop.index.base_key for t in mu.trees for loop in t.loops} == {"μ̃"}
+    assert {label.base_key for t in mu.trees for label, _ in _loops(mu, t)} == {"μ̃"}
     module = to_module(expression, "Κ", extents={"i": 80})
     text = str(module)
     assert "batch.space i extent 80" in text and "batch.loop Κ_1 slot 0" in text

@@ -133,7 +133,7 @@ batch.forest {
   batch.value @e [i_1] = @g [i_1, a_1] * @t [a_1, i_1]
 }
 
-// CHECK: batch.value @e: contracted indices must be those on both factors and not in the result: expected [a_1], got []
+// CHECK: batch.value @e: contracted indices must be those on both factors and not modes of the result: expected [a_1], got []
 
 // -----
 
@@ -199,3 +199,38 @@ batch.forest {
 }
 
 // CHECK: batch.value @A: index i_1 repeated in the result
+
+// -----
+
+// A proto of a result composite stays in the result: it is not contracted.
+batch.forest {
+  batch.value @x [a_1<i_1,i_2>, i_1, i_2] leaf "x"
+  batch.value @y [i_1, i_2] leaf "y"
+  batch.value @e [a_1<i_1,i_2>] contracted [i_1, i_2] = @x [a_1<i_1,i_2>, i_1, i_2] * @y [i_1, i_2]
+}
+
+// CHECK: batch.value @e: contracted indices must be those on both factors and not modes of the result: expected [], got [i_1, i_2]
+
+// -----
+
+// A pairing of symmetric protos that nothing forces must be given.
+batch.forest {
+  batch.value @c [a_1<i_1,i_2>] leaf "c"
+  batch.tree @t {
+    batch.use @c [a_3<i_4,i_5>]
+  }
+}
+
+// CHECK: batch.use @c: the pairing of the protos i_1, i_2 of a_1<i_1,i_2> with those of a_3<i_4,i_5> is ambiguous; give it explicitly (protos [...])
+
+// -----
+
+// A given pairing must be one: i_1 is no proto of the composite's image.
+batch.forest {
+  batch.value @c [a_1<i_1,i_2>] leaf "c"
+  batch.tree @t {
+    batch.use @c [a_3<i_4,i_5>] protos [i_1 = i_6]
+  }
+}
+
+// CHECK: batch.use @c: proto i_1 of a_1<i_1,i_2> maps to i_6, which is not a proto of a_3<i_4,i_5>

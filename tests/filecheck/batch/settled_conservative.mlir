@@ -1,9 +1,15 @@
 // RUN: xdsl-opt -p 'classify-axes{explain=true}' %s | filecheck %s
 // Settled point 2: an occurrence under a loop of i that carries no i slot is
-// LoopCarried (the conservative answer). @x carries only the composite
-// a_1<i_1>; i_1 is sliced at all its occurrences (both sit under the loop
-// over i_1), so its proto is an i slot. The second occurrence carries
-// a_2<i_2>, whose proto is not sliced: no i slot there.
+// LoopCarried (the conservative answer). In IR this needs an inconsistent
+// relabelling, which the verifier rejects; the decision tree keeps the rule
+// for direct callers (tests/roles/test_classify_axis.py).
+//
+// What used to reach it: @x carries only the composite a_1<i_1>. Its
+// proto i_1 (a mode of @x's own frame) is labelled i_1 at the first
+// use-site and i_2 at the second, which no loop binds: i_1 is not sliced at
+// every occurrence, so the proto is no i slot of @x, which then neither
+// carries nor contracts an i index: LoopInvariant (read in full). The roles
+// do not depend on the labels (frames.mlir).
 
 batch.forest {
   batch.value @x [a_1<i_1>] leaf "x"
@@ -18,4 +24,4 @@ batch.forest {
   }
 }
 
-// CHECK: batch.value @x [a_1<i_1>] leaf "x" {roles = #batch.roles<i_1 = loop_carried>, why = #batch.why<i_1 = "use-site 1 of @x in tree @t [a_2<i_2>] is under a loop of i but carries no i index (inconsistent relabelling; conservative answer)">}
+// CHECK: batch.value @x [a_1<i_1>] leaf "x" {roles = #batch.roles<i_1 = loop_invariant>, why = #batch.why<i_1 = "neither carries nor contracts an index of i">}

@@ -1,1 +1,0 @@
-"""Analyses over ``batch`` IR (built on the pure logic of ``axisflow.roles``)."""

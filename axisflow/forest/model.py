@@ -1,0 +1,424 @@
+"""The forest model: one pure description of a forest of contractions.
+
+No xDSL. The SeQuant frontend builds it directly; ``classify-axes`` and the
+scheduler read it; the ``batch`` dialect is one text form of it
+(``axisflow.dialects.batch_model`` is the only bridge, both ways). Roles are
+computed on it in one place (``axisflow.forest.roles``); every relabelling
+goes through ``axisflow.forest.frames``.
+
+Modes. A tensor's *modes* are its carried indices followed by the proto
+indices of its composite indices (at any depth), each once: a value carrying
+``a_1<i_1,i_2>`` depends on the pair ``(i_1, i_2)`` as well, so ``i_1`` and
+``i_2`` are modes of it (dense model of a pair-dependent index). A composite
+index is a mode of its own, of its base key's space (``a_1<i_1>`` has the
+extent of ``a``). At a contraction node, the *node modes* are the value's
+modes followed by the modes summed there (modes of a factor that are not
+modes of the result).
+
+Frames. A value lives in its own index frame. A factor names the factor
+value's modes in the consumer's frame, a use-site names the value's modes in
+its tree's labels: positionally for the carried indices (``labels``) and
+explicitly for the proto modes (``protos``), so that no pairing of symmetric
+proto lists is ever re-guessed (``frames.mode_map`` derives only forced
+ones).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from axisflow.forest.frames import (
+    FrameError,
+    ProtoPairs,
+    expand_modes,
+    mode_map,
+    node_labels,
+)
+from axisflow.roles.decision import LoopRole
+from axisflow.roles.index import Index
+
+
+class ModelError(ValueError):
+    """A forest the pipeline cannot model; the message names the place."""
+
+
+# --------------------------------------------------------------------------
+# The forest
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Space:
+    """An index space; ``extent`` and ``elem`` (bytes) are optional."""
+
+    key: str
+    extent: int | None = None
+    elem: int | None = None
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One factor of a contraction: a value and its modes in the consumer's
+    frame (``labels`` for its carried indices, ``protos`` for proto modes)."""
+
+    value: str
+    labels: tuple[Index, ...]
+    protos: ProtoPairs = ()
+    """Explicit pairings: factor-frame proto mode -> consumer-frame label."""
+
+
+@dataclass
+class Value:
+    """A value in its own frame. Inputs (leaves and opaque values) have no
+    factors; the pipeline never builds them, it reads them."""
+
+    name: str
+    result: tuple[Index, ...]
+    contracted: tuple[Index, ...] = ()
+    factors: tuple[Factor, ...] = ()
+    tensor: str | None = None
+    """The tensor label of a leaf."""
+    symmetry: str | None = None
+    """A leaf's SeQuant symmetry (``N-N-S``), kept for the IR."""
+    layout: tuple[int, int, int] | None = None
+    """Sizes of a leaf's bra, ket and aux index groups, kept for the IR."""
+    modes: tuple[Index, ...] = ()
+    """Expanded result modes (filled by ``Forest.finish``)."""
+    node_modes: tuple[Index, ...] = ()
+    """Result modes then the modes summed at this node."""
+    factor_maps: tuple[dict[Index, Index], ...] = ()
+    """Per factor: the factor's modes -> this node's modes."""
+
+    @property
+    def is_input(self) -> bool:
+        """Whether the value is an input (no factors: a leaf or opaque)."""
+        return not self.factors
+
+    @property
+    def summed_modes(self) -> tuple[Index, ...]:
+        """Modes summed at this node."""
+        return self.node_modes[len(self.modes) :]
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A batch loop of one tree: its physical instance and tree-frame label.
+
+    Loops sharing a fusion ``slot`` are one instance (numbered by the slot);
+    a loop without a slot is an instance of its own (numbered after the
+    largest slot)."""
+
+    instance: int
+    label: Index
+    slot: int | None = None
+
+    @property
+    def space(self) -> str:
+        """The index space iterated."""
+        return self.label.base_key
+
+
+@dataclass
+class Site:
+    """One use-site (``batch.use``) of a value."""
+
+    number: int
+    value: str
+    tree: int
+    labels: tuple[Index, ...]
+    """The value's carried indices here, in the tree's labels."""
+    loops: tuple[Loop, ...]
+    """Loops enclosing the use-site, outermost first."""
+    parent: int | None
+    """The consumer's site (``None`` for a tree root)."""
+    children: tuple[int, ...] = ()
+    """The factors' sites, in factor order."""
+    protos: ProtoPairs = ()
+    """Explicit pairings: the value's proto mode -> tree label here."""
+    mode_map: dict[Index, Index] = field(default_factory=dict[Index, Index])
+    """Mode of the value -> tree label here (filled by ``Forest.finish``)."""
+    mode_labels: dict[Index, Index] = field(default_factory=dict[Index, Index])
+    """Node mode of the value -> tree label here (filled by ``Forest.finish``)."""
+
+    def consumer_loops(self, forest: Forest) -> tuple[Loop, ...]:
+        """Loops enclosing the consumer (none for a root)."""
+        if self.parent is None:
+            return ()
+        return forest.sites[self.parent].loops
+
+
+@dataclass
+class Tree:
+    """One term: a coefficient and the root use-site (``None``: a bare number)."""
+
+    name: str
+    coeff: Fraction
+    root: int | None
+
+
+@dataclass
+class Forest:
+    """Spaces, values, trees and use-sites, with the loop roles."""
+
+    name: str | None
+    spaces: dict[str, Space]
+    values: dict[str, Value]
+    trees: list[Tree]
+    sites: list[Site]
+    roles: dict[tuple[str, str], LoopRole] = field(
+        default_factory=dict[tuple[str, str], LoopRole]
+    )
+    """``(value, space key) -> role``."""
+    instance_spaces: dict[int, str] = field(default_factory=dict[int, str])
+    """Loop instance -> the index space it iterates."""
+    has_slots: bool = False
+    """Whether any loop declares a fusion slot (instance-aware roles)."""
+
+    def finish(self) -> Forest:
+        """Derive modes, factor maps and site mode labels; check instances.
+
+        Raises ``ModelError`` on an inconsistent forest. Returns ``self``.
+        """
+        for value in self._values_factors_first():
+            self._finish_value(value)
+        for site in self.sites:
+            if not site.mode_map:  # a builder that knows the exact map sets it
+                self._map_site(site)
+        for site in self.sites:
+            self._finish_site(site)
+        return self
+
+    def _values_factors_first(self) -> list[Value]:
+        """Every value, each after its factors (depth-first, linear)."""
+        order: list[Value] = []
+        state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+        for root in self.values:
+            if root in state:
+                continue
+            state[root] = 1
+            stack: list[tuple[str, int]] = [(root, 0)]
+            while stack:
+                name, position = stack[-1]
+                value = self.values[name]
+                if position == len(value.factors):
+                    state[name] = 2
+                    order.append(value)
+                    stack.pop()
+                    continue
+                stack[-1] = (name, position + 1)
+                child = value.factors[position].value
+                if child not in self.values:
+                    raise ModelError(f"value @{name}: unknown factor @{child}")
+                if state.get(child) == 1:
+                    raise ModelError(f"value @{child} depends on itself")
+                if child not in state:
+                    state[child] = 1
+                    stack.append((child, 0))
+        return order
+
+    def _finish_value(self, value: Value) -> None:
+        value.modes = expand_modes(value.result)
+        where = f"value @{value.name}"
+        node: dict[Index, None] = dict.fromkeys(value.modes)
+        maps: list[dict[Index, Index]] = []
+        for factor in value.factors:
+            factor_value = self.values.get(factor.value)
+            if factor_value is None:
+                raise ModelError(f"{where}: unknown factor @{factor.value}")
+            try:
+                mapping = mode_map(
+                    factor_value.result,
+                    factor.labels,
+                    factor.protos,
+                    f"{where}, factor @{factor.value}",
+                )
+            except FrameError as error:
+                raise ModelError(str(error)) from None
+            maps.append(mapping)
+            for mode in mapping.values():
+                node.setdefault(mode, None)
+        value.factor_maps = tuple(maps)
+        if value.factors:
+            on_factors = {m for mapping in maps for m in mapping.values()}
+            for mode in value.modes:
+                if mode not in on_factors:
+                    raise ModelError(f"{where}: result mode {mode} is on no factor")
+        value.node_modes = tuple(node)
+
+    def _site_where(self, site: Site) -> str:
+        return f"use-site of @{site.value} in tree @{self.trees[site.tree].name}"
+
+    def _map_site(self, site: Site) -> None:
+        value = self.values.get(site.value)
+        if value is None:
+            raise ModelError(f"{self._site_where(site)}: unknown value @{site.value}")
+        try:
+            site.mode_map = mode_map(
+                value.result, site.labels, site.protos, self._site_where(site)
+            )
+        except FrameError as error:
+            raise ModelError(str(error)) from None
+
+    def _finish_site(self, site: Site) -> None:
+        value = self.values[site.value]
+        tree = self.trees[site.tree].name
+        where = f"use-site of @{value.name} in tree @{tree}"
+        if len(site.children) != len(value.factors):
+            raise ModelError(
+                f"{where}: {len(site.children)} factor use-sites for "
+                f"{len(value.factors)} factors"
+            )
+        for factor, number in zip(value.factors, site.children, strict=True):
+            if self.sites[number].value != factor.value:
+                raise ModelError(
+                    f"{where}: factor use-site names @{self.sites[number].value}, "
+                    f"but @{value.name} is built from @{factor.value}"
+                )
+        try:
+            site.mode_labels = node_labels(
+                site.mode_map,
+                value.factor_maps,
+                [self.sites[number].mode_map for number in site.children],
+                where,
+            )
+        except FrameError as error:
+            raise ModelError(str(error)) from None
+        for loop in site.loops:
+            self.instance_spaces.setdefault(loop.instance, loop.space)
+
+    def check_loops(self) -> Forest:
+        """What scheduling needs of the loops: no loop nested in a loop over
+        the same label or in its own instance, one space per instance.
+        (Roles need none of this.) Raises ``ModelError``; returns ``self``."""
+        for site in self.sites:
+            where = self._site_where(site)
+            seen_instances: set[int] = set()
+            seen_labels: set[Index] = set()
+            for loop in site.loops:
+                if loop.label in seen_labels:
+                    raise ModelError(
+                        f"{where}: two enclosing loops bind {loop.label} (a loop "
+                        "nested in a loop over the same label)"
+                    )
+                seen_labels.add(loop.label)
+                if loop.instance in seen_instances:
+                    raise ModelError(
+                        f"{where}: loop instance {loop.instance} encloses itself"
+                    )
+                seen_instances.add(loop.instance)
+                space = self.instance_spaces[loop.instance]
+                if space != loop.space:
+                    raise ModelError(
+                        f"loop instance {loop.instance} iterates both {space} and "
+                        f"{loop.space}"
+                    )
+        return self
+
+    # -- views -------------------------------------------------------------
+
+    def built_values(self) -> list[Value]:
+        """Non-input values that have at least one use-site, factors first."""
+        used = {site.value for site in self.sites}
+        return [
+            v for v in self._values_factors_first() if not v.is_input and v.name in used
+        ]
+
+    def sites_of(self) -> dict[str, list[Site]]:
+        """Use-sites per value, in walk order."""
+        found: dict[str, list[Site]] = {name: [] for name in self.values}
+        for site in self.sites:
+            found[site.value].append(site)
+        return found
+
+    def role(self, value: str, space: str) -> LoopRole:
+        """The classified role; ``ModelError`` if it is missing."""
+        role = self.roles.get((value, space))
+        if role is None:
+            raise ModelError(
+                f"value @{value} has no loop role for index space {space} "
+                "(run classify-axes first)"
+            )
+        return role
+
+
+# --------------------------------------------------------------------------
+# Dependency structure
+# --------------------------------------------------------------------------
+
+Node = str | int
+"""A value name, or the index of a tree (its output)."""
+
+
+def topological_order(forest: Forest) -> list[Node]:
+    """Built values and tree outputs, factors first: each tree in order,
+    post-order over its first-seen values, its output right after its root."""
+    order: list[Node] = []
+    seen: set[str] = set()
+    for number, tree in enumerate(forest.trees):
+        if tree.root is not None:
+            stack: list[tuple[Site, int]] = [(forest.sites[tree.root], 0)]
+            while stack:
+                site, position = stack[-1]
+                if position == 0 and (
+                    site.value in seen or forest.values[site.value].is_input
+                ):
+                    stack.pop()
+                    continue
+                if position == len(site.children):
+                    seen.add(site.value)
+                    order.append(site.value)
+                    stack.pop()
+                    continue
+                stack[-1] = (site, position + 1)
+                stack.append((forest.sites[site.children[position]], 0))
+        order.append(number)
+    return order
+
+
+def readers_of(forest: Forest) -> dict[str, list[Node]]:
+    """Who reads each built value: its consumers' values and tree outputs."""
+    readers: dict[str, dict[Node, None]] = {}
+    for site in forest.sites:
+        if forest.values[site.value].is_input:
+            continue
+        reader: Node = (
+            site.tree if site.parent is None else forest.sites[site.parent].value
+        )
+        readers.setdefault(site.value, {})[reader] = None
+    return {name: list(found) for name, found in readers.items()}
+
+
+def dependencies(forest: Forest, node: Node) -> list[str]:
+    """The built values ``node`` reads (inputs are not dependencies)."""
+    if isinstance(node, int):
+        root = forest.trees[node].root
+        if root is None:
+            return []
+        value = forest.sites[root].value
+        return [] if forest.values[value].is_input else [value]
+    found: dict[str, None] = {}
+    for factor in forest.values[node].factors:
+        if not forest.values[factor.value].is_input:
+            found[factor.value] = None
+    return list(found)
+
+
+def renumber_unslotted(forest: Forest) -> None:
+    """Unslotted loops carry negative placeholder instances; give each a fresh
+    instance after the largest slot."""
+    largest = max(
+        (lp.instance for site in forest.sites for lp in site.loops), default=-1
+    )
+    renumber: dict[int, int] = {}
+    for site in forest.sites:
+        for lp in site.loops:
+            if lp.instance < 0 and lp.instance not in renumber:
+                renumber[lp.instance] = max(largest, -1) + 1 + len(renumber)
+    if not renumber:
+        return
+    for site in forest.sites:
+        site.loops = tuple(
+            Loop(renumber.get(lp.instance, lp.instance), lp.label, lp.slot)
+            for lp in site.loops
+        )

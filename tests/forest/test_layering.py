@@ -1,0 +1,59 @@
+"""The layers of the roles half: pure logic below the dialects, no import
+running back up (every import statement, also those inside functions)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "axisflow"
+
+PURE = [
+    "roles/index.py",
+    "roles/decision.py",
+    "forest/frames.py",
+    "forest/model.py",
+    "forest/roles.py",
+    "forest/builder.py",
+    "pipeline/schedule.py",
+    "pipeline/scheduler.py",
+    "pipeline/memory.py",
+    "pipeline/evaluate.py",
+    "sequant/syntax.py",
+    "sequant/forest.py",
+]
+
+
+def imports(relative: str) -> set[str]:
+    tree = ast.parse((PACKAGE / relative).read_text("utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def offending(relative: str, prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in imports(relative) if m.startswith(prefixes))
+
+
+@pytest.mark.parametrize("relative", PURE)
+def test_pure_modules_import_no_xdsl_and_nothing_above(relative: str) -> None:
+    above = ("xdsl", "axisflow.dialects", "axisflow.passes", "axisflow.pipeline.api")
+    assert offending(relative, above) == []
+
+
+@pytest.mark.parametrize(
+    "relative",
+    ["dialects/batch.py", "dialects/sched.py", "dialects/batch_model.py"],
+)
+def test_dialects_import_no_pass_and_no_api(relative: str) -> None:
+    assert offending(relative, ("axisflow.passes", "axisflow.pipeline.api")) == []
+
+
+def test_the_pipeline_api_imports_no_pass() -> None:
+    assert offending("pipeline/api.py", ("axisflow.passes",)) == []
