@@ -8,7 +8,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.axisflow-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit test-pythons package-check bench clean
+.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench clean
+.PHONY: test-pythons package-check
 
 venv: $(STAMP)
 
