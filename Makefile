@@ -9,7 +9,6 @@ STAMP  := $(VENV)/.axisflow-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench clean
-.PHONY: test-pythons package-check
 
 venv: $(STAMP)
 
@@ -59,6 +58,11 @@ lit: $(STAMP)
 
 test: lint typecheck unit lit
 
+bench: $(STAMP)
+	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
+
+.PHONY: test-pythons package-check
+
 # pytest and lit under the other supported Pythons (3.11, 3.12, 3.13 except
 # the one of .venv), each in its own .venv-py3.X; a version with no interpreter
 # on this machine is skipped with a notice (see .ci/test-pythons).
@@ -71,9 +75,6 @@ test-pythons: $(STAMP)
 # outside the checkout, then run the tests from the unpacked sdist.
 package-check: $(STAMP)
 	PYTHON=$(PYTHON) .ci/package-check
-
-bench: $(STAMP)
-	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) .venv-py* .pytest_cache .hypothesis .ruff_cache *.egg-info build dist
