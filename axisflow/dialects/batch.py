@@ -494,13 +494,13 @@ class SpaceOp(IRDLOperation):
             extent = _parse_int(parser, "extent")
         if parser.parse_optional_keyword("elem"):
             elem = _parse_int(parser, "elem")
+        op = cls(key, extent, elem)
         # The clauses come in this order: only those after the last one parsed.
         if elem is not None:
             later = []
         else:
             later = ["elem"] if extent is not None else ["extent", "elem"]
         reject_unknown_keyword(parser, "batch.space", later)
-        op = cls(key, extent, elem)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -873,12 +873,15 @@ class LoopOp(IRDLOperation):
         slot = None
         if parser.parse_optional_keyword("slot"):
             slot = _parse_int(parser, "slot")
-        else:
-            reject_unknown_keyword(
-                parser, "batch.loop", ["slot"], then=("a region", *END_OF_OP)
-            )
         body = _parse_optional_body(parser)
         if not body.blocks:
+            # No region: a word here may be a misspelt `slot`.
+            reject_unknown_keyword(
+                parser,
+                "batch.loop",
+                ["slot"] if slot is None else [],
+                then=("a region", *END_OF_OP),
+            )
             body.add_block(Block())
         op = cls(index, slot, body)
         op.attributes |= parser.parse_optional_attr_dict()
