@@ -349,23 +349,6 @@ class MemoryReport:
         return "\n".join(lines) + "\n"
 
 
-def display_width(text: str) -> int:
-    """Terminal columns ``text`` takes: combining marks (the tilde of ``μ̃``) and
-    other zero-width characters take none, East Asian wide characters two."""
-    width = 0
-    for char in text:
-        if unicodedata.combining(char) or unicodedata.category(char) in ("Me", "Cf"):
-            continue
-        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-    return width
-
-
-def pad_to_width(text: str, width: int) -> str:
-    """``text`` padded with spaces on the right to ``width`` display columns
-    (``str.ljust`` counts code points, which misaligns ``μ̃``)."""
-    return text + " " * max(0, width - display_width(text))
-
-
 def format_bytes(size: int) -> str:
     """``1536`` -> ``"1.5 KiB"``; exact below 1 KiB."""
     if size < 1024:
@@ -444,3 +427,20 @@ def memory_report(
 
 def _describe(life: Lifetime) -> str:
     return f"@{life.value} {life.kind}"
+
+
+def display_width(text: str) -> int:
+    """Terminal columns ``text`` takes: combining marks (the tilde of ``μ̃``) and
+    other zero-width characters take none, East Asian wide characters two."""
+    width = 0
+    for char in text:
+        if unicodedata.combining(char) or unicodedata.category(char) in ("Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return width
+
+
+def pad_to_width(text: str, width: int) -> str:
+    """``text`` padded with spaces on the right to ``width`` display columns
+    (``str.ljust`` counts code points, which misaligns ``μ̃``)."""
+    return text + " " * max(0, width - display_width(text))
