@@ -42,7 +42,7 @@ batch.forest {
   batch.space i extnt 4
 }
 
-// CHECK: batch.space: unexpected 'extnt', expected 'extent', 'elem', an attribute dictionary or the end of the op (did you mean 'extent'?)
+// CHECK: batch.space: unexpected 'extnt', expected 'extent', 'elem', 'composite', an attribute dictionary or the end of the op (did you mean 'extent'?)
 
 // -----
 
@@ -50,7 +50,7 @@ batch.forest {
   batch.space i extent 4 elm 8
 }
 
-// CHECK: batch.space: unexpected 'elm', expected 'elem', an attribute dictionary or the end of the op (did you mean 'elem'?)
+// CHECK: batch.space: unexpected 'elm', expected 'elem', 'composite', an attribute dictionary or the end of the op (did you mean 'elem'?)
 
 // -----
 
@@ -59,7 +59,7 @@ batch.forest {
   batch.space i elem 8 extent 4
 }
 
-// CHECK: batch.space: unexpected 'extent', expected an attribute dictionary or the end of the op
+// CHECK: batch.space: unexpected 'extent', expected 'composite', an attribute dictionary or the end of the op
 
 // -----
 
