@@ -85,5 +85,20 @@ fuzz: $(STAMP)
 bench: $(STAMP)
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
 
+.PHONY: test-pythons package-check
+
+# pytest and lit under the other supported Pythons (3.11, 3.12, 3.13 except
+# the one of .venv), each in its own .venv-py3.X; a version with no interpreter
+# on this machine is skipped with a notice (see .ci/test-pythons).
+# PYTHONS="3.12" picks versions.
+PYTHONS ?=
+test-pythons: $(STAMP)
+	.ci/test-pythons $(PYTHONS)
+
+# Build wheel and sdist, install the wheel into a fresh venv and use it from
+# outside the checkout, then run the tests from the unpacked sdist.
+package-check: $(STAMP)
+	PYTHON=$(PYTHON) .ci/package-check
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache *.egg-info
+	rm -rf $(VENV) .venv-py* .pytest_cache .hypothesis .ruff_cache *.egg-info build dist

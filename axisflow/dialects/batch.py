@@ -72,6 +72,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from axisflow.dialects.keywords import END_OF_OP, reject_unknown_keyword
 from axisflow.dialects.labels import (
     parse_index,
     parse_index_list,
@@ -556,7 +557,8 @@ class SpaceOp(IRDLOperation):
         if parser.parse_optional_keyword("elem"):
             elem = _parse_int(parser, "batch.space elem")
         composites: list[tuple[int, int]] = []
-        if parser.parse_optional_keyword("composite"):
+        has_composite = parser.parse_optional_keyword("composite") is not None
+        if has_composite:
             parser.parse_punctuation("{")
             while True:
                 at = parser.pos
@@ -569,6 +571,12 @@ class SpaceOp(IRDLOperation):
                     break
             parser.parse_punctuation("}")
         op = cls(key, extent, elem, composites)
+        # The clauses come in this order: only those after the last one parsed.
+        later = ["extent", "elem", "composite"]
+        for parsed, clause in ((extent, 1), (elem, 2), (has_composite or None, 3)):
+            if parsed is not None:
+                later = ["extent", "elem", "composite"][clause:]
+        reject_unknown_keyword(parser, "batch.space", later)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -700,16 +708,26 @@ class ValueOp(IRDLOperation):
         contracted: list[Index] = []
         tensor = symmetry = None
         factors: list[FactorAttr] = []
-        if parser.parse_optional_keyword("contracted"):
+        has_contracted = parser.parse_optional_keyword("contracted") is not None
+        if has_contracted:
             contracted = parse_index_list(parser)
         if parser.parse_optional_keyword("leaf"):
             tensor = parse_text(parser, "the leaf tensor label")
             if parser.parse_optional_keyword("symmetry"):
                 symmetry = parse_text(parser, "the symmetry")
+            else:
+                reject_unknown_keyword(parser, "batch.value", ["symmetry"])
         elif parser.parse_optional_punctuation("="):
             factors.append(_parse_factor(parser))
             parser.parse_punctuation("*", " between the two factors")
             factors.append(_parse_factor(parser))
+            reject_unknown_keyword(parser, "batch.value", [])
+        else:
+            reject_unknown_keyword(
+                parser,
+                "batch.value",
+                ["leaf", "="] if has_contracted else ["contracted", "leaf", "="],
+            )
         op = cls(
             sym_name,
             result,
@@ -854,7 +872,8 @@ class TreeOp(IRDLOperation):
     def parse(cls, parser: Parser) -> TreeOp:
         sym_name = parser.parse_symbol_name().data
         coeff = Fraction(1)
-        if parser.parse_optional_keyword("coeff"):
+        has_coeff = parser.parse_optional_keyword("coeff") is not None
+        if has_coeff:
             negative = parser.parse_optional_punctuation("-") is not None
             numerator = _parse_int(parser, "batch.tree coefficient")
             denominator = 1
@@ -870,6 +889,13 @@ class TreeOp(IRDLOperation):
         if parser.parse_optional_keyword("operators"):
             operators = parser.parse_comma_separated_list(
                 parser.Delimiter.SQUARE, lambda: parse_text(parser, "an operator")
+            )
+        else:
+            reject_unknown_keyword(
+                parser,
+                "batch.tree",
+                ["operators"] if has_coeff else ["coeff", "operators"],
+                then=("a region", *END_OF_OP),
             )
         body = _parse_optional_body(parser)
         if not body.blocks:
@@ -961,6 +987,13 @@ class LoopOp(IRDLOperation):
             slot = _parse_int(parser, "batch.loop slot")
         body = _parse_optional_body(parser)
         if not body.blocks:
+            # No region: a word here may be a misspelt `slot`.
+            reject_unknown_keyword(
+                parser,
+                "batch.loop",
+                ["slot"] if slot is None else [],
+                then=("a region", *END_OF_OP),
+            )
             body.add_block(Block())
         op = cls(index, slot, body)
         op.attributes |= parser.parse_optional_attr_dict()

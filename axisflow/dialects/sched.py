@@ -75,6 +75,7 @@ from xdsl.utils.exceptions import VerifyException
 from axisflow.dialects.batch import ForestOp, IndexAttr, TextAttr
 from axisflow.dialects.batch_model import forest_model
 from axisflow.dialects.integers import count_attr, count_value
+from axisflow.dialects.keywords import reject_unknown_keyword
 from axisflow.dialects.labels import (
     parse_index,
     parse_index_list,
@@ -231,11 +232,17 @@ class BuildOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> BuildOp:
         value = parser.parse_symbol_name().data
-        slices = _parse_binds(parser) if parser.parse_optional_keyword("slice") else []
-        sums = _parse_binds(parser) if parser.parse_optional_keyword("sum") else []
-        demoted = (
-            _parse_int_list(parser) if parser.parse_optional_keyword("demoted") else []
-        )
+        expected = ["slice", "sum", "demoted", "bytes"]  # what may still come
+        slices: list[model.Bind] = []
+        sums: list[model.Bind] = []
+        demoted: list[int] = []
+        if parser.parse_optional_keyword("slice"):
+            slices, expected = _parse_binds(parser), expected[1:]
+        if parser.parse_optional_keyword("sum"):
+            sums, expected = _parse_binds(parser), expected[-2:]
+        if parser.parse_optional_keyword("demoted"):
+            demoted, expected = _parse_int_list(parser), expected[-1:]
+        reject_unknown_keyword(parser, "sched.build", expected, then=())
         size = _parse_bytes(parser)
         op = cls(model.Build(value, tuple(slices), tuple(sums), tuple(demoted), size))
         op.attributes |= parser.parse_optional_attr_dict()
@@ -293,8 +300,14 @@ class BufferOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> BufferOp:
         value = parser.parse_symbol_name().data
-        slices = _parse_binds(parser) if parser.parse_optional_keyword("slice") else []
+        expected = ["slice", "zero", "bytes"]  # what may still come
+        slices: list[model.Bind] = []
+        if parser.parse_optional_keyword("slice"):
+            slices, expected = _parse_binds(parser), expected[1:]
         zero = parser.parse_optional_keyword("zero") is not None
+        if zero:
+            expected = expected[-1:]
+        reject_unknown_keyword(parser, "sched.buffer", expected, then=())
         size = _parse_bytes(parser)
         op = cls(model.Buffer(value, tuple(slices), zero, size))
         op.attributes |= parser.parse_optional_attr_dict()

@@ -84,6 +84,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from axisflow.dialects.integers import count_attr, count_value
+from axisflow.dialects.keywords import reject_unknown_keyword
 from axisflow.numerals import NumeralError, check_numeral_at, natural
 from axisflow.shapes.errors import ShapeError, SpecError
 from axisflow.shapes.spec import parse_einsum_spec, parse_shape_spec
@@ -452,6 +453,13 @@ class EinsumOp(IRDLOperation):
             capture = parser.parse_comma_separated_list(
                 Parser.Delimiter.SQUARE, parser.parse_str_literal
             )
+        else:
+            reject_unknown_keyword(
+                parser,
+                "tprog.einsum",
+                ["capture"],
+                then=("an attribute dictionary", "':' and the result type"),
+            )
         attributes = parser.parse_optional_attr_dict()
         op = cls(spec, inputs, _parse_result_type(parser), capture)
         op.attributes |= attributes
@@ -560,6 +568,8 @@ class TotalElemsOp(IRDLOperation):
                 parser.pos,
             )
         counts_bytes = parser.parse_optional_keyword("bytes") is not None
+        if not counts_bytes:
+            reject_unknown_keyword(parser, "tprog.total_elems", ["bytes"])
         op = cls(operand, count, in_bytes=counts_bytes)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
@@ -1068,6 +1078,10 @@ class SchemeOp(IRDLOperation):
         function = None
         if parser.parse_optional_keyword("for") is not None:
             function = parser.parse_symbol_name().data
+        else:
+            reject_unknown_keyword(
+                parser, "tprog.scheme", ["for"], then=("'(' and the anchors",)
+            )
         anchors = parser.parse_comma_separated_list(
             Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
         )
@@ -1081,6 +1095,8 @@ class SchemeOp(IRDLOperation):
         values: list[str] = []
         if parser.parse_optional_keyword("values") is not None:
             values = _parse_lines(parser)
+        else:
+            reject_unknown_keyword(parser, "tprog.scheme", ["values"])
         op = cls(
             sym_name,
             label,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -452,12 +453,15 @@ class MemoryReport:
             )
             for v in self.values
         ]
-        widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header))]
+        widths = [
+            max(display_width(r[k]) for r in [header, *rows])
+            for k in range(len(header))
+        ]
         for row in [header, *rows]:
             lines.append(
                 "  "
                 + "  ".join(
-                    cell.ljust(w) for cell, w in zip(row, widths, strict=True)
+                    pad_to_width(cell, w) for cell, w in zip(row, widths, strict=True)
                 ).rstrip()
             )
         saving = (
@@ -605,3 +609,20 @@ def forest_flops(forest: Forest, sizing: Sizing | None = None) -> int:
 
 def _describe(life: Lifetime) -> str:
     return f"@{life.value} {life.kind}"
+
+
+def display_width(text: str) -> int:
+    """Terminal columns ``text`` takes: combining marks (the tilde of ``μ̃``) and
+    other zero-width characters take none, East Asian wide characters two."""
+    width = 0
+    for char in text:
+        if unicodedata.combining(char) or unicodedata.category(char) in ("Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return width
+
+
+def pad_to_width(text: str, width: int) -> str:
+    """``text`` padded with spaces on the right to ``width`` display columns
+    (``str.ljust`` counts code points, which misaligns ``μ̃``)."""
+    return text + " " * max(0, width - display_width(text))

@@ -3,23 +3,28 @@
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 
 from axisflow.dialects.batch_model import forest_model
 from axisflow.forest.builder import ForestBuilder, use
 from axisflow.forest.model import Forest
 from axisflow.passes.classify_axes import classify_forest
+from axisflow.pipeline.api import schedule_expression
 from axisflow.pipeline.memory import (
     DEFAULT_ELEM,
     DEFAULT_EXTENT,
     Sizing,
+    display_width,
     format_bytes,
     lifetimes,
     memory_report,
+    pad_to_width,
     peak,
     unbatched_schedule,
 )
 from axisflow.pipeline.scheduler import schedule_forest
-from tests.conftest import example, only_forest
+from tests.conftest import EXAMPLES, example, only_forest
 
 # Extents of examples/pipeline/four_tensor.mlir (8-byte elements).
 A, B, C, D, E, F, I_, J, K, L = 2, 3, 4, 2, 3, 2, 2, 3, 2, 2
@@ -143,3 +148,33 @@ def test_format_bytes() -> None:
     assert format_bytes(1023) == "1023 B"
     assert format_bytes(1536) == "1.5 KiB"
     assert format_bytes(3 * 1024**3) == "3 GiB"
+
+
+def test_display_width_counts_columns_not_code_points() -> None:
+    assert display_width("μ̃_1") == 3  # μ, a combining tilde (no column), _, 1
+    assert len("μ̃_1") == 4
+    assert display_width("Κ_1 a_1<i_1>") == 12
+    assert display_width("張量") == 4  # East Asian wide characters take two
+    assert pad_to_width("μ̃_1", 5) == "μ̃_1  "
+
+
+def _columns(line: str) -> list[int]:
+    """Display columns where the cells of a table line start, counted without
+    the helper under test: drop combining marks, then count code points."""
+    visible = "".join(c for c in line if not unicodedata.combining(c))
+    return [m.start() for m in re.finditer(r"(?<=  )\S", visible)]
+
+
+def test_table_aligns_rows_with_combining_marks() -> None:
+    # The CSV-CCSD energy has μ̃ (mu + U+0303) in some rows' modes only.
+    text = (EXAMPLES / "sequant" / "csv_ccsd_energy_df.txt").read_text(encoding="utf-8")
+    report = schedule_expression(text, "i", extents="i=3,a=2,μ̃=2,Κ=3").report
+    lines = report.table().splitlines()
+    header = next(k for k, line in enumerate(lines) if line.startswith("  value"))
+    rows = [line for line in lines[header + 1 :] if line.startswith("  @")]
+    with_tilde = [row for row in rows if "μ̃" in row]
+    assert with_tilde and len(with_tilde) < len(rows)
+    expected = _columns(lines[header])
+    assert len(expected) == 6
+    for row in rows:
+        assert _columns(row) == expected, row
