@@ -68,7 +68,7 @@ batch.forest {
   }
 }
 
-// CHECK: batch.tree: unexpected 'coef', expected 'coeff', a region, an attribute dictionary or the end of the op (did you mean 'coeff'?)
+// CHECK: batch.tree: unexpected 'coef', expected 'coeff', 'operators', a region, an attribute dictionary or the end of the op (did you mean 'coeff'?)
 
 // -----
 
