@@ -103,9 +103,7 @@ def run_once(argv: list[str]) -> PhaseClock:
     clock = PhaseClock()
     main = xDSLOptMain(args=argv)
     main.parse_chunk = timed(clock, "parse", main.parse_chunk)
-    main.output_resulting_program = timed(
-        clock, "print", main.output_resulting_program
-    )
+    main.output_resulting_program = timed(clock, "print", main.output_resulting_program)
     patched: list[tuple[type, Callable[..., Any]]] = []
     for module_pass in main.pipeline.passes:
         cls = type(module_pass)
@@ -138,9 +136,7 @@ def report(name: str, argv: list[str], runs: int, profile: bool) -> None:
         seconds = best.seconds[phase]
         calls = best.calls[phase]
         times = f" (x{calls})" if calls > 1 else ""
-        print(
-            f"  {phase + times:<24} {seconds:>8.3f} s {seconds / best.total:>7.1%}"
-        )
+        print(f"  {phase + times:<24} {seconds:>8.3f} s {seconds / best.total:>7.1%}")
     parse_time = best.seconds["parse"]
     for phase in phases:
         if phase not in ("parse", "verify", "print"):
