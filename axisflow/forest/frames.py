@@ -287,7 +287,7 @@ def node_labels(
                         break
                     forward[node_mode] = label
                     backward[label] = node_mode
-                elif seen != label:
+                elif seen is not label and seen != label:
                     consistent = False
                     break
             if not consistent:

@@ -43,8 +43,10 @@ class Index:
     def __init__(
         self, base_key: str, ordinal: int | None = None, protos: Iterable[Index] = ()
     ) -> None:
-        if not base_key or not all(is_key_char(c) for c in base_key):
-            raise ValueError(f"malformed index base key {base_key!r}")
+        if base_key not in _VALID_KEYS:
+            if not base_key or not all(is_key_char(c) for c in base_key):
+                raise ValueError(f"malformed index base key {base_key!r}")
+            _VALID_KEYS.add(base_key)
         if ordinal is not None and ordinal < 0:
             raise ValueError(f"index ordinal must be non-negative, got {ordinal}")
         self.base_key = base_key
@@ -176,6 +178,10 @@ class Index:
 
     def __repr__(self) -> str:
         return f"Index({self.full_label!r})"
+
+
+_VALID_KEYS: set[str] = set()
+"""Base keys checked already: a program has a handful (``i``, ``a``, ``Κ``)."""
 
 
 def _skip_space(text: str, pos: int) -> int:
