@@ -22,7 +22,10 @@ Each input runs ``--runs`` times (default 3); the run with the least total CPU
 time is printed, so every ratio in a row comes from one run. ``--profile``
 also prints the top functions of that input under cProfile.
 
-Run: ``.venv/bin/python benchmarks/bench_phases.py [--quick] [--profile]``
+``--gc`` also compares the total under the collector's default thresholds,
+raised thresholds and the collector disabled (the ``axisflow-opt`` question).
+
+Run: ``.venv/bin/python benchmarks/bench_phases.py [--quick] [--profile] [--gc]``
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import pstats
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -152,9 +156,68 @@ def report(name: str, argv: list[str], runs: int, profile: bool) -> None:
         print(out.getvalue())
 
 
+GC_SETTINGS: list[tuple[str, tuple[int, int, int] | None]] = [
+    ("default (700, 10, 10)", (700, 10, 10)),
+    ("threshold (50000, 20, 100)", (50_000, 20, 100)),
+    ("disabled", None),
+]
+
+
+def compare_gc(name: str, argv: list[str], runs: int) -> None:
+    """Total CPU time of the same run under several collector settings,
+    interleaved (round-robin) so that machine load hits each alike."""
+    best: dict[str, float] = {}
+    saved = gc.get_threshold()
+    try:
+        for _ in range(runs):
+            for label, threshold in GC_SETTINGS:
+                if threshold is None:
+                    gc.disable()
+                else:
+                    gc.enable()
+                    gc.set_threshold(*threshold)
+                total = run_once(argv).total
+                best[label] = min(best.get(label, float("inf")), total)
+    finally:
+        gc.enable()
+        gc.set_threshold(*saved)
+    base = best[GC_SETTINGS[0][0]]
+    print(f"{name}: total CPU by collector setting (best of {runs}, interleaved)")
+    for label, _ in GC_SETTINGS:
+        print(f"  {label:<28} {best[label]:>8.3f} s {best[label] / base:>7.1%}")
+    print()
+
+
+def pass_memory(name: str, argv: list[str]) -> None:
+    """Peak memory the passes of ``argv`` allocate (``tracemalloc``), per op
+    of the module they run on: the module is parsed and verified first, then
+    each pass runs traced in turn."""
+    main = xDSLOptMain(args=argv)
+    chunks, extension = main.prepare_input()
+    ((chunk, _),) = chunks
+    module = main.parse_chunk(chunk, extension)
+    chunk.close()
+    assert module is not None
+    module.verify()
+    ops = sum(1 for _ in module.walk())
+    print(f"{name}: peak memory of each pass (tracemalloc), {ops} ops")
+    for module_pass in main.pipeline.passes:
+        gc.collect()
+        tracemalloc.start()
+        module_pass.apply(main.ctx, module)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(
+            f"  {module_pass.name:<24} {peak / 2**20:>8.1f} MiB "
+            f"{peak / ops:>8.0f} bytes per op"
+        )
+    print()
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
     profile = "--profile" in sys.argv
+    with_gc = "--gc" in sys.argv
     runs = 1 if quick else 3
     with tempfile.TemporaryDirectory() as tmp:
         forest = Path(tmp) / "forest.mlir"
@@ -167,25 +230,30 @@ def main() -> None:
             encoding="utf-8",
         )
         out = ["-o", "/dev/null"]
-        report(
-            "forest-5k" if quick else "forest-50k",
-            [str(forest), "-p", "classify-axes", *out],
-            runs,
-            profile,
-        )
-        report(
-            f"doubles-x{times}",
-            [
-                "-f",
-                "sequant{batch=i}",
-                str(big),
-                "-p",
-                "classify-axes,schedule-batches",
-                *out,
-            ],
-            runs,
-            profile,
-        )
+        inputs = [
+            (
+                "forest-5k" if quick else "forest-50k",
+                [str(forest), "-p", "classify-axes", *out],
+            ),
+            (
+                f"doubles-x{times}",
+                [
+                    "-f",
+                    "sequant{batch=i}",
+                    str(big),
+                    "-p",
+                    "classify-axes,schedule-batches",
+                    *out,
+                ],
+            ),
+        ]
+        for name, argv in inputs:
+            report(name, argv, runs, profile)
+        for name, argv in inputs:
+            pass_memory(name, argv)
+        if with_gc:
+            for name, argv in inputs:
+                compare_gc(name, argv, runs)
     print("targets: verify <= 25% of the run; classify-axes / parse <= 8%")
 
 
