@@ -4,7 +4,9 @@
 as a Python traceback unless ``--verify-diagnostics`` or
 ``--parsing-diagnostics`` is given. ``axisflow-opt`` takes exactly the same
 arguments (it is ``xDSLOptMain``) and prints such errors as a message on
-standard error, exiting with status 1.
+standard error, exiting with status 1. For its run it raises the cyclic
+collector's thresholds (``axisflow.gc_pause.collector_tuned``; measured in
+docs/benchmarks-phases.md); importing the plugin changes nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import sys
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
+
+from axisflow.gc_pause import collector_tuned
 
 
 def _report(error: BaseException) -> int:
@@ -25,7 +29,8 @@ def _report(error: BaseException) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run ``xdsl-opt`` with ``argv``; return the exit status."""
     try:
-        xDSLOptMain(args=argv).run()
+        with collector_tuned():
+            xDSLOptMain(args=argv).run()
     except (DiagnosticException, ParseError, ArgSpecParseError, ValueError) as error:
         return _report(error)
     except OSError as error:
