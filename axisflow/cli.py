@@ -18,6 +18,10 @@ error, exiting with status 1:
 - ``-o FILE`` is written to a temporary file next to ``FILE`` and moved into
   place only when every input chunk succeeded, so a failure never leaves an
   empty or half-written file.
+
+For its run it raises the cyclic collector's thresholds
+(``axisflow.gc_pause.collector_tuned``; measured in
+docs/benchmarks-phases.md); importing the plugin changes nothing.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from xdsl.utils.diagnostic import Diagnostic
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
+
+from axisflow.gc_pause import collector_tuned
 
 MAX_NESTING = 1000
 """Deepest bracket nesting (``{``, ``(``, ``[``, ``<``) accepted in MLIR input.
@@ -254,7 +260,10 @@ def _run(argv: list[str] | None) -> int:
         return _report(str(error))
     succeeded = False
     try:
-        with _diagnostics_without_dump(not tool.args.verify_diagnostics):
+        with (
+            collector_tuned(),
+            _diagnostics_without_dump(not tool.args.verify_diagnostics),
+        ):
             tool.run()
         succeeded = True
     except DiagnosticException as error:

@@ -53,3 +53,26 @@ def collector_paused(function: Callable[P, R]) -> Callable[P, R]:
             gc.enable()
 
     return paused
+
+
+COMMAND_THRESHOLDS = (50_000, 20, 100)
+"""Collector thresholds of an ``axisflow-opt`` run. xDSL's parse, verify and
+print allocate millions of objects that live to the end of the run; with the
+default ``(700, 10, 10)`` the collector re-scans them again and again (10-15%
+of a run). Measured in ``docs/benchmarks-phases.md``."""
+
+
+@contextmanager
+def collector_tuned(
+    thresholds: tuple[int, int, int] = COMMAND_THRESHOLDS,
+) -> Iterator[None]:
+    """Run with raised collector thresholds; the previous ones are restored.
+
+    For a command's whole run only (``axisflow-opt``), never on import: a
+    host process that embeds the plugin keeps its own settings."""
+    saved = gc.get_threshold()
+    gc.set_threshold(*thresholds)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)

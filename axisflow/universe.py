@@ -60,6 +60,12 @@ def _sequant_txt_frontend() -> type[Frontend]:
     return SequantTextFrontend
 
 
+def _check_schedules() -> type[ModulePass]:
+    from axisflow.passes.check_schedules import CheckSchedulesPass
+
+    return CheckSchedulesPass
+
+
 def _tprog_dialect() -> Dialect:
     from axisflow.dialects.tprog import Tprog
 
@@ -87,6 +93,7 @@ AXISFLOW_UNIVERSE = Universe(
     all_passes={
         "classify-axes": _classify_axes,
         "schedule-batches": _schedule_batches,
+        "check-schedules": _check_schedules,
         "lower-schedule": _lower_schedule,
         "close-shapes": _close_shapes_pass,
         "generalize-shapes": _generalize_shapes_pass,

@@ -33,10 +33,10 @@ in ``ForestOp.verify``; the per-op verifiers then look names up in it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import ClassVar, NoReturn
+from typing import TYPE_CHECKING, ClassVar, NoReturn, cast
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -58,9 +58,13 @@ from xdsl.ir import (
     Region,
 )
 from xdsl.irdl import (
+    AttrConstraint,
+    IntConstraint,
     IRDLOperation,
+    VerificationContext,
     irdl_attr_definition,
     irdl_op_definition,
+    irdl_to_attr_constraint,
     lazy_traits_def,
     opt_prop_def,
     prop_def,
@@ -87,6 +91,10 @@ from axisflow.forest.frames import FrameError, expand_modes, mode_map, node_labe
 from axisflow.numerals import I64_MAX, NumeralError, check_numeral_at
 from axisflow.roles.decision import LoopRole
 from axisflow.roles.index import Index, is_key_char
+
+if TYPE_CHECKING:
+    # xDSL's own TypeVar (its constraint signatures use typing_extensions').
+    from typing_extensions import TypeVar
 
 ROLES_ATTR = "roles"
 """Attribute of a ``batch.value`` holding its roles (``#batch.roles<...>``)."""
@@ -388,7 +396,7 @@ class FactorAttr(ParametrizedAttribute):
         protos: Sequence[tuple[Index, Index]] = (),
     ) -> None:
         if isinstance(value, str):
-            value = SymbolRefAttr(value)
+            value = _symbol_ref(value)
         super().__init__(
             value, _index_array(indices), ProtoMapAttr(protos) if protos else _NO_PROTOS
         )
@@ -399,21 +407,101 @@ class FactorAttr(ParametrizedAttribute):
         return self.value.root_reference.data
 
 
+@dataclass(frozen=True)
+class LabelListConstraint(AttrConstraint[ArrayAttr[IndexAttr]]):
+    """``ArrayAttr[IndexAttr]``, checked once per distinct array.
+
+    Label lists are shared attributes (one per distinct list), and xDSL's
+    generic verifier checks every property of every op on every
+    verification: this constraint checks an array's elements the first time
+    and marks the (immutable) array, so later checks cost one lookup. The
+    diagnostics are xDSL's own."""
+
+    elements: AttrConstraint = field(
+        default_factory=lambda: irdl_to_attr_constraint(ArrayAttr[IndexAttr])
+    )
+
+    def verify(self, attr: Attribute, constraint_context: VerificationContext) -> None:
+        if isinstance(attr, ArrayAttr) and attr.__dict__.get("_label_list"):
+            return
+        self.elements.verify(attr, constraint_context)
+        # A cache, not a parameter: attributes are frozen dataclasses.
+        object.__setattr__(attr, "_label_list", True)
+
+    def get_bases(self) -> set[type[Attribute]] | None:
+        return self.elements.get_bases()
+
+    def mapping_type_vars(
+        self, type_var_mapping: Mapping[TypeVar, AttrConstraint | IntConstraint]
+    ) -> LabelListConstraint:
+        return self
+
+
+LABEL_LIST = LabelListConstraint()
+
+
 # --------------------------------------------------------------------------
 # Helpers shared by the ops
 # --------------------------------------------------------------------------
 
 
+_SHARED_LIMIT = 65536
+"""Bound on each table of shared attributes (cleared when full)."""
+_INDEX_ARRAYS: dict[tuple[Index, ...], ArrayAttr[IndexAttr]] = {}
+_SYMBOL_REFS: dict[str, SymbolRefAttr] = {}
+_FACTORS: dict[tuple[object, ...], FactorAttr] = {}
+
+
 def _index_array(indices: Sequence[Index | IndexAttr]) -> ArrayAttr[IndexAttr]:
+    """The array attribute of a label list, one shared attribute per distinct
+    list of ``Index`` (attributes are immutable values): IR repeats few label
+    lists many times, and a shared array is built and checked once."""
+    if all(isinstance(i, Index) for i in indices):
+        key = cast(tuple[Index, ...], tuple(indices))
+        found = _INDEX_ARRAYS.get(key)
+        if found is None:
+            if len(_INDEX_ARRAYS) >= _SHARED_LIMIT:
+                _INDEX_ARRAYS.clear()
+            found = _INDEX_ARRAYS[key] = ArrayAttr(IndexAttr.of(i) for i in key)
+        return found
     return ArrayAttr(
         i if isinstance(i, IndexAttr) else IndexAttr.of(i) for i in indices
     )
 
 
+def _symbol_ref(name: str) -> SymbolRefAttr:
+    """The (shared) ``@name`` attribute."""
+    found = _SYMBOL_REFS.get(name)
+    if found is None:
+        if len(_SYMBOL_REFS) >= _SHARED_LIMIT:
+            _SYMBOL_REFS.clear()
+        found = _SYMBOL_REFS[name] = SymbolRefAttr(name)
+    return found
+
+
+def shared_factor(
+    symbol: str, indices: Sequence[Index], protos: Sequence[tuple[Index, Index]]
+) -> FactorAttr:
+    """The (shared) factor attribute of ``@symbol [indices] protos [...]``."""
+    key = (symbol, tuple(indices), tuple(protos))
+    found = _FACTORS.get(key)
+    if found is None:
+        if len(_FACTORS) >= _SHARED_LIMIT:
+            _FACTORS.clear()
+        found = _FACTORS[key] = FactorAttr(symbol, indices, protos)
+    return found
+
+
 def _checked_indices(
     op: Operation, what: str, array: ArrayAttr[IndexAttr]
 ) -> list[Index]:
-    """Parse every label of ``array``; a malformed one is a ``VerifyException``."""
+    """Parse every label of ``array``; a malformed one is a ``VerifyException``.
+
+    Checked once per distinct array: the result is kept on the (immutable,
+    usually shared) attribute."""
+    known = array.__dict__.get("_checked_indices")
+    if known is not None:
+        return known
     indices: list[Index] = []
     for attr in array.data:
         try:
@@ -422,6 +510,8 @@ def _checked_indices(
             raise VerifyException(
                 f"{op.name}: malformed index in {what}: {error}"
             ) from None
+    # A cache, not a parameter: attributes are frozen dataclasses.
+    object.__setattr__(array, "_checked_indices", indices)
     return indices
 
 
@@ -607,8 +697,8 @@ class ValueOp(IRDLOperation):
     name = "batch.value"
 
     sym_name = prop_def(StringAttr)
-    result = prop_def(ArrayAttr[IndexAttr])
-    contracted = prop_def(ArrayAttr[IndexAttr])
+    result = prop_def(LABEL_LIST)
+    contracted = prop_def(LABEL_LIST)
     tensor = opt_prop_def(TextAttr)
     symmetry = opt_prop_def(TextAttr)
     factors = prop_def(ArrayAttr[FactorAttr])
@@ -762,7 +852,7 @@ class ValueOp(IRDLOperation):
 def _parse_factor(parser: Parser) -> FactorAttr:
     symbol = parser.parse_symbol_name().data
     indices = parse_index_list(parser)
-    return FactorAttr(symbol, indices, parse_proto_pairs(parser))
+    return shared_factor(symbol, indices, parse_proto_pairs(parser))
 
 
 def _print_factor(printer: Printer, factor: FactorAttr) -> None:
@@ -1020,7 +1110,7 @@ class UseOp(IRDLOperation):
     name = "batch.use"
 
     value = prop_def(FlatSymbolRefAttr)
-    carried = prop_def(ArrayAttr[IndexAttr])
+    carried = prop_def(LABEL_LIST)
     protos = opt_prop_def(ProtoMapAttr)
     body = region_def()
 
@@ -1035,7 +1125,7 @@ class UseOp(IRDLOperation):
     ):
         super().__init__(
             properties={
-                "value": SymbolRefAttr(value),
+                "value": _symbol_ref(value),
                 "carried": _index_array(carried),
                 "protos": ProtoMapAttr(protos) if protos else None,
             },
@@ -1217,7 +1307,12 @@ class ForestTable:
 
     @staticmethod
     def of(op: Operation) -> ForestTable | None:
-        """The table of the forest enclosing ``op`` (built if not verifying)."""
+        """The table of the forest enclosing ``op`` (built if not verifying).
+
+        While a forest verifies, its table is reached directly: the ops its
+        verifier visits are its own, so no walk up the parents."""
+        if ForestTable.active:
+            return ForestTable.active[-1]
         forest = op if isinstance(op, ForestOp) else None
         parent = op.parent_op()
         while forest is None and parent is not None:

@@ -41,7 +41,56 @@ def _resume(parser: BaseParser, pos: int) -> None:
     parser._resume_from(pos)  # pyright: ignore[reportPrivateUsage]
 
 
+_LABELS_BY_TEXT: dict[str, Index] = {}
+"""Label text as it appeared in the input -> its (shared) ``Index``: the label
+cache, consulted before a label is parsed. Holds only texts that
+``Index.parse_prefix`` consumed entirely."""
+_LABELS_BY_TEXT_LIMIT = 65536
+_LABEL_STOP = frozenset(' \t\r\n,]>[=:*{}()"')
+"""Characters that end a label outside its proto list (none is a key
+character, a digit or ``_``, so ``parse_prefix`` would stop there too)."""
+
+
+def _label_extent(text: str, pos: int) -> int:
+    """Where the label starting at ``pos`` ends if it is well formed, or -1
+    when only ``parse_prefix`` can tell (a blank before a possible ``<``)."""
+    end = pos
+    size = len(text)
+    stop = _LABEL_STOP
+    while end < size:
+        char = text[end]
+        if char == "<":  # a proto list: up to its matching '>'
+            depth = 0
+            while end < size:
+                char = text[end]
+                if char == "<":
+                    depth += 1
+                elif char == ">":
+                    depth -= 1
+                    if depth == 0:
+                        return end + 1
+                elif char in "\r\n]":
+                    return -1
+                end += 1
+            return -1
+        if char in stop:
+            break
+        end += 1
+    if end < size and text[end] in " \t":
+        after = end
+        while after < size and text[after] in " \t":
+            after += 1
+        if after < size and text[after] == "<":
+            return -1
+    return end
+
+
 def _scan_index(parser: BaseParser, text: str, pos: int) -> tuple[Index, int]:
+    end = _label_extent(text, pos)
+    if end > pos:
+        known = _LABELS_BY_TEXT.get(text[pos:end])
+        if known is not None:
+            return known, end
     try:
         index, end = Index.parse_prefix(text, pos)
     except IndexSyntaxError as error:
@@ -50,7 +99,11 @@ def _scan_index(parser: BaseParser, text: str, pos: int) -> tuple[Index, int]:
             error.position,
             f"malformed index label: expected {error.expected}, found {error.found}",
         ) from None
-    return parse_label(index.full_label), end
+    shared = parse_label(index.full_label)
+    if len(_LABELS_BY_TEXT) >= _LABELS_BY_TEXT_LIMIT:
+        _LABELS_BY_TEXT.clear()
+    _LABELS_BY_TEXT[text[pos:end]] = shared
+    return shared, end
 
 
 def parse_index(parser: BaseParser) -> Index:

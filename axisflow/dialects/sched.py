@@ -40,9 +40,13 @@
   (``docs/residual.md``).
 
 Values are the forest's ``batch.value`` symbols; inputs are read, never built.
-``sched.schedule`` verifies the whole schedule against its forest
-(``axisflow.pipeline.schedule.check_schedule``, and every ``bytes`` against the
-forest's sizes), reporting at the offending op.
+``sched.schedule``'s verifier checks structure only (schedule ops inside, every
+symbol names a value or tree of the forest): xdsl-opt verifies after every
+pass, and rebuilding the forest model each time cost more than the pass that
+made the schedule, which checks it already. The ``check-schedules`` pass
+(``check_schedule_op``) checks a schedule written or edited by hand against
+its forest (``axisflow.pipeline.schedule.check_schedule``, and every ``bytes``
+against the forest's sizes), reporting at the offending op.
 """
 
 from __future__ import annotations
@@ -640,9 +644,10 @@ class LoopOp(IRDLOperation):
 class ScheduleOp(IRDLOperation):
     """The ordered schedule of the enclosing forest: ``sched.schedule rounds N``.
 
-    Its verifier checks the whole schedule against the forest (the rules of
-    ``axisflow.pipeline.schedule.check_schedule`` and the byte sizes) and
-    reports the first broken rule at the op that breaks it.
+    Its verifier checks the IR's structure (only schedule ops inside, every
+    symbol names a value or tree of the forest) without rebuilding the forest
+    model, so it costs what it checks; ``check_schedule_op`` (the
+    ``check-schedules`` pass) checks the whole schedule against the forest.
     """
 
     name = "sched.schedule"
@@ -660,34 +665,10 @@ class ScheduleOp(IRDLOperation):
         super().verify(verify_nested_ops)
         # After the per-op verifiers; outside ``verify_`` so that the error is
         # reported at the offending op, not re-wrapped at this one.
-
         forest = self.parent_op()
         if not isinstance(forest, ForestOp):
             return
-        try:
-            forest_info = forest_model(forest, with_roles=False).check_loops()
-        except ModelError as error:
-            message = f"sched.schedule: the forest cannot be scheduled: {error}"
-            self.emit_error(message, VerifyException(message))
-        schedule, origin = schedule_from_op(self)
-        for problem in model.check_schedule(forest_info, schedule):
-            where = self if problem.item is None else origin[id(problem.item)]
-            message = f"{where.name}: {problem.message}"
-            where.emit_error(message, VerifyException(message))
-        sizing = Sizing(forest_info)
-        blocks = schedule.blocks()
-        for item, _ in schedule.walk():
-            if isinstance(item, model.Build | model.Buffer):
-                expected = sizing.bytes(
-                    forest_info.values[item.value], item.slices, blocks
-                )
-                if item.bytes != expected:
-                    op = origin[id(item)]
-                    message = (
-                        f"{op.name} @{item.value}: declares {item.bytes} bytes, but "
-                        f"the forest's sizes give {expected}"
-                    )
-                    op.emit_error(message, VerifyException(message))
+        check_structure(self, forest)
 
     @classmethod
     def parse(cls, parser: Parser) -> ScheduleOp:
@@ -709,6 +690,80 @@ class ScheduleOp(IRDLOperation):
 # --------------------------------------------------------------------------
 # Schedule model <-> ops
 # --------------------------------------------------------------------------
+
+
+def check_structure(op: ScheduleOp, forest: ForestOp) -> None:
+    """The structural rules of a schedule: only schedule ops in its body, and
+    every ``@value`` / ``@tree`` names a ``batch.value`` / ``batch.tree`` of
+    ``forest``. Linear in the schedule's ops; no forest model is built."""
+    values = {value.value_name for value in forest.values()}
+    trees = {tree.tree_name for tree in forest.trees()}
+    stack = list(_body_items(op.body))
+    stack.reverse()
+    while stack:
+        child = stack.pop()
+        if isinstance(child, LoopOp):
+            inner = _body_items(child.body)
+            inner.reverse()
+            stack.extend(inner)
+            continue
+        if isinstance(child, OutputOp):
+            if _symbol(child.tree) not in trees:
+                _fail(child, f"output of unknown tree @{_symbol(child.tree)}")
+            continue
+        if isinstance(child, BuildOp | BufferOp | ScatterOp | AccumulateOp):
+            name = _symbol(child.value)
+            if name not in values:
+                _fail(child, f"{_WHAT[type(child)]} of unknown value @{name}")
+            continue
+        message = f"{child.name} is not a schedule op"
+        child.emit_error(message, VerifyException(message))
+
+
+def check_schedule_op(op: ScheduleOp) -> None:
+    """The deep check of a schedule against its forest: the rules of
+    ``axisflow.pipeline.schedule.check_schedule`` and every ``bytes`` against
+    the forest's sizes. Builds the forest model; raises ``VerifyException`` at
+    the first offending op. ``schedule-batches`` checks what it makes, so
+    this is for schedules written or edited by hand (``check-schedules``)."""
+    forest = op.parent_op()
+    if not isinstance(forest, ForestOp):
+        return
+    try:
+        forest_info = forest_model(forest, with_roles=False).check_loops()
+    except ModelError as error:
+        message = f"sched.schedule: the forest cannot be scheduled: {error}"
+        op.emit_error(message, VerifyException(message))
+    schedule, origin = schedule_from_op(op)
+    for problem in model.check_schedule(forest_info, schedule):
+        where = op if problem.item is None else origin[id(problem.item)]
+        message = f"{where.name}: {problem.message}"
+        where.emit_error(message, VerifyException(message))
+    sizing = Sizing(forest_info)
+    blocks = schedule.blocks()
+    for item, _ in schedule.walk():
+        if isinstance(item, model.Build | model.Buffer):
+            expected = sizing.bytes(forest_info.values[item.value], item.slices, blocks)
+            if item.bytes != expected:
+                child = origin[id(item)]
+                message = (
+                    f"{child.name} @{item.value}: declares {item.bytes} bytes, but "
+                    f"the forest's sizes give {expected}"
+                )
+                child.emit_error(message, VerifyException(message))
+
+
+_WHAT: dict[type[Operation], str] = {
+    BuildOp: "build",
+    BufferOp: "buffer",
+    ScatterOp: "write",
+    AccumulateOp: "write",
+}
+
+
+def _fail(op: Operation, message: str) -> None:
+    text = f"{op.name}: {message}"
+    op.emit_error(text, VerifyException(text))
 
 
 def schedule_to_op(schedule: model.Schedule) -> ScheduleOp:

@@ -111,8 +111,26 @@ def mode_map(
     the relabelling is inconsistent (two labels for one mode, one label for
     two modes, another index space, proto lists that do not match) or if a
     pairing is neither given nor forced.
+
+    Results are shared (memoised per distinct ``frame``, ``here`` and
+    ``protos``: a forest reads few values under few labellings many times):
+    callers must not change the returned map.
     """
-    return _derive(frame, here, protos, where, None)[0]
+    key = (tuple(frame), tuple(here), tuple(protos))
+    found = _MODE_MAPS.get(key)
+    if found is None:
+        found = _derive(key[0], key[1], key[2], where, None)[0]
+        if len(_MODE_MAPS) >= _MODE_MAPS_LIMIT:
+            _MODE_MAPS.clear()
+        _MODE_MAPS[key] = found
+    return found
+
+
+_MODE_MAPS: dict[
+    tuple[tuple[Index, ...], tuple[Index, ...], tuple[tuple[Index, Index], ...]],
+    dict[Index, Index],
+] = {}
+_MODE_MAPS_LIMIT = 65536
 
 
 def minimal_protos(
@@ -246,6 +264,36 @@ def node_labels(
     The result maps the node's modes (the value's, then those summed at the
     node) to labels; raises ``FrameError`` if two of the maps disagree.
     """
+    # Fast path (every use-site of every verification comes here): plain
+    # dictionaries, no messages. On any disagreement the checked path below
+    # runs from the start and raises the exact error.
+    forward: dict[Index, Index] = {}
+    backward: dict[Index, Index] = {}
+    consistent = True
+    for mode, label in site_map.items():
+        if mode.base_key != label.base_key or label in backward:
+            consistent = False
+            break
+        forward[mode] = label
+        backward[label] = mode
+    if consistent and len(forward) == len(site_map):
+        for factor_map, child_map in zip(factor_maps, child_maps, strict=True):
+            for mode, node_mode in factor_map.items():
+                label = child_map[mode]
+                seen = forward.get(node_mode)
+                if seen is None:
+                    if node_mode.base_key != label.base_key or label in backward:
+                        consistent = False
+                        break
+                    forward[node_mode] = label
+                    backward[label] = node_mode
+                elif seen is not label and seen != label:
+                    consistent = False
+                    break
+            if not consistent:
+                break
+        if consistent:
+            return forward
     binder = _Binder(where)
     for mode, label in site_map.items():
         binder.bind(mode, label)

@@ -498,7 +498,11 @@ def plan_of(forest: ForestOp) -> Plan:
     """The lowering plan of a scheduled ``batch.forest`` (the pass's only view
     of the IR). Raises ``LoweringError``."""
     from axisflow.dialects.batch_model import forest_model
-    from axisflow.dialects.sched import ScheduleOp, schedule_from_op
+    from axisflow.dialects.sched import (
+        ScheduleOp,
+        check_schedule_op,
+        schedule_from_op,
+    )
     from axisflow.forest.model import ModelError
 
     schedule_op = next(
@@ -506,6 +510,9 @@ def plan_of(forest: ForestOp) -> Plan:
     )
     if schedule_op is None:
         raise LoweringError("it has no sched.schedule (run schedule-batches first)")
+    # The sched verifier checks structure only; a schedule lowered to code
+    # must obey every rule (a hand-written one may not).
+    check_schedule_op(schedule_op)
     try:
         model = forest_model(forest, with_roles=False)
     except ModelError as error:

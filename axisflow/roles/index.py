@@ -56,8 +56,10 @@ class Index:
             raise TypeError(
                 f"Index base_key must be a str, got {type(base_key).__name__}"
             )
-        if not base_key or not all(is_key_char(c) for c in base_key):
-            raise ValueError(f"malformed index base key {base_key!r}")
+        if base_key not in _VALID_KEYS:
+            if not base_key or not all(is_key_char(c) for c in base_key):
+                raise ValueError(f"malformed index base key {base_key!r}")
+            _VALID_KEYS.add(base_key)
         if ordinal is not None and (
             not isinstance(ordinal, int) or isinstance(ordinal, bool)
         ):
@@ -292,6 +294,10 @@ def _parse_head(text: str, pos: int) -> tuple[str, int | None, int]:
             text, digits_start, f"an ordinal of at most {MAX_DIGITS} digits"
         ) from None
     return base_key, ordinal, pos
+
+
+_VALID_KEYS: set[str] = set()
+"""Base keys checked already: a program has a handful (``i``, ``a``, ``Κ``)."""
 
 
 def _skip_space(text: str, pos: int) -> int:

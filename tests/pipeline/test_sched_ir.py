@@ -11,6 +11,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from axisflow.dialects.sched import ScheduleOp, schedule_from_op
+from axisflow.passes.check_schedules import CheckSchedulesPass
 from axisflow.pipeline.api import schedule_module
 from tests.conftest import context, example, parse
 
@@ -78,8 +79,15 @@ VALID = """
 """
 
 
+def checked(text: str) -> ModuleOp:
+    """Parse, verify and run the deep schedule check (``check-schedules``)."""
+    module = parse(text)
+    CheckSchedulesPass().apply(context(), module)
+    return module
+
+
 def test_a_hand_written_schedule_verifies() -> None:
-    parse(FOREST % VALID)
+    checked(FOREST % VALID)
 
 
 @pytest.mark.parametrize(
@@ -134,10 +142,10 @@ def test_a_hand_written_schedule_verifies() -> None:
 def test_the_verifier_reports_broken_rules(body: str, message: str | None) -> None:
     text = FOREST % body
     if message is None:  # X built in full before the loop: valid
-        parse(text)
+        checked(text)
         return
     with pytest.raises(VerifyException, match=message):
-        parse(text)
+        checked(text)
 
 
 def test_reading_before_the_producing_pass_closes_is_rejected() -> None:
@@ -155,7 +163,7 @@ def test_reading_before_the_producing_pass_closes_is_rejected() -> None:
     with pytest.raises(
         VerifyException, match="reads @X before the loop producing it closed"
     ):
-        parse(FOREST % body)
+        checked(FOREST % body)
 
 
 def test_unaccumulated_partial_sums_are_rejected() -> None:
@@ -168,7 +176,7 @@ def test_unaccumulated_partial_sums_are_rejected() -> None:
     sched.output @t = @R
     """
     with pytest.raises(VerifyException, match="@R is built twice"):
-        parse(FOREST % body)
+        checked(FOREST % body)
 
 
 def test_a_schedule_must_sit_in_a_forest() -> None:
@@ -200,3 +208,16 @@ def test_sizes_beyond_64_bits_round_trip() -> None:
     assert "sched.build @V bytes 8000000000000000000000" in text
     assert printed(parse(text)) == text
     assert printed(parse(printed(module, generic=True))) == text
+
+
+def test_the_verifier_checks_structure_without_the_forest_model() -> None:
+    # Verification (after every xdsl-opt pass) resolves symbols but leaves the
+    # semantic rules, such as the byte sizes, to check-schedules.
+    wrong_size = FOREST % VALID.replace("bytes 24", "bytes 25")
+    parse(wrong_size)
+    with pytest.raises(VerifyException, match="declares 25 bytes"):
+        checked(wrong_size)
+    with pytest.raises(VerifyException, match="build of unknown value @Z"):
+        parse(FOREST % VALID.replace("@X slice", "@Z slice"))
+    with pytest.raises(VerifyException, match="output of unknown tree @u"):
+        parse(FOREST % VALID.replace("@t = @R", "@u = @R"))

@@ -1,5 +1,5 @@
-// Schedules that break a rule are rejected at the op that breaks it.
-// RUN: xdsl-opt --split-input-file --verify-diagnostics %s | filecheck %s
+// Schedules that break a rule are rejected by check-schedules at the op that breaks it.
+// RUN: xdsl-opt --split-input-file --verify-diagnostics -p check-schedules %s | filecheck %s
 
 // A reader in the pass that scatters its factor.
 batch.forest @f {
