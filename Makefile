@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.axisflow-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench clean
+.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench mutation clean
 
 venv: $(STAMP)
 
@@ -61,5 +61,12 @@ test: lint typecheck unit lit
 bench: $(STAMP)
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
 
+# Mutation testing of the core pure modules (slow: minutes per module; not part
+# of `make test`). One campaign at a time, at the lowest CPU priority;
+# CAMPAIGNS="decision scheduler" picks some (names in mutation/modules.toml).
+mutation: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
+	nice -n 19 $(BIN)/python mutation/run.py $(CAMPAIGNS)
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache *.egg-info
+	rm -rf $(VENV) mutation/work .pytest_cache .hypothesis .ruff_cache *.egg-info
