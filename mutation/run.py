@@ -3,7 +3,7 @@
 Usage: ``python mutation/run.py [CAMPAIGN ...]`` (all campaigns when none is
 named). Each campaign runs in its own scratch directory
 ``mutation/work/<campaign>/`` (git-ignored) holding links to ``axisflow/`` and
-``tests/`` and a generated ``pyproject.toml`` whose ``[tool.mutmut]`` section
+``tests/`` (with ``examples/`` and ``docs/``, which tests read) and a generated ``pyproject.toml`` whose ``[tool.mutmut]`` section
 names the campaign's files and tests: mutmut reads its configuration only
 from the working directory, and one directory per campaign keeps each
 module's mutants and coverage apart. Campaigns run one after the other with
@@ -52,13 +52,14 @@ def prepare(name: str, spec: dict[str, list[str]]) -> Path:
     work = HERE / "work" / name
     subprocess.run(["rm", "-rf", str(work)], check=True)
     work.mkdir(parents=True)
-    for entry in ("axisflow", "tests"):
+    for entry in ("axisflow", "tests", "examples", "docs"):
         (work / entry).symlink_to(ROOT / entry)
     (work / "pyproject.toml").write_text(
         "[tool.mutmut]\n"
         'source_paths = ["axisflow/"]\n'
         f"only_mutate = {toml_list(spec['mutate'])}\n"
         f"pytest_add_cli_args_test_selection = {toml_list(spec['tests'])}\n"
+        'also_copy = ["examples/", "docs/"]\n'
         "\n[tool.pytest.ini_options]\n"
         'addopts = "-q -p no:cacheprovider"\n'
     )
