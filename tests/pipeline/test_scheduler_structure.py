@@ -38,7 +38,9 @@ def inner_sum_forest() -> Forest:
     builder.contraction("X", "b_1", "P b_1 c_1", "Q c_1")
     builder.contraction("Y", "b_1", "X b_1", "Z b_1")
     x = use("X", "b_1", use("P", "b_1 c_1"), use("Q", "c_1"))
-    builder.tree("t", loop("b_1", 0, use("Y", "b_1", loop("c_1", 1, x), use("Z", "b_1"))))
+    builder.tree(
+        "t", loop("b_1", 0, use("Y", "b_1", loop("c_1", 1, x), use("Z", "b_1")))
+    )
     return builder.finish()
 
 
@@ -96,3 +98,87 @@ def test_a_global_block_below_one_is_refused() -> None:
     with pytest.raises(SchedulingError) as info:
         schedule_forest(inner_sum_forest(), block=0)
     assert str(info.value) == "block must be positive, got 0"
+
+
+def join_forest() -> Forest:
+    """``R(Κ) = W(Κ) E`` with ``W(Κ) = sum_a A(Κ,a) B(a)`` and
+    ``E = sum_Κ X(Κ) Y(Κ)``, all in one nest over Κ."""
+    builder = ForestBuilder("join").space("Κ", 4).space("a", 2)
+    builder.input("A", "Κ_1 a_1").input("B", "a_1")
+    builder.input("X", "Κ_1").input("Y", "Κ_1")
+    builder.contraction("W", "Κ_1", "A Κ_1 a_1", "B a_1")
+    builder.contraction("E", "", "X Κ_1", "Y Κ_1")
+    builder.contraction("R", "Κ_1", "W Κ_1", "E")
+    w = use("W", "Κ_1", use("A", "Κ_1 a_1"), use("B", "a_1"))
+    e = use("E", "", use("X", "Κ_1"), use("Y", "Κ_1"))
+    builder.tree("t", loop("Κ_1", 0, use("R", "Κ_1", w, e)))
+    return builder.finish()
+
+
+def test_a_sliced_value_joins_the_pass_of_its_reader() -> None:
+    # E accumulates over Κ, so R runs in a second pass of the loop. W depends
+    # on inputs only and could run in the first pass, but its one reader is R:
+    # W joins R's pass and stays a slice (no demotion, one round, no buffer).
+    result = schedule_forest(join_forest())
+    schedule = result.schedule
+    assert schedule.rounds == 1
+    assert result.decisions.demoted == {}
+    assert result.decisions.hoisted == {}
+    outline = [type(item).__name__ for item in schedule.items]
+    assert outline == ["Buffer", "LoopPass", "Buffer", "LoopPass", "Output"]
+    first, second = (i for i in schedule.items if isinstance(i, LoopPass))
+    assert (first.instance, first.number, second.instance, second.number) == (
+        0,
+        0,
+        0,
+        1,
+    )
+    assert [(type(i).__name__, getattr(i, "value", None)) for i in first.body] == [
+        ("Build", "E"),
+        ("Write", "E"),
+    ]
+    assert [(type(i).__name__, getattr(i, "value", None)) for i in second.body] == [
+        ("Build", "W"),
+        ("Build", "R"),
+        ("Write", "R"),
+    ]
+    assert [i.value for i in schedule.items if isinstance(i, Buffer)] == ["E", "R"]
+    assert result.placements["W"].bindings[0].disposition is Disposition.SLICE
+
+
+def hoist_forest() -> Forest:
+    """``R(Κ) = W(Κ) F`` with ``F = sum_a B(a) C(a)``, in one nest over Κ."""
+    builder = ForestBuilder("hoist").space("Κ", 4).space("a", 2)
+    builder.input("A", "Κ_1 a_1").input("B", "a_1").input("C", "a_1")
+    builder.contraction("W", "Κ_1", "A Κ_1 a_1", "B a_1")
+    builder.contraction("F", "", "B a_1", "C a_1")
+    builder.contraction("R", "Κ_1", "W Κ_1", "F")
+    w = use("W", "Κ_1", use("A", "Κ_1 a_1"), use("B", "a_1"))
+    f = use("F", "", use("B", "a_1"), use("C", "a_1"))
+    builder.tree("t", loop("Κ_1", 0, use("R", "Κ_1", w, f)))
+    return builder.finish()
+
+
+def test_a_value_invariant_on_the_loop_is_built_once_above_it() -> None:
+    # F binds none of the loop's modes and no deeper loop keeps it: it is
+    # hoisted above the loop (built once), not rebuilt per iteration; W and R
+    # share the one pass.
+    result = schedule_forest(hoist_forest())
+    schedule = result.schedule
+    assert result.placements["F"].home == ()
+    assert result.placements["F"].bindings == {}
+    assert result.placements["W"].home == (0,)
+    assert [(type(i).__name__, getattr(i, "value", None)) for i in schedule.items] == [
+        ("Build", "F"),
+        ("Buffer", "R"),
+        ("LoopPass", None),
+        ("Output", "R"),
+    ]
+    (only,) = (i for i in schedule.items if isinstance(i, LoopPass))
+    assert [(type(i).__name__, getattr(i, "value", None)) for i in only.body] == [
+        ("Build", "W"),
+        ("Build", "R"),
+        ("Write", "R"),
+    ]
+    assert schedule.rounds == 1
+    assert result.decisions.hoisted == {}
