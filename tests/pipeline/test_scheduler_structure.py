@@ -182,3 +182,134 @@ def test_a_value_invariant_on_the_loop_is_built_once_above_it() -> None:
     ]
     assert schedule.rounds == 1
     assert result.decisions.hoisted == {}
+
+
+def square_forest() -> Forest:
+    """``R(i_1,i_2) = T(i_1) T(i_2)`` with ``T(i) = sum_a A(i,a) B(a)``, in
+    unslotted nested loops over ``i_1`` and ``i_2``."""
+    builder = ForestBuilder("square").space("i", 3).space("a", 2)
+    builder.input("A", "i_1 a_1").input("B", "a_1")
+    builder.contraction("T", "i_1", "A i_1 a_1", "B a_1")
+    builder.contraction("R", "i_1 i_2", "T i_1", "T i_2")
+    first = use("T", "i_1", use("A", "i_1 a_1"), use("B", "a_1"))
+    second = use("T", "i_2", use("A", "i_2 a_1"), use("B", "a_1"))
+    builder.tree(
+        "t", loop("i_1", None, loop("i_2", None, use("R", "i_1 i_2", first, second)))
+    )
+    return builder.finish()
+
+
+def test_a_slice_read_without_its_block_is_demoted() -> None:
+    # Without slots T is LoopLocal (each use-site's i index is bound), but T
+    # is built once, sliced by the outer loop, and R also reads T(i_2), which
+    # is not the outer loop's block: T is demoted to scatter in round 2, built
+    # in a pass of its own and buffered in full (3 x 8 bytes).
+    forest = square_forest()
+    result = schedule_forest(forest, sizes=Sizing(forest))
+    assert result.decisions.demoted == {
+        ("T", 0): "read by @R without its block of loop instance 0"
+    }
+    assert result.decisions.hoisted == {}
+    both = (bind("i_1", 0), bind("i_2", 1))
+    assert result.schedule == Schedule(
+        [
+            Buffer("T", (), zero=False, bytes=3 * 8),
+            LoopPass(
+                0,
+                "i",
+                0,
+                1,
+                [
+                    Build("T", (bind("i_1", 0),), demoted=(0,), bytes=8),
+                    Write("T", accumulate=False),
+                ],
+            ),
+            Buffer("R", (), zero=False, bytes=3 * 3 * 8),
+            LoopPass(
+                0,
+                "i",
+                1,
+                1,
+                [
+                    LoopPass(
+                        1,
+                        "i",
+                        0,
+                        1,
+                        [Build("R", both, bytes=8), Write("R", accumulate=False)],
+                    )
+                ],
+            ),
+            Output("t", "R"),
+        ],
+        rounds=2,
+    )
+    assert check_schedule(forest, result.schedule) == []
+
+
+def rebuilt_partial_sum_forest() -> Forest:
+    """``R(b,c) = P(b,c) T(c)`` with ``T(c) = sum_d Q(c,d) G(d)`` in
+    ``b { c { d { T } R } }``, and a tree with no root."""
+    builder = ForestBuilder("rebuilt").space("b", 2).space("c", 3).space("d", 2)
+    builder.input("P", "b_1 c_1").input("Q", "c_1 d_1").input("G", "d_1")
+    builder.contraction("T", "c_1", "Q c_1 d_1", "G d_1")
+    builder.contraction("R", "b_1 c_1", "P b_1 c_1", "T c_1")
+    t = loop("d_1", 2, use("T", "c_1", use("Q", "c_1 d_1"), use("G", "d_1")))
+    r = use("R", "b_1 c_1", use("P", "b_1 c_1"), t)
+    builder.tree("t0", loop("b_1", 0, loop("c_1", 1, r)))
+    builder.tree("empty")
+    return builder.finish()
+
+
+def test_a_rebuilt_partial_sum_is_buffered_per_slice_of_the_loops_it_stays_in() -> None:
+    # T is rebuilt per b iteration (kept fused with R's c slice), sliced by c
+    # and summed over d: its buffer sits inside the c pass, sliced by c only
+    # (the rebuilding b loop binds no mode of T). The rootless tree outputs
+    # nothing.
+    forest = rebuilt_partial_sum_forest()
+    result = schedule_forest(forest, sizes=Sizing(forest))
+    t = result.placements["T"]
+    assert t.home == (0, 1, 2)
+    assert [t.bindings[i].disposition for i in (0, 1, 2)] == [
+        Disposition.REBUILD,
+        Disposition.SLICE,
+        Disposition.ACCUMULATE,
+    ]
+    t_slice = (bind("c_1", 1),)
+    assert result.schedule == Schedule(
+        [
+            Buffer("R", (), zero=False, bytes=2 * 3 * 8),
+            LoopPass(
+                0,
+                "b",
+                0,
+                1,
+                [
+                    LoopPass(
+                        1,
+                        "c",
+                        0,
+                        1,
+                        [
+                            Buffer("T", t_slice, zero=True, bytes=8),
+                            LoopPass(
+                                2,
+                                "d",
+                                0,
+                                1,
+                                [
+                                    Build("T", t_slice, (bind("d_1", 2),), bytes=8),
+                                    Write("T", accumulate=True),
+                                ],
+                            ),
+                            Build("R", (bind("b_1", 0), bind("c_1", 1)), bytes=8),
+                            Write("R", accumulate=False),
+                        ],
+                    )
+                ],
+            ),
+            Output("t0", "R"),
+            Output("empty", None),
+        ],
+        rounds=1,
+    )
