@@ -1,7 +1,8 @@
 """Run the mutation-testing campaigns of mutation/modules.toml with mutmut.
 
-Usage: ``python mutation/run.py [CAMPAIGN ...]`` (all campaigns when none is
-named). Each campaign runs in its own scratch directory
+Usage: ``python mutation/run.py [--report] [CAMPAIGN ...]`` (all campaigns
+when none is named; ``--report`` prints the table of the campaigns already
+run, without running anything). Each campaign runs in its own scratch directory
 ``mutation/work/<campaign>/`` (git-ignored) holding links to ``axisflow/`` and
 ``tests/`` (with ``examples/`` and ``docs/``, which tests read) and a generated ``pyproject.toml`` whose ``[tool.mutmut]`` section
 names the campaign's files and tests: mutmut reads its configuration only
@@ -101,6 +102,8 @@ def summarize(name: str, statuses: dict[str, str], known: dict[str, str]) -> str
 
 def main(argv: list[str]) -> int:
     """Run the named campaigns (all by default) and print the table."""
+    report_only = "--report" in argv
+    argv = [arg for arg in argv if arg != "--report"]
     table = campaigns()
     chosen = argv or list(table)
     unknown = [name for name in chosen if name not in table]
@@ -110,6 +113,11 @@ def main(argv: list[str]) -> int:
     known = equivalents()
     rows = []
     for name in chosen:
+        work = HERE / "work" / name
+        if report_only:
+            if (work / "mutants").is_dir():
+                rows.append(summarize(name, results(work), known))
+            continue
         work = prepare(name, table[name])
         print(f"== mutation campaign {name}: {', '.join(table[name]['mutate'])}")
         with open(work / "mutmut.log", "w") as log:

@@ -25,6 +25,7 @@ from axisflow.pipeline.scheduler import (
     schedule_forest,
 )
 from axisflow.roles import Index
+from tests.pipeline.test_scheduler import rebuild_forest
 
 
 def bind(mode: str, instance: int) -> Bind:
@@ -184,18 +185,23 @@ def test_a_value_invariant_on_the_loop_is_built_once_above_it() -> None:
     assert result.decisions.hoisted == {}
 
 
-def square_forest() -> Forest:
+def square_forest(copies: int = 1) -> Forest:
     """``R(i_1,i_2) = T(i_1) T(i_2)`` with ``T(i) = sum_a A(i,a) B(a)``, in
-    unslotted nested loops over ``i_1`` and ``i_2``."""
+    unslotted nested loops over ``i_1`` and ``i_2`` (with ``copies > 1``,
+    that many independent trees ``t0``, ``t1``, ... over ``T0``, ``R0``, ...)."""
     builder = ForestBuilder("square").space("i", 3).space("a", 2)
     builder.input("A", "i_1 a_1").input("B", "a_1")
-    builder.contraction("T", "i_1", "A i_1 a_1", "B a_1")
-    builder.contraction("R", "i_1 i_2", "T i_1", "T i_2")
-    first = use("T", "i_1", use("A", "i_1 a_1"), use("B", "a_1"))
-    second = use("T", "i_2", use("A", "i_2 a_1"), use("B", "a_1"))
-    builder.tree(
-        "t", loop("i_1", None, loop("i_2", None, use("R", "i_1 i_2", first, second)))
-    )
+    for copy in range(copies):
+        suffix = "" if copies == 1 else str(copy)
+        t, r = f"T{suffix}", f"R{suffix}"
+        builder.contraction(t, "i_1", "A i_1 a_1", "B a_1")
+        builder.contraction(r, "i_1 i_2", f"{t} i_1", f"{t} i_2")
+        first = use(t, "i_1", use("A", "i_1 a_1"), use("B", "a_1"))
+        second = use(t, "i_2", use("A", "i_2 a_1"), use("B", "a_1"))
+        builder.tree(
+            f"t{suffix}",
+            loop("i_1", None, loop("i_2", None, use(r, "i_1 i_2", first, second))),
+        )
     return builder.finish()
 
 
@@ -313,3 +319,40 @@ def test_a_rebuilt_partial_sum_is_buffered_per_slice_of_the_loops_it_stays_in() 
         ],
         rounds=1,
     )
+
+
+@pytest.mark.parametrize(("copies", "ellipsis"), [(1, False), (8, False), (9, True)])
+def test_the_round_bound_lists_at_most_eight_pending_decisions(
+    copies: int, ellipsis: bool
+) -> None:
+    # Each copy's T is demoted in round 1; with one round allowed, the error
+    # lists the decisions, sorted, the first eight of them, then "...".
+    forest = square_forest(copies)
+    with pytest.raises(SchedulingError) as info:
+        schedule_forest(forest, max_rounds=1)
+    decided = sorted(
+        f"@{name} on loop instance {forest.sites[forest.trees[k].root or 0].loops[0].instance}"
+        for k, name in enumerate(f"T{'' if copies == 1 else k}" for k in range(copies))
+    )
+    assert str(info.value) == (
+        "the demotion fixpoint was not reached within 1 rounds (max-rounds); "
+        f"decided so far: {', '.join(decided[:8])}" + (" ..." if ellipsis else "")
+    )
+
+
+def test_hoisting_and_demotion_give_their_reasons() -> None:
+    result = schedule_forest(rebuild_forest(True))
+    assert result.decisions.hoisted == {
+        ("T", 0): "read by the output of tree @t1 outside loop instance 0, which "
+        "binds none of its modes"
+    }
+    assert result.decisions.demoted == {
+        ("T", 1): "read by the output of tree @t1 outside the pass of loop "
+        "instance 1 that builds it"
+    }
+
+
+def test_a_block_of_one_per_space_is_accepted() -> None:
+    schedule = schedule_forest(inner_sum_forest(), block={"b": 1, "c": 1}).schedule
+    loops = [item for item, _ in schedule.walk() if isinstance(item, LoopPass)]
+    assert [(lp.space, lp.block) for lp in loops] == [("b", 1), ("c", 1)]
