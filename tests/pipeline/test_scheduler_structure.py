@@ -13,6 +13,7 @@ from axisflow.pipeline.schedule import (
     Bind,
     Buffer,
     Build,
+    Item,
     LoopPass,
     Output,
     Schedule,
@@ -356,3 +357,83 @@ def test_a_block_of_one_per_space_is_accepted() -> None:
     schedule = schedule_forest(inner_sum_forest(), block={"b": 1, "c": 1}).schedule
     loops = [item for item, _ in schedule.walk() if isinstance(item, LoopPass)]
     assert [(lp.space, lp.block) for lp in loops] == [("b", 1), ("c", 1)]
+
+
+def outline(items: list[Item]) -> list[tuple[str, str | None]]:
+    return [(type(i).__name__, getattr(i, "value", None)) for i in items]
+
+
+def test_two_trees_on_one_fusion_slot_share_one_pass() -> None:
+    # R reads the hoisted F and the slice W; Z, in another tree on the same
+    # slot, reads inputs only. Nothing leaves the loop between them: one pass,
+    # no needless split (F, built above the loop, is no barrier).
+    builder = ForestBuilder("fused").space("Κ", 4).space("a", 2)
+    builder.input("A", "Κ_1 a_1").input("B", "a_1").input("C", "a_1")
+    builder.contraction("W", "Κ_1", "A Κ_1 a_1", "B a_1")
+    builder.contraction("F", "", "B a_1", "C a_1")
+    builder.contraction("R", "Κ_1", "W Κ_1", "F")
+    builder.contraction("Z", "Κ_1", "A Κ_1 a_1", "C a_1")
+    w = use("W", "Κ_1", use("A", "Κ_1 a_1"), use("B", "a_1"))
+    f = use("F", "", use("B", "a_1"), use("C", "a_1"))
+    z = use("Z", "Κ_1", use("A", "Κ_1 a_1"), use("C", "a_1"))
+    builder.tree("t", loop("Κ_1", 0, use("R", "Κ_1", w, f)))
+    builder.tree("z", loop("Κ_1", 0, z))
+    schedule = schedule_forest(builder.finish()).schedule
+    assert outline(schedule.items) == [
+        ("Build", "F"),
+        ("Buffer", "R"),
+        ("Buffer", "Z"),
+        ("LoopPass", None),
+        ("Output", "R"),
+        ("Output", "Z"),
+    ]
+    (only,) = (i for i in schedule.items if isinstance(i, LoopPass))
+    assert outline(only.body) == [
+        ("Build", "W"),
+        ("Build", "R"),
+        ("Write", "R"),
+        ("Build", "Z"),
+        ("Write", "Z"),
+    ]
+    assert schedule.rounds == 1
+
+
+def test_a_value_carrying_another_label_of_the_space_is_built_above_the_loop() -> None:
+    # T(i_2) under a loop over i_1: the loop binds none of T's modes (T is
+    # LoopCarried on i, not invariant), so T is not in the loop: built once
+    # above it, in full.
+    builder = ForestBuilder("other").space("i", 3).space("a", 2)
+    builder.input("A", "i_1").input("B", "i_1 a_1").input("C", "a_1")
+    builder.contraction("T", "i_1", "B i_1 a_1", "C a_1")
+    builder.contraction("P", "i_1 i_2", "A i_1", "T i_2")
+    t = use("T", "i_2", use("B", "i_2 a_1"), use("C", "a_1"))
+    builder.tree("t", loop("i_1", 0, use("P", "i_1 i_2", use("A", "i_1"), t)))
+    forest = builder.finish()
+    result = schedule_forest(forest, sizes=Sizing(forest))
+    assert result.placements["T"].home == ()
+    assert result.schedule.items[0] == Build("T", bytes=3 * 8)
+    assert outline(result.schedule.items) == [
+        ("Build", "T"),
+        ("Buffer", "P"),
+        ("LoopPass", None),
+        ("Output", "P"),
+    ]
+
+
+def test_a_partial_sum_its_consumer_does_not_slice_leaves_the_outer_loop() -> None:
+    # X(d) = sum_c Q(c,d) G(c) under b { c { X } Y(b,d) }: b binds none of X's
+    # modes and no loop inside Y's home binds X, so X is hoisted above b (not
+    # rebuilt per b iteration): its c loop runs once, before the b loop.
+    builder = ForestBuilder("nokeep").space("b", 2).space("c", 3).space("d", 2)
+    builder.input("P", "b_1 d_1").input("Q", "c_1 d_1").input("G", "c_1")
+    builder.contraction("X", "d_1", "Q c_1 d_1", "G c_1")
+    builder.contraction("Y", "b_1 d_1", "P b_1 d_1", "X d_1")
+    x = loop("c_1", 1, use("X", "d_1", use("Q", "c_1 d_1"), use("G", "c_1")))
+    builder.tree("t", loop("b_1", 0, use("Y", "b_1 d_1", use("P", "b_1 d_1"), x)))
+    result = schedule_forest(builder.finish())
+    assert result.placements["X"].home == (1,)
+    assert result.decisions.hoisted == {}
+    passes = [i for i in result.schedule.items if isinstance(i, LoopPass)]
+    assert [(p.instance, p.space) for p in passes] == [(1, "c"), (0, "b")]
+    assert outline(passes[0].body) == [("Build", "X"), ("Write", "X")]
+    assert outline(passes[1].body) == [("Build", "Y"), ("Write", "Y")]
