@@ -157,3 +157,32 @@ def test_a_later_unbound_site_decides_after_a_bound_one() -> None:
         3,
         one("i_5"),
     )
+
+
+def test_a_same_type_composite_and_its_sliced_proto_are_two_slots() -> None:
+    # i_5<i_2> carried, its proto i_2 sliced: the composite (bound by the
+    # loop over i_5<i_2>, slot 0) and the proto (bound by the loop over i_2,
+    # slot 1) are two slots at one carried position, with their own slots.
+    carried = ix("i_5<i_2>")
+    site = Occurrence(carried, ix("i_5<i_2>", "i_2"), slots=(0, 1))
+    assert classify_axis(carried, (), I, [site, site], ix("i_2"), occurrence_slot) is (
+        LoopRole.LOOP_LOCAL
+    )
+    other = Occurrence(carried, ix("i_5<i_2>", "i_2"), slots=(0, 2))
+    verdict = decide_axis(carried, (), I, [site, other], ix("i_2"), occurrence_slot)
+    assert (verdict.role, verdict.occurrence, verdict.index) == (
+        LoopRole.LOOP_CARRIED,
+        1,
+        one("i_2"),
+    )
+
+
+def test_a_sliced_proto_of_another_type_is_no_slot_of_the_axis() -> None:
+    # b_1<i_1,a_2> with both protos sliced, read as b_1<i_3,a_4> under a loop
+    # over i_3 only: for the i axis the a proto is no slot, so LoopLocal.
+    carried = ix("b_1<i_1,a_2>")
+    pairs = ((one("i_1"), one("i_3")), (one("a_2"), one("a_4")))
+    site = Occurrence(ix("b_1<i_3,a_4>"), ix("i_3"), protos=pairs)
+    assert classify_axis(carried, (), I, [site], ix("i_1", "a_2")) is (
+        LoopRole.LOOP_LOCAL
+    )
