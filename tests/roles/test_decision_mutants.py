@@ -114,13 +114,13 @@ def test_every_verdict_states_its_evidence() -> None:
     unnamed = decide_axis(ix("i_1"), (), I, [Occurrence(ix("i_2"), ix("i_1"))])
     assert unnamed.reason == "use-site #0 carries i_2, bound by no enclosing loop of i"
     sites = [
-        Occurrence(ix("i_1"), ix("i_1"), (0,)),
+        Occurrence(ix("i_1"), ix("i_1"), (3,)),
         Occurrence(ix("i_1"), ix("i_1"), (1,), site="reader"),
     ]
     crossed = decide_axis(ix("i_1"), (), I, sites, (), occurrence_slot)
     assert crossed.reason == (
         "reader reads i_1 from loop instance 1, but use-site #0 binds that slot "
-        "in instance 0"
+        "in instance 3"
     )
     assert (crossed.occurrence, crossed.index) == (1, one("i_1"))
     conservative = decide_axis(
@@ -186,3 +186,20 @@ def test_a_sliced_proto_of_another_type_is_no_slot_of_the_axis() -> None:
     assert classify_axis(carried, (), I, [site], ix("i_1", "a_2")) is (
         LoopRole.LOOP_LOCAL
     )
+
+
+def test_an_unknown_slot_skips_only_its_own_slot() -> None:
+    # The first loop's slot is unknown (-1): its slot is compared by label
+    # only, but the later slots of the same use-site are still checked.
+    carried = ix("i_1", "i_2")
+    first = Occurrence(carried, ix("i_1", "i_2"), slots=(-1, 5))
+    second = Occurrence(carried, ix("i_1", "i_2"), slots=(-1, 6))
+    verdict = decide_axis(carried, (), I, [first, second], (), occurrence_slot)
+    assert (verdict.role, verdict.occurrence, verdict.index) == (
+        LoopRole.LOOP_CARRIED,
+        1,
+        one("i_2"),
+    )
+    unbound = Occurrence(ix("i_1", "i_3"), ix("i_1"), slots=(-1,))
+    verdict = decide_axis(ix("i_1", "i_3"), (), I, [unbound], (), occurrence_slot)
+    assert (verdict.role, verdict.index) == (LoopRole.LOOP_CARRIED, one("i_3"))
