@@ -8,7 +8,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.axisflow-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench mutation clean
+MLIR_RUNNER := /usr/lib/llvm-22/bin/mlir-runner
+
+.PHONY: venv mlir-tools demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench mutation clean
 
 venv: $(STAMP)
 
@@ -17,6 +19,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
+
+# Real MLIR for the lowering tests (mlir-opt, mlir-runner and the runner
+# library): Debian's mlir-22-tools, installed when missing (needs root).
+mlir-tools:
+	@test -x $(MLIR_RUNNER) || command -v mlir-runner >/dev/null 2>&1 || \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mlir-22-tools >/dev/null; \
+	  else \
+	    echo "note: mlir-22-tools is missing and needs root: apt-get install -y mlir-22-tools (the lowering tests fail without it)"; \
+	  fi
 
 demo: demo-four-tensor demo-sequant demo-pipeline demo-shapes
 
@@ -38,10 +50,15 @@ demo-pipeline: $(STAMP)
 	@echo '== the CSV-CCSD energy batched over i then Κ: memory report only =='
 	$(BIN)/xdsl-opt -f 'sequant{batch=i,"Κ" extents="i=80,a=896,μ̃=896,Κ=1682" elem=8}' examples/sequant/csv_ccsd_energy_df.txt -p 'classify-axes,schedule-batches{report=table}' -o /dev/null
 
-# Shape inference: a two-layer perceptron applied to two batch sizes.
+# Shape inference: a two-layer perceptron applied to two batch sizes; OCANNL's
+# MLP through a shape scheme; OCANNL's standard blocks.
 demo-shapes: $(STAMP)
 	@echo '== close-shapes on a shared-parameter MLP applied at two call sites =='
 	$(BIN)/xdsl-opt -p close-shapes examples/shapes/mlp.mlir
+	@echo '== OCANNL'"'"'s MLP (biases decide the widths): one scheme, two call sites =='
+	$(BIN)/xdsl-opt -p generalize-shapes,close-shapes examples/shapes/mlp_layer.mlir
+	@echo '== OCANNL'"'"'s standard blocks: MLP layer, layer norm, attention, 2-D convolution =='
+	$(BIN)/xdsl-opt -p close-shapes examples/shapes/ocannl_blocks.mlir
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -50,10 +67,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/pyright
 
-unit: $(STAMP)
+unit: $(STAMP) mlir-tools
 	$(BIN)/python -m pytest
 
-lit: $(STAMP)
+lit: $(STAMP) mlir-tools
 	$(BIN)/lit -sv tests/filecheck
 
 test: lint typecheck unit lit

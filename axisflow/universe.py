@@ -40,6 +40,12 @@ def _schedule_batches() -> type[ModulePass]:
     return ScheduleBatchesPass
 
 
+def _lower_schedule() -> type[ModulePass]:
+    from axisflow.passes.lower_schedule import LowerSchedulePass
+
+    return LowerSchedulePass
+
+
 def _sequant_frontend() -> type[Frontend]:
     from axisflow.sequant.frontend import SequantFrontend
 
@@ -81,6 +87,7 @@ AXISFLOW_UNIVERSE = Universe(
     all_passes={
         "classify-axes": _classify_axes,
         "schedule-batches": _schedule_batches,
+        "lower-schedule": _lower_schedule,
         "close-shapes": _close_shapes_pass,
         "generalize-shapes": _generalize_shapes_pass,
     },

@@ -46,7 +46,6 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import (
     ArrayAttr,
     FlatSymbolRefAttr,
-    IntAttr,
     IntegerAttr,
     SymbolRefAttr,
     UnitAttr,
@@ -69,6 +68,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from axisflow.dialects.batch import ForestOp, IndexAttr, TextAttr
 from axisflow.dialects.batch_model import forest_model
+from axisflow.dialects.integers import count_attr, count_value
 from axisflow.dialects.labels import parse_index, parse_key, quote_text
 from axisflow.forest.model import ModelError
 from axisflow.pipeline import schedule as model
@@ -184,8 +184,8 @@ class BuildOp(IRDLOperation):
     slices = prop_def(ArrayAttr[BindAttr])
     sums = prop_def(ArrayAttr[BindAttr])
     demoted = prop_def(ArrayAttr[IntegerAttr])
-    size = prop_def(IntAttr, prop_name="bytes")
-    """Unbounded (``#builtin.int``): dense sizes can pass 2**63 bytes."""
+    size = prop_def(IntegerAttr, prop_name="bytes")
+    """``i64``, or wider for dense sizes past 2**63 bytes (``count_attr``)."""
 
     traits = _IN_SCHEDULE
 
@@ -196,7 +196,7 @@ class BuildOp(IRDLOperation):
                 "slices": _binds(build.slices),
                 "sums": _binds(build.sums),
                 "demoted": ArrayAttr(_int(i) for i in build.demoted),
-                "bytes": IntAttr(build.bytes),
+                "bytes": count_attr(build.bytes),
             }
         )
 
@@ -207,11 +207,11 @@ class BuildOp(IRDLOperation):
             tuple(b.bind for b in self.slices.data),
             tuple(b.bind for b in self.sums.data),
             tuple(i.value.data for i in self.demoted.data),
-            self.size.data,
+            count_value(self.size),
         )
 
     def verify_(self) -> None:
-        if self.size.data < 0:
+        if count_value(self.size) < 0:
             raise VerifyException("sched.build: bytes must be non-negative")
 
     @classmethod
@@ -235,7 +235,7 @@ class BuildOp(IRDLOperation):
         if self.demoted.data:
             numbers = ", ".join(str(i.value.data) for i in self.demoted.data)
             printer.print_string(f" demoted [{numbers}]")
-        printer.print_string(f" bytes {self.size.data}")
+        printer.print_string(f" bytes {count_value(self.size)}")
         printer.print_op_attributes(self.attributes)
 
 
@@ -249,7 +249,7 @@ class BufferOp(IRDLOperation):
     value = prop_def(FlatSymbolRefAttr)
     slices = prop_def(ArrayAttr[BindAttr])
     zero = opt_prop_def(UnitAttr)
-    size = prop_def(IntAttr, prop_name="bytes")
+    size = prop_def(IntegerAttr, prop_name="bytes")
 
     traits = _IN_SCHEDULE
 
@@ -259,7 +259,7 @@ class BufferOp(IRDLOperation):
                 "value": SymbolRefAttr(buffer.value),
                 "slices": _binds(buffer.slices),
                 "zero": UnitAttr() if buffer.zero else None,
-                "bytes": IntAttr(buffer.bytes),
+                "bytes": count_attr(buffer.bytes),
             }
         )
 
@@ -269,11 +269,11 @@ class BufferOp(IRDLOperation):
             _symbol(self.value),
             tuple(b.bind for b in self.slices.data),
             self.zero is not None,
-            self.size.data,
+            count_value(self.size),
         )
 
     def verify_(self) -> None:
-        if self.size.data < 0:
+        if count_value(self.size) < 0:
             raise VerifyException("sched.buffer: bytes must be non-negative")
 
     @classmethod
@@ -292,7 +292,7 @@ class BufferOp(IRDLOperation):
         _print_binds(printer, "slice", self.slices)
         if self.zero is not None:
             printer.print_string(" zero")
-        printer.print_string(f" bytes {self.size.data}")
+        printer.print_string(f" bytes {count_value(self.size)}")
         printer.print_op_attributes(self.attributes)
 
 

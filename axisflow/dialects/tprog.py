@@ -41,7 +41,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     FlatSymbolRefAttrConstr,
     FunctionType,
-    IntAttr,
+    IntegerAttr,
     NoneAttr,
     StringAttr,
     SymbolNameConstraint,
@@ -83,6 +83,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from axisflow.dialects.integers import count_attr, count_value
 from axisflow.shapes.errors import ShapeError, SpecError
 from axisflow.shapes.spec import parse_einsum_spec, parse_shape_spec
 from axisflow.shapes.terms import Row, format_concrete_shape
@@ -465,13 +466,15 @@ class SetDimOp(IRDLOperation):
     name = "tprog.set_dim"
 
     label = prop_def(StringAttr)
-    size = prop_def(IntAttr)
+    size = prop_def(IntegerAttr)
 
     def __init__(self, label: str, size: int):
-        super().__init__(properties={"label": StringAttr(label), "size": IntAttr(size)})
+        super().__init__(
+            properties={"label": StringAttr(label), "size": count_attr(size)}
+        )
 
     def verify_(self) -> None:
-        if self.size.data < 1:
+        if count_value(self.size) < 1:
             raise VerifyException(f"{self.name}: the size must be a positive integer")
 
     @classmethod
@@ -491,7 +494,7 @@ class SetDimOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_string_literal(self.label.data)
-        printer.print_string(f" = {self.size.data}")
+        printer.print_string(f" = {count_value(self.size)}")
         printer.print_op_attributes(self.attributes)
 
 
@@ -508,7 +511,7 @@ class TotalElemsOp(IRDLOperation):
     name = "tprog.total_elems"
 
     input = operand_def(TensorType)
-    count = prop_def(IntAttr)
+    count = prop_def(IntegerAttr)
     bytes = opt_prop_def(UnitAttr)
 
     def __init__(
@@ -517,7 +520,7 @@ class TotalElemsOp(IRDLOperation):
         super().__init__(
             operands=[input_],
             properties={
-                "count": IntAttr(count),
+                "count": count_attr(count),
                 "bytes": UnitAttr() if in_bytes else None,
             },
         )
@@ -528,7 +531,7 @@ class TotalElemsOp(IRDLOperation):
         return self.bytes is not None
 
     def verify_(self) -> None:
-        if self.count.data < 1:
+        if count_value(self.count) < 1:
             raise VerifyException(f"{self.name}: the count must be a positive integer")
 
     @classmethod
@@ -551,7 +554,7 @@ class TotalElemsOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.input)
-        printer.print_string(f" = {self.count.data}")
+        printer.print_string(f" = {count_value(self.count)}")
         if self.counts_bytes:
             printer.print_string(" bytes")
         printer.print_op_attributes(self.attributes)
@@ -943,7 +946,7 @@ class SchemeOp(IRDLOperation):
     ``label`` names the scheme in messages; ``for`` the function it was traced
     from; the operands are its *anchors*, the pre-existing tensors it reads
     (in the order of its ``anchor`` lines). The lines are the scheme's text
-    form (:mod:`axisflow.shapes.scheme_text`); ``values`` tell which shape of
+    form (:mod:`axisflow.shapes.scheme.text`); ``values`` tell which shape of
     an application each value of the traced body has (for annotating bodies).
     """
 
@@ -952,8 +955,8 @@ class SchemeOp(IRDLOperation):
     sym_name = prop_def(SymbolNameConstraint())
     label = prop_def(StringAttr)
     function = opt_prop_def(FlatSymbolRefAttrConstr)
-    arity = prop_def(IntAttr)
-    num_results = prop_def(IntAttr)
+    arity = prop_def(IntegerAttr)
+    num_results = prop_def(IntegerAttr)
     lines = prop_def(ArrayAttr[StringAttr])
     values = opt_prop_def(ArrayAttr[StringAttr])
     anchors = var_operand_def(TensorType)
@@ -978,8 +981,8 @@ class SchemeOp(IRDLOperation):
                 "sym_name": StringAttr(sym_name),
                 "label": StringAttr(label),
                 "function": None if function is None else SymbolRefAttr(function),
-                "arity": IntAttr(arity),
-                "num_results": IntAttr(num_results),
+                "arity": count_attr(arity),
+                "num_results": count_attr(num_results),
                 "lines": ArrayAttr([StringAttr(line) for line in lines]),
                 "values": ArrayAttr([StringAttr(v) for v in values])
                 if values
@@ -1001,7 +1004,7 @@ class SchemeOp(IRDLOperation):
         return [entry for entry in entries if entry is not None]
 
     def verify_(self) -> None:
-        from axisflow.shapes.scheme_text import parse_scheme_text
+        from axisflow.shapes.scheme.text import parse_scheme_text
 
         where = f"{self.name} @{self.sym_name.data}"
         try:
@@ -1009,8 +1012,8 @@ class SchemeOp(IRDLOperation):
         except ShapeError as error:
             raise VerifyException(f"{where}: {error}") from error
         counts = (
-            ("arity", self.arity.data, len(text.args), "arg"),
-            ("results", self.num_results.data, len(text.results), "result"),
+            ("arity", count_value(self.arity), len(text.args), "arg"),
+            ("results", count_value(self.num_results), len(text.results), "result"),
             ("anchors", len(self.anchors), len(text.anchors), "anchor"),
         )
         for what, declared, listed, line in counts:
@@ -1033,13 +1036,13 @@ class SchemeOp(IRDLOperation):
                     f"{where}: no tprog.func named @{self.function.root_reference.data}"
                 )
             if (func.arity, func.num_results) != (
-                self.arity.data,
-                self.num_results.data,
+                count_value(self.arity),
+                count_value(self.num_results),
             ):
                 raise VerifyException(
                     f"{where}: @{func.sym_name.data} takes {func.arity} argument(s) and "
                     f"returns {func.num_results}, but the scheme has arity "
-                    f"{self.arity.data} and {self.num_results.data} result(s)"
+                    f"{count_value(self.arity)} and {count_value(self.num_results)} result(s)"
                 )
 
     @classmethod
@@ -1086,7 +1089,7 @@ class SchemeOp(IRDLOperation):
         printer.print_string("(")
         _print_operands(printer, self.anchors)
         printer.print_string(
-            f") arity {self.arity.data} results {self.num_results.data}"
+            f") arity {count_value(self.arity)} results {count_value(self.num_results)}"
         )
         _print_lines(printer, self.text_lines)
         if self.values is not None:
@@ -1103,14 +1106,14 @@ class _InstantiateSymbolUser(SymbolUserOpInterface):
         where = f"{op.name} @{name} at {op.application.data!r}"
         if found is None:
             raise VerifyException(f"{op.name}: no tprog.scheme named @{name}")
-        if len(op.arguments) != found.arity.data:
+        if len(op.arguments) != count_value(found.arity):
             raise VerifyException(
-                f"{where}: the scheme takes {found.arity.data} argument(s) but "
+                f"{where}: the scheme takes {count_value(found.arity)} argument(s) but "
                 f"{len(op.arguments)} are given"
             )
-        if len(op.res) != found.num_results.data:
+        if len(op.res) != count_value(found.num_results):
             raise VerifyException(
-                f"{where}: the scheme has {found.num_results.data} result(s) but the "
+                f"{where}: the scheme has {count_value(found.num_results)} result(s) but the "
                 f"operation has {len(op.res)}"
             )
 

@@ -43,6 +43,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from axisflow.dialects.integers import count_value
 from axisflow.dialects.tprog import (
     UNKNOWN,
     CallOp,
@@ -73,7 +74,8 @@ from axisflow.shapes import (
     Tensor,
     scheme,
 )
-from axisflow.shapes.scheme_text import build_scheme, parse_scheme_text
+from axisflow.shapes.scheme.read import build_scheme
+from axisflow.shapes.scheme.text import parse_scheme_text
 from axisflow.shapes.terms import format_concrete_shape
 
 
@@ -265,7 +267,7 @@ class ProgramEvaluator:
     def _set_dim(self, op: Operation, frame: Frame) -> None:
         assert isinstance(op, SetDimOp)
         # An error is reported at this operation (its origin names no site).
-        self.session.set_dim(self.ref(op.label.data), op.size.data, site=op)
+        self.session.set_dim(self.ref(op.label.data), count_value(op.size), site=op)
 
     def _call(self, op: Operation, frame: Frame) -> None:
         assert isinstance(op, CallOp)
@@ -299,9 +301,9 @@ class ProgramEvaluator:
     def _total_elems(self, op: Operation, frame: Frame) -> None:
         assert isinstance(op, TotalElemsOp)
         tensor = self.tensor(op, op.input, frame)
-        count: int | DeferredCount = op.count.data
+        count: int | DeferredCount = count_value(op.count)
         if op.counts_bytes:
-            count = self.deferred_count(op.count.data)
+            count = self.deferred_count(count_value(op.count))
         self.session.total_elems(tensor, count, site=op)
 
     def deferred_count(self, byte_count: int) -> DeferredCount:

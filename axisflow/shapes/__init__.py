@@ -9,11 +9,15 @@
 >>> h.shape.dims()
 ((8,), (), (16,))
 
-Modules: :mod:`~axisflow.shapes.terms` (dims, rows, origins),
-:mod:`~axisflow.shapes.constraints` (constraints as plain data),
-:mod:`~axisflow.shapes.spec` (spec parsers), :mod:`~axisflow.shapes.solver`
-(Stage 1 and closing), :mod:`~axisflow.shapes.trail` (undo trail),
-:mod:`~axisflow.shapes.session` (the public API),
+Modules, each importing only those listed before it:
+:mod:`~axisflow.shapes.terms` (dims, rows, origins),
+:mod:`~axisflow.shapes.errors`, :mod:`~axisflow.shapes.refs` (capture
+references), :mod:`~axisflow.shapes.constraints` (constraints as plain data),
+:mod:`~axisflow.shapes.spec` (spec parsers and einsum spec-to-rows),
+:mod:`~axisflow.shapes.trail` (undo trail), :mod:`~axisflow.shapes.solver`
+(Stage 1), :mod:`~axisflow.shapes.closing` (closing, one function per step),
+:mod:`~axisflow.shapes.operations` (the operations, OCANNL's ``shape.ml``),
+:mod:`~axisflow.shapes.session` (sessions, windows, hooks: the public API),
 :mod:`~axisflow.shapes.scheme` (shape schemes: trace once, instantiate at every
 call site). See ``docs/shapes.md`` and ``docs/shape-schemes.md``.
 """
@@ -35,16 +39,10 @@ from axisflow.shapes.constraints import (
     TotalElems,
 )
 from axisflow.shapes.errors import ShapeError, SpecError
+from axisflow.shapes.refs import DimRef
 from axisflow.shapes.scheme import Sabotage, Scheme, UntraceableScheme
-from axisflow.shapes.session import (
-    DimEntry,
-    DimRef,
-    RowEntry,
-    Session,
-    Shape,
-    Tensor,
-    Window,
-)
+from axisflow.shapes.session import DimEntry, RowEntry, Session, Window
+from axisflow.shapes.tensors import Shape, Tensor
 from axisflow.shapes.terms import (
     BROADCAST_UNIT,
     KINDS,

@@ -30,12 +30,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
+from axisflow.shapes.refs import DimRef
 from axisflow.shapes.terms import Dim, DimVar, Origin, Row, Size
-
-if TYPE_CHECKING:
-    from axisflow.shapes.session import DimRef
 
 
 class Mark(StrEnum):
@@ -141,6 +138,46 @@ class DimAtLeast:
 
 
 @dataclass(frozen=True, slots=True)
+class DimLinear:
+    """``Σ coeff·dim + const = 0`` over positive sizes (affine and concatenated axes).
+
+    An einsum's ``stride*o<+k`` axis of size ``i`` is ``stride·o + k - i +
+    (1 - stride) - 1 = 0``; ``a^b`` of size ``c`` is ``a + b - c = 0``. Solved
+    once at most one of the dims is unknown. ``names`` name the dims for
+    messages and ``text`` is the axis as the spec writes it.
+    """
+
+    terms: tuple[tuple[int, Dim], ...]
+    const: int
+    names: tuple[str, ...]
+    text: str
+    origin: Origin
+
+    def __str__(self) -> str:
+        parts = " + ".join(f"{c}*{d!r}" for c, d in self.terms)
+        return f"{parts} + {self.const} = 0  ({self.text}; {self.origin.describe()})"
+
+
+@dataclass(frozen=True, slots=True)
+class RowPrefix:
+    """``whole = [beg..., ...rest]``: axes written before a row variable.
+
+    OCANNL's ``beg_dims`` (einsum ``"a, ..r.., b"``): the einsum relates the
+    tensor's row to ``[...s, b]`` and ``s`` to ``a`` followed by ``r``. Solved
+    once ``whole`` is closed (its first axes are ``beg``) or ``rest`` is (then
+    ``whole`` is known); closing gives a still-open ``rest`` no axes.
+    """
+
+    whole: Row
+    beg: tuple[Dim, ...]
+    rest: Row
+    origin: Origin
+
+    def __str__(self) -> str:
+        return f"{self.whole!r} = {list(self.beg)!r} ++ {self.rest!r}  ({self.origin.describe()})"
+
+
+@dataclass(frozen=True, slots=True)
 class Terminal:
     """The row belongs to a leaf tensor (``is_param``: a parameter)."""
 
@@ -221,6 +258,8 @@ Constraint = (
     | RowIneq
     | TotalElems
     | DimAtLeast
+    | DimLinear
+    | RowPrefix
     | Terminal
     | PolicyMark
     | CaptureBind

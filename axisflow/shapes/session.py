@@ -20,8 +20,10 @@ is open, :meth:`Window.constraints` reads off the constraints it added, and
 changed, which :meth:`Session.dim_entry` and :meth:`Session.row_entry` read.
 A shape made inside a window is *discarded* when the window is rewound.
 
-Operations build constraints (:mod:`axisflow.shapes.constraints`) and hand
-them to :meth:`Session.add`, which logs them and solves them at Stage 1. A
+The operations (:mod:`axisflow.shapes.operations`, mixed in) build
+constraints (:mod:`axisflow.shapes.constraints`) and hand them to
+:meth:`Session.add`, which logs them and solves them at Stage 1; closing is
+:mod:`axisflow.shapes.closing`. A
 shape error raised while solving a constraint already logged *taints* the
 session: its state then holds half-applied constraints and :meth:`close`
 refuses to run. Malformed input (a bad spec, a wrong number of operands) is
@@ -33,9 +35,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, NoReturn
+from typing import Any, NoReturn
 
 from axisflow.gc_pause import collector_paused
+from axisflow.shapes.closing import close as close_open_state
 from axisflow.shapes.constraints import (
     CaptureBind,
     Constraint,
@@ -43,23 +46,21 @@ from axisflow.shapes.constraints import (
     DimAtLeast,
     DimEq,
     DimIneq,
+    DimLinear,
     Mark,
     PolicyMark,
     RowEq,
     RowIneq,
+    RowPrefix,
     SetDim,
     Terminal,
     TotalElems,
 )
 from axisflow.shapes.errors import ShapeError
+from axisflow.shapes.operations import Operations
+from axisflow.shapes.refs import DimRef
 from axisflow.shapes.solver import DimBounds, RowBounds, Solver
-from axisflow.shapes.spec import (
-    FixedIndex,
-    Label,
-    LabelRow,
-    parse_einsum_spec,
-    parse_shape_spec,
-)
+from axisflow.shapes.tensors import ROW_ATTRS, Shape, Tensor
 from axisflow.shapes.terms import (
     DEFAULT_BASIS,
     KINDS,
@@ -71,164 +72,8 @@ from axisflow.shapes.terms import (
     RowVar,
     Side,
     Size,
-    format_concrete_shape,
 )
 from axisflow.shapes.trail import Trail
-
-Role = Literal["leaf", "param", "fresh", "result"]
-
-_SPEC_SIDES = {kind: Side("its spec", kind) for kind in KINDS}
-_ROW_ATTRS = tuple(kind.value for kind in KINDS)  # Shape's attributes, in row order
-
-
-def shape_sides(name: str) -> tuple[Side, Side, Side]:
-    """The sides naming a shape's batch, input and output rows in origins."""
-    return (Side(name, Kind.BATCH), Side(name, Kind.INPUT), Side(name, Kind.OUTPUT))
-
-
-class Shape:
-    """The three rows of a tensor, registered with its session's next closing.
-
-    The rows are terms over the session's variables; :meth:`current` reads
-    them through the solver, :meth:`dims` returns concrete sizes once every
-    dim is solved. Closing rewrites the rows to their concrete values.
-    """
-
-    __slots__ = (
-        "_session",
-        "_sides",
-        "batch",
-        "created_at",
-        "discarded",
-        "input",
-        "name",
-        "output",
-        "registered_at",
-    )
-
-    def __init__(
-        self,
-        session: Session,
-        name: str,
-        batch: Row,
-        input_: Row,
-        output: Row,
-        sides: tuple[Side, Side, Side] | None = None,
-    ):
-        self._session = session
-        self.name = name
-        self.batch = batch
-        self.input = input_
-        self.output = output
-        self.discarded = False
-        # A tick of the variable counter (ids are never reused, so one is spent
-        # on this): a shape made after ``var_mark()`` was read has
-        # ``created_at >= mark``, one made before has ``created_at < mark``. A
-        # shape scheme tells the shapes its function made from older ones so.
-        self.created_at = session._mint()
-        # The closing count when the shape was registered (-1: never), so that
-        # registering twice before one closing registers once.
-        self.registered_at = -1
-        self._sides = sides if sides is not None else shape_sides(name)
-
-    @property
-    def session(self) -> Session:
-        """The session the shape belongs to."""
-        return self._session
-
-    def rows(self) -> tuple[Row, Row, Row]:
-        """The rows as stored (batch, input, output)."""
-        return (self.batch, self.input, self.output)
-
-    def side(self, kind: Kind) -> Side:
-        """The side naming this shape's row of one kind in constraint origins."""
-        return self._sides[KINDS.index(kind)]
-
-    def row(self, kind: Kind | str) -> Row:
-        """The stored row of one kind (``Kind.BATCH`` or ``"batch"``, ...)."""
-        if kind == Kind.BATCH:
-            return self.batch
-        if kind == Kind.INPUT:
-            return self.input
-        if kind == Kind.OUTPUT:
-            return self.output
-        raise ShapeError(
-            f"no axis kind {kind!r}: the kinds are 'batch', 'input' and 'output'"
-        )
-
-    def current(self) -> tuple[Row, Row, Row]:
-        """The rows with everything solved so far substituted."""
-        self._session.check_alive(self)
-        norm_row = self._session.solver.norm_row
-        return (norm_row(self.batch), norm_row(self.input), norm_row(self.output))
-
-    def describe(self) -> str:
-        """Spec-like text of the current rows, e.g. ``8|3->4`` or ``...|->d5``."""
-        return format_concrete_shape(self.current())
-
-    def dims(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-        """``(batch, input, output)`` sizes; raises ``ShapeError`` until all are solved."""
-        self._session.check_forcing(f"reading the dims of '{self.name}'")
-        rows = self.current()
-        if not all(row.is_concrete() for row in rows):
-            raise ShapeError(
-                f"the shape of '{self.name}' is not solved yet "
-                f"({format_concrete_shape(rows)}); call close() first"
-            )
-        batch, input_, output = (
-            tuple(d.n for d in row.dims if type(d) is Size) for row in rows
-        )
-        return (batch, input_, output)
-
-    def __repr__(self) -> str:
-        return f"<Shape {self.name}: {format_concrete_shape(self.rows())}>"
-
-
-@dataclass(frozen=True, eq=False)
-class Tensor:
-    """A tensor of a session: a name, a shape, its role and where it was made."""
-
-    name: str
-    shape: Shape
-    role: Role
-    origin: Origin
-
-
-class DimRef:
-    """A capture reference (OCANNL's ``delayed_var_ref``), made by ``dim_ref``.
-
-    An einsum given ``capture_dims=[ref]`` binds the reference to the dim
-    variable of its spec label ``ref.label``. :attr:`value` is the solved size
-    (published at closing) or ``None``.
-    """
-
-    __slots__ = ("_session", "created_at", "discarded", "label", "size", "var")
-
-    def __init__(self, session: Session, label: str, created_at: int) -> None:
-        self._session = session
-        self.label = label
-        self.created_at = created_at
-        self.var: DimVar | None = None
-        self.size: Size | None = None
-        self.discarded = False
-
-    @property
-    def session(self) -> Session:
-        """The session the reference belongs to."""
-        return self._session
-
-    @property
-    def value(self) -> int | None:
-        """The size the reference stands for, if known."""
-        if self.var is not None:
-            dim = self._session.solver.find_dim(self.var)
-            if type(dim) is Size:
-                return dim.n
-            return None
-        return self.size.n if self.size is not None else None
-
-    def __repr__(self) -> str:
-        return f"<DimRef {self.label}={self.value}>"
 
 
 @dataclass(frozen=True)
@@ -322,7 +167,7 @@ class Window:
         return dims, rows
 
 
-class Session:
+class Session(Operations):
     """A shape-inference session: make tensors, relate them, close.
 
     >>> s = Session()
@@ -635,6 +480,10 @@ class Session:
             solver.add_total(self._mint(), c)
         elif isinstance(c, DimAtLeast):
             solver.add_at_least(c.dim, c.n, c.origin)
+        elif isinstance(c, DimLinear):
+            solver.add_linear(self._mint(), c)
+        elif isinstance(c, RowPrefix):
+            solver.add_prefix(self._mint(), c)
         elif isinstance(c, CaptureBind):
             self._bind(c)
         else:
@@ -763,228 +612,6 @@ class Session:
 
     # ----------------------------------------------------------------- leaves
 
-    def _terminal(
-        self, name: str, spec: str | None, role: Role, site: object
-    ) -> Tensor:
-        is_param = role == "param"
-        self._check_text(role, "name", name)
-        if spec is not None:
-            self._check_text(f"{role} '{name}'", "spec", spec)
-        parsed = parse_shape_spec(spec) if spec is not None else None
-        origin = self._origin(
-            role, name, detail=None if spec is None else f"spec {spec!r}", site=site
-        )
-        shape = self._new_shape(name)
-        for kind in KINDS:
-            row = shape.row(kind)
-            if parsed is not None:
-                row_spec = parsed.row(kind)
-                spec_row = Row(
-                    row_spec.sizes, self.fresh_row_var() if row_spec.is_open else None
-                )
-                self._add(
-                    RowEq(
-                        row,
-                        spec_row,
-                        origin.with_sides(shape.side(kind), _SPEC_SIDES[kind]),
-                    )
-                )
-            self._add(
-                Terminal(row, is_param, origin.with_sides(shape.side(kind), None))
-            )
-        return Tensor(name, shape, role, origin)
-
-    @collector_paused
-    def leaf(
-        self, name: str, spec: str | None = None, *, site: object = None
-    ) -> Tensor:
-        """A data tensor (terminal, not a parameter); ``spec=None`` leaves all rows open."""
-        return self._terminal(name, spec, "leaf", site)
-
-    @collector_paused
-    def param(
-        self, name: str, spec: str | None = None, *, site: object = None
-    ) -> Tensor:
-        """A parameter: unspecified dims are inferred; an uninferable one is an error at closing."""
-        return self._terminal(name, spec, "param", site)
-
-    @collector_paused
-    def fresh(self, name: str, *, site: object = None) -> Tensor:
-        """A tensor with all three rows open and no constraint (tracers, placeholders)."""
-        self._check_text("fresh", "name", name)
-        origin = self._origin("fresh", name, site=site)
-        return Tensor(name, self._new_shape(name), "fresh", origin)
-
-    # ------------------------------------------------------------- operations
-
-    @collector_paused
-    def pointwise(self, name: str, *operands: Tensor, site: object = None) -> Tensor:
-        """An elementwise operation: every row of the result broadcasts from each operand's."""
-        if not operands:
-            self._fail_input(f"pointwise '{name}' needs at least one operand")
-        self._check_operands("pointwise", name, operands)
-        origin = self._origin("pointwise", name, operands, site=site)
-        result = self._new_shape(name)
-        for shape in (result, *(t.shape for t in operands)):
-            self._add(
-                PolicyMark(
-                    shape.input,
-                    Mark.USED_IN_POINTWISE,
-                    origin,  # a mark cannot fail: no sides to name
-                )
-            )
-        for kind in KINDS:
-            for operand in operands:
-                self._ineq(origin, result, kind, operand.shape, kind)
-        return Tensor(name, result, "result", origin)
-
-    def _ineq(
-        self, origin: Origin, res: Shape, res_kind: Kind, opnd: Shape, opnd_kind: Kind
-    ) -> None:
-        """``res.res_kind ⊑ opnd.opnd_kind`` with the sides named in the origin."""
-        self._add(
-            RowIneq(
-                res.row(res_kind),
-                opnd.row(opnd_kind),
-                origin.with_sides(res.side(res_kind), opnd.side(opnd_kind)),
-            )
-        )
-
-    @collector_paused
-    def compose(
-        self, name: str, a: Tensor, b: Tensor, *, site: object = None
-    ) -> Tensor:
-        """``a * b``, matrix-style: ``a``'s input axes contract with ``b``'s output axes."""
-        self._check_operands("compose", name, (a, b))
-        origin = self._origin("compose", name, (a, b), site=site)
-        result = self._new_shape(name)
-        self._add(
-            PolicyMark(
-                a.shape.input,
-                Mark.USED_IN_SPEC_OR_COMPOSE,
-                origin,
-            )
-        )
-        self._ineq(origin, a.shape, Kind.INPUT, b.shape, Kind.OUTPUT)
-        self._ineq(origin, result, Kind.BATCH, a.shape, Kind.BATCH)
-        self._ineq(origin, result, Kind.BATCH, b.shape, Kind.BATCH)
-        self._ineq(origin, result, Kind.INPUT, b.shape, Kind.INPUT)
-        self._ineq(origin, result, Kind.OUTPUT, a.shape, Kind.OUTPUT)
-        return Tensor(name, result, "result", origin)
-
-    @collector_paused
-    def transpose(self, name: str, a: Tensor, *, site: object = None) -> Tensor:
-        """Swap the input and output rows of ``a``."""
-        self._check_operands("transpose", name, (a,))
-        origin = self._origin("transpose", name, (a,), site=site)
-        result = self._new_shape(name)
-        self._ineq(origin, result, Kind.BATCH, a.shape, Kind.BATCH)
-        self._ineq(origin, result, Kind.INPUT, a.shape, Kind.OUTPUT)
-        self._ineq(origin, result, Kind.OUTPUT, a.shape, Kind.INPUT)
-        return Tensor(name, result, "result", origin)
-
-    @collector_paused
-    def einsum(
-        self,
-        name: str,
-        spec: str,
-        *operands: Tensor,
-        capture_dims: Sequence[DimRef] = (),
-        site: object = None,
-    ) -> Tensor:
-        """Generalized einsum: each tensor's rows equal the spec's rows.
-
-        Spec labels become fresh dim variables, ``...`` a fresh row variable
-        per kind, ``..name..`` a fresh row variable per name. Each capture
-        reference is bound to the variable of its label.
-        """
-        self._check_text("einsum", "name", name)
-        self._check_text(f"einsum '{name}'", "spec", spec)
-        parsed = parse_einsum_spec(spec)
-        if len(parsed.operands) != len(operands):
-            self._fail_input(
-                f"einsum '{name}': spec {spec!r} has {len(parsed.operands)} operand(s) "
-                f"but {len(operands)} were given"
-            )
-        self._check_operands("einsum", name, operands)
-        labels_in_spec = parsed.labels()
-        for ref in capture_dims:
-            if not isinstance(ref, DimRef) or ref._session is not self:
-                self._fail_input(
-                    f"einsum '{name}': capture_dims must hold this session's dim_ref()s, "
-                    f"got {ref!r}"
-                )
-            if ref.label not in labels_in_spec:
-                self._fail_input(
-                    f"einsum '{name}': capture reference '{ref.label}' names no label of "
-                    f"spec {spec!r}"
-                )
-        origin = self._origin(
-            "einsum", name, operands, detail=f"spec {spec!r}", site=site
-        )
-        result = self._new_shape(name)
-        label_vars: dict[str, DimVar] = {}
-        kind_vars: dict[Kind, RowVar] = {}
-        named_vars: dict[str, RowVar] = {}
-        at_least: list[tuple[DimVar, int]] = []
-
-        def spec_row(labels: LabelRow, kind: Kind) -> Row:
-            dims: list[Dim] = []
-            for item in labels.items:
-                if isinstance(item, Label):
-                    var = label_vars.get(item.name)
-                    if var is None:
-                        var = label_vars[item.name] = self.fresh_dim_var()
-                    dims.append(var)
-                else:
-                    var = self.fresh_dim_var()
-                    if isinstance(item, FixedIndex):
-                        at_least.append((var, item.index + 1))
-                    dims.append(var)
-            row_var: RowVar | None = None
-            if labels.var == "":
-                row_var = kind_vars.get(kind)
-                if row_var is None:
-                    row_var = kind_vars[kind] = self.fresh_row_var()
-            elif labels.var is not None:
-                row_var = named_vars.get(labels.var)
-                if row_var is None:
-                    row_var = named_vars[labels.var] = self.fresh_row_var()
-            return Row(tuple(dims), row_var)
-
-        equations: list[tuple[Row, Row, Side, Side]] = []
-        spec_side = f"spec {spec!r}"
-        for operand, labels in zip(operands, parsed.operands, strict=True):
-            for kind in KINDS:
-                equations.append(
-                    (
-                        operand.shape.row(kind),
-                        spec_row(labels.row(kind), kind),
-                        operand.shape.side(kind),
-                        Side(spec_side, kind),
-                    )
-                )
-        for kind in KINDS:
-            equations.append(
-                (
-                    result.row(kind),
-                    spec_row(parsed.result.row(kind), kind),
-                    result.side(kind),
-                    Side(spec_side, kind),
-                )
-            )
-        for var in (*kind_vars.values(), *named_vars.values()):
-            self._add(PolicyMark(Row((), var), Mark.USED_IN_SPEC_OR_COMPOSE, origin))
-        for var, n in at_least:
-            self._add(DimAtLeast(var, n, origin))
-        for row, labels_row, lhs, rhs in equations:
-            self._add(RowEq(row, labels_row, origin.with_sides(lhs, rhs)))
-        for ref in capture_dims:
-            self._add(CaptureBind(ref, label_vars[ref.label], origin))
-        return Tensor(name, result, "result", origin)
-
-    # ----------------------------------------------------- captures and totals
-
     def dim_ref(self, label: str) -> DimRef:
         """A capture reference for the einsum label ``label``."""
         self._check_text("dim_ref", "label", label)
@@ -1060,7 +687,7 @@ class Session:
         # one stored concrete is concrete wherever it occurs.
         concrete_ids: set[int] = set()
         for shape in self._shapes:
-            for attr, row in zip(_ROW_ATTRS, shape.rows(), strict=True):
+            for attr, row in zip(ROW_ATTRS, shape.rows(), strict=True):
                 if id(row) in concrete_ids:
                     continue
                 current = norm_row(row)
@@ -1074,7 +701,7 @@ class Session:
         rows = [row for _, _, row in open_rows]
         rows.extend(Row((ref.var,)) for ref in self._refs if ref.var is not None)
         try:
-            solver.close(rows)
+            close_open_state(solver, rows)
         except ShapeError as error:
             self._taint(error)
             raise

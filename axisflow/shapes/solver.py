@@ -48,23 +48,9 @@ in the number of constraints.
 
 Closing
 =======
-:meth:`Solver.close` (OCANNL's ``finish_inference``), in order:
-
-A. terminal rows with lower bounds take their join;
-B. pending totals put their elements on their last open row (the others close
-   to empty) or solve their single unknown dim; deferred counts are resolved;
-C. other terminal rows close to no extra axes, except a parameter row whose
-   variable is not *safe to guess* (``safe_to_guess``, or used in pointwise
-   operations and never in a compose or an einsum spec): the hidden-dimension
-   error;
-D. terminal dims take their lower bound; a parameter dim without one is the
-   hidden-dimension error unless its row's variable was safe to guess;
-E. every remaining row variable closes to empty;
-F. every remaining dim becomes 1 (or the minimum an einsum fixed index needs);
-G. every total is checked.
-
-Each step solves at Stage 1 what it decides, so contradictions surface with
-the origin of the constraint they break.
+Closing (OCANNL's ``finish_inference``) is its own module,
+:mod:`axisflow.shapes.closing`: it decides what Stage 1 left open and solves
+each decision here.
 """
 
 from __future__ import annotations
@@ -74,7 +60,9 @@ from typing import Any, Final, NoReturn, TypeVar
 
 from axisflow.shapes.constraints import (
     DeferredCount,
+    DimLinear,
     Mark,
+    RowPrefix,
     Terminal,
     TotalElems,
 )
@@ -189,6 +177,8 @@ class Solver:
         self.row_marks: dict[int, int] = {}
         self.row_gen: dict[int, int] = {}
         self.totals: dict[int, TotalElems] = {}
+        self.linears: dict[int, DimLinear] = {}
+        self.prefixes: dict[int, RowPrefix] = {}
         self.terminals: list[Terminal] = []
         self.trigger: Origin | None = None
         self._work: list[tuple[Any, ...]] = []
@@ -295,6 +285,20 @@ class Solver:
     def add_total(self, total_id: int, total: TotalElems) -> None:
         """Register a pending ``TotalElems`` and queue its first check."""
         self.trail.set_item(self.totals, total_id, total)
+        self._work.append((_TOTAL, total_id))
+
+    def add_linear(self, linear_id: int, linear: DimLinear) -> None:
+        """Register a pending ``DimLinear`` and queue its first check."""
+        self.trail.set_item(self.linears, linear_id, linear)
+        self._work.append((_TOTAL, linear_id))
+
+    def add_prefix(self, prefix_id: int, prefix: RowPrefix) -> None:
+        """Register a pending ``RowPrefix`` and queue its first check."""
+        self.trail.set_item(self.prefixes, prefix_id, prefix)
+        self._work.append((_TOTAL, prefix_id))
+
+    def push_total_check(self, total_id: int) -> None:
+        """Queue a check of a pending total (closing re-checks them)."""
         self._work.append((_TOTAL, total_id))
 
     def add_at_least(self, dim: Dim, n: int, origin: Origin) -> None:
@@ -406,12 +410,12 @@ class Solver:
             a, b = b, a
         assert type(a) is DimVar
         if type(b) is Size:
-            self._assign_dim(a, b, origin)
+            self.assign_dim(a, b, origin)
         else:
             assert type(b) is DimVar
             self._union_dims(a, b)
 
-    def _assign_dim(self, var: DimVar, size: Size, origin: Origin) -> None:
+    def assign_dim(self, var: DimVar, size: Size, origin: Origin) -> None:
         trail = self.trail
         bounds = self.dim_bounds.get(var.id)
         if bounds is not None and bounds.at_least > size.n:
@@ -493,13 +497,13 @@ class Solver:
                     origin,
                 )
             assert type(res) is DimVar
-            self._assign_dim(res, opnd, origin)
+            self.assign_dim(res, opnd, origin)
             return
         assert type(opnd) is DimVar
         if type(res) is Size:
             if res.n == 1:
                 # Only 1 itself is above 1 in the broadcast order.
-                self._assign_dim(opnd, BROADCAST_UNIT, origin)
+                self.assign_dim(opnd, BROADCAST_UNIT, origin)
                 return
             bounds = self._dim_bounds_for(opnd)
             glb = bounds.glb
@@ -511,7 +515,7 @@ class Solver:
                     work.append((_DIM_INEQ, res, above, above_origin))
             elif glb != res:
                 # Two different lower bounds: only the broadcast unit is above both.
-                self._assign_dim(opnd, BROADCAST_UNIT, origin)
+                self.assign_dim(opnd, BROADCAST_UNIT, origin)
             return
         assert type(res) is DimVar
         res_bounds = self._dim_bounds_for(res)
@@ -546,9 +550,9 @@ class Solver:
                 return
             if a.var is None:
                 assert b.var is not None
-                self._assign_row(b.var, EMPTY_ROW, origin, (a, b))
+                self.assign_row(b.var, EMPTY_ROW, origin, (a, b))
             elif b.var is None:
-                self._assign_row(a.var, EMPTY_ROW, origin, (a, b))
+                self.assign_row(a.var, EMPTY_ROW, origin, (a, b))
             else:
                 self._union_rows(a.var, b.var, origin, (a, b))
             return
@@ -565,7 +569,7 @@ class Solver:
                 origin,
             )
         assert b.var is not None
-        self._assign_row(b.var, Row(a.dims[: len_a - len_b], a.var), origin, (a, b))
+        self.assign_row(b.var, Row(a.dims[: len_a - len_b], a.var), origin, (a, b))
 
     def _union_rows(
         self, a: RowVar, b: RowVar, origin: Origin, rows: tuple[Row, Row]
@@ -585,9 +589,9 @@ class Solver:
         if size_a > size_b:
             a, b = b, a
         # Solving the variable with fewer relations re-emits fewer of them.
-        self._assign_row(a, Row((), b), origin, rows)
+        self.assign_row(a, Row((), b), origin, rows)
 
-    def _assign_row(
+    def assign_row(
         self, var: RowVar, value: Row, origin: Origin, rows: tuple[Row, Row]
     ) -> None:
         """Solve ``var := value`` (``value`` normalized) and re-emit its bounds."""
@@ -687,7 +691,7 @@ class Solver:
         if offset == 0:
             if res.var is None:
                 # Nothing is left on the result side: the operand has no more axes.
-                self._assign_row(opnd_var, EMPTY_ROW, origin, (res, opnd))
+                self.assign_row(opnd_var, EMPTY_ROW, origin, (res, opnd))
             else:
                 res_bounds = self._row_bounds_for(res.var)
                 opnd_bounds = self._row_bounds_for(opnd_var)
@@ -709,13 +713,19 @@ class Solver:
         if gen > MAX_RANK:
             self._fail_infinite(origin, rows, cyclic=True)
         self.trail.set_item(self.row_gen, tail.id, gen)
-        self._assign_row(var, Row(fresh_dims, tail), origin, rows)
+        self.assign_row(var, Row(fresh_dims, tail), origin, rows)
 
     # ---------------------------------------------------------------- totals
 
     def _check_total(self, total_id: int) -> None:
+        # Totals, linear dim equations and row prefixes share one id space and
+        # the re-check lists of the variables they wait on.
         total = self.totals.get(total_id)
         if total is None:
+            if total_id in self.linears:
+                self._check_linear(total_id)
+            elif total_id in self.prefixes:
+                self._check_prefix(total_id)
             return
         count = total.count
         if isinstance(count, DeferredCount):
@@ -743,7 +753,7 @@ class Solver:
                 return
             if len(unknown) == 1:
                 self.trail.del_item(self.totals, total_id)
-                self._assign_dim(unknown[0], Size(count // product), total.origin)
+                self.assign_dim(unknown[0], Size(count // product), total.origin)
                 return
         # Wait for more information: check again when any variable is solved.
         for dim in unknown:
@@ -753,6 +763,82 @@ class Solver:
             row_bounds = self._row_bounds_for(var)
             self._push(row_bounds, "totals", total_id)
 
+    def _wait_on(
+        self, pending_id: int, dims: Iterable[DimVar], rows: Iterable[RowVar]
+    ) -> None:
+        """Check the pending item again when any of these variables is solved."""
+        for dim in dims:
+            self._push(self._dim_bounds_for(dim), "totals", pending_id)
+        for var in rows:
+            self._push(self._row_bounds_for(var), "totals", pending_id)
+
+    def _check_linear(self, linear_id: int) -> None:
+        linear = self.linears[linear_id]
+        known = linear.const
+        unknown: dict[DimVar, int] = {}
+        names: dict[DimVar, str] = {}
+        for (coeff, dim), name in zip(linear.terms, linear.names, strict=True):
+            dim = self.find_dim(dim)
+            if type(dim) is Size:
+                known += coeff * dim.n
+            else:
+                assert type(dim) is DimVar
+                unknown[dim] = unknown.get(dim, 0) + coeff
+                names.setdefault(dim, name)
+        unknown = {d: c for d, c in unknown.items() if c}
+        if len(unknown) > 1:
+            self._wait_on(linear_id, unknown, ())
+            return
+        self.trail.del_item(self.linears, linear_id)
+        if not unknown:
+            if known:
+                self._fail_linear(linear, "the sizes do not satisfy it")
+            return
+        ((dim, coeff),) = unknown.items()
+        if known % coeff or -known // coeff < 1:
+            self._fail_linear(
+                linear,
+                f"no positive size of '{names[dim]}' satisfies it "
+                f"({names[dim]} = {-known}/{coeff})",
+            )
+        self.assign_dim(dim, Size(-known // coeff), linear.origin)
+
+    def _fail_linear(self, linear: DimLinear, why: str) -> NoReturn:
+        sizes = ", ".join(
+            f"{name} = {self.find_dim(dim)!r}"
+            for (_, dim), name in zip(linear.terms, linear.names, strict=True)
+            if type(self.find_dim(dim)) is Size
+        )
+        self.fail(
+            f"the axis '{linear.text}' cannot hold with {sizes}: {why}", linear.origin
+        )
+
+    def _check_prefix(self, prefix_id: int) -> None:
+        prefix = self.prefixes[prefix_id]
+        whole = self.norm_row(prefix.whole)
+        rest = self.norm_row(prefix.rest)
+        beg = prefix.beg
+        work = self._work
+        origin = prefix.origin
+        if rest.var is None:
+            self.trail.del_item(self.prefixes, prefix_id)
+            work.append((_ROW_EQ, whole, Row(beg + rest.dims), origin))
+            return
+        if whole.var is None:
+            if len(whole.dims) < len(beg) + len(rest.dims):
+                lhs, rhs, axes = _sides(origin)
+                self.fail(
+                    f"{axes} disagree: {lhs} {format_row(whole)} has fewer axes than the "
+                    f"{len(beg)} written before the row variable of {rhs}",
+                    origin,
+                )
+            self.trail.del_item(self.prefixes, prefix_id)
+            for written, actual in zip(beg, whole.dims, strict=False):
+                work.append((_DIM_EQ, written, actual, origin))
+            work.append((_ROW_EQ, Row(whole.dims[len(beg) :]), rest, origin))
+            return
+        self._wait_on(prefix_id, (), (whole.var, rest.var))
+
     def _fail_total(self, total: TotalElems, count: int, product: int) -> NoReturn:
         rows = ", ".join(format_row(self.norm_row(r)) for r in total.rows)
         self.fail(
@@ -760,187 +846,6 @@ class Solver:
             f"multiply to {product})",
             total.origin,
         )
-
-    # --------------------------------------------------------------- closing
-
-    def _join_bounds(self, glbs: Sequence[tuple[Row, Origin]]) -> Row:
-        """The most general row every lower bound broadcasts to (OCANNL's join).
-
-        Shortest length (fewer axes broadcast to more); per axis the common
-        size, 1 where sizes differ, a size over a variable; the tail of the
-        shortest bound, closed if any shortest bound is closed. Solving the
-        variable re-checks every bound, so a lossy join cannot go unnoticed.
-        """
-        rows = [self.norm_row(glb) for glb, _ in glbs]
-        length = min(len(r.dims) for r in rows)
-        shortest = [r for r in rows if len(r.dims) == length]
-        tail = None if any(r.var is None for r in shortest) else shortest[0].var
-        dims: list[Dim] = []
-        for position in range(length):
-            column = [r.dims[len(r.dims) - length + position] for r in rows]
-            sizes = {d for d in column if type(d) is Size}
-            if len(sizes) > 1:
-                dims.append(BROADCAST_UNIT)
-            elif sizes:
-                dims.append(next(iter(sizes)))
-            else:
-                dims.append(column[0])
-        return Row(tuple(dims), tail)
-
-    def _close_to_bounds(self, var: RowVar, bounds: RowBounds, origin: Origin) -> None:
-        value = self.norm_row(self._join_bounds(bounds.glbs))
-        self._assign_row(var, value, origin, (Row((), var), value))
-        self.run()
-
-    def _close_var_empty(self, var: RowVar, origin: Origin) -> None:
-        self._assign_row(var, EMPTY_ROW, origin, (Row((), var), EMPTY_ROW))
-        self.run()
-
-    def _hidden_dimension(self, terminal: Terminal, what: str) -> NoReturn:
-        kind = terminal.origin.lhs.kind if terminal.origin.lhs is not None else "some"
-        self.fail(
-            f"You forgot to specify the hidden dimension(s) of parameter "
-            f"'{terminal.origin.tensor}': {what} of its {kind} axes "
-            f"{format_row(self.norm_row(terminal.row))} cannot be inferred; give "
-            f"them in its spec",
-            terminal.origin,
-            lead=False,
-        )
-
-    def _resolve_deferred(self) -> None:
-        for total_id, total in list(self.totals.items()):
-            count = total.count
-            if not isinstance(count, DeferredCount):
-                continue
-            try:
-                value = count.resolve()
-            except Exception as error:  # the user's callback failed
-                self.fail(
-                    f"the element count {count} could not be resolved: {error}",
-                    total.origin,
-                )
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                self.fail(
-                    f"the element count {count} resolved to {value!r}, not a positive "
-                    f"integer",
-                    total.origin,
-                )
-            self.trail.set_item(
-                self.totals, total_id, TotalElems(total.rows, value, total.origin)
-            )
-
-    def _close_totals(self) -> None:
-        for total_id in sorted(self.totals):
-            total = self.totals.get(total_id)
-            if total is None:
-                continue
-            self.trigger = total.origin
-            count = total.count
-            assert isinstance(count, int)
-            open_vars = [
-                var
-                for var in (self.norm_row(r).var for r in total.rows)
-                if var is not None
-            ]
-            for var in open_vars[:-1]:
-                if self.norm_row(Row((), var)).var == var:
-                    self._close_var_empty(var, total.origin)
-            last = self.norm_row(Row((), open_vars[-1])).var if open_vars else None
-            if last is not None:
-                product = 1
-                unknown = 0
-                for row in total.rows:
-                    for d in self.norm_row(row).dims:
-                        if type(d) is Size:
-                            product *= d.n
-                        else:
-                            unknown += 1
-                if unknown or count % product:
-                    self._close_var_empty(last, total.origin)
-                else:
-                    quotient = count // product
-                    value = Row((Size(quotient),)) if quotient != 1 else EMPTY_ROW
-                    self._assign_row(last, value, total.origin, (Row((), last), value))
-                    self.run()
-            self._work.append((_TOTAL, total_id))
-            self.run()
-
-    def close(self, shape_rows: Iterable[Row]) -> None:
-        """Solve every remaining variable (steps A to G of the module docstring)."""
-        norm_row = self.norm_row
-        # Concrete leaf rows (the common case) have nothing left to decide.
-        terminals = [t for t in self.terminals if not norm_row(t.row).is_concrete()]
-        # A. Terminal rows with lower bounds take them.
-        for terminal in terminals:
-            var = norm_row(terminal.row).var
-            if var is None:
-                continue
-            bounds = self.row_bounds.get(var.id)
-            if bounds is not None and bounds.glbs:
-                self.trigger = terminal.origin
-                self._close_to_bounds(var, bounds, terminal.origin)
-        # B. Totals.
-        self._resolve_deferred()
-        self._close_totals()
-        # C. Remaining terminal rows: no extra axes, or the hidden-dimension error.
-        guessable: list[bool] = []
-        for terminal in terminals:
-            self.trigger = terminal.origin
-            var = norm_row(terminal.row).var
-            safe = var is not None and self.safe_to_guess(var)
-            guessable.append(safe)
-            if var is None:
-                continue
-            bounds = self.row_bounds.get(var.id)
-            if bounds is not None and bounds.glbs:
-                self._close_to_bounds(var, bounds, terminal.origin)
-            elif terminal.is_param and not safe:
-                self._hidden_dimension(terminal, "the number")
-            else:
-                self._close_var_empty(var, terminal.origin)
-        # D. Terminal dims take their lower bound.
-        for terminal, safe in zip(terminals, guessable, strict=True):
-            self.trigger = terminal.origin
-            for dim in norm_row(terminal.row).dims:
-                dim = self.find_dim(dim)
-                if type(dim) is not DimVar:
-                    continue
-                bounds = self.dim_bounds.get(dim.id)
-                if bounds is not None and bounds.glb is not None:
-                    self._assign_dim(dim, bounds.glb, terminal.origin)
-                    self.run()
-                elif terminal.is_param and not safe:
-                    self._hidden_dimension(terminal, "the size of one")
-        self.trigger = None
-        rows = list(shape_rows)
-        # E. Every remaining row variable closes to empty.
-        closing = Origin("close", "the session")
-        for row in rows:
-            var = norm_row(row).var
-            if var is not None:
-                self._close_var_empty(var, closing)
-        for var_id in list(self.row_bounds):
-            if var_id in self.row_bounds:
-                self._close_var_empty(RowVar(var_id), closing)
-        # F. Every remaining dim becomes 1 (or what a fixed index needs).
-        for row in rows:
-            for dim in norm_row(row).dims:
-                if type(dim) is DimVar:
-                    self._default_dim(dim, closing)
-        for var_id in list(self.dim_bounds):
-            dim = self.find_dim(DimVar(var_id))
-            if type(dim) is DimVar:
-                self._default_dim(dim, closing)
-        # G. Every total is checked (all of their dims are known now).
-        for total_id in list(self.totals):
-            self._work.append((_TOTAL, total_id))
-            self.run()
-
-    def _default_dim(self, dim: DimVar, origin: Origin) -> None:
-        bounds = self.dim_bounds.get(dim.id)
-        size = 1 if bounds is None else bounds.at_least
-        self._assign_dim(dim, Size(size), origin)
-        self.run()
 
     def reset(self) -> None:
         """Forget every variable (after closing), on the trail."""
@@ -953,6 +858,8 @@ class Solver:
             "row_marks",
             "row_gen",
             "totals",
+            "linears",
+            "prefixes",
         ):
             trail.set_attr(self, name, {})
         trail.set_attr(self, "terminals", [])

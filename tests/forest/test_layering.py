@@ -23,6 +23,9 @@ PURE = [
     "pipeline/evaluate.py",
     "sequant/syntax.py",
     "sequant/forest.py",
+    "lowering/plan.py",
+    "lowering/harness.py",
+    "lowering/toolchain.py",
 ]
 
 

@@ -17,7 +17,8 @@ from axisflow.shapes import (
     UntraceableScheme,
     scheme,
 )
-from axisflow.shapes.scheme_text import build_scheme, parse_scheme_text
+from axisflow.shapes.scheme.read import build_scheme
+from axisflow.shapes.scheme.text import parse_scheme_text
 from axisflow.shapes.trail import Trail
 
 Body = Callable[[Sequence[Tensor]], Sequence[Tensor]]

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import axisflow.shapes.scheme as scheme_module
+import axisflow.shapes.scheme.presolve as scheme_module
 from axisflow.shapes import Session, ShapeError, Tensor, scheme
 from axisflow.shapes.terms import Row, Size
 from tests.shapes.test_schemes_oracle import Op, Program, run
@@ -51,7 +51,8 @@ def internal_rows_open(applied: scheme.Application) -> list[str]:
 def test_concrete_arguments_presolve_the_internal_rows() -> None:
     s = Session()
     sc, _ = traced(s)
-    assert sc._presolve is not None
+    plan = scheme_module.presolve_plan(sc)
+    assert plan is not None
     logged = len(s.log)
     applied = scheme.instantiate(
         sc, application="c", args=[s.leaf("x1", "5|->8")], results=[s.fresh("y")]
@@ -63,7 +64,7 @@ def test_concrete_arguments_presolve_the_internal_rows() -> None:
         len(applied.internal) - 1
     )
     # ... and their inequalities are not added.
-    presolvable = sum(1 for var in sc._presolve.skipped if var is not None)
+    presolvable = sum(1 for var in plan.skipped if var is not None)
     assert presolvable > 0
     assert len(s.log) - logged < len(sc.facts) + 3 * 2
 
@@ -179,9 +180,7 @@ size_rows = st.lists(st.sampled_from((1, 2, 3)), max_size=3).map(tuple)
 def test_the_join_is_the_least_row_every_bound_broadcasts_to(
     rows: list[tuple[int, ...]],
 ) -> None:
-    joined = scheme_module._join_concrete(
-        [Row(tuple(Size(n) for n in r)) for r in rows]
-    )
+    joined = scheme_module.join_concrete([Row(tuple(Size(n) for n in r)) for r in rows])
     expected = brute_force_join(rows)
     if expected is None:
         assert joined is None
@@ -203,5 +202,5 @@ def test_the_oracle_catches_a_wrong_join(monkeypatch: pytest.MonkeyPatch) -> Non
     )
     expected = run(program, through_schemes=False)
     assert run(program, through_schemes=True) == expected
-    monkeypatch.setattr(scheme_module, "_join_concrete", lambda rows: rows[0])
+    monkeypatch.setattr(scheme_module, "join_concrete", lambda rows: rows[0])
     assert run(program, through_schemes=True) != expected

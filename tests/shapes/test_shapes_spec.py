@@ -128,7 +128,7 @@ def test_einsum_spec_named_row_variable_placeholder_and_fixed_index() -> None:
         ("ij;jk", 5, "expected '=>' before the result"),
         ("i=>j=>k", 4, "more than one '=>'"),
         ("i.j=>i", 1, "expected an axis label, got '.'"),
-        ("i...=>i", 1, "a row variable must come first in its row"),
+        ("i...j...=>i", 5, "a row has at most one row variable"),
         ("h,,d=>h", 2, "empty item in a row"),
         ("..x=>x", 0, "expected '...' or '..name..'"),
         ("i|j|k=>i", 3, "more than one '|'"),

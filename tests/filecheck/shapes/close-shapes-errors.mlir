@@ -103,3 +103,11 @@ tprog.func @late(%in: !tprog.tensor) -> !tprog.tensor {
 %1 = tprog.leaf "5"
 %2 = tprog.pointwise %0, %1
 // CHECK: pointwise 'tensor3' of tensor1, tensor2: output axes disagree: tensor2.output has size 5, which does not broadcast to size 3 of tensor3.output; only size 1 broadcasts
+
+// -----
+
+// A convolution that does not fit its input: 6 = 2 * (o - 1) + 3 has no solution.
+%x = tprog.leaf "6"
+%k = tprog.leaf "3"
+%y = tprog.einsum "2*o<+k; k => o" (%x, %k)
+// CHECK: einsum 'y' of x, k (spec '2*o<+k; k => o'): the axis '2*o<+k' cannot hold with k = 3, 2*o<+k = 6: no positive size of 'o' satisfies it (o = 5/2)

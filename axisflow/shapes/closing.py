@@ -1,0 +1,487 @@
+"""Closing: solving what Stage 1 left open (OCANNL's ``finish_inference``).
+
+OCANNL re-solves its constraints through numbered stages; each step here is
+the counterpart of one of them and is one function. Every step first *decides*
+(reads the state as the previous step left it), then *commits* all its
+decisions at once and solves their consequences at Stage 1. Committing a whole
+step in one pass is what makes closing independent of the order in which
+independent tensors were made: no decision of a step sees another decision of
+the same step (OCANNL commits every leaf of a stage to its bound in one pass,
+``test/einsum/test_closing_order.ml``). A step whose commits open new
+decisions of the same kind (a template minting a variable with a lower bound)
+runs again until it has nothing left.
+
+1. :func:`merge_single_neighbours` (OCANNL stage 2): two bare row variables
+   related by an inequality that are each other's only neighbour become one
+   (``row.ml``, ``solve_row_ineq``).
+2. :func:`close_terminal_rows_to_bounds` (stage 3): leaf rows with lower
+   bounds take their join; one without bounds of its own, those of the rows
+   it broadcasts to.
+3. :func:`close_totals` (stages 3-5): pending element totals put their
+   elements on their last open row or solve their one unknown dim.
+4. :func:`close_unbounded_terminal_rows` (stage 4): the other leaf rows get no
+   further axes, or the hidden-dimension error for a parameter.
+5. :func:`close_terminal_dims` (stages 4-5): leaf dims take their lower bound;
+   a parameter dim without one is the hidden-dimension error.
+6. :func:`close_pending_prefixes`: axes written before a row variable
+   whose rows are still open: the row variable gets no axes.
+7. :func:`close_remaining_rows` (stage 7): every other row variable gets no
+   further axes.
+8. :func:`close_remaining_dims` (stage 7): every other dim becomes 1, or what
+   a fixed index needs.
+9. :func:`check_totals`: every total holds.
+
+Dims have no single-neighbour step: a dim's lower bound propagates along its
+inequalities at Stage 1 (OCANNL keeps it on one side only), so equating two
+dims that are each other's only neighbour could not change any closed size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import NoReturn
+
+from axisflow.shapes.constraints import DeferredCount, Terminal, TotalElems
+from axisflow.shapes.solver import RowBounds, Solver
+from axisflow.shapes.terms import (
+    BROADCAST_UNIT,
+    EMPTY_ROW,
+    Dim,
+    DimVar,
+    Origin,
+    Row,
+    RowVar,
+    Size,
+    format_row,
+)
+
+CLOSING_ORIGIN = Origin("close", "the session")
+
+
+def close(solver: Solver, shape_rows: Iterable[Row]) -> None:
+    """Solve every remaining variable of ``solver`` (the steps of the module docstring).
+
+    ``shape_rows`` are the open rows of the shapes to solve; variables with
+    stored bounds are visited even if no row holds them.
+    """
+    norm_row = solver.norm_row
+    # Concrete leaf rows (the common case) have nothing left to decide.
+    terminals = [t for t in solver.terminals if not norm_row(t.row).is_concrete()]
+    merge_single_neighbours(solver)
+    close_terminal_rows_to_bounds(solver, terminals)
+    close_totals(solver)
+    # Safety to guess is read before any leaf row is closed (closing moves marks).
+    guessable = [_row_is_guessable(solver, t) for t in terminals]
+    close_unbounded_terminal_rows(solver, terminals, guessable)
+    close_terminal_dims(solver, terminals, guessable)
+    solver.trigger = None
+    rows = list(shape_rows)
+    close_pending_prefixes(solver)
+    close_remaining_rows(solver, rows)
+    close_remaining_dims(solver, rows)
+    check_totals(solver)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def join_bounds(solver: Solver, glbs: Sequence[tuple[Row, Origin]]) -> Row:
+    """The most general row every lower bound broadcasts to (OCANNL's join).
+
+    Shortest length (fewer axes broadcast to more); per axis the common size,
+    1 where sizes differ, a size over a variable; the tail of the shortest
+    bound, closed if any shortest bound is closed. Solving the variable
+    re-checks every bound, so a lossy join cannot go unnoticed.
+    """
+    rows = [solver.norm_row(glb) for glb, _ in glbs]
+    length = min(len(r.dims) for r in rows)
+    shortest = [r for r in rows if len(r.dims) == length]
+    tail = None if any(r.var is None for r in shortest) else shortest[0].var
+    dims: list[Dim] = []
+    for position in range(length):
+        column = [r.dims[len(r.dims) - length + position] for r in rows]
+        sizes = {d for d in column if type(d) is Size}
+        if len(sizes) > 1:
+            dims.append(BROADCAST_UNIT)
+        elif sizes:
+            dims.append(next(iter(sizes)))
+        else:
+            dims.append(column[0])
+    return Row(tuple(dims), tail)
+
+
+def _open_var(solver: Solver, row: Row) -> RowVar | None:
+    return solver.norm_row(row).var
+
+
+def _is_bare(solver: Solver, var: RowVar) -> RowVar | None:
+    """The representative of ``var`` if it is still a bare unsolved variable."""
+    row = solver.norm_row(Row((), var))
+    return row.var if not row.dims else None
+
+
+def _commit_rows(solver: Solver, decisions: list[tuple[RowVar, Row, Origin]]) -> None:
+    """Solve every decided row variable, then what follows from all of them."""
+    for var, value, origin in decisions:
+        current = solver.norm_row(Row((), var))
+        if current.dims or current.var != var:
+            continue  # a decision of this step already solved it
+        value = solver.norm_row(value)
+        solver.trigger = origin
+        solver.assign_row(var, value, origin, (Row((), var), value))
+    solver.run()
+
+
+def _commit_dims(solver: Solver, decisions: list[tuple[DimVar, Size, Origin]]) -> None:
+    for dim, size, origin in decisions:
+        if solver.find_dim(dim) != dim:
+            continue
+        solver.trigger = origin
+        solver.assign_dim(dim, size, origin)
+    solver.run()
+
+
+def _row_is_guessable(solver: Solver, terminal: Terminal) -> bool:
+    var = _open_var(solver, terminal.row)
+    return var is not None and solver.safe_to_guess(var)
+
+
+def _hidden_dimension(solver: Solver, terminal: Terminal, what: str) -> NoReturn:
+    kind = terminal.origin.lhs.kind if terminal.origin.lhs is not None else "some"
+    solver.trigger = terminal.origin
+    solver.fail(
+        f"You forgot to specify the hidden dimension(s) of parameter "
+        f"'{terminal.origin.tensor}': {what} of its {kind} axes "
+        f"{format_row(solver.norm_row(terminal.row))} cannot be inferred; give "
+        f"them in its spec",
+        terminal.origin,
+        lead=False,
+    )
+
+
+# ------------------------------------------------------------------ steps
+
+
+def merge_single_neighbours(solver: Solver) -> None:
+    """Equate ``res ⊑ opnd`` when the two bare row variables are each other's only neighbour.
+
+    OCANNL (``row.ml``, ``solve_row_ineq``, from stage 2 on) turns such an
+    inequality into an equality: nothing else can tell the two apart, and
+    the equality lets a bound on one (a bias's width) decide the other (the
+    output of the weight it is added to). A merge can make two neighbours of
+    a third variable one, so merged variables are looked at again.
+    """
+    pending = sorted(solver.row_bounds)
+    while pending:
+        var_id = pending.pop()
+        bounds = solver.row_bounds.get(var_id)
+        if bounds is None:
+            continue
+        var = RowVar(var_id)
+        above = _bare_neighbours(solver, var, bounds, "opnd", limit=2)
+        if len(above) != 1:
+            continue
+        ((opnd, origin),) = above.items()
+        opnd_bounds = solver.row_bounds.get(opnd.id)
+        if opnd_bounds is None:
+            continue
+        below = _bare_neighbours(solver, opnd, opnd_bounds, "res", limit=2)
+        if list(below) != [var]:
+            continue
+        solver.trigger = origin
+        solver.push_row_eq(Row((), var), Row((), opnd), origin)
+        solver.run()
+        merged = _is_bare(solver, var)
+        if merged is not None:
+            pending.append(merged.id)
+            merged_bounds = solver.row_bounds.get(merged.id)
+            if merged_bounds is not None:
+                for field in ("res", "opnd"):
+                    pending.extend(
+                        v.id
+                        for v in _bare_neighbours(solver, merged, merged_bounds, field)
+                    )
+    solver.trigger = None
+
+
+def _bare_neighbours(
+    solver: Solver, var: RowVar, bounds: RowBounds, field: str, limit: int = 0
+) -> dict[RowVar, Origin]:
+    """The distinct bare variables ``var`` is related to on one side.
+
+    ``limit``: stop once that many are found (0: all). The entries read are
+    compacted on the trail: an entry for a variable solved since, merged into
+    ``var`` itself or repeating another is dropped, so repeated reads of a
+    variable's relations (a chain of merges piles them up on one variable)
+    cost what they find, not what was ever stored.
+    """
+    entries = getattr(bounds, field)
+    found: dict[RowVar, Origin] = {}
+    scanned = 0
+    for other, origin in entries:
+        scanned += 1
+        rep = _is_bare(solver, other)
+        if rep is not None and rep != var and rep not in found:
+            found[rep] = origin
+            if limit and len(found) == limit:
+                break
+    if scanned != len(found):
+        kept = [(rep, origin) for rep, origin in found.items()]
+        solver.trail.set_attr(bounds, field, kept + list(entries[scanned:]))
+    return found
+
+
+def close_terminal_rows_to_bounds(
+    solver: Solver, terminals: Sequence[Terminal]
+) -> None:
+    """Leaf rows with lower bounds take their join, all of a round at once."""
+    while True:
+        decisions: list[tuple[RowVar, Row, Origin]] = []
+        seen: set[RowVar] = set()
+        for terminal in terminals:
+            var = _open_var(solver, terminal.row)
+            if var is None or var in seen:
+                continue
+            bounds = solver.row_bounds.get(var.id)
+            if bounds is None:
+                continue
+            glbs = bounds.glbs or _bounds_through_results(solver, var, bounds)
+            if glbs:
+                seen.add(var)
+                decisions.append((var, join_bounds(solver, glbs), terminal.origin))
+        if not decisions:
+            return
+        _commit_rows(solver, decisions)
+
+
+def _bounds_through_results(
+    solver: Solver, var: RowVar, bounds: RowBounds
+) -> list[tuple[Row, Origin]]:
+    """The lower bounds of the rows ``var`` broadcasts to, when it has none itself.
+
+    Broadcasting is transitive: if ``r ⊑ var`` and ``g ⊑ r`` then ``g ⊑ var``.
+    With one such ``r`` this is what the single-neighbour merge gives; a
+    layer applied at several call sites in one closing has one ``r`` per
+    site, and its weight takes the join of their bounds (a deliberate
+    extension, docs/shapes.md section 8: OCANNL closes once per call site).
+    Every such ``r`` must have bounds, or the row is left to the next step.
+    """
+    found: list[tuple[Row, Origin]] = []
+    for res in _bare_neighbours(solver, var, bounds, "res"):
+        res_bounds = solver.row_bounds.get(res.id)
+        if res_bounds is None or not res_bounds.glbs:
+            return []
+        found.extend(res_bounds.glbs)
+    return found
+
+
+def _resolve_deferred(solver: Solver) -> None:
+    for total_id, total in list(solver.totals.items()):
+        count = total.count
+        if not isinstance(count, DeferredCount):
+            continue
+        try:
+            value = count.resolve()
+        except Exception as error:  # the user's callback failed
+            solver.fail(
+                f"the element count {count} could not be resolved: {error}",
+                total.origin,
+            )
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            solver.fail(
+                f"the element count {count} resolved to {value!r}, not a positive "
+                f"integer",
+                total.origin,
+            )
+        solver.trail.set_item(
+            solver.totals, total_id, TotalElems(total.rows, value, total.origin)
+        )
+
+
+def _close_empty(solver: Solver, var: RowVar, origin: Origin) -> None:
+    _commit_rows(solver, [(var, EMPTY_ROW, origin)])
+
+
+def close_totals(solver: Solver) -> None:
+    """Deferred counts are resolved; each total puts its elements on its last open row.
+
+    The other open rows close to no axes (OCANNL gives a total's elements to
+    the output-kind row variable); a total with one unknown dim solves it at
+    Stage 1 already.
+    """
+    _resolve_deferred(solver)
+    norm_row = solver.norm_row
+    for total_id in sorted(solver.totals):
+        total = solver.totals.get(total_id)
+        if total is None:
+            continue
+        solver.trigger = total.origin
+        count = total.count
+        assert isinstance(count, int)
+        open_vars = [
+            var for var in (norm_row(r).var for r in total.rows) if var is not None
+        ]
+        for var in open_vars[:-1]:
+            if norm_row(Row((), var)).var == var:
+                _close_empty(solver, var, total.origin)
+        last = norm_row(Row((), open_vars[-1])).var if open_vars else None
+        if last is not None:
+            product = 1
+            unknown = 0
+            for row in total.rows:
+                for d in norm_row(row).dims:
+                    if type(d) is Size:
+                        product *= d.n
+                    else:
+                        unknown += 1
+            if unknown or count % product:
+                _close_empty(solver, last, total.origin)
+            else:
+                quotient = count // product
+                value = Row((Size(quotient),)) if quotient != 1 else EMPTY_ROW
+                _commit_rows(solver, [(last, value, total.origin)])
+        solver.push_total_check(total_id)
+        solver.run()
+    solver.trigger = None
+
+
+def close_unbounded_terminal_rows(
+    solver: Solver, terminals: Sequence[Terminal], guessable: Sequence[bool]
+) -> None:
+    """Leaf rows still open get no further axes; a parameter row must be safe to guess.
+
+    Rows that got lower bounds from the totals take them first. The check
+    reads every leaf row before any of them is closed, so whether a
+    parameter is the hidden-dimension error does not depend on the order of
+    the leaves.
+    """
+    close_terminal_rows_to_bounds(solver, terminals)
+    decisions: list[tuple[RowVar, Row, Origin]] = []
+    for terminal, safe in zip(terminals, guessable, strict=True):
+        var = _open_var(solver, terminal.row)
+        if var is None:
+            continue
+        if terminal.is_param and not safe:
+            _hidden_dimension(solver, terminal, "the number")
+        decisions.append((var, EMPTY_ROW, terminal.origin))
+    _commit_rows(solver, decisions)
+    solver.trigger = None
+
+
+def close_terminal_dims(
+    solver: Solver, terminals: Sequence[Terminal], guessable: Sequence[bool]
+) -> None:
+    """Leaf dims take their lower bound; a parameter dim without one is an error.
+
+    Unless the parameter's row variable was safe to guess (then the dim
+    falls to the remaining-dims step).
+    """
+    while True:
+        decisions: list[tuple[DimVar, Size, Origin]] = []
+        seen: set[DimVar] = set()
+        for terminal in terminals:
+            for dim in solver.norm_row(terminal.row).dims:
+                dim = solver.find_dim(dim)
+                if type(dim) is not DimVar or dim in seen:
+                    continue
+                bounds = solver.dim_bounds.get(dim.id)
+                if bounds is not None and bounds.glb is not None:
+                    seen.add(dim)
+                    decisions.append((dim, bounds.glb, terminal.origin))
+        if not decisions:
+            break
+        _commit_dims(solver, decisions)
+    for terminal, safe in zip(terminals, guessable, strict=True):
+        if not terminal.is_param or safe:
+            continue
+        for dim in solver.norm_row(terminal.row).dims:
+            if type(solver.find_dim(dim)) is DimVar:
+                _hidden_dimension(solver, terminal, "the size of one")
+    solver.trigger = None
+
+
+def close_pending_prefixes(solver: Solver) -> None:
+    """Axes written before a row variable whose rows are both still open:
+    the row variable gets no axes (the least the spec allows), which fixes
+    the row to exactly the written axes."""
+    while solver.prefixes:
+        decisions: list[tuple[RowVar, Row, Origin]] = []
+        for prefix in list(solver.prefixes.values()):
+            var = solver.norm_row(prefix.rest).var
+            if var is not None:
+                decisions.append((var, EMPTY_ROW, prefix.origin))
+        if not decisions:
+            return
+        _commit_rows(solver, decisions)
+
+
+def close_remaining_rows(solver: Solver, rows: Sequence[Row]) -> None:
+    """Every other row variable gets no further axes.
+
+    A deliberate difference (docs/shapes.md): OCANNL's ``process_shape_row``
+    (stage 6) gives such a row the bound its results put on it; here it
+    keeps NumPy's broadcast of its operands, as forward evaluation does.
+    """
+    while True:
+        decisions: list[tuple[RowVar, Row, Origin]] = []
+        seen: set[RowVar] = set()
+        candidates = [_open_var(solver, row) for row in rows]
+        candidates.extend(RowVar(var_id) for var_id in solver.row_bounds)
+        for var in candidates:
+            if var is None:
+                continue
+            rep = _is_bare(solver, var)
+            if rep is None:
+                rep = _open_var(solver, Row((), var))
+                if rep is None:
+                    continue
+            if rep in seen:
+                continue
+            seen.add(rep)
+            decisions.append((rep, EMPTY_ROW, CLOSING_ORIGIN))
+        if not decisions:
+            return
+        _commit_rows(solver, decisions)
+
+
+def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
+    """Every other dim becomes 1, or what a fixed index needs.
+
+    A deliberate difference like :func:`close_remaining_rows`: OCANNL's
+    ``eliminate_dim_entry`` (stage 6) gives it its lower bound.
+    """
+    while True:
+        # A dim an affine or concatenated axis still waits on is left to that
+        # equation when other dims are decided: guessing them may solve it.
+        waiting = {
+            found
+            for linear in solver.linears.values()
+            for _, dim in linear.terms
+            if type(found := solver.find_dim(dim)) is DimVar
+        }
+        decisions: list[tuple[DimVar, Size, Origin]] = []
+        deferred: list[tuple[DimVar, Size, Origin]] = []
+        seen: set[DimVar] = set()
+        candidates: list[Dim] = [d for row in rows for d in solver.norm_row(row).dims]
+        candidates.extend(DimVar(var_id) for var_id in solver.dim_bounds)
+        for dim in candidates:
+            dim = solver.find_dim(dim)
+            if type(dim) is not DimVar or dim in seen:
+                continue
+            seen.add(dim)
+            bounds = solver.dim_bounds.get(dim.id)
+            size = Size(1) if bounds is None else Size(bounds.at_least)
+            (deferred if dim in waiting else decisions).append(
+                (dim, size, CLOSING_ORIGIN)
+            )
+        if not decisions and not deferred:
+            return
+        # Only when nothing else is left is a waiting dim guessed, one at a time.
+        _commit_dims(solver, decisions or deferred[:1])
+
+
+def check_totals(solver: Solver) -> None:
+    """Every total holds (all of their dims are known now)."""
+    for total_id in list(solver.totals):
+        solver.push_total_check(total_id)
+        solver.run()

@@ -1,0 +1,293 @@
+"""The operations of a session (OCANNL's ``shape.ml``): constraints per operation.
+
+Each operation checks its input (a malformed call writes nothing), builds its
+constraints and hands them to the session, which solves them at Stage 1:
+
+* ``pointwise``: ``C_k ⊑ X_k`` for every operand and kind;
+* ``compose``: ``A_input ⊑ B_output`` and the result's rows from both;
+* ``transpose``: input and output swap;
+* ``einsum``: each tensor's rows equal the spec's rows
+  (:func:`~axisflow.shapes.spec.einsum_rows`), with the spec's pending
+  equations;
+* ``leaf``, ``param``, ``fresh``: a tensor's rows from its spec, terminal.
+
+:class:`Operations` is mixed into :class:`~axisflow.shapes.session.Session`;
+what it needs of the session is declared here and defined there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from axisflow.gc_pause import collector_paused
+from axisflow.shapes.constraints import (
+    CaptureBind,
+    Constraint,
+    DimAtLeast,
+    DimLinear,
+    Mark,
+    PolicyMark,
+    RowEq,
+    RowIneq,
+    RowPrefix,
+    Terminal,
+)
+from axisflow.shapes.refs import DimRef
+from axisflow.shapes.spec import (
+    einsum_rows,
+    item_text,
+    parse_einsum_spec,
+    parse_shape_spec,
+    unpadded_convolution,
+)
+from axisflow.shapes.tensors import Role, Shape, Tensor
+from axisflow.shapes.terms import (
+    KINDS,
+    DimVar,
+    Kind,
+    Origin,
+    Row,
+    RowVar,
+    Side,
+)
+
+SPEC_SIDES = {kind: Side("its spec", kind) for kind in KINDS}
+
+
+class Operations:
+    """The tensor-making operations of a session."""
+
+    # ---------------------------------------- provided by the session
+
+    def _add(self, constraint: Constraint) -> None:
+        raise NotImplementedError
+
+    def _origin(
+        self, operation: str, tensor: str, operands: Sequence[Tensor] = (), **kw: Any
+    ) -> Origin:
+        raise NotImplementedError
+
+    def _fail_input(self, message: str) -> NoReturn:
+        raise NotImplementedError
+
+    def _check_text(self, operation: str, what: str, value: object) -> None:
+        raise NotImplementedError
+
+    def _check_operands(
+        self, operation: str, name: str, operands: Sequence[Any]
+    ) -> None:
+        raise NotImplementedError
+
+    def _new_shape(self, name: str) -> Shape:
+        raise NotImplementedError
+
+    def fresh_dim_var(self) -> DimVar:
+        """A fresh dim variable of the session."""
+        raise NotImplementedError
+
+    def fresh_row_var(self) -> RowVar:
+        """A fresh row variable of the session."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------- the operations
+
+    def _terminal(
+        self, name: str, spec: str | None, role: Role, site: object
+    ) -> Tensor:
+        is_param = role == "param"
+        self._check_text(role, "name", name)
+        if spec is not None:
+            self._check_text(f"{role} '{name}'", "spec", spec)
+        parsed = parse_shape_spec(spec) if spec is not None else None
+        origin = self._origin(
+            role, name, detail=None if spec is None else f"spec {spec!r}", site=site
+        )
+        shape = self._new_shape(name)
+        for kind in KINDS:
+            row = shape.row(kind)
+            if parsed is not None:
+                row_spec = parsed.row(kind)
+                spec_row = Row(
+                    row_spec.sizes, self.fresh_row_var() if row_spec.is_open else None
+                )
+                self._add(
+                    RowEq(
+                        row,
+                        spec_row,
+                        origin.with_sides(shape.side(kind), SPEC_SIDES[kind]),
+                    )
+                )
+            self._add(
+                Terminal(row, is_param, origin.with_sides(shape.side(kind), None))
+            )
+        return Tensor(name, shape, role, origin)
+
+    @collector_paused
+    def leaf(
+        self, name: str, spec: str | None = None, *, site: object = None
+    ) -> Tensor:
+        """A data tensor (terminal, not a parameter); ``spec=None`` leaves all rows open."""
+        return self._terminal(name, spec, "leaf", site)
+
+    @collector_paused
+    def param(
+        self, name: str, spec: str | None = None, *, site: object = None
+    ) -> Tensor:
+        """A parameter: unspecified dims are inferred; an uninferable one is an error at closing."""
+        return self._terminal(name, spec, "param", site)
+
+    @collector_paused
+    def fresh(self, name: str, *, site: object = None) -> Tensor:
+        """A tensor with all three rows open and no constraint (tracers, placeholders)."""
+        self._check_text("fresh", "name", name)
+        origin = self._origin("fresh", name, site=site)
+        return Tensor(name, self._new_shape(name), "fresh", origin)
+
+    # ------------------------------------------------------------- operations
+
+    @collector_paused
+    def pointwise(self, name: str, *operands: Tensor, site: object = None) -> Tensor:
+        """An elementwise operation: every row of the result broadcasts from each operand's."""
+        if not operands:
+            self._fail_input(f"pointwise '{name}' needs at least one operand")
+        self._check_operands("pointwise", name, operands)
+        origin = self._origin("pointwise", name, operands, site=site)
+        result = self._new_shape(name)
+        for shape in (result, *(t.shape for t in operands)):
+            self._add(
+                PolicyMark(
+                    shape.input,
+                    Mark.USED_IN_POINTWISE,
+                    origin,  # a mark cannot fail: no sides to name
+                )
+            )
+        for kind in KINDS:
+            for operand in operands:
+                self._ineq(origin, result, kind, operand.shape, kind)
+        return Tensor(name, result, "result", origin)
+
+    def _ineq(
+        self, origin: Origin, res: Shape, res_kind: Kind, opnd: Shape, opnd_kind: Kind
+    ) -> None:
+        """``res.res_kind ⊑ opnd.opnd_kind`` with the sides named in the origin."""
+        self._add(
+            RowIneq(
+                res.row(res_kind),
+                opnd.row(opnd_kind),
+                origin.with_sides(res.side(res_kind), opnd.side(opnd_kind)),
+            )
+        )
+
+    @collector_paused
+    def compose(
+        self, name: str, a: Tensor, b: Tensor, *, site: object = None
+    ) -> Tensor:
+        """``a * b``, matrix-style: ``a``'s input axes contract with ``b``'s output axes."""
+        self._check_operands("compose", name, (a, b))
+        origin = self._origin("compose", name, (a, b), site=site)
+        result = self._new_shape(name)
+        self._add(
+            PolicyMark(
+                a.shape.input,
+                Mark.USED_IN_SPEC_OR_COMPOSE,
+                origin,
+            )
+        )
+        self._ineq(origin, a.shape, Kind.INPUT, b.shape, Kind.OUTPUT)
+        self._ineq(origin, result, Kind.BATCH, a.shape, Kind.BATCH)
+        self._ineq(origin, result, Kind.BATCH, b.shape, Kind.BATCH)
+        self._ineq(origin, result, Kind.INPUT, b.shape, Kind.INPUT)
+        self._ineq(origin, result, Kind.OUTPUT, a.shape, Kind.OUTPUT)
+        return Tensor(name, result, "result", origin)
+
+    @collector_paused
+    def transpose(self, name: str, a: Tensor, *, site: object = None) -> Tensor:
+        """Swap the input and output rows of ``a``."""
+        self._check_operands("transpose", name, (a,))
+        origin = self._origin("transpose", name, (a,), site=site)
+        result = self._new_shape(name)
+        self._ineq(origin, result, Kind.BATCH, a.shape, Kind.BATCH)
+        self._ineq(origin, result, Kind.INPUT, a.shape, Kind.OUTPUT)
+        self._ineq(origin, result, Kind.OUTPUT, a.shape, Kind.INPUT)
+        return Tensor(name, result, "result", origin)
+
+    @collector_paused
+    def einsum(
+        self,
+        name: str,
+        spec: str,
+        *operands: Tensor,
+        capture_dims: Sequence[DimRef] = (),
+        site: object = None,
+    ) -> Tensor:
+        """Generalized einsum: each tensor's rows equal the spec's rows.
+
+        Spec labels become fresh dim variables, ``...`` a fresh row variable
+        per kind, ``..name..`` a fresh row variable per name. Each capture
+        reference is bound to the variable of its label.
+        """
+        self._check_text("einsum", "name", name)
+        self._check_text(f"einsum '{name}'", "spec", spec)
+        parsed = parse_einsum_spec(spec)
+        if len(parsed.operands) != len(operands):
+            self._fail_input(
+                f"einsum '{name}': spec {spec!r} has {len(parsed.operands)} operand(s) "
+                f"but {len(operands)} were given"
+            )
+        self._check_operands("einsum", name, operands)
+        labels_in_spec = parsed.labels()
+        for ref in capture_dims:
+            if not isinstance(ref, DimRef) or ref._session is not self:
+                self._fail_input(
+                    f"einsum '{name}': capture_dims must hold this session's dim_ref()s, "
+                    f"got {ref!r}"
+                )
+            if ref.label not in labels_in_spec:
+                self._fail_input(
+                    f"einsum '{name}': capture reference '{ref.label}' names no label of "
+                    f"spec {spec!r}"
+                )
+        unpadded = unpadded_convolution(parsed)
+        if unpadded is not None:
+            self._fail_input(
+                f"einsum '{name}': spec {spec!r}: use_padding must be specified in "
+                f"convolution spec (use = for true, < for false): "
+                f"'{item_text(unpadded)}'"
+            )
+        origin = self._origin(
+            "einsum", name, operands, detail=f"spec {spec!r}", site=site
+        )
+        result = self._new_shape(name)
+        rows = einsum_rows(parsed, self.fresh_dim_var, self.fresh_row_var)
+        spec_side = f"spec {spec!r}"
+        for var in rows.row_vars:
+            self._add(PolicyMark(Row((), var), Mark.USED_IN_SPEC_OR_COMPOSE, origin))
+        for var, n in rows.at_least:
+            self._add(DimAtLeast(var, n, origin))
+        for front, beg, rest in rows.prefixes:
+            self._add(
+                RowPrefix(
+                    Row((), front),
+                    beg,
+                    Row((), rest),
+                    origin.with_sides(Side(spec_side), Side(spec_side)),
+                )
+            )
+        for terms, const, names, text in rows.linears:
+            self._add(DimLinear(terms, const, names, text, origin))
+        tensors = (*(operand.shape for operand in operands), result)
+        for shape, spec_rows in zip(
+            tensors, (*rows.operands, rows.result), strict=True
+        ):
+            for kind, spec_row in zip(KINDS, spec_rows, strict=True):
+                self._add(
+                    RowEq(
+                        shape.row(kind),
+                        spec_row,
+                        origin.with_sides(shape.side(kind), Side(spec_side, kind)),
+                    )
+                )
+        for ref in capture_dims:
+            self._add(CaptureBind(ref, rows.labels[ref.label], origin))
+        return Tensor(name, result, "result", origin)

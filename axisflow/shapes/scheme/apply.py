@@ -1,0 +1,483 @@
+"""Applying a scheme: :func:`instantiate`, :func:`check`, :func:`stale`.
+
+An application renames the scheme's variables, relates its boundary rows to
+the call's shapes and writes its compiled facts; presolved internal rows
+(:mod:`.presolve`) cost nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from axisflow.gc_pause import collector_paused
+from axisflow.shapes.constraints import (
+    CaptureBind,
+    DimAtLeast,
+    DimEq,
+    DimIneq,
+    PolicyMark,
+    RowEq,
+    RowIneq,
+    Terminal,
+    TotalElems,
+)
+from axisflow.shapes.errors import ShapeError
+from axisflow.shapes.scheme.data import (
+    AT_LEAST,
+    DIM_INEQ,
+    ROW_INEQ,
+    TERMINAL,
+    CaptureInput,
+    Sabotage,
+    ShapeLike,
+    fail,
+    sabotage_set,
+    shapes_of,
+)
+from axisflow.shapes.scheme.model import (
+    Application,
+    Scheme,
+)
+from axisflow.shapes.scheme.presolve import (
+    presolve_plan,
+    presolved,
+)
+from axisflow.shapes.session import Session
+from axisflow.shapes.tensors import Shape
+from axisflow.shapes.terms import (
+    KINDS,
+    Dim,
+    DimVar,
+    Kind,
+    Origin,
+    Row,
+    RowVar,
+    Side,
+)
+
+
+def stale(sc: Scheme) -> bool:
+    """Whether :func:`instantiate` would refuse the scheme for a closing since its trace.
+
+    That is the case when the session was closed after the trace and the
+    scheme depends on open state no anchored shape holds (a loose variable).
+    Trace it again.
+    """
+    if not isinstance(sc, Scheme):
+        raise ShapeError(f"stale needs a Scheme, got {sc!r}")
+    return sc.session.closings != sc.closings and bool(sc.loose)
+
+
+def _check_application(
+    sc: Scheme,
+    application: object,
+    args: object,
+    results: object,
+    *,
+    with_results: bool,
+) -> tuple[str, tuple[Shape, ...], tuple[Shape, ...]]:
+    """Every refusal that comes before writing anything (``check`` has no results)."""
+    if not isinstance(sc, Scheme):
+        raise ShapeError(f"applying a shape scheme: expected a Scheme, got {sc!r}")
+    if not isinstance(application, str):
+        raise ShapeError(
+            f"applying the shape scheme {sc.label}: the application must be a "
+            f"string, got {application!r}"
+        )
+    prefix = f"applying the shape scheme {sc.label} to {application}: "
+    session = sc.session
+    arg_shapes = shapes_of(args, session, "argument", prefix)
+    result_shapes = (
+        shapes_of(results, session, "result", prefix) if with_results else ()
+    )
+    if len(arg_shapes) != sc.arity:
+        fail(
+            prefix,
+            f"the scheme takes {sc.arity} argument(s) but {len(arg_shapes)} were given",
+        )
+    if with_results and len(result_shapes) != sc.num_results:
+        fail(
+            prefix,
+            f"the scheme has {sc.num_results} result(s) but {len(result_shapes)} "
+            f"were given",
+        )
+    for anchor in sc.anchors:
+        if anchor.shape.discarded:
+            fail(
+                prefix,
+                f"the anchored shape '{anchor.shape.name}' was discarded by a rewind; "
+                f"trace the function again",
+            )
+    for capture in sc.captures:
+        if capture.ref.discarded:
+            fail(
+                prefix,
+                f"the capture reference '{capture.ref.label}' was discarded by a "
+                f"rewind; trace the function again",
+            )
+    if stale(sc):
+        names = ", ".join(repr(item.old) for item in sc.loose)
+        fail(
+            prefix,
+            f"the scheme is stale: the session was closed since the trace and the "
+            f"scheme depends on open state no anchored shape holds ({names}); trace "
+            f"the function again",
+        )
+    return prefix, arg_shapes, result_shapes
+
+
+class _Stamp:
+    """Origins of one application: the scheme, the application and the site.
+
+    Origins of the trace name the tracers; an application's name the actual
+    arguments instead (``names``), as re-running the body would. The scheme's
+    own origins are stamped once per application (on first use, in the order of
+    ``Scheme._origins``).
+    """
+
+    def __init__(
+        self, sc: Scheme, application: str, site: object, names: dict[str, str]
+    ) -> None:
+        self.label = sc.label
+        self.application = application
+        self.site = site
+        self.names = names
+        self._index = sc._origin_index
+        self._origins = sc._origins
+        # Stamped on first use: a presolved application uses few of them.
+        self._table: list[Origin | None] = [None] * len(sc._origins)
+
+    def _side(self, side: Side | None) -> Side | None:
+        if side is None or side.tensor not in self.names:
+            return side
+        return Side(self.names[side.tensor], side.kind)
+
+    def _stamp(self, origin: Origin) -> Origin:
+        inner = origin.application
+        operands = origin.operands
+        lhs, rhs = origin.lhs, origin.rhs
+        if self.names:
+            operands = tuple([self.names.get(name, name) for name in operands])
+            lhs, rhs = self._side(lhs), self._side(rhs)
+        return Origin(
+            origin.operation,
+            origin.tensor,
+            operands,
+            lhs,
+            rhs,
+            origin.detail,
+            self.label,
+            self.application if inner is None else f"{self.application} > {inner}",
+            origin.site if self.site is None else self.site,
+        )
+
+    def __call__(self, origin: Origin) -> Origin:
+        """The application's origin for one of the scheme's origins."""
+        index = self._index.get(id(origin))
+        return self.at(index) if index is not None else self._stamp(origin)
+
+    def at(self, index: int) -> Origin:
+        """The application's origin for the scheme's origin number ``index``."""
+        stamped = self._table[index]
+        if stamped is None:
+            stamped = self._table[index] = self._stamp(self._origins[index])
+        return stamped
+
+    def new(
+        self,
+        operation: str,
+        tensor: str,
+        operands: tuple[str, ...] = (),
+        lhs: Side | None = None,
+        rhs: Side | None = None,
+        detail: str | None = None,
+    ) -> Origin:
+        return Origin(
+            operation,
+            tensor,
+            operands,
+            lhs,
+            rhs,
+            detail,
+            self.label,
+            self.application,
+            self.site,
+        )
+
+
+def _renamer(
+    dims: dict[DimVar, DimVar], rows: dict[RowVar, RowVar], solved: dict[RowVar, Row]
+) -> Callable[[Row], Row]:
+    """Rename a scheme row for one application (presolved variables by their value)."""
+
+    def row(r: Row) -> Row:
+        var = r.var
+        r_dims = r.dims
+        if r_dims and dims:
+            r_dims = tuple(
+                [dims.get(d, d) if type(d) is DimVar else d for d in r_dims]  # type: ignore[call-overload]
+            )
+        if var is None:
+            return r if r_dims is r.dims else Row(r_dims)
+        value = solved.get(var)
+        if value is not None:
+            return Row(value.dims + r_dims) if r_dims else value
+        new_var = rows.get(var, var)
+        return r if new_var is var and r_dims is r.dims else Row(r_dims, new_var)
+
+    return row
+
+
+def _boundary_origin(
+    stamp: _Stamp, what: str, index: int, traced: str, shape: Shape, kind: Kind
+) -> Origin:
+    return stamp.new(
+        what,
+        traced,
+        (shape.name,),
+        Side(traced, kind),
+        Side(shape.name, kind),
+        f"{what} {index}",
+    )
+
+
+def _apply(
+    sc: Scheme,
+    prefix: str,
+    application: str,
+    args: tuple[Shape, ...],
+    results: tuple[Shape, ...] | None,
+    sabotages: frozenset[Sabotage],
+    site: object,
+    *,
+    checking: bool,
+) -> tuple[Shape, ...]:
+    """Write one application of the scheme (see :func:`instantiate`)."""
+    session = sc.session
+    solver = session.solver
+    trail = session.trail
+    # Outside rewind windows (check and nested traces log every constraint
+    # they add) and with no sabotage, solve the internal-only rows outright.
+    pre = presolve_plan(sc)
+    solved: dict[RowVar, Row] = (
+        presolved(sc, pre, args, results or (), solver.norm_row)
+        if pre is not None and not sabotages and not trail.depth
+        else {}
+    )
+    if Sabotage.NO_GENERALIZATION in sabotages:
+        dims: dict[DimVar, DimVar] = {}
+        rows: dict[RowVar, RowVar] = {}
+    else:
+        mint = session.fresh_dim_var
+        dims = {v: mint() for v in sc._dims}  # type: ignore[misc]
+        mint_row = session.fresh_row_var
+        rows = {v: mint_row() for v in sc._rows if v not in solved}  # type: ignore[misc]
+
+    row = _renamer(dims, rows, solved)
+
+    def dim(d: Dim) -> Dim:
+        return dims.get(d, d) if type(d) is DimVar else d  # type: ignore[call-overload]
+
+    names = {
+        traced: shape.name
+        for traced, shape in zip(sc.arg_names, args, strict=True)
+        if traced != shape.name
+    }
+    stamp = _Stamp(sc, application, site, names)
+    boundary = (*args, *(results or ()))
+    internal: tuple[Shape, ...] = ()
+    if not checking:
+        register = Sabotage.NO_INTERNAL_ROWS not in sabotages
+        new_shape = session.new_shape
+        internal = tuple(
+            new_shape(
+                item.name,
+                row(item.rows[0]),
+                row(item.rows[1]),
+                row(item.rows[2]),
+                sides=sides,
+                register=register,
+            )
+            for item, sides in zip(sc.internal, sc._internal_sides, strict=True)
+        )
+        # Register before solving: a contradiction leaves them registered,
+        # with the session tainted, as a failed construction would.
+        for shape in boundary:
+            session.register_shape(shape)
+    for shape in boundary:
+        session.note_use(shape)
+    add = session.add
+    try:
+        # Template depths first: they bound the axes later templates may add.
+        row_gen = solver.row_gen
+        for var, gen in sc.gens:
+            if var in solved:
+                continue
+            new = rows.get(var, var)
+            if row_gen.get(new.id, 0) < gen:
+                trail.set_item(row_gen, new.id, gen)
+        # The boundary equalities first, as running the body on the arguments would.
+        for index, (terms, shape) in enumerate(zip(sc.args, args, strict=True)):
+            traced = sc.arg_names[index]
+            for kind, term in zip(KINDS, terms, strict=True):
+                origin = _boundary_origin(stamp, "argument", index, traced, shape, kind)
+                add(RowEq(row(term), shape.row(kind), origin))
+        for index, (terms, shape) in enumerate(
+            zip(sc.results, results or (), strict=False)
+        ):
+            traced = sc.result_names[index]
+            for kind, term in zip(KINDS, terms, strict=True):
+                origin = _boundary_origin(stamp, "result", index, traced, shape, kind)
+                add(RowEq(row(term), shape.row(kind), origin))
+        if Sabotage.SEVER_SHARED not in sabotages:
+            norm_row = solver.norm_row
+            for anchor, concrete in zip(sc.anchors, sc._anchor_concrete, strict=True):
+                shape = anchor.shape
+                session.note_use(shape)
+                for kind, term, is_concrete in zip(
+                    KINDS, anchor.rows, concrete, strict=True
+                ):
+                    current = shape.row(kind)
+                    if is_concrete and norm_row(current) == term:
+                        continue  # already holds: the equality would add nothing
+                    origin = stamp.new(
+                        "anchor",
+                        shape.name,
+                        (),
+                        Side(f"{shape.name} as traced", kind),
+                        Side(shape.name, kind),
+                        "a pre-existing shape",
+                    )
+                    add(RowEq(row(term), current, origin))
+            for item in sc.loose:
+                origin = stamp.new("fixed variable", repr(item.old))
+                if type(item.old) is DimVar:
+                    add(DimEq(dim(item.term), item.old, origin))  # type: ignore[arg-type]
+                else:
+                    add(RowEq(row(item.term), Row((), item.old), origin))  # type: ignore[arg-type]
+        origin_at_index = stamp.at
+        skipped = pre.skipped if solved and pre is not None else None
+        for at, (code, first, second, origin_at) in enumerate(sc._plan):
+            if skipped is not None:
+                presolved_var = skipped[at]
+                if presolved_var is not None and presolved_var in solved:
+                    continue  # holds: the presolved value is the join of its bounds
+            origin = origin_at_index(origin_at)
+            if code == ROW_INEQ:
+                add(RowIneq(row(first), row(second), origin))  # type: ignore[arg-type]
+            elif code == DIM_INEQ:
+                add(DimIneq(dim(first), dim(second), origin))  # type: ignore[arg-type]
+            elif code == TERMINAL:
+                add(Terminal(row(first), second, origin))  # type: ignore[arg-type]
+            elif code == AT_LEAST:
+                add(DimAtLeast(dim(first), second, origin))  # type: ignore[arg-type]
+            else:
+                renamed = tuple(row(r) for r in first)  # type: ignore[union-attr]
+                add(TotalElems(renamed, second, origin))  # type: ignore[arg-type]
+        if Sabotage.NO_MARKS not in sabotages or checking:
+            mark_origin = stamp.new("policy mark", sc.label)
+            for var, mark in sc.marks:
+                if var in solved:
+                    continue  # a closed row takes no marks
+                add(PolicyMark(Row((), rows.get(var, var)), mark, mark_origin))
+        if Sabotage.NO_REF_INPUTS not in sabotages:
+            for capture in sc.captures:
+                _capture(session, capture, dim(capture.dim), stamp, checking)
+    except ShapeError as error:
+        raise ShapeError(prefix + error.message, error.origins) from error
+    return internal
+
+
+def _capture(
+    session: Session, capture: CaptureInput, term: Dim, stamp: _Stamp, checking: bool
+) -> None:
+    """Relate a capture input to its reference's state, and bind it (not in check)."""
+    origin = stamp(capture.origin)
+    ref = capture.ref
+    if checking:
+        # Relate the input to the reference's current state; bind nothing.
+        state: Dim | None = ref.var if ref.var is not None else ref.size
+        if state is not None:
+            sides = (
+                Side(f"label '{ref.label}'"),
+                Side(f"capture reference '{ref.label}'"),
+            )
+            session.add(DimEq(term, state, origin.with_sides(*sides)))
+        return
+    if type(term) is not DimVar:
+        # The first binding's variable was solved in the scheme: bind a fresh
+        # variable equal to it, so the reference publishes that size.
+        fresh = session.fresh_dim_var()
+        session.add(DimEq(fresh, term, origin))
+        term = fresh
+    session.add(CaptureBind(ref, term, origin))
+
+
+@collector_paused
+def instantiate(
+    sc: Scheme,
+    *,
+    application: str,
+    args: Sequence[ShapeLike],
+    results: Sequence[ShapeLike],
+    sabotage: Sabotage | Iterable[Sabotage] | None = None,
+    site: object = None,
+) -> Application:
+    """Apply the scheme to ``args`` and ``results`` at the site ``application``.
+
+    Adds the scheme's renamed constraints and the equalities of its boundary
+    rows with ``args`` and ``results`` (and of its anchored shapes with their
+    current rows), solves them at Stage 1, and registers the boundary shapes
+    and the internal rows with the next closing. Every added constraint's
+    origin names the scheme and the application (and ``site``, if given, for
+    tools placing diagnostics), so a closing-time failure names them too.
+
+    Raises ``ShapeError`` prefixed ``applying the shape scheme <label> to
+    <application>: `` before writing anything on an arity mismatch, a shape
+    discarded by a rewind, or staleness (:func:`stale`); after registering
+    (the session is then tainted) on a contradiction. Capture inputs are
+    related to the references' current state and bound, so their solutions
+    are published after Stage 1 and at closing, as the body's would be.
+    """
+    prefix, arg_shapes, result_shapes = _check_application(
+        sc, application, args, results, with_results=True
+    )
+    sabotages = sabotage_set(sabotage, prefix)
+    internal = _apply(
+        sc,
+        prefix,
+        application,
+        arg_shapes,
+        result_shapes,
+        sabotages,
+        site,
+        checking=False,
+    )
+    return Application(sc, application, internal)
+
+
+@collector_paused
+def check(
+    sc: Scheme,
+    *,
+    application: str,
+    args: Sequence[ShapeLike],
+    sabotage: Sabotage | Iterable[Sabotage] | None = None,
+) -> None:
+    """Whether applying the scheme to ``args`` is consistent; changes nothing.
+
+    ``instantiate`` against ``args`` with no results and no capture binding
+    (capture inputs are only related to the references' current state), then
+    everything written is put back: an argument-dependent shape error raises
+    as ``instantiate``'s does, and the session is unchanged either way. It
+    costs what ``instantiate`` does, whatever the size of the rest of the
+    session (only the variable counter moves on: ids are never reused).
+    """
+    prefix, arg_shapes, _ = _check_application(
+        sc, application, args, None, with_results=False
+    )
+    sabotages = sabotage_set(sabotage, prefix)
+    with sc.session.rewind():
+        _apply(
+            sc, prefix, application, arg_shapes, None, sabotages, None, checking=True
+        )

@@ -1,0 +1,264 @@
+"""Presolving: the internal row variables an application can solve outright.
+
+See :func:`plan_presolve`. The plan is made once per scheme (on its first
+application); the values are memoized per source values on the scheme.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from weakref import WeakKeyDictionary
+
+from axisflow.shapes.constraints import (
+    RowIneq,
+    Terminal,
+    TotalElems,
+)
+from axisflow.shapes.scheme.data import (
+    ANCHOR,
+    ARG,
+    RESULT,
+    ROW_INEQ,
+    fact_terms,
+    row_vars,
+    term_vars,
+)
+from axisflow.shapes.scheme.model import Scheme
+from axisflow.shapes.solver import MAX_RANK
+from axisflow.shapes.tensors import Shape
+from axisflow.shapes.terms import (
+    BROADCAST_UNIT,
+    EMPTY_ROW,
+    Dim,
+    DimVar,
+    Row,
+    RowVar,
+    Size,
+)
+
+LowerBound = tuple[RowVar | None, tuple[Size, ...]]
+"""A lower bound ``[...var, sizes]`` of a presolvable variable (``var`` None: closed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Presolve:
+    """The scheme's internal row variables an application may solve outright.
+
+    ``sources``: the variables that are a whole boundary or anchor row, with
+    where they stand ((argument/result/anchor, index, kind index)); at an
+    application where that row is concrete the variable's value is known.
+    ``order``: the presolvable variables in dependency order, each with its
+    lower bounds and template depth. ``skipped``: for each compiled fact,
+    whether it only bounds a presolvable variable from below.
+    """
+
+    sources: tuple[tuple[RowVar, tuple[tuple[int, int, int], ...]], ...]
+    order: tuple[tuple[RowVar, tuple[LowerBound, ...], int], ...]
+    skipped: tuple[RowVar | None, ...]
+
+
+_PLANS: WeakKeyDictionary[Scheme, Presolve | None] = WeakKeyDictionary()
+
+
+def presolve_plan(sc: Scheme) -> Presolve | None:
+    """The scheme's presolve plan, made on its first application."""
+    try:
+        return _PLANS[sc]
+    except KeyError:
+        plan = _PLANS[sc] = plan_presolve(sc)
+        return plan
+
+
+def plan_presolve(sc: Scheme) -> Presolve | None:
+    """Find the internal row variables an application can solve outright.
+
+    A generalized row variable is *presolvable* when it occurs in no boundary
+    or anchor row, no equality, total, terminal, capture or loose term, and as
+    the result of row inequalities only bare (``[...v] <= [...u, sizes]``, the
+    lower bound ``u`` presolvable itself, a source, or absent), with no cycle
+    through such bounds. An application mints it afresh, so nothing added
+    later can reach it except as an operand, which never gives a row more
+    axes nor a size other than 1 to an axis its bounds leave at 1. So once its
+    sources are concrete, what closing will make of it is known at once: the
+    broadcast join of its lower bounds (the longest, per axis the size other
+    than 1, else 1), which is what Stage 1 plus closing computes through
+    templates one inequality at a time. ``None`` when there is nothing to
+    presolve.
+    """
+    places: dict[RowVar, list[tuple[int, int, int]]] = {}
+    blocked: set[DimVar | RowVar] = set()
+    boundary = (
+        (ARG, sc.args),
+        (RESULT, sc.results),
+        (ANCHOR, tuple(a.rows for a in sc.anchors)),
+    )
+    for where, shapes in boundary:
+        for index, rows in enumerate(shapes):
+            for kind_index, row in enumerate(rows):
+                blocked.update(row_vars(row))
+                if row.var is not None and not row.dims:
+                    places.setdefault(row.var, []).append((where, index, kind_index))
+    for item in sc.loose:
+        blocked.add(item.old)
+        blocked.update(term_vars(item.term))
+    for capture in sc.captures:
+        blocked.update(term_vars(capture.dim))
+    lower: dict[RowVar, list[LowerBound]] = {}
+    for fact in sc.facts:
+        if isinstance(fact, RowIneq):
+            res, opnd = fact.res, fact.opnd
+            if res.var is None:
+                continue  # only an operand side: presolving keeps it
+            if res.dims or not all(type(d) is Size for d in opnd.dims):
+                blocked.add(res.var)
+            else:
+                lower.setdefault(res.var, []).append((opnd.var, opnd.dims))  # type: ignore[arg-type]
+        elif isinstance(fact, Terminal | TotalElems):
+            for term in fact_terms(fact):
+                blocked.update(term_vars(term))
+    candidates = {v for v in sc.generalized if type(v) is RowVar and v not in blocked}
+    # Kahn's order over the bounds: a candidate is presolvable once each of its
+    # bounds is closed, a source or presolvable itself. One bounded by anything
+    # else, by itself or through a cycle never becomes ready, nor do its users.
+    waiting: dict[RowVar, int] = {}
+    users: dict[RowVar, list[RowVar]] = {}
+    ready: list[RowVar] = []
+    for var in candidates:
+        needs = 0
+        for bound_var, _sizes in lower.get(var, ()):
+            if bound_var is None or bound_var in places:
+                continue
+            needs += 1
+            users.setdefault(bound_var, []).append(var)
+        waiting[var] = needs
+        if not needs:
+            ready.append(var)
+    order: list[RowVar] = []
+    while ready:
+        var = ready.pop()
+        order.append(var)
+        for user in users.get(var, ()):
+            waiting[user] -= 1
+            if not waiting[user]:
+                ready.append(user)
+    if not order:
+        return None
+    gens = dict(sc.gens)
+    used_sources = {
+        b[0]
+        for var in order
+        for b in lower.get(var, ())
+        if b[0] is not None and b[0] in places
+    }
+    presolvable = set(order)
+    skipped: list[RowVar | None] = []
+    for code, first, _second, _origin in sc._plan:
+        var = first.var if code == ROW_INEQ else None  # type: ignore[union-attr]
+        skipped.append(var if var in presolvable else None)
+    return Presolve(
+        sources=tuple(
+            (var, tuple(places[var])) for var in places if var in used_sources
+        ),
+        order=tuple(
+            (var, tuple(lower.get(var, ())), gens.get(var, 0)) for var in order
+        ),
+        skipped=tuple(skipped),
+    )
+
+
+def join_concrete(rows: Sequence[Row]) -> Row | None:
+    """The broadcast join of concrete rows; ``None`` when two sizes other than 1 clash."""
+    if len(rows) == 1:
+        return rows[0]
+    if not rows:
+        return EMPTY_ROW
+    length = max(len(r.dims) for r in rows)
+    joined: list[Dim] = []
+    for back in range(length, 0, -1):
+        chosen: Size = BROADCAST_UNIT
+        for row in rows:
+            dims = row.dims
+            if len(dims) >= back:
+                size = dims[-back]
+                if size.n != 1:  # type: ignore[union-attr]
+                    if chosen.n == 1:
+                        chosen = size  # type: ignore[assignment]
+                    elif size != chosen:
+                        return None
+        joined.append(chosen)
+    return Row(tuple(joined))
+
+
+def presolved(
+    sc: Scheme,
+    pre: Presolve,
+    args: tuple[Shape, ...],
+    results: tuple[Shape, ...],
+    norm_row: Callable[[Row], Row],
+) -> dict[RowVar, Row]:
+    """The presolvable variables' values at this application (see :func:`plan_presolve`).
+
+    Only those whose sources are all concrete now. Empty when a join clashes
+    or would pass the template depth limit: the full application then reports
+    the contradiction as re-running the body would.
+    """
+    known: dict[RowVar, Row] = {}
+    for var, where in pre.sources:
+        for kind, index, kind_index in where:
+            shape = (
+                args[index]
+                if kind == ARG
+                else results[index]
+                if kind == RESULT
+                else sc.anchors[index].shape
+            )
+            current = norm_row(shape.rows()[kind_index])
+            if current.is_concrete():
+                known[var] = current
+                break
+    # The values are a function of the sources' values: call sites repeating
+    # their argument shapes reuse them (the rows are immutable).
+    key = tuple(known.get(var) for var, _ in pre.sources)
+    memo = sc._presolve_memo
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    if len(memo) >= PRESOLVE_MEMO_SIZE:
+        memo.clear()
+    memo[key] = solved = solve_presolvable(pre, known)
+    return solved
+
+
+PRESOLVE_MEMO_SIZE = 256
+"""Source values remembered per scheme (cleared when full: a bound, not a cache policy)."""
+
+
+def solve_presolvable(pre: Presolve, known: dict[RowVar, Row]) -> dict[RowVar, Row]:
+    """The joins of :func:`presolved`, in dependency order (``known``: the sources)."""
+    solved: dict[RowVar, Row] = {}
+    for var, bounds, gen in pre.order:
+        if len(bounds) == 1 and not bounds[0][1] and bounds[0][0] is not None:
+            # The common case: one bare lower bound, whose value it takes.
+            value = known.get(bounds[0][0])
+            if value is not None:
+                if gen + len(value.dims) > MAX_RANK:
+                    return {}
+                known[var] = solved[var] = value
+            continue
+        rows: list[Row] = []
+        for bound_var, sizes in bounds:
+            if bound_var is None:
+                rows.append(Row(sizes))
+                continue
+            value = known.get(bound_var)
+            if value is None:
+                break
+            rows.append(Row(value.dims + sizes) if sizes else value)
+        else:
+            joined = join_concrete(rows)
+            if joined is None or gen + len(joined.dims) > MAX_RANK:
+                return {}
+            known[var] = joined
+            solved[var] = joined
+    return solved

@@ -1,0 +1,159 @@
+"""Shapes and tensors: the three rows of a tensor, named and owned by a session.
+
+Below the operations and the session; a shape reaches its session only
+through :class:`ShapeOwner` (to mint its creation tick, read its rows through
+the solver, refuse reads of discarded shapes or while forcing is guarded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from axisflow.shapes.errors import ShapeError
+from axisflow.shapes.terms import (
+    KINDS,
+    Kind,
+    Origin,
+    Row,
+    Side,
+    Size,
+    format_concrete_shape,
+)
+
+
+class RowReader(Protocol):
+    """What a shape reads its rows through (the session's solver)."""
+
+    def norm_row(self, row: Row) -> Row: ...
+
+
+class ShapeOwner(Protocol):
+    """The session a shape belongs to, as the shape sees it."""
+
+    @property
+    def solver(self) -> RowReader: ...
+
+    def _mint(self) -> int: ...
+
+    def check_alive(self, shape: Shape) -> None: ...
+
+    def check_forcing(self, what: str) -> None: ...
+
+
+Role = Literal["leaf", "param", "fresh", "result"]
+
+ROW_ATTRS = tuple(kind.value for kind in KINDS)  # Shape's attributes, in row order
+
+
+def shape_sides(name: str) -> tuple[Side, Side, Side]:
+    """The sides naming a shape's batch, input and output rows in origins."""
+    return (Side(name, Kind.BATCH), Side(name, Kind.INPUT), Side(name, Kind.OUTPUT))
+
+
+class Shape:
+    """The three rows of a tensor, registered with its session's next closing.
+
+    The rows are terms over the session's variables; :meth:`current` reads
+    them through the solver, :meth:`dims` returns concrete sizes once every
+    dim is solved. Closing rewrites the rows to their concrete values.
+    """
+
+    __slots__ = (
+        "_session",
+        "_sides",
+        "batch",
+        "created_at",
+        "discarded",
+        "input",
+        "name",
+        "output",
+        "registered_at",
+    )
+
+    def __init__(
+        self,
+        session: ShapeOwner,
+        name: str,
+        batch: Row,
+        input_: Row,
+        output: Row,
+        sides: tuple[Side, Side, Side] | None = None,
+    ):
+        self._session = session
+        self.name = name
+        self.batch = batch
+        self.input = input_
+        self.output = output
+        self.discarded = False
+        # A tick of the variable counter (ids are never reused, so one is spent
+        # on this): a shape made after ``var_mark()`` was read has
+        # ``created_at >= mark``, one made before has ``created_at < mark``. A
+        # shape scheme tells the shapes its function made from older ones so.
+        self.created_at = session._mint()
+        # The closing count when the shape was registered (-1: never), so that
+        # registering twice before one closing registers once.
+        self.registered_at = -1
+        self._sides = sides if sides is not None else shape_sides(name)
+
+    @property
+    def session(self) -> ShapeOwner:
+        """The session the shape belongs to."""
+        return self._session
+
+    def rows(self) -> tuple[Row, Row, Row]:
+        """The rows as stored (batch, input, output)."""
+        return (self.batch, self.input, self.output)
+
+    def side(self, kind: Kind) -> Side:
+        """The side naming this shape's row of one kind in constraint origins."""
+        return self._sides[KINDS.index(kind)]
+
+    def row(self, kind: Kind | str) -> Row:
+        """The stored row of one kind (``Kind.BATCH`` or ``"batch"``, ...)."""
+        if kind == Kind.BATCH:
+            return self.batch
+        if kind == Kind.INPUT:
+            return self.input
+        if kind == Kind.OUTPUT:
+            return self.output
+        raise ShapeError(
+            f"no axis kind {kind!r}: the kinds are 'batch', 'input' and 'output'"
+        )
+
+    def current(self) -> tuple[Row, Row, Row]:
+        """The rows with everything solved so far substituted."""
+        self._session.check_alive(self)
+        norm_row = self._session.solver.norm_row
+        return (norm_row(self.batch), norm_row(self.input), norm_row(self.output))
+
+    def describe(self) -> str:
+        """Spec-like text of the current rows, e.g. ``8|3->4`` or ``...|->d5``."""
+        return format_concrete_shape(self.current())
+
+    def dims(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """``(batch, input, output)`` sizes; raises ``ShapeError`` until all are solved."""
+        self._session.check_forcing(f"reading the dims of '{self.name}'")
+        rows = self.current()
+        if not all(row.is_concrete() for row in rows):
+            raise ShapeError(
+                f"the shape of '{self.name}' is not solved yet "
+                f"({format_concrete_shape(rows)}); call close() first"
+            )
+        batch, input_, output = (
+            tuple(d.n for d in row.dims if type(d) is Size) for row in rows
+        )
+        return (batch, input_, output)
+
+    def __repr__(self) -> str:
+        return f"<Shape {self.name}: {format_concrete_shape(self.rows())}>"
+
+
+@dataclass(frozen=True, eq=False)
+class Tensor:
+    """A tensor of a session: a name, a shape, its role and where it was made."""
+
+    name: str
+    shape: Shape
+    role: Role
+    origin: Origin

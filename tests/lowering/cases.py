@@ -1,0 +1,122 @@
+"""Scheduled modules for the lowering tests, and their NumPy reference.
+
+The reference is the pipeline's NumPy evaluator (``evaluate_forest``, the
+unbatched forest, and ``run_schedule``, the schedule as written) on the
+inputs the generated ``main`` fills (``axisflow.lowering.harness``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from axisflow.dialects.batch import ForestOp
+from axisflow.dialects.batch_model import forest_model
+from axisflow.dialects.sched import ScheduleOp, schedule_from_op
+from axisflow.lowering.harness import Array, fill_input
+from axisflow.lowering.plan import Plan
+from axisflow.passes.lower_schedule import lower_module
+from axisflow.pipeline.api import schedule_module
+from axisflow.pipeline.evaluate import (
+    evaluate_forest,
+    relative_difference,
+    run_schedule,
+)
+from axisflow.pipeline.memory import Sizing
+from tests.conftest import EXAMPLES, example, parse
+
+TOLERANCE = 1e-10
+
+
+@dataclass
+class Reference:
+    """Per forest (in module order), per tree: the unbatched and scheduled
+    NumPy results."""
+
+    unbatched: list[list[Array]]
+    scheduled: list[list[Array]]
+
+
+def scheduled_example(name: str, block: int = 1) -> ModuleOp:
+    """``examples/<name>``, classified and scheduled."""
+    module = example(name)
+    schedule_module(module, block=block)
+    return module
+
+
+def scheduled_examples(*names: str) -> ModuleOp:
+    """Several examples in one module (one function each, one ``@main``),
+    classified and scheduled."""
+    text = "\n".join((EXAMPLES / name).read_text(encoding="utf-8") for name in names)
+    module = parse(text)
+    schedule_module(module)
+    return module
+
+
+def scheduled_sequant(name: str, batch: str, extents: str, block: int = 1) -> ModuleOp:
+    """A bundled SeQuant equation through the frontend, classified and
+    scheduled."""
+    from axisflow.sequant import parse, to_module
+
+    text = (EXAMPLES / "sequant" / name).read_text(encoding="utf-8")
+    module = to_module(parse(text), batch, extents=extents, name=name[:-4])
+    schedule_module(module, block=block)
+    return module
+
+
+def reference(module: ModuleOp) -> Reference:
+    """The NumPy evaluator's results on ``main``'s inputs."""
+    unbatched: list[list[Array]] = []
+    scheduled: list[list[Array]] = []
+    for forest in (op for op in module.walk() if isinstance(op, ForestOp)):
+        model = forest_model(forest)
+        schedule_op = next(
+            op for op in forest.body.block.ops if isinstance(op, ScheduleOp)
+        )
+        schedule, _ = schedule_from_op(schedule_op)
+        sizing = Sizing(model)
+        used = {site.value for site in model.sites}
+        inputs = {}
+        number = 0
+        for name, value in model.values.items():
+            if value.is_input and name in used:
+                shape = tuple(sizing.extent(m.base_key) for m in value.modes)
+                inputs[name] = fill_input(number, shape)
+                number += 1
+        plain = evaluate_forest(model, inputs)
+        batched = run_schedule(model, schedule, inputs, sizing)
+        unbatched.append([plain[t.name] for t in model.trees])
+        scheduled.append([batched[t.name] for t in model.trees])
+    return Reference(unbatched, scheduled)
+
+
+def lowered(module: ModuleOp) -> tuple[ModuleOp, list[Plan]]:
+    """A lowered copy of ``module`` with ``@main``."""
+    copy = module.clone()
+    plans = lower_module(copy, main=True)
+    copy.verify()
+    return copy, plans
+
+
+def output_shapes(plans: list[Plan]) -> list[tuple[int, ...]]:
+    """Every output's shape, in the order ``main`` prints them."""
+    return [plan.tensors[t].shape for plan in plans for t in plan.outputs]
+
+
+def assert_agrees(results: list[Array], expected: Reference) -> None:
+    """Each printed output equals both NumPy evaluations to 1e-10 relative."""
+    flat_plain = [a for forest in expected.unbatched for a in forest]
+    flat_batched = [a for forest in expected.scheduled for a in forest]
+    assert len(results) == len(flat_plain)
+    for number, (got, plain, batched) in enumerate(
+        zip(results, flat_plain, flat_batched, strict=True)
+    ):
+        assert got.shape == np.shape(plain), f"output {number}: shape"
+        assert relative_difference(got, np.asarray(plain)) <= TOLERANCE, (
+            f"output {number}: {got} vs unbatched {plain}"
+        )
+        assert relative_difference(got, np.asarray(batched)) <= TOLERANCE, (
+            f"output {number}: {got} vs scheduled {batched}"
+        )

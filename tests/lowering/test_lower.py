@@ -1,0 +1,126 @@
+"""The lowering pass and its plan: structure, real-MLIR verification, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from axisflow.lowering import toolchain
+from axisflow.lowering.plan import (
+    Alloc,
+    Contract,
+    Emit,
+    Free,
+    Loop,
+    LoweringError,
+    WriteBack,
+    Zero,
+)
+from axisflow.lowering.toolchain import ToolchainError, require_toolchain, verify_text
+from axisflow.passes.lower_schedule import lower_module
+from tests.lowering.cases import scheduled_example, scheduled_sequant
+
+
+def test_four_tensor_plan_follows_the_schedule() -> None:
+    module = scheduled_example("pipeline/four_tensor.mlir")
+    (plan,) = lower_module(module)
+    top = [type(step).__name__ for step in plan.steps]
+    # buffer S (zeroed), the loop over b, the output, S freed
+    assert top == ["Alloc", "Zero", "Loop", "Emit", "Free"]
+    outer = plan.steps[2]
+    assert isinstance(outer, Loop)
+    assert (outer.space, outer.start, outer.stop, outer.block) == ("b", 0, 3, 1)
+    (inner,) = outer.body
+    assert isinstance(inner, Loop) and inner.space == "c"
+    contractions = [s for s in inner.body if isinstance(s, Contract)]
+    assert [c.value for c in contractions] == ["T1", "T2", "S"]
+    # S: result modes a b i j parallel, c k summed at the node: reductions
+    s = contractions[2]
+    assert s.modes == ("a", "b", "i", "j", "c", "k")
+    assert s.reductions == (False, False, False, False, True, True)
+    assert s.extents == (2, 1, 2, 3, 1, 2)  # b and c are one block
+    (write,) = [w for w in inner.body if isinstance(w, WriteBack)]
+    assert write.accumulate  # Reduction over c: added into the buffer
+    assert write.target.offsets == (None, outer.instance, None, None)
+    # every piece allocated in the body is freed in it
+    allocated = {s.tensor for s in inner.body if isinstance(s, Alloc)}
+    freed = {s.tensor for s in inner.body if isinstance(s, Free)}
+    zeroed = {s.tensor for s in inner.body if isinstance(s, Zero)}
+    assert allocated == freed == zeroed
+    (emit,) = [e for e in plan.steps if isinstance(e, Emit)]
+    assert emit.tree == "S_term" and emit.coeff == 1
+
+
+def test_a_ragged_block_is_a_second_loop_with_static_shapes() -> None:
+    module = scheduled_example("pipeline/four_tensor.mlir", block=3)
+    (plan,) = lower_module(module)
+    (outer,) = [s for s in plan.steps if isinstance(s, Loop)]  # b: 3 = one block
+    assert (outer.start, outer.stop, outer.block) == (0, 3, 3)
+    inner = [s for s in outer.body if isinstance(s, Loop)]  # c: 4 = 3 + 1
+    assert [(s.start, s.stop, s.block) for s in inner] == [(0, 3, 3), (3, 4, 1)]
+    t1_shapes = [
+        plan.tensors[c.target].shape
+        for loop in inner
+        for c in loop.body
+        if isinstance(c, Contract) and c.value == "T1"
+    ]
+    assert t1_shapes == [(3, 3, 2, 2), (3, 1, 2, 2)]
+
+
+def test_loop_carried_value_is_scattered() -> None:
+    module = scheduled_example("pipeline/cross_iteration.mlir")
+    (plan,) = lower_module(module)
+    writes = [s for s in plan.walk() if isinstance(s, WriteBack)]
+    assert writes and not any(w.accumulate for w in writes)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: scheduled_example("pipeline/four_tensor.mlir"),
+        lambda: scheduled_example("pipeline/sibling_nests.mlir"),
+        lambda: scheduled_sequant(
+            "csv_ccsd_singles_residual_df.txt", "i,Κ", "i=2,a=2,μ̃=2,Κ=2"
+        ),
+    ],
+)
+@pytest.mark.parametrize("main", [False, True])
+def test_mlir_opt_verifies_the_lowered_module(make, main: bool) -> None:
+    module = make()
+    lower_module(module, main=main)
+    printed = verify_text(str(module))
+    assert "func.func @" in printed
+    assert ("func.func @main" in printed) == main
+
+
+def test_missing_tools_fail_with_install_instructions(monkeypatch) -> None:
+    monkeypatch.setattr(toolchain, "LLVM_DIRS", ())
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("MLIR_BIN_DIR", raising=False)
+    with pytest.raises(ToolchainError, match="apt-get install -y mlir-22-tools"):
+        require_toolchain()
+
+
+def test_doubles_residual_is_accepted_by_mlir_opt() -> None:
+    # The intended use: xdsl-opt -f sequant{...} eq.txt -p
+    # 'classify-axes,schedule-batches,lower-schedule' prints MLIR that
+    # mlir-opt accepts (static shapes; nothing runs).
+    module = scheduled_sequant(
+        "csv_ccsd_doubles_residual_df.txt", "i", "i=20,a=40,μ̃=40,Κ=80"
+    )
+    (plan,) = lower_module(module)
+    assert len(plan.outputs) == 55  # one output per term (no residual step yet)
+    printed = verify_text(str(module))
+    assert printed.count("linalg.generic") >= 55
+
+
+def test_a_tensor_no_memref_can_index_is_refused() -> None:
+    # At the real extents the dense model of the doubles residual holds a
+    # value of about 3e20 elements: MLIR's 64-bit strides cannot address it.
+    module = scheduled_sequant(
+        "csv_ccsd_doubles_residual_df.txt", "i", "i=80,a=896,μ̃=896,Κ=1682"
+    )
+    with pytest.raises(
+        LoweringError,
+        match=r"would be a memref of .* elements .*more than a memref can index",
+    ):
+        lower_module(module)
