@@ -437,3 +437,31 @@ def test_a_partial_sum_its_consumer_does_not_slice_leaves_the_outer_loop() -> No
     assert [(p.instance, p.space) for p in passes] == [(1, "c"), (0, "b")]
     assert outline(passes[0].body) == [("Build", "X"), ("Write", "X")]
     assert outline(passes[1].body) == [("Build", "Y"), ("Write", "Y")]
+
+
+def test_a_value_is_rebuilt_under_two_outer_loops_binding_none_of_its_modes() -> None:
+    # T(c) under b { e { c { R(b,e,c) = P(b,e,c) T(c) } } }: invariant on b and
+    # e, sliced by c, which R's home shares: T is rebuilt per b and per e
+    # iteration (two rebuilding loops, neither binding a mode).
+    builder = ForestBuilder("twice").space("b", 2).space("e", 2).space("c", 3)
+    builder.space("d", 2)
+    builder.input("P", "b_1 e_1 c_1").input("Q", "c_1 d_1").input("G", "d_1")
+    builder.contraction("T", "c_1", "Q c_1 d_1", "G d_1")
+    builder.contraction("R", "b_1 e_1 c_1", "P b_1 e_1 c_1", "T c_1")
+    t = use("T", "c_1", use("Q", "c_1 d_1"), use("G", "d_1"))
+    r = use("R", "b_1 e_1 c_1", use("P", "b_1 e_1 c_1"), t)
+    builder.tree("t", loop("b_1", 0, loop("e_1", 1, loop("c_1", 2, r))))
+    result = schedule_forest(builder.finish())
+    placement = result.placements["T"]
+    assert placement.home == (0, 1, 2)
+    assert [placement.bindings[i].disposition for i in (0, 1, 2)] == [
+        Disposition.REBUILD,
+        Disposition.REBUILD,
+        Disposition.SLICE,
+    ]
+    outer = next(i for i in result.schedule.items if isinstance(i, LoopPass))
+    middle = outer.body[0]
+    assert isinstance(middle, LoopPass)
+    inner = middle.body[0]
+    assert isinstance(inner, LoopPass)
+    assert outline(inner.body) == [("Build", "T"), ("Build", "R"), ("Write", "R")]
