@@ -465,3 +465,30 @@ def test_a_value_is_rebuilt_under_two_outer_loops_binding_none_of_its_modes() ->
     inner = middle.body[0]
     assert isinstance(inner, LoopPass)
     assert outline(inner.body) == [("Build", "T"), ("Build", "R"), ("Write", "R")]
+
+
+def test_the_block_check_reads_past_a_factor_that_is_another_value() -> None:
+    # R(i_1,i_2) = U(i_1) T(i_2), U(i_1) = T(i_1) C(i_1): T is built (sliced by
+    # i_1) under U; R's second factor reads T at i_2, not the i_1 block, so T
+    # is demoted although R's first factor is U.
+    builder = ForestBuilder("second").space("i", 3).space("a", 2)
+    builder.input("A", "i_1 a_1").input("B", "a_1").input("C", "i_1")
+    builder.contraction("T", "i_1", "A i_1 a_1", "B a_1")
+    builder.contraction("U", "i_1", "T i_1", "C i_1")
+    builder.contraction("R", "i_1 i_2", "U i_1", "T i_2")
+    first = use("T", "i_1", use("A", "i_1 a_1"), use("B", "a_1"))
+    second = use("T", "i_2", use("A", "i_2 a_1"), use("B", "a_1"))
+    u = use("U", "i_1", first, use("C", "i_1"))
+    builder.tree(
+        "t", loop("i_1", None, loop("i_2", None, use("R", "i_1 i_2", u, second)))
+    )
+    forest = builder.finish()
+    result = schedule_forest(forest)
+    assert result.decisions.demoted == {
+        ("T", 0): "read by @R without its block of loop instance 0"
+    }
+    assert result.schedule.rounds == 2
+    passes = [i for i in result.schedule.items if isinstance(i, LoopPass)]
+    assert outline(passes[0].body) == [("Build", "T"), ("Write", "T")]
+    assert outline(passes[1].body) == [("Build", "U"), ("LoopPass", None)]
+    assert check_schedule(forest, result.schedule) == []
