@@ -13,7 +13,7 @@ one worker (the machine is shared).
 Afterwards it prints one table row per campaign: mutants, killed, survived,
 equivalent (listed with a justification in mutation/equivalent.toml),
 mutants no selected test executes, and the share of non-equivalent mutants
-killed. Timeouts and segfaults count as killed (the test run failed).
+killed (of those run so far, marked partial, when a campaign was stopped). Timeouts and segfaults count as killed (the test run failed).
 """
 
 from __future__ import annotations
@@ -90,10 +90,11 @@ def summarize(name: str, statuses: dict[str, str], known: dict[str, str]) -> str
     survivors = [m for m, s in statuses.items() if s == "survived"]
     equivalent = sum(1 for mutant in survivors if mutant in known)
     untested = counts["no tests"]
-    live = len(statuses) - equivalent
-    share = 100.0 * killed / live if live else 100.0
     unfinished = len(statuses) - killed - len(survivors) - untested
-    note = f" ({unfinished} not run)" if unfinished else ""
+    # Of the mutants run so far (all of them when the campaign finished).
+    live = len(statuses) - unfinished - equivalent
+    share = 100.0 * killed / live if live else 100.0
+    note = f" (partial: {unfinished} not run yet)" if unfinished else ""
     return (
         f"| {name} | {len(statuses)} | {killed} | {len(survivors) - equivalent} "
         f"| {equivalent} | {untested} | {share:.1f}%{note} |"
