@@ -13,6 +13,9 @@ and, for comparison, xDSL's Parser on the printed module (what `xdsl-opt`
 does with the IR file). Also end to end as subprocesses: `xdsl-opt -f
 sequant ... -p classify-axes` versus `xdsl-opt file.mlir -p classify-axes`.
 
+Forests are built with order=file (the left-to-right fold the tables in
+docs/benchmarks-sequant.md were recorded with).
+
 Run: .venv/bin/python benchmarks/bench_sequant.py
 """
 
@@ -56,7 +59,9 @@ def context() -> Context:
 def measure(name: str, text: str, runs: int) -> dict[str, float | int | str]:
     policy = BatchPolicy.make("Κ")
     t_parse, expression = best_of(runs, lambda: parse(text))
-    t_forest, forest = best_of(runs, lambda: build_forest(expression, policy))
+    t_forest, forest = best_of(
+        runs, lambda: build_forest(expression, policy, order="file")
+    )
     t_emit, _ = best_of(runs, lambda: forest_module(forest))
 
     # classify-axes changes the module, so each run gets a fresh one and only
@@ -98,7 +103,14 @@ def end_to_end(text: str, printed: str, runs: int) -> tuple[float, float]:
         ir = os.path.join(tmp, "eq.mlir")
         Path(source).write_text(text, encoding="utf-8")
         Path(ir).write_text(printed, encoding="utf-8")
-        frontend = [XDSL_OPT, "-f", 'sequant{batch="Κ"}', source, "-p", "classify-axes"]
+        frontend = [
+            XDSL_OPT,
+            "-f",
+            'sequant{batch="Κ" order=file}',
+            source,
+            "-p",
+            "classify-axes",
+        ]
         mlir = [XDSL_OPT, ir, "-p", "classify-axes"]
         times = []
         for command in (frontend, mlir):

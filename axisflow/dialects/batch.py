@@ -40,6 +40,7 @@ from typing import ClassVar, NoReturn
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DictionaryAttr,
     FlatSymbolRefAttr,
     IntegerAttr,
     StringAttr,
@@ -437,10 +438,15 @@ def _parse_int(parser: Parser, what: str) -> int:
 
 @irdl_op_definition
 class SpaceOp(IRDLOperation):
-    """An index space: ``batch.space i extent 80 elem 8``.
+    """An index space: ``batch.space a extent 896 elem 8 composite {2 = 40}``.
 
     ``extent`` (number of orbitals/functions) and ``elem`` (bytes per tensor
     element) are optional; memory accounting uses documented defaults.
+    ``composite`` gives extents per composite kind, by number of protos: a
+    composite ``a_1<i_1,i_2>`` of this space has extent 40 above (a kind not
+    listed keeps the space's extent). It is a property holding a builtin
+    dictionary (``composite = {"2" = 40 : i64}`` in the generic form), so
+    MLIR reads it.
     """
 
     name = "batch.space"
@@ -448,17 +454,40 @@ class SpaceOp(IRDLOperation):
     key = prop_def(IndexAttr)
     extent = opt_prop_def(IntegerAttr)
     elem = opt_prop_def(IntegerAttr)
+    composite = opt_prop_def(DictionaryAttr)
 
     traits = lazy_traits_def(lambda: (HasParent(ForestOp),))
 
-    def __init__(self, key: str, extent: int | None = None, elem: int | None = None):
+    def __init__(
+        self,
+        key: str,
+        extent: int | None = None,
+        elem: int | None = None,
+        composites: Sequence[tuple[int, int]] = (),
+    ):
+        table = {str(protos): _int_attr(size) for protos, size in sorted(composites)}
         super().__init__(
             properties={
                 "key": IndexAttr(key),
                 "extent": None if extent is None else _int_attr(extent),
                 "elem": None if elem is None else _int_attr(elem),
+                "composite": DictionaryAttr(table) if table else None,
             }
         )
+
+    @property
+    def composite_extents(self) -> tuple[tuple[int, int], ...]:
+        """``(number of protos, extent)`` per composite kind, sorted."""
+        if self.composite is None:
+            return ()
+        found: list[tuple[int, int]] = []
+        for protos, size in self.composite.data.items():
+            if not (protos.isascii() and protos.isdigit()) or not isinstance(
+                size, IntegerAttr
+            ):
+                continue  # reported by verify_
+            found.append((int(protos), size.value.data))
+        return tuple(sorted(found))
 
     @property
     def extent_value(self) -> int | None:
@@ -484,6 +513,18 @@ class SpaceOp(IRDLOperation):
                 raise VerifyException(
                     f"batch.space {key}: {what} must be positive, got {value}"
                 )
+        if self.composite is not None:
+            for protos, size in self.composite.data.items():
+                if not (protos.isascii() and protos.isdigit()) or int(protos) == 0:
+                    raise VerifyException(
+                        f"batch.space {key}: composite kind {protos!r} must be a "
+                        "positive number of protos"
+                    )
+                if not isinstance(size, IntegerAttr) or size.value.data <= 0:
+                    raise VerifyException(
+                        f"batch.space {key}: extent of composite kind {protos} "
+                        "must be a positive integer"
+                    )
 
     @classmethod
     def parse(cls, parser: Parser) -> SpaceOp:
@@ -493,7 +534,20 @@ class SpaceOp(IRDLOperation):
             extent = _parse_int(parser, "extent")
         if parser.parse_optional_keyword("elem"):
             elem = _parse_int(parser, "elem")
-        op = cls(key, extent, elem)
+        composites: list[tuple[int, int]] = []
+        if parser.parse_optional_keyword("composite"):
+            parser.parse_punctuation("{")
+            while True:
+                at = parser.pos
+                protos = _parse_int(parser, "the number of protos of a composite kind")
+                if any(protos == seen for seen, _ in composites):
+                    parser.raise_error(f"composite kind {protos} given twice", at)
+                parser.parse_punctuation("=")
+                composites.append((protos, _parse_int(parser, "a composite extent")))
+                if not parser.parse_optional_punctuation(","):
+                    break
+            parser.parse_punctuation("}")
+        op = cls(key, extent, elem, composites)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -504,6 +558,9 @@ class SpaceOp(IRDLOperation):
             printer.print_string(f" extent {self.extent_value}")
         if self.elem_value is not None:
             printer.print_string(f" elem {self.elem_value}")
+        if self.composite_extents:
+            table = ", ".join(f"{p} = {n}" for p, n in self.composite_extents)
+            printer.print_string(f" composite {{{table}}}")
         printer.print_op_attributes(self.attributes)
 
 

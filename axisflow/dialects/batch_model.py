@@ -156,7 +156,8 @@ def forest_op(forest: Forest) -> ForestOp:
     ``layout``), then one tree per term with its loops and use-sites."""
     emitter = _Emitter(forest)
     ops: list[Operation] = [
-        SpaceOp(space.key, space.extent, space.elem) for space in forest.spaces.values()
+        SpaceOp(space.key, space.extent, space.elem, space.composites)
+        for space in forest.spaces.values()
     ]
     ops.extend(emitter.value_op(value) for value in forest.values.values())
     ops.extend(
@@ -193,7 +194,9 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
     the model cannot hold (for example a tree with two roots).
     """
     spaces = {
-        op.space_key: Space(op.space_key, op.extent_value, op.elem_value)
+        op.space_key: Space(
+            op.space_key, op.extent_value, op.elem_value, op.composite_extents
+        )
         for op in forest.spaces()
     }
     values: dict[str, Value] = {}

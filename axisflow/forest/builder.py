@@ -100,9 +100,15 @@ class ForestBuilder:
         self._unslotted = 0
         self._has_slots = False
 
-    def space(self, key: str, extent: int | None = None, elem: int | None = None):
-        """Declare an index space."""
-        self.spaces[key] = Space(key, extent, elem)
+    def space(
+        self,
+        key: str,
+        extent: int | None = None,
+        elem: int | None = None,
+        composites: tuple[tuple[int, int], ...] = (),
+    ):
+        """Declare an index space (``composites``: (protos, extent) pairs)."""
+        self.spaces[key] = Space(key, extent, elem, tuple(sorted(composites)))
         return self
 
     def input(self, name: str, carried: str, tensor: str | None = None):

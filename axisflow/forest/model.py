@@ -55,6 +55,8 @@ class Space:
     key: str
     extent: int | None = None
     elem: int | None = None
+    composites: tuple[tuple[int, int], ...] = ()
+    """Extents of composite kinds: (number of protos, extent), sorted."""
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ is decided here, with plain integers:
 * every storage object (input, tree output, transient piece, buffer, whole
   value built outside loops) is a ``Tensor`` with a static shape, one
   dimension per mode of its value (``axisflow.forest.model``: carried
-  indices, then the protos of composites; a composite is a mode of its own
-  with its base space's extent), restricted to one block on sliced modes;
+  indices, then the protos of composites; a composite is a mode of its own,
+  with its kind's extent if it has one, else its base space's: the memory
+  model's ``Sizing``), restricted to one block on sliced modes;
 * ``Loop`` is one pass of a batch loop, ``0 .. extent`` in steps of the
   block (a block that does not divide the extent leaves a last, smaller
   block: a second loop with its own static shapes); a ``Window`` names, per dimension, the loop whose current block
@@ -236,11 +237,13 @@ class _Planner:
     # -- sizes -------------------------------------------------------------
 
     def extent(self, mode: Index) -> int:
-        return self.space_extent(mode.base_key)
+        """A mode's extent, as the memory model sizes it (a composite whose
+        kind has an extent of its own takes that one)."""
+        self.space_extent(mode.base_key)
+        return self.sizing.mode_extent(mode)
 
     def space_extent(self, key: str) -> int:
-        space = self.forest.spaces.get(key)
-        if key not in self.sizing.overrides and (space is None or space.extent is None):
+        if self.sizing.is_default(key):
             raise LoweringError(
                 f"index space {key} has no extent (declare `batch.space {key} "
                 "extent N`; the SeQuant frontend takes extents=...)"
@@ -250,11 +253,23 @@ class _Planner:
     def block(self, instance: int) -> int:
         return self.blocks[instance]
 
+    def sliced_block(self, mode: Index, instance: int) -> int:
+        """The block of ``mode`` under loop ``instance``; a loop runs over its
+        space's extent, so a composite whose kind has an extent of its own
+        cannot be sliced by it (the evaluator refuses the same)."""
+        if self.extent(mode) != self.space_extent(mode.base_key):
+            raise LoweringError(
+                f"a loop over {mode.base_key} binds {mode.full_label}, whose "
+                "composite kind has an extent of its own: loops run over a "
+                "space's extent only"
+            )
+        return self.block(instance)
+
     def tensor(
         self, value: Value, kind: TensorKind, slices: dict[Index, int]
     ) -> Tensor:
         shape = tuple(
-            self.block(slices[m]) if m in slices else self.extent(m)
+            self.sliced_block(m, slices[m]) if m in slices else self.extent(m)
             for m in value.modes
         )
         return self.add_tensor(value.name, kind, shape, value.modes)
@@ -443,7 +458,7 @@ class _Planner:
             )
             operand_dims.append(tuple(position[mapping[m]] for m in factor_value.modes))
         extents = tuple(
-            self.block(bound[m]) if m in bound else self.extent(m)
+            self.sliced_block(m, bound[m]) if m in bound else self.extent(m)
             for m in value.node_modes
         )
         steps.append(Alloc(target.number))

@@ -34,6 +34,7 @@ from axisflow.dialects.batch_model import attach_roles, forest_model
 from axisflow.dialects.sched import ScheduleOp, schedule_to_op
 from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
+from axisflow.order import Order
 from axisflow.pipeline.memory import MemoryReport, Sizing, memory_report
 from axisflow.pipeline.schedule import Schedule
 from axisflow.pipeline.scheduler import (
@@ -191,11 +192,12 @@ def schedule_expression(
     name: str = "sequant",
     block: int | Mapping[str, int] = 1,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
+    order: Order = "flops",
 ) -> ForestSchedule:
     """The pipeline on a SeQuant equation: text (or ``axisflow.sequant.parse``
     output) and a batching policy, as ``axisflow.sequant.to_module`` takes
-    them (``batch="Κ"``, ``"Κ,i"``, ...; ``extents="i=80,Κ=1682"``), then
-    classification and scheduling. Raises the frontend's ``SequantError`` /
+    them (``batch="Κ"``, ``"Κ,i"``, ...; ``extents="i=80,Κ=1682,a<2>=40"``;
+    ``order="file|flops|memory"``), then classification and scheduling. Raises the frontend's ``SequantError`` /
     ``PolicyError`` for bad input and ``PipelineError`` if scheduling fails.
     """
     from axisflow.sequant import parse, to_module
@@ -209,6 +211,7 @@ def schedule_expression(
         elem=elem,
         separate_instances=separate_instances,
         name=name,
+        order=order,
     )
     result = schedule_module(module, block=block, max_rounds=max_rounds)
     return result.forests[0]

@@ -56,7 +56,7 @@ def random_inputs(forest: Forest, sizing: Sizing, seed: int = 0) -> dict[str, Ar
     inputs: dict[str, Array] = {}
     for name, value in forest.values.items():
         if value.is_input and name in used:
-            shape = tuple(sizing.extent(m.base_key) for m in value.modes)
+            shape = tuple(sizing.mode_extent(m) for m in value.modes)
             inputs[name] = rng.standard_normal(shape)
     return inputs
 
@@ -138,7 +138,7 @@ class _Runner:
         self.buffers: list[_Buffer] = []
 
     def extent(self, mode: Index) -> int:
-        return self.sizing.extent(mode.base_key)
+        return self.sizing.mode_extent(mode)
 
     def run(self, items: Sequence[Item]) -> None:
         for item in items:
@@ -171,6 +171,12 @@ class _Runner:
         block = self.current.get(bind.instance)
         if block is None:
             raise ScheduleRunError(f"loop instance {bind.instance} is not open")
+        if self.extent(bind.mode) != self.sizing.extent(bind.mode.base_key):
+            raise ScheduleRunError(
+                f"a loop over {bind.mode.base_key} binds {bind.mode.full_label}, "
+                "whose composite kind has an extent of its own: the evaluator "
+                "runs loops over a space's extent only"
+            )
         return block
 
     def lookup(self, name: str, reader: str) -> _Stored:

@@ -3,9 +3,12 @@
 Sizes come from the forest's index spaces:
 
 * the extent of a space is its ``batch.space ... extent N``, or
-  ``DEFAULT_EXTENT`` when absent; a mode's extent is its space's (a composite
-  index ``a_1<i_1>`` has the extent of ``a``; its protos are modes too, see
-  ``axisflow.forest.model``);
+  ``DEFAULT_EXTENT`` when absent; a mode's extent is its space's, except a
+  composite index (``a_1<i_1,i_2>``) whose kind has an extent of its own
+  (``batch.space a ... composite {2 = 40}``, ``extents="a<2>=40"``); its
+  protos are modes too (see ``axisflow.forest.model``). The sizing rules
+  are ``axisflow.order.extents.Extents``, the same the contraction-order
+  search uses;
 * the element size of a value is the largest ``elem`` among the spaces of its
   modes that declare one; otherwise the largest ``elem`` declared in the
   forest, otherwise ``DEFAULT_ELEM`` (8 bytes, a double);
@@ -28,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from axisflow.forest.model import Forest, Value, topological_order
+from axisflow.order.extents import DEFAULT_EXTENT as DEFAULT_EXTENT
+from axisflow.order.extents import Extents, split_kind
 from axisflow.pipeline.schedule import (
     Bind,
     Buffer,
@@ -38,9 +43,8 @@ from axisflow.pipeline.schedule import (
     Schedule,
     Write,
 )
+from axisflow.roles.index import Index
 
-DEFAULT_EXTENT = 4
-"""Extent of a space whose ``batch.space`` gives none (or is not declared)."""
 DEFAULT_ELEM = 8
 """Element size in bytes when no space declares one."""
 
@@ -49,24 +53,41 @@ class Sizing:
     """Extents, element sizes and byte sizes of one forest's values."""
 
     def __init__(self, forest: Forest, extents: Mapping[str, int] | None = None):
+        """``extents`` overrides the forest's: space keys or composite kinds
+        (``{"i": 80, "a<2>": 40}``)."""
         self.forest = forest
-        self.overrides = dict(extents or {})
+        spaces = {k: s.extent for k, s in forest.spaces.items() if s.extent is not None}
+        composites = {
+            (key, protos): extent
+            for key, space in forest.spaces.items()
+            for protos, extent in space.composites
+        }
+        for key, extent in (extents or {}).items():
+            base, protos = split_kind(key)
+            if protos is None:
+                spaces[base] = extent
+            else:
+                composites[(base, protos)] = extent
+        self.extents = Extents(spaces, composites)
         declared = [s.elem for s in forest.spaces.values() if s.elem is not None]
         self.default_elem = max(declared, default=DEFAULT_ELEM)
 
     def extent(self, key: str) -> int:
         """The extent of index space ``key``."""
-        if key in self.overrides:
-            return self.overrides[key]
-        space = self.forest.spaces.get(key)
-        if space is None or space.extent is None:
-            return DEFAULT_EXTENT
-        return space.extent
+        return self.extents.space(key)
+
+    def mode_extent(self, mode: Index) -> int:
+        """The extent of one mode (a composite's kind's, if it has one)."""
+        return self.extents.extent(mode)
 
     def is_default(self, key: str) -> bool:
         """Whether ``key``'s extent is the default."""
-        space = self.forest.spaces.get(key)
-        return key not in self.overrides and (space is None or space.extent is None)
+        return self.extents.is_default(key)
+
+    def flops(self, value: Value) -> int:
+        """Multiply-adds of building ``value``: the product of the extents of
+        its node modes (result and summed); 0 for an input."""
+        return self.extents.elements(value.node_modes) if value.factors else 0
 
     def elem(self, value: Value) -> int:
         """Bytes per element of ``value``."""
@@ -88,7 +109,7 @@ class Sizing:
         restricted = {b.mode: (blocks or {}).get(b.instance, 1) for b in slices}
         count = 1
         for mode in value.modes:
-            extent = self.extent(mode.base_key)
+            extent = self.extents.extent(mode)
             block = restricted.get(mode)
             count *= extent if block is None else min(block, extent)
         return count
@@ -260,6 +281,8 @@ class MemoryReport:
     input_bytes: int
     unbatched_peak: int
     scheduled_peak: int
+    flops: int = 0
+    """Multiply-adds of the whole forest, each (shared) value counted once."""
     unbatched_live: list[str] = field(default_factory=list[str])
     scheduled_live: list[str] = field(default_factory=list[str])
 
@@ -273,6 +296,7 @@ class MemoryReport:
             "blocks": self.blocks,
             "rounds": self.rounds,
             "input_bytes": self.input_bytes,
+            "flops": self.flops,
             "unbatched_peak_bytes": self.unbatched_peak,
             "scheduled_peak_bytes": self.scheduled_peak,
             "unbatched_live_at_peak": self.unbatched_live,
@@ -336,6 +360,7 @@ class MemoryReport:
             else ""
         )
         lines += [
+            f"  multiply-adds: {format_count(self.flops)}",
             f"  inputs (not in the peaks): {format_bytes(self.input_bytes)}",
             f"  peak unbatched: {format_bytes(self.unbatched_peak)}"
             f"  live: {', '.join(self.unbatched_live) or '-'}",
@@ -343,6 +368,13 @@ class MemoryReport:
             f"  live: {', '.join(self.scheduled_live) or '-'}",
         ]
         return "\n".join(lines) + "\n"
+
+
+def format_count(count: int) -> str:
+    """``123456789`` -> ``"1.235e+08 (123456789)"``; exact below 10^6."""
+    if count < 10**6:
+        return str(count)
+    return f"{count:.4g} ({count})"
 
 
 def format_bytes(size: int) -> str:
@@ -405,9 +437,12 @@ def memory_report(
         | set(forest.spaces)
     )
     space_of_instance = forest.instance_spaces
+    extents = {k: sizing.extent(k) for k in keys}
+    for (key, protos), extent in sorted(sizing.extents.composites.items()):
+        extents[f"{key}<{protos}>"] = extent
     return MemoryReport(
         forest=forest.name,
-        extents={k: sizing.extent(k) for k in keys},
+        extents=extents,
         default_extents=[k for k in keys if sizing.is_default(k)],
         elem=sizing.default_elem,
         blocks={space_of_instance.get(i, "?"): b for i, b in blocks.items()},
@@ -416,9 +451,17 @@ def memory_report(
         input_bytes=input_bytes,
         unbatched_peak=unbatched.bytes,
         scheduled_peak=scheduled.bytes,
+        flops=forest_flops(forest, sizing),
         unbatched_live=[_describe(life) for life in unbatched.live],
         scheduled_live=[_describe(life) for life in scheduled.live],
     )
+
+
+def forest_flops(forest: Forest, sizing: Sizing | None = None) -> int:
+    """Multiply-adds of evaluating the forest once: every contraction value,
+    shared ones once (the sizing of the memory model)."""
+    sizing = sizing or Sizing(forest)
+    return sum(sizing.flops(value) for value in forest.values.values())
 
 
 def _describe(life: Lifetime) -> str:

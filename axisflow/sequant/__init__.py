@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from axisflow.forest.model import Forest
+from axisflow.order import Order
 from axisflow.sequant.forest import (
     BatchPolicy,
     Pairing,
@@ -55,6 +56,7 @@ def to_module(
     elem: int | None = None,
     separate_instances: bool = False,
     name: str = "sequant",
+    order: Order = "flops",
 ) -> ModuleOp:
     """The ``batch``-dialect module of ``expression``.
 
@@ -63,13 +65,15 @@ def to_module(
     for ``Κ`` are accepted). ``extents``: space sizes, a mapping or
     ``"i=80,a=896,Κ=1682"``. ``elem``: element size in bytes for every space.
     ``separate_instances``: one fusion slot per loop instead of sharing a slot
-    across trees. ``name``: the forest's symbol name. Raises ``SequantError``
-    for a term that cannot be a tree and ``PolicyError`` for bad options.
+    across trees. ``name``: the forest's symbol name. ``order``: ``file``,
+    ``flops`` (default) or ``memory``, how each product is binarized (see
+    ``build_forest``). Raises ``SequantError`` for a term that cannot be a
+    tree and ``PolicyError`` for bad options.
     """
     from axisflow.dialects.batch_model import forest_module
 
     policy = BatchPolicy.make(batch, extents, elem, separate_instances)
-    return forest_module(build_forest(expression, policy, name))
+    return forest_module(build_forest(expression, policy, name, order))
 
 
 __all__ = [

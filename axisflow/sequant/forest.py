@@ -5,12 +5,18 @@ Pure Python, no xDSL: ``build_forest`` returns an ``axisflow.forest.model.Forest
 
 Construction, per term:
 
-* **Binarization** (``binarize``, replaceable: tensors in, binary tree out).
-  Today the term's tensors fold left to right: ``((t1 * t2) * t3) * ...``.
-  Every inner node is a value whose result indices are those of its
+* **Binarization.** Each term's plan (``axisflow.order``, through
+  ``plan_pairing``) gives its binary tree: ``order="file"`` folds the tensors
+  left to right, ``((t1 * t2) * t3) * ...`` (``binarize``); ``"flops"`` (the
+  default) takes the tree with the fewest multiply-adds, ``"memory"`` the one
+  with the smallest largest intermediate; parenthesized groups are kept as
+  written. Every inner node is a value whose result indices are those of its
   operands still needed outside its subtree (they appear in another tensor
   of the term) or external to the term, in order of first appearance (left
-  operand, then right). The indices contracted at the node are those on both
+  operand, then right), followed by any mode the value must keep that no
+  tensor outside carries as an index (``i_1`` when only a composite
+  ``c_1<i_1>`` outside still depends on it): so a value's modes are exactly
+  the modes the cost model keeps. The indices contracted at the node are those on both
   operands that are not modes of the result (a proto of a result composite
   stays in the result); a Hadamard index (on both, still needed) stays on
   the result. Proto indices ride along inside their composite labels:
@@ -58,7 +64,19 @@ from axisflow.forest.frames import (
     proto_modes,
 )
 from axisflow.forest.model import Factor, Forest, Loop, Site, Space, Tree, Value
+from axisflow.order import (
+    ORDERS,
+    Costs,
+    ExtentError,
+    Extents,
+    Order,
+    Plan,
+    plan_product,
+    split_kind,
+)
+from axisflow.order import parse_extents as _parse_extents
 from axisflow.roles.index import Index
+from axisflow.sequant.ordering import batched_size
 from axisflow.sequant.syntax import Expression, SequantError, Tensor, Term
 
 # --------------------------------------------------------------------------
@@ -164,19 +182,12 @@ class PolicyError(ValueError):
 
 
 def parse_extents(text: str) -> dict[str, int]:
-    """``"i=80,a=896,Κ=1682"`` → ``{"i": 80, "a": 896, "Κ": 1682}``."""
-    extents: dict[str, int] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        key, equals, number = item.partition("=")
-        key, number = key.strip(), number.strip()
-        if not equals or not key or not number.isdigit():
-            raise PolicyError(
-                f"malformed extent {item.strip()!r}: expected KEY=POSITIVE_INTEGER"
-            )
-        extents[key] = int(number)
-    return extents
+    """``"i=80,a=896,a<2>=40,Κ=1682"`` → ``{"i": 80, ..., "a<2>": 40, ...}``
+    (``axisflow.order.parse_extents``, raising ``PolicyError``)."""
+    try:
+        return _parse_extents(text)
+    except ExtentError as error:
+        raise PolicyError(str(error)) from None
 
 
 def _resolve_key(name: str, keys: Sequence[str], aliases: Mapping[str, str]) -> str:
@@ -203,13 +214,20 @@ Pairing = int | tuple["Pairing", "Pairing"]
 
 
 def binarize(tensors: Sequence[Tensor]) -> Pairing:
-    """The binary tree of a term's tensors (at least one): today the left to
-    right fold ``((t0 * t1) * t2) * ...``. The one place that decides the
-    order of contraction."""
+    """The left to right fold ``((t0 * t1) * t2) * ...`` of a term's tensors
+    (at least one): the file order."""
     tree: Pairing = 0
     for position in range(1, len(tensors)):
         tree = (tree, position)
     return tree
+
+
+def plan_pairing(plan: Plan) -> Pairing:
+    """The binary tree of a plan's SSA steps (built without recursion)."""
+    nodes: list[Pairing] = list(range(plan.leaves))
+    for left, right in plan.steps:
+        nodes.append((nodes[left], nodes[right]))
+    return nodes[plan.root]
 
 
 # --------------------------------------------------------------------------
@@ -315,11 +333,18 @@ class _Builder:
         )
 
     def term_root(
-        self, term: Term, renaming: Mapping[Index, Index] | None = None
+        self,
+        term: Term,
+        renaming: Mapping[Index, Index] | None = None,
+        order: Order = "file",
+        extents: Extents | None = None,
+        loops: Sequence[Index] = (),
     ) -> _Use | None:
-        """The root use-site of ``term``'s binary tree (validated first), in
-        the term's canonical labels (``canonical_term``; ``renaming``: its
-        renaming, if computed already)."""
+        """The root use-site of ``term``'s binary tree under ``order``
+        (validated first), in the term's canonical labels (``canonical_term``;
+        ``renaming``: its renaming, if computed already); ``loops`` are the
+        batch loops' labels in those labels, outermost first (for the
+        batch-aware sizes of the search)."""
         externals = self.check_term(term)
         if not term.tensors:
             return None
@@ -331,8 +356,21 @@ class _Builder:
         for position, tensor in enumerate(tensors):
             for index in expand_modes(tensor.indices):
                 places.setdefault(index, set()).add(position)
+        output = frozenset(expand_modes(sorted(externals, key=Index.sort_key)))
+        extents = extents or Extents()
+        size = None
+        if loops:
+            size = batched_size(extents, loops, frozenset(places), output)
+        plan = plan_product(
+            [t.indices for t in tensors],
+            sorted(externals, key=Index.sort_key),
+            Costs(extents, size),
+            order,
+            term.groups,
+            term.operands(),
+        )
         # Post-order over the pairing, iteratively (a chain may be long).
-        stack: list[tuple[Pairing, bool]] = [(binarize(tensors), False)]
+        stack: list[tuple[Pairing, bool]] = [(plan_pairing(plan), False)]
         results: list[_Use] = []
         while stack:
             node, ready = stack.pop()
@@ -476,20 +514,49 @@ def build_forest(
     expression: Expression,
     policy: BatchPolicy | None = None,
     name: str = "sequant",
+    order: Order = "flops",
 ) -> Forest:
-    """The forest model of ``expression`` with the batch loops of ``policy``.
+    """The forest model of ``expression`` with the batch loops of ``policy``,
+    each term's tree chosen by ``order`` (``file``, ``flops`` or ``memory``;
+    see ``axisflow.order.search``), costed with the policy's extents
+    (composite kinds included, ``DEFAULT_EXTENT`` for a space without one)
+    and, when the policy batches spaces, with the sizes values have under the
+    term's loops (``ordering.batched_size``).
 
     Raises ``SequantError`` (located) for a term that cannot be a tree and
-    ``PolicyError`` for a policy naming a space the expression lacks.
+    ``PolicyError`` for a policy naming a space the expression lacks or an
+    unknown order.
     """
+    if order not in ORDERS:
+        raise PolicyError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     policy = policy or BatchPolicy()
     keys = expression.space_keys()
     aliases = {alias: key for key in keys if (alias := ascii_alias(key)) is not None}
     batch_keys = [_resolve_key(k, keys, aliases) for k in policy.spaces]
     if len(set(batch_keys)) != len(batch_keys):
         raise PolicyError(f"an index space is named twice in batch={policy.spaces}")
-    extents = {_resolve_key(k, keys, aliases): n for k, n in policy.extents}
-    spaces = {key: Space(key, extents.get(key), policy.elem) for key in keys}
+    extents: dict[str, int] = {}
+    composites: dict[tuple[str, int], int] = {}
+    for key, extent in policy.extents:
+        try:
+            base, protos = split_kind(key)
+        except ExtentError as error:
+            raise PolicyError(str(error)) from None
+        base = _resolve_key(base, keys, aliases)
+        if protos is None:
+            extents[base] = extent
+        else:
+            composites[(base, protos)] = extent
+    spaces = {
+        key: Space(
+            key,
+            extents.get(key),
+            policy.elem,
+            tuple(sorted((p, n) for (k, p), n in composites.items() if k == key)),
+        )
+        for key in keys
+    }
+    sizing = Extents(extents, composites)
 
     builder = _Builder(expression)
     shared_slots: dict[tuple[str, int], int] = {}
@@ -498,17 +565,24 @@ def build_forest(
     loop_count = 0
     for number, term in enumerate(expression.terms):
         renaming = canonical_renaming([t.indices for t in term.tensors])
-        root = builder.term_root(term, renaming)
-        loops: list[Loop] = []
-        if batch_keys and root is not None:
+        bound: list[list[Index]] = []
+        if batch_keys and term.tensors:
             indices = term_indices(term)
             for key in batch_keys:
                 # In canonical order (first appearance), not label order: the
                 # nesting and the shared slots must not depend on the labels.
-                of_space = sorted(
-                    (i for i in indices if i.base_key == key),
-                    key=lambda i: renaming[i].sort_key(),
+                bound.append(
+                    sorted(
+                        (i for i in indices if i.base_key == key),
+                        key=lambda i: renaming[i].sort_key(),
+                    )
                 )
+        nest = [renaming[i] for of_space in bound for i in of_space]
+        root = builder.term_root(term, renaming, order, sizing, nest)
+        loops: list[Loop] = []
+        if root is not None:
+            for of_space in bound:
+                key = of_space[0].base_key if of_space else ""
                 for depth, index in enumerate(of_space):
                     if policy.separate_instances:
                         slot = loop_count

@@ -9,7 +9,11 @@ Options (``name{key=value ...}``; ``-`` and ``_`` are interchangeable in keys):
 * ``batch``: index spaces to batch, outermost loop first (``batch="Κ",i``).
   xDSL's option lexer only reads ASCII words unquoted, so a Unicode key must
   be quoted (``batch="Κ"``) or spelled by its ASCII alias (``batch=Kappa``).
-* ``extents``: space sizes, ``extents="i=80,a=896,Κ=1682"``.
+* ``extents``: space sizes, ``extents="i=80,a=896,Κ=1682"``, and sizes of
+  composite kinds, ``a<2>=40`` (a composite of ``a`` with two protos).
+* ``order``: how each product is binarized: ``file`` (left to right, as
+  written), ``flops`` (the default: fewest multiply-adds) or ``memory``
+  (smallest largest intermediate); parentheses are always kept.
 * ``elem``: element size in bytes, declared on every space.
 * ``separate-instances``: one fusion slot per loop (default: loops over one
   space at one nesting position share a slot across trees).
@@ -31,7 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import IO, ClassVar
+from typing import IO, ClassVar, cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -40,6 +44,7 @@ from xdsl.utils.frontend import Frontend
 from xdsl.utils.lexer import Input, Span
 
 from axisflow.dialects.batch import Batch
+from axisflow.order import Order
 from axisflow.sequant.forest import BatchPolicy, PolicyError, build_forest
 from axisflow.sequant.syntax import SequantError, parse
 
@@ -64,6 +69,10 @@ class SequantFrontend(Frontend):
     elem: int | None = None
     separate_instances: bool = False
     forest: str | None = None
+    order: str = "flops"
+    """``file``, ``flops`` or ``memory``; a plain string (checked when the
+    forest is built) so that a wrong value is a diagnostic, not a traceback
+    from xDSL's option parsing."""
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
         """Parse, build the forest, emit IR; input errors are ``ParseError``."""
@@ -83,7 +92,10 @@ class SequantFrontend(Frontend):
             )
             expression = parse(text, input_name)
             forest = build_forest(
-                expression, policy, self.forest or default_forest_name(input_name)
+                expression,
+                policy,
+                self.forest or default_forest_name(input_name),
+                cast(Order, self.order),
             )
         except SequantError as error:
             offset = max(error.offset, 0)

@@ -3,9 +3,11 @@
 Pure Python, no xDSL. The accepted syntax (section 6 of the batching note,
 and SeQuant's own ``parse_expr``)::
 
-    expression ::= ( sign? term ( sign term )* )?        sign ::= "+" | "-"
+    expression ::= ( result "=" )? ( sign? term ( sign term )* )?
+    result     ::= tensor                                e.g. R{a_1,a_2;i_1,i_2}
+    sign       ::= "+" | "-"
     term       ::= factor ( "*"? factor )*
-    factor     ::= number | tensor
+    factor     ::= number | tensor | "(" term-without-sign ")"
     number     ::= decimal ( "/" decimal )?              e.g. 2, 1/2, 0.5
     tensor     ::= label "{" indices ( ";" indices ( ";" indices )? )? "}"
                    ( ":" LETTER ( "-" LETTER ( "-" LETTER )? )? )?
@@ -23,9 +25,19 @@ and SeQuant's own ``parse_expr``)::
 * Reserved operator labels ``Ŝ`` (symmetrizer), ``Â`` (antisymmetrizer) and
   ``P̂`` (transposition) are not factors: the parser moves them to
   ``Term.operators`` and the term's external indices are the ones they list.
-* Not supported (reported as a syntax error): parentheses, scalar variables,
-  the ``t_{...}^{...}`` tensor notation and ``R{...} = ...`` result
-  expressions.
+* Parentheses group a sub-product, nested to any depth: ``(A * B) * (C * D)``
+  is binarized as written (this is how SeQuant prints an optimized product).
+  Numbers and operators inside parentheses still go to the term's
+  coefficient and operators; a group of one operand is that operand
+  (``((A))`` is ``A``), a group of none vanishes. Groups are stored flat in
+  ``Term.groups`` (no nesting of Python objects), so neither the parser nor
+  the printer recurses on the nesting depth.
+* A result expression ``R{a_1,a_2;i_1,i_2} = ...`` names the residual
+  tensor (``Expression.result``); its indices are every term's externals.
+  Each term must carry each of them, and an index that appears once in a
+  term must be one of them (located errors otherwise).
+* Not supported (reported as a syntax error): signs inside parentheses,
+  scalar variables and the ``t_{...}^{...}`` tensor notation.
 
 Errors are ``SequantSyntaxError`` with the source name, line, column (both
 1-based, columns in code points) and what was expected; ``parse`` returns a
@@ -133,15 +145,43 @@ class Tensor:
         return f"{self.label}{{{body}}}{suffix}"
 
 
+Operand = int
+"""An operand of a product: ``k >= 0`` is ``Term.tensors[k]``, ``~j`` (that
+is ``-j - 1``) is ``Term.groups[j]``."""
+
+
 @dataclass(frozen=True)
 class Term:
-    """One product: a rational coefficient, tensors in product order, and
-    the reserved operators applied to it (not factors)."""
+    """One product: a rational coefficient, tensors in product order, the
+    reserved operators applied to it (not factors), its parenthesized
+    sub-products and the externals a result expression declares."""
 
     coefficient: Fraction
     tensors: tuple[Tensor, ...]
     operators: tuple[Tensor, ...] = ()
     offset: int = field(default=-1, compare=False)
+    groups: tuple[tuple[Operand, ...], ...] = ()
+    """Parenthesized sub-products, each a tuple of two or more operands in
+    written order, numbered in the order their ``)`` is written (so a group
+    only refers to earlier groups). Empty when the term has no parentheses."""
+    declared: tuple[Index, ...] | None = None
+    """The indices of the expression's result tensor (``R{...} = ...``), when
+    it has one: then they are the term's externals."""
+
+    def operands(self) -> tuple[Operand, ...]:
+        """The operands of the term's own (outermost) product in written
+        order: tensors and groups that no group contains."""
+        if not self.groups:
+            return tuple(range(len(self.tensors)))
+        inner: set[Operand] = set()
+        first: list[int] = []
+        for group in self.groups:
+            inner.update(group)
+            head = group[0]
+            first.append(head if head >= 0 else first[~head])
+        top = [k for k in range(len(self.tensors)) if k not in inner]
+        top.extend(~j for j in range(len(self.groups)) if ~j not in inner)
+        return tuple(sorted(top, key=lambda k: k if k >= 0 else first[~k]))
 
     def appearances(self) -> dict[Index, int]:
         """How often each index appears as a tensor index (proto indices
@@ -155,9 +195,13 @@ class Term:
     def externals(self) -> tuple[Index, ...]:
         """The term's result indices.
 
-        Those listed by its operators (in order, without repeats) if it has
-        any; otherwise the indices that appear exactly once.
+        Those of the expression's result tensor if it declares one
+        (``declared``); otherwise those listed by its operators (in order,
+        without repeats) if it has any; otherwise the indices that appear
+        exactly once.
         """
+        if self.declared is not None:
+            return self.declared
         if self.operators:
             listed: dict[Index, None] = {}
             for operator in self.operators:
@@ -193,10 +237,12 @@ class Term:
             self.coefficient,
             tuple(map(tensor, self.tensors)),
             tuple(map(tensor, self.operators)),
+            groups=self.groups,
+            declared=self.declared,
         )
 
     def __str__(self) -> str:
-        return _format_term(self, first=True)
+        return "".join(_format_term(self, first=True))
 
 
 def repeat_with_fresh_labels(
@@ -220,6 +266,8 @@ class Expression:
     source: str = field(default="<input>", compare=False)
     line_starts: tuple[int, ...] = field(default=(0,), compare=False, repr=False)
     """Offsets at which source lines start (for ``locate``)."""
+    result: Tensor | None = None
+    """The residual tensor named by ``R{...} = ...``, if the text has one."""
 
     def locate(self, offset: int) -> tuple[int, int]:
         """1-based (line, column) of a source offset; (0, 0) if unknown."""
@@ -235,6 +283,8 @@ class Expression:
 
     def tensors(self) -> Iterator[Tensor]:
         """Every tensor and operator of every term."""
+        if self.result is not None:
+            yield self.result
         for term in self.terms:
             yield from term.operators
             yield from term.tensors
@@ -261,27 +311,60 @@ class Expression:
 # --------------------------------------------------------------------------
 
 
-def _format_term(term: Term, first: bool) -> str:
+def _format_term(term: Term, first: bool) -> Iterator[str]:
+    """The pieces of the term's text (joined without separators).
+
+    Groups are printed with an explicit stack of pending pieces, so the
+    nesting depth costs no Python recursion and the output is linear in size.
+    """
     coefficient = term.coefficient
+    if coefficient < 0:
+        yield "-" if first else "- "
+    elif not first:
+        yield "+ "
     magnitude = abs(coefficient)
-    factors = [str(t) for t in (*term.operators, *term.tensors)]
-    if magnitude != 1 or not factors:
-        factors.insert(0, str(magnitude))
-    body = " * ".join(factors)
-    if first:
-        return f"-{body}" if coefficient < 0 else body
-    return f"- {body}" if coefficient < 0 else f"+ {body}"
+    heads = [str(t) for t in term.operators]
+    operands = term.operands()
+    if magnitude != 1 or not (heads or operands):
+        heads.insert(0, str(magnitude))
+    yield " * ".join(heads)
+    # Pending work, popped from the end: an operand to print, or literal text.
+    stack: list[Operand | str] = []
+    for position in range(len(operands) - 1, -1, -1):
+        stack.append(operands[position])
+        if position or heads:
+            stack.append(" * ")
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif item >= 0:
+            yield str(term.tensors[item])
+        else:
+            group = term.groups[~item]
+            yield "("
+            stack.append(")")
+            for position in range(len(group) - 1, -1, -1):
+                stack.append(group[position])
+                if position:
+                    stack.append(" * ")
 
 
 def deparse(expression: Expression) -> str:
     """The expression as SeQuant text; ``parse(deparse(e)) == e``.
 
-    Operators are printed first in their term; ``*`` joins all factors.
+    The result tensor, if any, comes first (``R{...} = ``); operators are
+    printed first in their term; ``*`` joins all factors; groups keep their
+    parentheses.
     """
-    return " ".join(
-        _format_term(term, first=number == 0)
-        for number, term in enumerate(expression.terms)
-    )
+    pieces: list[str] = []
+    if expression.result is not None:
+        pieces.append(f"{expression.result} =")
+    for number, term in enumerate(expression.terms):
+        if pieces:
+            pieces.append(" ")
+        pieces.extend(_format_term(term, first=number == 0))
+    return "".join(pieces)
 
 
 # --------------------------------------------------------------------------
@@ -368,6 +451,8 @@ class _Parser:
     # -- grammar -----------------------------------------------------------
 
     def parse_expression(self) -> Expression:
+        result = self.parse_result()
+        declared = None if result is None else self.declared_externals(result)
         terms: list[Term] = []
         char = self.skip()
         if char:
@@ -376,43 +461,141 @@ class _Parser:
             if char in "+-":
                 sign = -1 if char == "-" else 1
                 self.take(self.pos + 1)
-            terms.append(self.parse_term(sign, start))
+            terms.append(self.parse_term(sign, start, declared))
         while char := self.skip():
             if char not in "+-":
                 raise self.fail("'+', '-', '*', another factor or end of input")
             start = self.pos
             self.take(self.pos + 1)
-            terms.append(self.parse_term(-1 if char == "-" else 1, start))
-        return Expression(tuple(terms), self.source, self.line_starts)
+            terms.append(self.parse_term(-1 if char == "-" else 1, start, declared))
+        return Expression(tuple(terms), self.source, self.line_starts, result)
 
-    def parse_term(self, sign: int, start: int) -> Term:
+    def parse_result(self) -> Tensor | None:
+        """``R{...} =`` at the start of the text, if there."""
+        if not _is_label_start(self.skip()):
+            return None
+        save = (self.pos, self.token_end)
+        tensor = self.parse_tensor()
+        if self.skip() != "=":
+            self.pos, self.token_end = save
+            return None
+        if tensor.is_operator:
+            raise self.error(
+                f"the result of an expression cannot be the operator {tensor.label}",
+                tensor.offset,
+            )
+        self.take(self.pos + 1)
+        return tensor
+
+    def declared_externals(self, result: Tensor) -> tuple[Index, ...]:
+        seen: set[Index] = set()
+        for index in result.indices:
+            if index in seen:
+                raise self.error(
+                    f"index {index} appears twice in the result {result.label}",
+                    result.offset,
+                )
+            seen.add(index)
+        return result.indices
+
+    def error(self, reason: str, offset: int) -> SequantError:
+        line = bisect_right(self.line_starts, offset)
+        column = offset - self.line_starts[line - 1] + 1
+        return SequantError(reason, self.source, offset, line, column)
+
+    def parse_term(
+        self, sign: int, start: int, declared: tuple[Index, ...] | None
+    ) -> Term:
+        """A product: factors, and parenthesized groups nested to any depth.
+
+        Iterative: ``products`` holds the operands of every open product
+        (the term's own first), ``opens`` where each open parenthesis is.
+        """
         coefficient = Fraction(sign)
         tensors: list[Tensor] = []
         operators: list[Tensor] = []
-        expected = "a number or a tensor"
+        groups: list[tuple[Operand, ...]] = []
+        products: list[list[Operand]] = [[]]
+        opens: list[int] = []
+        expected = "a number, a tensor or '('"
         while True:
             char = self.skip()
+            if char == "(":
+                opens.append(self.pos)
+                products.append([])
+                self.take(self.pos + 1)
+                expected = "a number, a tensor or '(' after '('"
+                continue
             if char.isdigit() or (char == "." and self._digit_at(self.pos + 1)):
                 coefficient *= self.parse_number()
             elif char and _is_label_start(char):
                 tensor = self.parse_tensor()
-                (operators if tensor.is_operator else tensors).append(tensor)
-            elif char == "(":
-                raise self.fail(f"{expected} (parentheses are not supported)")
+                if tensor.is_operator:
+                    operators.append(tensor)
+                else:
+                    products[-1].append(len(tensors))
+                    tensors.append(tensor)
             else:
                 raise self.fail(expected)
             char = self.skip()
+            while char == ")" and opens:
+                self.take(self.pos + 1)
+                opens.pop()
+                operands = products.pop()
+                if len(operands) >= 2:
+                    groups.append(tuple(operands))
+                    products[-1].append(~(len(groups) - 1))
+                elif operands:
+                    products[-1].append(operands[0])
+                char = self.skip()
             if char == "*":
                 self.take(self.pos + 1)
-                expected = "a number or a tensor after '*'"
-            elif char.isdigit() or char == "." or (char and _is_label_start(char)):
-                expected = "a number or a tensor"
-            elif char == "(":
-                raise self.fail(
-                    "'*', '+', '-' or a factor (parentheses are not supported)"
-                )
+                expected = "a number, a tensor or '(' after '*'"
+            elif char and (char.isdigit() or char in ".(" or _is_label_start(char)):
+                expected = "a number, a tensor or '('"
+            elif opens:
+                still = "one '(' is" if len(opens) == 1 else f"{len(opens)} '(' are"
+                raise self.fail(f"'*', another factor or ')' ({still} still open)")
             else:
-                return Term(coefficient, tuple(tensors), tuple(operators), start)
+                term = Term(
+                    coefficient,
+                    tuple(tensors),
+                    tuple(operators),
+                    start,
+                    tuple(groups),
+                    declared,
+                )
+                if declared is not None:
+                    self.check_declared(term, declared)
+                return term
+
+    def check_declared(self, term: Term, declared: tuple[Index, ...]) -> None:
+        """A term of an expression with a result: it carries every result
+        index, an index appearing once is a result index, and its operators
+        list exactly the result's indices."""
+        listed = set(declared)
+        counts = term.appearances()
+        for tensor in term.tensors:
+            for index in tensor.indices:
+                if counts[index] == 1 and index not in listed:
+                    raise self.error(
+                        f"index {index} of tensor {tensor.label} appears once in "
+                        "its term but the result does not list it",
+                        tensor.offset,
+                    )
+        for index in declared:
+            if index not in counts:
+                raise self.error(
+                    f"the result lists index {index}, which no tensor of the "
+                    "term carries",
+                    term.offset,
+                )
+        for operator in term.operators:
+            if set(operator.indices) != listed:
+                raise self.error(
+                    f"operator {operator.label} lists other indices than the result",
+                    operator.offset,
+                )
 
     def _digit_at(self, pos: int) -> bool:
         return pos < len(self.text) and self.text[pos].isdigit()

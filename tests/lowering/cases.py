@@ -17,6 +17,7 @@ from axisflow.dialects.batch_model import forest_model
 from axisflow.dialects.sched import ScheduleOp, schedule_from_op
 from axisflow.lowering.harness import Array, fill_input
 from axisflow.lowering.plan import Plan
+from axisflow.order import Order
 from axisflow.passes.lower_schedule import lower_module
 from axisflow.pipeline.api import schedule_module
 from axisflow.pipeline.evaluate import (
@@ -55,13 +56,15 @@ def scheduled_examples(*names: str) -> ModuleOp:
     return module
 
 
-def scheduled_sequant(name: str, batch: str, extents: str, block: int = 1) -> ModuleOp:
-    """A bundled SeQuant equation through the frontend, classified and
-    scheduled."""
+def scheduled_sequant(
+    name: str, batch: str, extents: str, block: int = 1, order: Order = "flops"
+) -> ModuleOp:
+    """A bundled SeQuant equation through the frontend (``order``: how each
+    term is binarized), classified and scheduled."""
     from axisflow.sequant import parse, to_module
 
     text = (EXAMPLES / "sequant" / name).read_text(encoding="utf-8")
-    module = to_module(parse(text), batch, extents=extents, name=name[:-4])
+    module = to_module(parse(text), batch, extents=extents, name=name[:-4], order=order)
     schedule_module(module, block=block)
     return module
 

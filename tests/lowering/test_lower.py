@@ -114,13 +114,35 @@ def test_doubles_residual_is_accepted_by_mlir_opt() -> None:
 
 
 def test_a_tensor_no_memref_can_index_is_refused() -> None:
-    # At the real extents the dense model of the doubles residual holds a
-    # value of about 3e20 elements: MLIR's 64-bit strides cannot address it.
+    # At the real extents the file-order forest of the doubles residual holds
+    # a value of about 3e20 elements: MLIR's 64-bit strides cannot address it.
+    # (About the file order's fold: order="file".)
     module = scheduled_sequant(
-        "csv_ccsd_doubles_residual_df.txt", "i", "i=80,a=896,μ̃=896,Κ=1682"
+        "csv_ccsd_doubles_residual_df.txt",
+        "i",
+        "i=80,a=896,μ̃=896,Κ=1682",
+        order="file",
     )
     with pytest.raises(
         LoweringError,
         match=r"would be a memref of .* elements .*more than a memref can index",
     ):
+        lower_module(module)
+
+
+def test_a_loop_binding_a_composite_with_its_own_extent_is_refused() -> None:
+    """A loop over ``a`` runs over a's extent (3); the composite a_1<i_1> it
+    binds has its kind's extent (2): slicing it so would read past its end,
+    so the lowering refuses, as the NumPy evaluator does."""
+    from axisflow.pipeline import schedule_module
+    from axisflow.sequant import parse, to_module
+
+    module = to_module(
+        parse("A{a_1<i_1>;i_1} * B{i_1;a_1<i_1>}"),
+        "a",
+        extents="i=2,a=3,a<1>=2",
+        name="composite",
+    )
+    schedule_module(module)
+    with pytest.raises(LoweringError, match=r"binds a_1<i_1>, whose composite kind"):
         lower_module(module)

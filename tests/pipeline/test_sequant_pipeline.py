@@ -96,9 +96,15 @@ def test_cross_iteration_outer_product_from_sequant_text() -> None:
 
 def test_separate_instances_run_each_tree_in_its_own_nest() -> None:
     expression = parse(equation("csv_ccsd_energy_df"))
-    fused = schedule_expression(expression, "Κ", extents=EXTENTS, elem=8)
+    # About the file-order forest (its slot numbering): order="file".
+    fused = schedule_expression(expression, "Κ", extents=EXTENTS, elem=8, order="file")
     separate = schedule_expression(
-        expression, "Κ", extents=EXTENTS, elem=8, separate_instances=True
+        expression,
+        "Κ",
+        extents=EXTENTS,
+        elem=8,
+        separate_instances=True,
+        order="file",
     )
     loop = r"sched\.loop over Κ instance (\d+) pass (\d+)"
     assert re.findall(loop, printed(fused)) == [("0", "0")]

@@ -182,7 +182,8 @@ def test_density_fitted_term_batched_over_kappa() -> None:
     values below it carrying Κ (leaves included) LoopLocal, the rest of the
     tree LoopInvariant."""
     (term,) = _example("csv_ccsd_doubles_residual_df.txt").terms[:1]
-    forest = build_forest(Expression((term,)), BatchPolicy.make("Κ"))
+    # The file-order spine (g, g*C, (g*C)*g, ...): order="file".
+    forest = build_forest(Expression((term,)), BatchPolicy.make("Κ"), order="file")
     (tree,) = forest.trees
     assert _loops(forest, tree) == ((L("Κ_2"), 0),)
     roles = _classified(forest_module(forest))
@@ -299,8 +300,11 @@ RENAMED = "g{μ̃_7;i_5;Κ_9} * C{a_8<i_2>;μ̃_7} * g{μ̃_4;i_2;Κ_9} * t{a_8<
 
 
 def test_duplicated_term_with_renamed_dummies_shares_every_value() -> None:
-    alone = build_forest(parse(TERM), BatchPolicy.make("Κ"))
-    both = build_forest(parse(f"{TERM} - 2 {RENAMED}"), BatchPolicy.make("Κ"))
+    # The labels below are those of the file-order tree: order="file".
+    alone = build_forest(parse(TERM), BatchPolicy.make("Κ"), order="file")
+    both = build_forest(
+        parse(f"{TERM} - 2 {RENAMED}"), BatchPolicy.make("Κ"), order="file"
+    )
     assert both.values == alone.values
     assert len(_nodes(both)) == 3
     single = _use_counts(alone)

@@ -184,6 +184,30 @@ batch.forest {
 // -----
 
 batch.forest {
+  batch.space a extent 9 composite {1 = 0}
+}
+
+// CHECK: batch.space a: extent of composite kind 1 must be a positive integer
+
+// -----
+
+batch.forest {
+  batch.space a extent 9 composite {0 = 3}
+}
+
+// CHECK: batch.space a: composite kind '0' must be a positive number of protos
+
+// -----
+
+"batch.forest"() ({
+  "batch.space"() <{key = #batch.index<"a">, composite = {"x" = 3 : i64}}> : () -> ()
+}) : () -> ()
+
+// CHECK: batch.space a: composite kind 'x' must be a positive number of protos
+
+// -----
+
+batch.forest {
   batch.value @A [i_1] leaf "A"
   batch.loop i_1 {
     batch.use @A [i_1]

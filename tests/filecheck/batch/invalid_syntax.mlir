@@ -51,3 +51,11 @@ batch.forest {
 
 // CHECK: invalid_syntax.mlir:{{[0-9]+}}:16
 // CHECK: an index-space key has no ordinal or proto indices
+
+// -----
+
+batch.forest {
+  batch.space a extent 9 composite {1 = 3, 1 = 4}
+}
+
+// CHECK: composite kind 1 given twice

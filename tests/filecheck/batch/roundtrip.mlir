@@ -7,7 +7,7 @@
 
 batch.forest @all attributes {origin = "hand-written"} {
   batch.space i extent 80 elem 8
-  batch.space a extent 896
+  batch.space a extent 896 composite {2 = 40, 1 = 60}
   batch.space Κ extent 1682
   batch.space μ̃ extent 896
   batch.space i↑
@@ -33,7 +33,7 @@ batch.forest @all attributes {origin = "hand-written"} {
 
 // CHECK:      batch.forest @all attributes {origin = "hand-written"} {
 // CHECK-NEXT:   batch.space i extent 80 elem 8
-// CHECK-NEXT:   batch.space a extent 896
+// CHECK-NEXT:   batch.space a extent 896 composite {1 = 60, 2 = 40}
 // CHECK-NEXT:   batch.space Κ extent 1682
 // CHECK-NEXT:   batch.space μ̃ extent 896
 // CHECK-NEXT:   batch.space i↑

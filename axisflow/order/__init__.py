@@ -1,0 +1,50 @@
+"""Contraction order: which pairs of a product to contract first.
+
+Pure Python, no xDSL (below the dialects, like ``axisflow.roles``):
+
+* ``extents``: extents of index spaces and of composite kinds (``a<2>``),
+  the one sizing convention of the project;
+* ``search``: plans for one product under ``order=file|flops|memory``
+  (exact dynamic programming, greedy fallback), with a hook for sizes under
+  batch loops.
+"""
+
+from axisflow.forest.frames import expand_modes
+from axisflow.order.extents import (
+    DEFAULT_EXTENT,
+    ExtentError,
+    Extents,
+    parse_extents,
+    split_kind,
+)
+from axisflow.order.search import (
+    CONNECTED_MAX,
+    EXACT_ALL_MAX,
+    MEMORY_TOLERANCE,
+    ORDERS,
+    PAIR_BUDGET,
+    Costs,
+    Order,
+    Plan,
+    SizeHook,
+    plan_product,
+)
+
+__all__ = [
+    "CONNECTED_MAX",
+    "DEFAULT_EXTENT",
+    "EXACT_ALL_MAX",
+    "MEMORY_TOLERANCE",
+    "ORDERS",
+    "PAIR_BUDGET",
+    "Costs",
+    "ExtentError",
+    "Extents",
+    "Order",
+    "Plan",
+    "SizeHook",
+    "expand_modes",
+    "parse_extents",
+    "plan_product",
+    "split_kind",
+]

@@ -1,0 +1,759 @@
+"""The contraction order of one product: which pairs to contract, and when.
+
+Pure Python, no xDSL. A product is a list of *leaves* (the tensors of a
+term, each by the indices it carries) and its *externals* (the indices of
+its result). A plan binarizes it: a sequence of pairwise contractions in SSA
+form (leaf ``k`` is node ``k``; step ``s`` makes node ``len(leaves) + s``).
+
+Cost model (the memory model's convention, see ``axisflow.order.extents``):
+
+* the *modes* of a tensor are its indices and their protos at any depth
+  (``axisflow.forest.frames.expand_modes``): a composite ``a_1<i_1,i_2>`` is a mode of its own and
+  ``i_1``, ``i_2`` are modes too;
+* the value of a set of leaves keeps the modes of those leaves that a leaf
+  outside the set still has, or that the result has; every other mode is
+  summed at the node that completes the set. A single leaf keeps all of its
+  modes;
+* a pairwise contraction costs the product of the extents of the union of
+  its two operands' modes (multiply-adds; an outer product is the size of
+  its result, a Hadamard mode counts once);
+* the size of a value is the product of the extents of its modes, or what
+  ``Costs.size`` says (the hook for sizes under batch loops); the *peak* of
+  a plan is its largest intermediate (leaves are inputs and not counted).
+
+Orders (``plan_product``):
+
+* ``file``: the written order, folded left to right, ``((t1*t2)*t3)*...``.
+* ``flops``: fewest multiply-adds. Exact dynamic programming over subsets of
+  operands and all their two-way splits (bushy trees included, as SeQuant's
+  ``opt::single_term_opt``). Up to ``EXACT_ALL_MAX`` operands every split is
+  tried, outer products included, so the plan is optimal among all
+  binarizations. Up to ``CONNECTED_MAX`` operands only connected subsets and
+  splits into two connected halves are tried (the csg-cmp pairs of
+  Moerkotte and Neumann's DPccp: SeQuant's outer-product pruning, and
+  ``opt_einsum``'s default), each connected component on its own and the
+  components joined by the all-splits search; this is optimal among plans
+  without outer products inside a component. Above ``CONNECTED_MAX``
+  operands, or when that search would try more than ``PAIR_BUDGET`` pairs,
+  a greedy search takes the cheapest pair first.
+* ``memory``: the smallest peak intermediate, FLOPs as the tie-break within
+  ``MEMORY_TOLERANCE``: the same search keeps, per subset, the Pareto front
+  of (largest intermediate, multiply-adds); at the root it takes the fewest
+  multiply-adds among the points whose peak is at most ``1 +
+  MEMORY_TOLERANCE`` times the smallest.
+
+Ties keep the file order: the left operand of a node is the part holding the
+earliest operand, and among equally cheap splits the one whose right part
+has the fewest operands, then the latest ones, wins, so the left-to-right
+fold wins every tie it takes part in.
+
+Parenthesized groups (``groups``/``operands`` as in ``axisflow.sequant.
+syntax.Term``) are kept as written: each group folds its operands left to
+right, whatever the order; the order only chooses how the outermost product
+combines its operands. Nothing here recurses on the input's size or depth.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from axisflow.forest.frames import expand_modes
+from axisflow.order.extents import Extents
+from axisflow.roles.index import Index
+
+Order = Literal["file", "flops", "memory"]
+ORDERS: tuple[Order, ...] = ("file", "flops", "memory")
+
+EXACT_ALL_MAX = 8
+"""Up to this many operands, every split is tried (outer products too)."""
+CONNECTED_MAX = 16
+"""Up to this many operands, connected splits are tried; greedy above."""
+PAIR_BUDGET = 200_000
+"""Connected splits tried at most before falling back to greedy."""
+MEMORY_TOLERANCE = Fraction(1, 20)
+"""``memory``: peaks within this fraction of the smallest count as equal,
+and the one with the fewest multiply-adds is taken."""
+
+
+SizeHook = Callable[[frozenset[Index], frozenset[Index]], int]
+"""Elements of a value as it will be stored, given the modes it keeps and
+the modes of the leaves it covers (those not kept are summed below it)."""
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What a plan costs: mode extents, and how big a value is stored.
+
+    ``size`` (default: the product of the extents) lets a caller size values
+    as they will exist under batch loops (a slice for a sliced value, the
+    full buffer for a carried one); it drives the ``memory`` order and the
+    plan's ``peak``. Multiply-adds always use the full extents.
+    """
+
+    extents: Extents
+    size: SizeHook | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A binarization: SSA steps, the modes each step's value keeps, its
+    total multiply-adds and its largest intermediate (``Costs.size`` units),
+    and how it was found (``single``, ``file``, ``exact``, ``connected``,
+    ``greedy``, or ``kept`` when parentheses fixed every pair)."""
+
+    leaves: int
+    steps: tuple[tuple[int, int], ...]
+    kept: tuple[frozenset[Index], ...]
+    flops: int
+    peak: int
+    method: str
+
+    @property
+    def root(self) -> int:
+        """The node of the whole product."""
+        return self.leaves + len(self.steps) - 1 if self.steps else 0
+
+
+# --------------------------------------------------------------------------
+# Modes as bits
+# --------------------------------------------------------------------------
+
+
+def _bits(mask: int) -> Iterator[int]:
+    """Positions of the set bits of ``mask``, lowest first."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+class _Context:
+    """The product's modes as bit positions, with cached sizes."""
+
+    def __init__(
+        self,
+        leaves: Sequence[Sequence[Index]],
+        externals: Iterable[Index],
+        costs: Costs,
+    ) -> None:
+        ids: dict[Index, int] = {}
+        self.modes: list[Index] = []
+
+        def mask_of(indices: Iterable[Index]) -> int:
+            mask = 0
+            for mode in expand_modes(indices):
+                bit = ids.get(mode)
+                if bit is None:
+                    bit = ids[mode] = len(self.modes)
+                    self.modes.append(mode)
+                mask |= 1 << bit
+            return mask
+
+        self.leaf_masks = [mask_of(leaf) for leaf in leaves]
+        self.output = mask_of(externals)
+        self.extent = [costs.extents.extent(mode) for mode in self.modes]
+        self.hook = costs.size
+        self._elements: dict[int, int] = {}
+        self._sizes: dict[tuple[int, int], int] = {}
+
+    def elements(self, mask: int) -> int:
+        """The product of the extents of the modes in ``mask``."""
+        found = self._elements.get(mask)
+        if found is None:
+            found = 1
+            extent = self.extent
+            rest = mask
+            while rest:
+                low = rest & -rest
+                found *= extent[low.bit_length() - 1]
+                rest ^= low
+            self._elements[mask] = found
+        return found
+
+    def size(self, mask: int, span: int) -> int:
+        """The stored size of a value keeping the modes in ``mask``, made
+        from leaves whose modes are ``span``."""
+        if self.hook is None:
+            return self.elements(mask)
+        key = (mask, span)
+        found = self._sizes.get(key)
+        if found is None:
+            found = self.hook(self.mode_set(mask), self.mode_set(span))
+            self._sizes[key] = found
+        return found
+
+    def mode_set(self, mask: int) -> frozenset[Index]:
+        """The modes in ``mask``."""
+        return frozenset(self.modes[bit] for bit in _bits(mask))
+
+
+# --------------------------------------------------------------------------
+# Units: what the search combines
+# --------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Unit:
+    """An operand of the search: a leaf or a fixed group (``node`` set: it
+    exists already), or a combination the search chose (``children``)."""
+
+    result: int
+    span: int
+    """The modes of the leaves it covers."""
+    flops: int
+    peak: int
+    node: int | None = None
+    children: tuple[_Unit, _Unit] | None = None
+
+
+class _Emitter:
+    """Builds the plan's steps; tracks, per mode, how many current nodes keep
+    it, which is what decides the modes a new node keeps."""
+
+    def __init__(self, context: _Context) -> None:
+        self.context = context
+        self.results: list[int] = list(context.leaf_masks)
+        self.spans: list[int] = list(context.leaf_masks)
+        self.live: dict[int, int] = {}
+        for mask in context.leaf_masks:
+            for bit in _bits(mask):
+                self.live[bit] = self.live.get(bit, 0) + 1
+        self.steps: list[tuple[int, int]] = []
+        self.flops = 0
+        self.peak = 0
+
+    def merge(self, left: int, right: int) -> int:
+        """Contract nodes ``left`` and ``right``; return the new node."""
+        context = self.context
+        in_left, in_right = self.results[left], self.results[right]
+        union = in_left | in_right
+        kept = union
+        live = self.live
+        output = context.output
+        for bit in _bits(union):
+            flag = 1 << bit
+            others = live[bit] - (in_left & flag > 0) - (in_right & flag > 0)
+            if others == 0 and not output & flag:
+                kept ^= flag
+                del live[bit]
+            else:
+                live[bit] = others + 1
+        self.results.append(kept)
+        self.steps.append((left, right))
+        self.flops += context.elements(union)
+        span = self.spans[left] | self.spans[right]
+        self.spans.append(span)
+        self.peak = max(self.peak, context.size(kept, span))
+        return len(self.results) - 1
+
+    def unit(self, node: int, flops: int = 0, peak: int = 0) -> _Unit:
+        return _Unit(self.results[node], self.spans[node], flops, peak, node)
+
+    def emit(self, unit: _Unit) -> int:
+        """Emit the steps of ``unit``'s tree (post-order, left first)."""
+        done: dict[int, int] = {}
+        stack: list[tuple[_Unit, bool]] = [(unit, False)]
+        while stack:
+            item, expanded = stack.pop()
+            if item.node is not None:
+                done[id(item)] = item.node
+                continue
+            assert item.children is not None
+            left, right = item.children
+            if expanded:
+                done[id(item)] = self.merge(done[id(left)], done[id(right)])
+            else:
+                stack.extend(((item, True), (right, False), (left, False)))
+        return done[id(unit)]
+
+    def fold(self, units: Sequence[_Unit]) -> _Unit:
+        """Fold existing ``units`` left to right: the unit of the result,
+        with its multiply-adds and peak."""
+        context = self.context
+        current = units[0]
+        for unit in units[1:]:
+            assert current.node is not None and unit.node is not None
+            node = self.merge(current.node, unit.node)
+            result = self.results[node]
+            current = _Unit(
+                result,
+                self.spans[node],
+                current.flops
+                + unit.flops
+                + context.elements(current.result | unit.result),
+                max(current.peak, unit.peak, context.size(result, self.spans[node])),
+                node,
+            )
+        return current
+
+    def plan(self, leaves: int, method: str) -> Plan:
+        context = self.context
+        kept = tuple(context.mode_set(mask) for mask in self.results[leaves:])
+        return Plan(leaves, tuple(self.steps), kept, self.flops, self.peak, method)
+
+
+# --------------------------------------------------------------------------
+# The searches
+# --------------------------------------------------------------------------
+
+
+_Point = tuple[int, int, tuple[int, int], int, int, int, int]
+"""A point of a Pareto front: peak, multiply-adds, tie key, the split (left,
+right) and the point of each part it extends."""
+
+
+def _tie_key(right: int) -> tuple[int, int]:
+    """Among equal costs, smaller is preferred: fewest operands on the right,
+    then the latest ones (the left-to-right fold first)."""
+    return (right.bit_count(), -right)
+
+
+class _Search:
+    """Dynamic programming over subsets of ``units`` (bit ``u`` is unit
+    ``u``); ``outside`` are modes needed beyond these units."""
+
+    def __init__(
+        self, context: _Context, units: Sequence[_Unit], outside: int, order: Order
+    ) -> None:
+        self.context = context
+        self.units = list(units)
+        self.full = (1 << len(units)) - 1
+        self.outside = outside
+        self.needed = context.output | outside
+        self.order: Order = order
+        self._union: dict[int, int] = {0: 0}
+        self._result: dict[int, int] = {}
+        self._span: dict[int, int] = {0: 0}
+        for position, unit in enumerate(units):
+            self._union[1 << position] = unit.result
+            self._result[1 << position] = unit.result
+            self._span[1 << position] = unit.span
+
+    def span(self, subset: int) -> int:
+        """The modes of the leaves the units of ``subset`` cover."""
+        found = self._span.get(subset)
+        if found is None:
+            found = 0
+            for position in _bits(subset):
+                found |= self.units[position].span
+            self._span[subset] = found
+        return found
+
+    def union(self, subset: int) -> int:
+        found = self._union.get(subset)
+        if found is None:
+            found = 0
+            for position in _bits(subset):
+                found |= self.units[position].result
+            self._union[subset] = found
+        return found
+
+    def result(self, subset: int) -> int:
+        """The modes the value of ``subset`` keeps."""
+        found = self._result.get(subset)
+        if found is None:
+            rest = self.union(self.full ^ subset) | self.needed
+            found = self._result[subset] = self.union(subset) & rest
+        return found
+
+    # -- flops: one best split per subset ----------------------------------
+
+    def run(self, pairs: Iterable[tuple[int, int]]) -> _Unit:
+        """Relax every (left, right) split in ``pairs`` (children before
+        parents) and rebuild the best tree of the full set."""
+        if self.order == "memory":
+            return self._run_memory(pairs)
+        context = self.context
+        cost: dict[int, int] = {}
+        split: dict[int, tuple[int, int]] = {}
+        tie: dict[int, tuple[int, int]] = {}
+        for position, unit in enumerate(self.units):
+            cost[1 << position] = unit.flops
+        for left, right in pairs:
+            subset = left | right
+            total = (
+                cost[left]
+                + cost[right]
+                + context.elements(self.result(left) | self.result(right))
+            )
+            best = cost.get(subset)
+            if best is None or total < best:
+                cost[subset] = total
+                split[subset] = (left, right)
+                tie[subset] = _tie_key(right)
+            elif total == best:
+                key = _tie_key(right)
+                if key < tie[subset]:
+                    split[subset] = (left, right)
+                    tie[subset] = key
+        return self._rebuild(lambda subset: split[subset])
+
+    def _rebuild(self, children: Callable[[int], tuple[int, int]]) -> _Unit:
+        """The tree of the full set, following ``children`` from the top
+        (an explicit stack), with its multiply-adds and peak."""
+        context = self.context
+        built: dict[int, _Unit] = {}
+        stack: list[tuple[int, bool]] = [(self.full, False)]
+        while stack:
+            subset, expanded = stack.pop()
+            if subset & (subset - 1) == 0:
+                built[subset] = self.units[subset.bit_length() - 1]
+                continue
+            left, right = children(subset)
+            if not expanded:
+                stack.extend(((subset, True), (right, False), (left, False)))
+                continue
+            a, b = built[left], built[right]
+            result = self.result(subset)
+            span = a.span | b.span
+            built[subset] = _Unit(
+                result,
+                span,
+                a.flops + b.flops + context.elements(a.result | b.result),
+                max(a.peak, b.peak, context.size(result, span)),
+                None,
+                (a, b),
+            )
+        return built[self.full]
+
+    # -- memory: a Pareto front per subset ---------------------------------
+
+    def _run_memory(self, pairs: Iterable[tuple[int, int]]) -> _Unit:
+        context = self.context
+        fronts: dict[int, list[_Point]] = {}
+        for position, unit in enumerate(self.units):
+            fronts[1 << position] = [(unit.peak, unit.flops, (0, 0), 0, 0, 0, 0)]
+        for left, right in pairs:
+            subset = left | right
+            size = context.size(self.result(subset), self.span(subset))
+            pair = context.elements(self.result(left) | self.result(right))
+            key = _tie_key(right)
+            front = fronts.setdefault(subset, [])
+            for li, lp in enumerate(fronts[left]):
+                for ri, rp in enumerate(fronts[right]):
+                    peak = max(lp[0], rp[0], size)
+                    flops = lp[1] + rp[1] + pair
+                    _insert(front, (peak, flops, key, left, right, li, ri))
+        root = fronts[self.full]
+        smallest = min(point[0] for point in root)
+        limit = smallest * (1 + MEMORY_TOLERANCE)
+        chosen = min(
+            (p for p in root if p[0] <= limit), key=lambda p: (p[1], p[0], p[2])
+        )
+        # Rebuild, following the chosen point of every subset.
+        choice: dict[int, _Point] = {self.full: chosen}
+
+        def children(subset: int) -> tuple[int, int]:
+            point = choice[subset]
+            left, right = point[3], point[4]
+            choice[left] = fronts[left][point[5]]
+            choice[right] = fronts[right][point[6]]
+            return left, right
+
+        return self._rebuild(children)
+
+
+def _insert(
+    front: list[_Point],
+    point: _Point,
+) -> None:
+    """Insert ``point`` into a Pareto front of (peak, flops); an equal point
+    is replaced only by a preferred split."""
+    peak, flops, key = point[0], point[1], point[2]
+    for position, other in enumerate(front):
+        if other[0] <= peak and other[1] <= flops:
+            if other[0] == peak and other[1] == flops and key < other[2]:
+                front[position] = point
+            return
+    front[:] = [p for p in front if not (peak <= p[0] and flops <= p[1])]
+    front.append(point)
+
+
+def _all_pairs(count: int) -> Iterator[tuple[int, int]]:
+    """Every split of every subset of ``count`` operands, subsets in
+    increasing order (so a subset's parts come before it); the left part
+    holds the subset's first operand."""
+    for subset in range(1, 1 << count):
+        low = subset & -subset
+        rest = subset ^ low
+        if not rest:
+            continue
+        part = rest
+        while part:
+            part = (part - 1) & rest
+            yield low | part, rest ^ part
+
+
+def _adjacency(search: _Search) -> list[int]:
+    """Units sharing a summed mode are adjacent."""
+    units = search.units
+    summed = ~search.needed
+    adjacent = [0] * len(units)
+    carriers: dict[int, int] = {}
+    for position, unit in enumerate(units):
+        for bit in _bits(unit.result & summed):
+            carriers[bit] = carriers.get(bit, 0) | (1 << position)
+    for group in carriers.values():
+        for position in _bits(group):
+            adjacent[position] |= group & ~(1 << position)
+    return adjacent
+
+
+def _components(adjacent: list[int]) -> list[int]:
+    """Connected components as unit masks, in order of their first unit."""
+    seen = 0
+    found: list[int] = []
+    for start in range(len(adjacent)):
+        if seen >> start & 1:
+            continue
+        reached = frontier = 1 << start
+        while frontier:
+            grown = 0
+            for position in _bits(frontier):
+                grown |= adjacent[position]
+            frontier = grown & ~reached
+            reached |= frontier
+        seen |= reached
+        found.append(reached)
+    return found
+
+
+class _BudgetExceeded(Exception):
+    pass
+
+
+def _connected_pairs(adjacent: list[int], budget: int) -> list[tuple[int, int]]:
+    """All csg-cmp pairs (two disjoint connected sets joined by an edge) of a
+    connected graph, by DPccp's enumeration, sorted so that parts come
+    before the sets they form; the left part holds the lower operand."""
+    count = len(adjacent)
+    pairs: list[tuple[int, int]] = []
+
+    known: dict[int, int] = {1 << p: adjacent[p] for p in range(count)}
+
+    def neighbours(subset: int) -> int:
+        grown = known.get(subset)
+        if grown is None:
+            grown = 0
+            rest = subset
+            while rest:
+                low = rest & -rest
+                grown |= known[low]
+                rest ^= low
+            known[subset] = grown
+        return grown & ~subset
+
+    def subsets(mask: int) -> Iterator[int]:
+        part = mask
+        while part:
+            yield part
+            part = (part - 1) & mask
+
+    def grow(start: int, excluded: int) -> Iterator[int]:
+        """Connected supersets of ``start`` avoiding ``excluded`` (DPccp's
+        EnumerateCsgRec), with an explicit stack."""
+        stack = [(start, excluded)]
+        while stack:
+            subset, banned = stack.pop()
+            frontier = neighbours(subset) & ~banned
+            if not frontier:
+                continue
+            for part in subsets(frontier):
+                yield subset | part
+            for part in subsets(frontier):
+                stack.append((subset | part, banned | frontier))
+
+    def complements(first: int) -> Iterator[int]:
+        low = (first & -first).bit_length() - 1
+        banned = ((1 << (low + 1)) - 1) | first
+        frontier = neighbours(first) & ~banned
+        for position in sorted(_bits(frontier), reverse=True):
+            start = 1 << position
+            yield start
+            yield from grow(start, banned | (frontier & ((1 << (position + 1)) - 1)))
+
+    for position in range(count - 1, -1, -1):
+        start = 1 << position
+        for first in (start, *grow(start, (1 << (position + 1)) - 1)):
+            for second in complements(first):
+                if first & -first < second & -second:
+                    pairs.append((first, second))
+                else:
+                    pairs.append((second, first))
+                if len(pairs) > budget:
+                    raise _BudgetExceeded
+    pairs.sort(key=lambda pair: (pair[0] | pair[1]).bit_count())
+    return pairs
+
+
+def _greedy(search: _Search) -> _Unit:
+    """Cheapest pair first (multiply-adds, then the size of the result, then
+    file order); pairs sharing a summed mode first, outer products last."""
+    context = search.context
+    nodes: list[_Unit] = list(search.units)
+    order: list[int] = list(range(len(nodes)))
+    alive = set(range(len(nodes)))
+    needed = search.needed
+    live: dict[int, int] = {}
+    for unit in nodes:
+        for bit in _bits(unit.result):
+            live[bit] = live.get(bit, 0) + 1
+    carriers: dict[int, set[int]] = {}
+    for position, unit in enumerate(nodes):
+        for bit in _bits(unit.result & ~needed):
+            carriers.setdefault(bit, set()).add(position)
+
+    def kept(a: int, b: int) -> int:
+        in_a, in_b = nodes[a].result, nodes[b].result
+        union = in_a | in_b
+        result = union
+        for bit in _bits(union):
+            flag = 1 << bit
+            if live[bit] == (in_a & flag > 0) + (in_b & flag > 0) and not needed & flag:
+                result ^= flag
+        return result
+
+    heap: list[tuple[int, int, int, int, int, int]] = []
+
+    def push(a: int, b: int) -> None:
+        if order[a] > order[b]:
+            a, b = b, a
+        flops = context.elements(nodes[a].result | nodes[b].result)
+        size = context.size(kept(a, b), nodes[a].span | nodes[b].span)
+        heapq.heappush(heap, (flops, size, order[a], order[b], a, b))
+
+    def partners(node: int) -> set[int]:
+        found: set[int] = set()
+        for bit in _bits(nodes[node].result & ~needed):
+            found.update(carriers.get(bit, ()))
+        found.discard(node)
+        return found & alive
+
+    for node in range(len(nodes)):
+        for other in partners(node):
+            if other > node:
+                push(node, other)
+    while len(alive) > 1:
+        while heap and not (heap[0][4] in alive and heap[0][5] in alive):
+            heapq.heappop(heap)
+        if heap:
+            _, _, _, _, a, b = heapq.heappop(heap)
+        else:  # only outer products remain: the two smallest values
+            a, b = sorted(
+                sorted(
+                    alive, key=lambda n: (context.elements(nodes[n].result), order[n])
+                )[:2],
+                key=order.__getitem__,
+            )
+        result = kept(a, b)
+        union = nodes[a].result | nodes[b].result
+        for bit in _bits(union):
+            flag = 1 << bit
+            live[bit] -= (nodes[a].result & flag > 0) + (nodes[b].result & flag > 0)
+            if result & flag:
+                live[bit] += 1
+        merged = _Unit(
+            result, nodes[a].span | nodes[b].span, 0, 0, None, (nodes[a], nodes[b])
+        )
+        nodes.append(merged)
+        order.append(min(order[a], order[b]))
+        alive -= {a, b}
+        new = len(nodes) - 1
+        alive.add(new)
+        for bit in _bits(result & ~needed):
+            holders = carriers.setdefault(bit, set())
+            holders.difference_update((a, b))
+            holders.add(new)
+        for other in partners(new):
+            push(new, other)
+    (last,) = alive
+    return nodes[last]
+
+
+def _best(search: _Search) -> tuple[_Unit, str]:
+    """The best tree of all the search's units, and the method used."""
+    count = len(search.units)
+    if count <= EXACT_ALL_MAX:
+        return search.run(_all_pairs(count)), "exact"
+    if count > CONNECTED_MAX:
+        return _greedy(search), "greedy"
+    adjacent = _adjacency(search)
+    parts: list[_Unit] = []
+    try:
+        for component in _components(adjacent):
+            members = list(_bits(component))
+            if len(members) == 1:
+                parts.append(search.units[members[0]])
+                continue
+            local = {member: position for position, member in enumerate(members)}
+            local_adjacent = [
+                sum(1 << local[other] for other in _bits(adjacent[member]))
+                for member in members
+            ]
+            inner = _Search(
+                search.context,
+                [search.units[member] for member in members],
+                search.outside | search.union(search.full ^ component),
+                search.order,
+            )
+            parts.append(inner.run(_connected_pairs(local_adjacent, PAIR_BUDGET)))
+    except _BudgetExceeded:
+        return _greedy(search), "greedy"
+    if len(parts) == 1:
+        return parts[0], "connected"
+    joined = _Search(search.context, parts, search.outside, search.order)
+    if len(parts) <= EXACT_ALL_MAX:
+        return joined.run(_all_pairs(len(parts))), "connected"
+    return _greedy(joined), "greedy"
+
+
+# --------------------------------------------------------------------------
+# Entry points
+# --------------------------------------------------------------------------
+
+
+def plan_product(
+    leaves: Sequence[Sequence[Index]],
+    externals: Iterable[Index],
+    costs: Costs,
+    order: Order = "flops",
+    groups: Sequence[Sequence[int]] = (),
+    operands: Sequence[int] | None = None,
+) -> Plan:
+    """The plan of a product of ``leaves`` (each by its carried indices) with
+    result ``externals``, under ``order`` (see the module doc).
+
+    ``groups`` and ``operands`` describe parentheses as ``Term.groups`` and
+    ``Term.operands()`` do (operand ``k >= 0`` is leaf ``k``, ``~j`` is group
+    ``j``; groups refer to earlier groups only); without them the product's
+    operands are the leaves in order. Groups keep their written order.
+    """
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    context = _Context(leaves, externals, costs)
+    emitter = _Emitter(context)
+    count = len(leaves)
+    if operands is None:
+        operands = range(count)
+    group_nodes: list[_Unit] = []
+
+    def unit(operand: int) -> _Unit:
+        return emitter.unit(operand) if operand >= 0 else group_nodes[~operand]
+
+    for group in groups:
+        group_nodes.append(emitter.fold([unit(op) for op in group]))
+    units = [unit(op) for op in operands]
+    if count == 0:
+        return emitter.plan(0, "single")
+    if len(units) == 1:
+        return emitter.plan(count, "kept" if groups else "single")
+    if order == "file":
+        emitter.fold(units)
+        return emitter.plan(count, "file")
+    tree, method = _best(_Search(context, units, 0, order))
+    emitter.emit(tree)
+    return emitter.plan(count, method)
