@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 MLIR_RUNNER := /usr/lib/llvm-22/bin/mlir-runner
 
-.PHONY: venv mlir-tools demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench fuzz clean
+.PHONY: venv mlir-tools demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench fuzz mutation clean
 
 venv: $(STAMP)
 
@@ -100,5 +100,13 @@ test-pythons: $(STAMP)
 package-check: $(STAMP)
 	PYTHON=$(PYTHON) .ci/package-check
 
+# Mutation testing of the core pure modules (slow: minutes per module; not part
+# of `make test`). One campaign at a time, at the lowest CPU priority;
+# CAMPAIGNS="decision scheduler" picks some (names in mutation/modules.toml).
+mutation: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
+	nice -n 19 $(BIN)/python mutation/run.py $(CAMPAIGNS)
+
+
 clean:
-	rm -rf $(VENV) .venv-py* .pytest_cache .hypothesis .ruff_cache *.egg-info build dist
+	rm -rf $(VENV) .venv-py* .pytest_cache .hypothesis .ruff_cache *.egg-info build dist mutation/work

@@ -1,0 +1,148 @@
+"""Run the mutation-testing campaigns of mutation/modules.toml with mutmut.
+
+Usage: ``python mutation/run.py [--report] [CAMPAIGN ...]`` (all campaigns
+when none is named; ``--report`` prints the table of the campaigns already
+run, without running anything). Each campaign runs in its own scratch directory
+``mutation/work/<campaign>/`` (git-ignored) holding links to ``axisflow/`` and
+``tests/`` (with ``examples/`` and ``docs/``, which tests read) and a generated ``pyproject.toml`` whose ``[tool.mutmut]`` section
+names the campaign's files and tests: mutmut reads its configuration only
+from the working directory, and one directory per campaign keeps each
+module's mutants and coverage apart. Campaigns run one after the other with
+one worker (the machine is shared).
+
+Afterwards it prints one table row per campaign: mutants, killed, survived,
+equivalent (listed with a justification in mutation/equivalent.toml),
+mutants no selected test executes, and the share of non-equivalent mutants
+killed (of those run so far, marked partial, when a campaign was stopped). Timeouts and segfaults count as killed (the test run failed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+MUTMUT = Path(sys.executable).parent / "mutmut"
+RESULT = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
+KILLED = {"killed", "timeout", "segfault"}
+
+
+def campaigns() -> dict[str, dict[str, list[str]]]:
+    """The campaigns of modules.toml, in file order."""
+    return tomllib.loads((HERE / "modules.toml").read_text())
+
+
+def equivalents() -> dict[str, str]:
+    """Mutant name -> why it changes no observable behaviour."""
+    table = tomllib.loads((HERE / "equivalent.toml").read_text())
+    return {name: entry["why"] for name, entry in table.get("mutant", {}).items()}
+
+
+def toml_list(values: list[str]) -> str:
+    return "[" + ", ".join(f'"{value}"' for value in values) + "]"
+
+
+def prepare(name: str, spec: dict[str, list[str]]) -> Path:
+    """A fresh scratch directory for one campaign."""
+    work = HERE / "work" / name
+    subprocess.run(["rm", "-rf", str(work)], check=True)
+    work.mkdir(parents=True)
+    for entry in ("axisflow", "tests", "examples", "docs"):
+        (work / entry).symlink_to(ROOT / entry)
+    (work / "pyproject.toml").write_text(
+        "[tool.mutmut]\n"
+        'source_paths = ["axisflow/"]\n'
+        f"only_mutate = {toml_list(spec['mutate'])}\n"
+        f"pytest_add_cli_args_test_selection = {toml_list(spec['tests'])}\n"
+        'also_copy = ["examples/", "docs/"]\n'
+        "\n[tool.pytest.ini_options]\n"
+        'addopts = "-q -p no:cacheprovider"\n'
+    )
+    return work
+
+
+def results(work: Path) -> dict[str, str]:
+    """Mutant name -> mutmut's status, for every mutant of the campaign."""
+    shown = subprocess.run(
+        [str(MUTMUT), "results", "--all", "true"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return {
+        match[1]: match[2].strip()
+        for match in map(RESULT.match, shown.splitlines())
+        if match
+    }
+
+
+def summarize(name: str, statuses: dict[str, str], known: dict[str, str]) -> str:
+    """One markdown table row for a campaign."""
+    counts = Counter(statuses.values())
+    killed = sum(counts[status] for status in KILLED)
+    survivors = [m for m, s in statuses.items() if s == "survived"]
+    equivalent = sum(1 for mutant in survivors if mutant in known)
+    untested = counts["no tests"]
+    unfinished = len(statuses) - killed - len(survivors) - untested
+    # Of the mutants run so far (all of them when the campaign finished).
+    live = len(statuses) - unfinished - equivalent
+    share = 100.0 * killed / live if live else 100.0
+    note = f" (partial: {unfinished} not run yet)" if unfinished else ""
+    return (
+        f"| {name} | {len(statuses)} | {killed} | {len(survivors) - equivalent} "
+        f"| {equivalent} | {untested} | {share:.1f}%{note} |"
+    )
+
+
+def main(argv: list[str]) -> int:
+    """Run the named campaigns (all by default) and print the table."""
+    report_only = "--report" in argv
+    argv = [arg for arg in argv if arg != "--report"]
+    table = campaigns()
+    chosen = argv or list(table)
+    unknown = [name for name in chosen if name not in table]
+    if unknown:
+        print(f"unknown campaign(s): {', '.join(unknown)}; known: {', '.join(table)}")
+        return 2
+    known = equivalents()
+    rows = []
+    for name in chosen:
+        work = HERE / "work" / name
+        if report_only:
+            if (work / "mutants").is_dir():
+                rows.append(summarize(name, results(work), known))
+            continue
+        work = prepare(name, table[name])
+        print(f"== mutation campaign {name}: {', '.join(table[name]['mutate'])}")
+        with open(work / "mutmut.log", "w") as log:
+            subprocess.run(
+                [str(MUTMUT), "run", "--max-children", "1"],
+                cwd=work,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                check=False,
+            )
+        statuses = results(work)
+        for mutant, status in sorted(statuses.items()):
+            if status == "survived" and mutant not in known:
+                print(f"   survived: {mutant}")
+        rows.append(summarize(name, statuses, known))
+    print(
+        "| campaign | mutants | killed | survived | equivalent | no tests | killed of non-equivalent |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        print(row)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,50 @@
+"""Roles on the forest model: which proto modes are sliced, and the evidence
+with and without ``explain`` (cases found by mutation testing, issue 18)."""
+
+from __future__ import annotations
+
+from axisflow.forest.builder import ForestBuilder, loop, use
+from axisflow.forest.model import Forest
+from axisflow.forest.roles import classify, describe_site
+from axisflow.roles import Index, LoopRole
+
+
+def composite_forest(y_label: str) -> Forest:
+    """``R(a_1<i_1>, j) = X(a_1<i_1>) Y(j)`` under a loop over ``i_2``, with
+    ``Y`` read as ``y_label``."""
+    builder = ForestBuilder("comp").space("a", 2).space("i", 3)
+    builder.input("X", "a_1<i_1>").input("Y", "i_1")
+    builder.contraction("R", f"a_1<i_1> {y_label}", "X a_1<i_1>", f"Y {y_label}")
+    r = use("R", f"a_1<i_1> {y_label}", use("X", "a_1<i_1>"), use("Y", y_label))
+    builder.tree("t", loop("i_2", 0, r))
+    return builder.finish()
+
+
+def test_a_proto_mode_no_consumer_loop_binds_is_not_sliced() -> None:
+    # The loop over i_2 does not bind X's proto i_1: the proto is no i slot,
+    # so X neither carries nor contracts an i index.
+    forest = composite_forest("i_2")
+    assert forest.roles[("X", "i")] is LoopRole.LOOP_INVARIANT
+    assert forest.roles[("Y", "i")] is LoopRole.LOOP_LOCAL
+    assert forest.roles[("R", "i")] is LoopRole.LOOP_CARRIED
+
+
+def test_use_sites_are_named_only_when_explaining() -> None:
+    forest = composite_forest("i_3")
+    loop_label = Index.parse("i_2")
+    plain = classify(forest)["Y"][loop_label]
+    assert plain.role is LoopRole.LOOP_CARRIED
+    assert plain.reason == "use-site #0 carries i_3, bound by no enclosing loop of i"
+    explained = classify(forest, explain=True)["Y"][loop_label]
+    assert explained.reason == (
+        "use-site 0 of @Y in tree @t [i_3] carries i_3, bound by no enclosing loop of i"
+    )
+
+
+def test_a_use_site_is_described_with_all_its_labels() -> None:
+    forest = composite_forest("i_2")
+    root = forest.trees[0].root
+    assert root is not None
+    assert describe_site(forest, forest.sites[root], 4) == (
+        "use-site 4 of @R in tree @t [a_1<i_1>, i_2]"
+    )
