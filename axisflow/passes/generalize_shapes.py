@@ -196,10 +196,39 @@ class Generalizer(ProgramEvaluator):
     # ---------------------------------------------------------------- tracing
 
     def ensure_scheme(self, func: FuncOp, before: Operation | None) -> None:
-        """Trace ``func`` (and first the functions it calls) unless it has a scheme."""
-        name = func.sym_name.data
-        if name in self.placed or name in self.scheme_of_function:
+        """Trace ``func`` (and first the functions it calls) unless it has a scheme.
+
+        Depth first with an explicit stack (``self._tracing`` is the chain of
+        functions being traced), so a call chain of any length is traced.
+        """
+        if self._is_done(func):
             return
+        self._enter(func)
+        # per function being traced: its callees still to visit
+        pending: list[list[FuncOp]] = [self._callees(func)]
+        while pending:
+            callees = pending[-1]
+            if callees:
+                callee = callees.pop()
+                if not self._is_done(callee):
+                    self._enter(callee)
+                    pending.append(self._callees(callee))
+                continue
+            pending.pop()
+            name = self._tracing[-1]
+            current = self._functions[name]
+            try:
+                traced, values = self._trace(current)
+            finally:
+                self._tracing.pop()
+            self.placed[name] = _Placed(current, traced, values, before)
+
+    def _is_done(self, func: FuncOp) -> bool:
+        name = func.sym_name.data
+        return name in self.placed or name in self.scheme_of_function
+
+    def _enter(self, func: FuncOp) -> None:
+        name = func.sym_name.data
         if name in self._tracing:
             chain = " -> ".join(f"@{n}" for n in (*self._tracing, name))
             fail_at(
@@ -208,16 +237,18 @@ class Generalizer(ProgramEvaluator):
                 f"traced",
             )
         self._tracing.append(name)
-        try:
-            for op in func.body.block.ops:
-                if isinstance(op, CallOp):
-                    callee = self._functions.get(op.callee.root_reference.data)
-                    if callee is not None:
-                        self.ensure_scheme(callee, before)
-            traced, values = self._trace(func)
-        finally:
-            self._tracing.pop()
-        self.placed[name] = _Placed(func, traced, values, before)
+
+    def _callees(self, func: FuncOp) -> list[FuncOp]:
+        """The functions ``func`` calls, in reverse call order (popped first
+        to last, so callees are traced in the order of their calls)."""
+        found = [
+            callee
+            for op in func.body.block.ops
+            if isinstance(op, CallOp)
+            and (callee := self._functions.get(op.callee.root_reference.data))
+            is not None
+        ]
+        return found[::-1]
 
     def _trace(self, func: FuncOp) -> tuple[Scheme, list[ValueEntry]]:
         block = func.body.block

@@ -217,12 +217,21 @@ class Term:
         memo: dict[Index, Index] = {}
 
         def rename(index: Index) -> Index:
-            if index not in memo:
-                ordinal = index.ordinal
-                if index not in externals and ordinal is not None:
+            # Post-order with an explicit stack: protos nest to any depth.
+            pending: list[tuple[Index, bool]] = [(index, False)]
+            while pending:
+                current, protos_done = pending.pop()
+                if current in memo:
+                    continue
+                if not protos_done:
+                    pending.append((current, True))
+                    pending.extend((p, False) for p in current.protos)
+                    continue
+                ordinal = current.ordinal
+                if current not in externals and ordinal is not None:
                     ordinal += offset
-                protos = (rename(p) for p in index.protos)
-                memo[index] = Index(index.base_key, ordinal, protos)
+                protos = [memo[p] for p in current.protos]
+                memo[current] = Index(current.base_key, ordinal, protos)
             return memo[index]
 
         def tensor(t: Tensor) -> Tensor:

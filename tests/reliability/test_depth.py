@@ -31,3 +31,23 @@ def test_sequant_protos_nested_beyond_the_recursion_limit() -> None:
     canonical = "".join(f"a_{k}<" for k in range(1, depth + 1)) + "i_1" + ">" * depth
     labels = [i.full_label for v in scheduled.model.values.values() for i in v.result]
     assert labels == [canonical, "i_1"]
+
+
+def test_fresh_dummies_rename_protos_nested_beyond_the_recursion_limit() -> None:
+    """``Term.with_fresh_dummies`` renumbers protos at any depth (iteratively)."""
+    import sys
+
+    from axisflow.sequant import parse
+
+    depth = sys.getrecursionlimit() * 3
+    label = "i_1"
+    for level in range(depth):
+        label = f"a_{level + 1}<{label}>"
+    (term,) = parse(f"t{{{label};}} * u{{;{label}}}").terms
+    shifted = term.with_fresh_dummies(10)
+    index = shifted.tensors[0].bra[0]
+    assert index.ordinal == depth + 10
+    for _ in range(depth):
+        (index,) = index.protos
+    assert (index.base_key, index.ordinal) == ("i", 11)
+    assert shifted.tensors[0].bra[0] == shifted.tensors[1].ket[0]

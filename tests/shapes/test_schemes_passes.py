@@ -112,3 +112,34 @@ def test_bytes_per_element_turns_bytes_into_elements() -> None:
 def test_the_pass_is_registered_lazily() -> None:
     passes = Universe.get_multiverse().all_passes
     assert passes["generalize-shapes"]().name == "generalize-shapes"
+
+
+def test_a_call_chain_longer_than_the_recursion_limit_is_traced() -> None:
+    """generalize-shapes traces callees first with an explicit stack: a chain
+    of functions each calling the next works at any length, in call order."""
+    import sys
+
+    depth = sys.getrecursionlimit() + 200
+    lines = [
+        "tprog.func @f0(%in: !tprog.tensor) -> !tprog.tensor {",
+        '  %r = tprog.pointwise %in {fn = "relu"}',
+        "  tprog.return %r",
+        "}",
+    ]
+    for k in range(1, depth):
+        lines += [
+            f"tprog.func @f{k}(%in: !tprog.tensor) -> !tprog.tensor {{",
+            f'  %r = tprog.call @f{k - 1}(%in) at "s{k}" : !tprog.tensor',
+            "  tprog.return %r",
+            "}",
+        ]
+    lines += [
+        '%a = tprog.leaf "2|->3"',
+        f'%y = tprog.call @f{depth - 1}(%a) at "top" : !tprog.tensor',
+    ]
+    module = parse("\n".join(lines))
+    GeneralizeShapesPass().apply(Context(), module)
+    labels = [op.label.data for op in module.ops if isinstance(op, SchemeOp)]
+    assert labels == [f"f{k}" for k in range(depth)]  # callees before callers
+    CloseShapesPass().apply(Context(), module)
+    assert str(result_types(module)["y"]) == '!tprog.tensor<"2|3">'
