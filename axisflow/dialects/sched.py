@@ -707,9 +707,15 @@ def check_structure(op: ScheduleOp, forest: ForestOp) -> None:
             inner.reverse()
             stack.extend(inner)
             continue
+        if isinstance(child, ResidualOp | ApplyOp):
+            continue  # no symbol: groups and sizes are the deep check's
+        if isinstance(child, OutputOp | ScatterOp | AccumulateOp):
+            tree = child.tree
+            if tree is not None and _symbol(tree) not in trees:
+                _fail(child, f"{_WHAT[type(child)]} of unknown tree @{_symbol(tree)}")
         if isinstance(child, OutputOp):
-            if _symbol(child.tree) not in trees:
-                _fail(child, f"output of unknown tree @{_symbol(child.tree)}")
+            if child.value is not None and _symbol(child.value) not in values:
+                _fail(child, f"output of unknown value @{_symbol(child.value)}")
             continue
         if isinstance(child, BuildOp | BufferOp | ScatterOp | AccumulateOp):
             name = _symbol(child.value)
@@ -756,6 +762,7 @@ def check_schedule_op(op: ScheduleOp) -> None:
 _WHAT: dict[type[Operation], str] = {
     BuildOp: "build",
     BufferOp: "buffer",
+    OutputOp: "output",
     ScatterOp: "write",
     AccumulateOp: "write",
 }

@@ -365,24 +365,38 @@ def canonical_renaming(lists: Sequence[Sequence[Index]]) -> dict[Index, Index]:
     return renamed
 
 
-def _shapes(indices: Iterable[Index]) -> dict[Index, tuple[object, ...]]:
-    """A label-free shape per index: its base key and the sorted shapes of its
-    protos (post-order, iterative)."""
-    done: dict[Index, tuple[object, ...]] = {}
+def _shapes(indices: Iterable[Index]) -> dict[Index, tuple[int, int]]:
+    """A label-free shape per index, as a flat sortable key: (height, rank),
+    where the rank orders the distinct shapes of one height by base key and
+    then by the sorted keys of their protos. Computed level by level and
+    compared as pairs of ints, so no step recurses on the nesting depth
+    (nested shape tuples would, in ``repr`` and in tuple comparison)."""
+    height: dict[Index, int] = {}
+    order: list[Index] = []  # post-order: protos before the index
     for index in indices:
         stack: list[tuple[Index, bool]] = [(index, False)]
         while stack:
             node, ready = stack.pop()
-            if node in done:
+            if node in height:
                 continue
             if ready or not node.protos:
-                inner = [done[p] for p in node.protos]
-                if len(inner) > 1:  # repr of one deep shape would recurse
-                    inner.sort(key=repr)
-                done[node] = (node.base_key, tuple(inner))
+                height[node] = 1 + max((height[p] for p in node.protos), default=-1)
+                order.append(node)
                 continue
             stack.append((node, True))
-            stack.extend((p, False) for p in node.protos if p not in done)
+            stack.extend((p, False) for p in node.protos if p not in height)
+    by_height: dict[int, list[Index]] = {}
+    for node in order:
+        by_height.setdefault(height[node], []).append(node)
+    done: dict[Index, tuple[int, int]] = {}
+    for level in sorted(by_height):
+        signature = {
+            node: (node.base_key, tuple(sorted(done[p] for p in node.protos)))
+            for node in by_height[level]
+        }
+        ranks = {sig: rank for rank, sig in enumerate(sorted(set(signature.values())))}
+        for node, sig in signature.items():
+            done[node] = (level, ranks[sig])
     return done
 
 
