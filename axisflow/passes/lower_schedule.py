@@ -30,7 +30,7 @@ lowered (a space without extent), fails the pass with a diagnostic naming it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -157,29 +157,28 @@ class _Builder:
         return op
 
     def index(self, value: int) -> SSAValue:
-        key = ("index", value)
-        found = self.constants.get(key)
-        if found is None:
-            op = arith.ConstantOp(IntegerAttr(value, IndexType()))
-            op.result.name_hint = f"c{value}"
-            self.constant_ops.append(op)
-            found = self.constants[key] = op.result
-        return found
+        return self._constant(
+            ("index", value), lambda: IntegerAttr(value, IndexType()), f"c{value}"
+        )
 
     def real(self, value: float) -> SSAValue:
-        key = ("f64", value)
-        found = self.constants.get(key)
-        if found is None:
-            op = arith.ConstantOp(FloatAttr(value, f64))
-            self.constant_ops.append(op)
-            found = self.constants[key] = op.result
-        return found
+        return self._constant(("f64", value), lambda: FloatAttr(value, f64))
 
     def integer(self, value: int) -> SSAValue:
-        key = ("i64", value)
+        return self._constant(("i64", value), lambda: IntegerAttr(value, i64))
+
+    def _constant(
+        self,
+        key: tuple[str, float | int],
+        attr: Callable[[], IntegerAttr | FloatAttr],
+        hint: str | None = None,
+    ) -> SSAValue:
+        """One ``arith.constant`` per distinct (type, value), made on first use."""
         found = self.constants.get(key)
         if found is None:
-            op = arith.ConstantOp(IntegerAttr(value, i64))
+            op = arith.ConstantOp(attr())
+            if hint is not None:
+                op.result.name_hint = hint
             self.constant_ops.append(op)
             found = self.constants[key] = op.result
         return found
