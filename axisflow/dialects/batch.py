@@ -60,7 +60,6 @@ from xdsl.ir import (
 from xdsl.irdl import (
     AttrConstraint,
     IntConstraint,
-    IRDLOperation,
     VerificationContext,
     irdl_attr_definition,
     irdl_op_definition,
@@ -76,6 +75,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from axisflow.dialects.fast_verify import FastVerifiedOp
 from axisflow.dialects.keywords import END_OF_OP, reject_unknown_keyword
 from axisflow.dialects.labels import (
     parse_index,
@@ -492,6 +492,17 @@ def shared_factor(
     return found
 
 
+def labels_of(array: ArrayAttr[IndexAttr]) -> tuple[Index, ...]:
+    """The parsed labels of a label list (raises ``ValueError`` for a
+    malformed one), kept on the (immutable, usually shared) attribute."""
+    found = array.__dict__.get("_labels")
+    if found is None:
+        found = tuple(a.index for a in array.data)
+        # A cache, not a parameter: attributes are frozen dataclasses.
+        object.__setattr__(array, "_labels", found)
+    return found
+
+
 def _checked_indices(
     op: Operation, what: str, array: ArrayAttr[IndexAttr]
 ) -> list[Index]:
@@ -542,7 +553,7 @@ def _parse_int(parser: Parser, what: str) -> int:
 
 
 @irdl_op_definition
-class SpaceOp(IRDLOperation):
+class SpaceOp(FastVerifiedOp):
     """An index space: ``batch.space a extent 896 elem 8 composite {2 = 40}``.
 
     ``extent`` (number of orbitals/functions) and ``elem`` (bytes per tensor
@@ -616,7 +627,7 @@ class SpaceOp(IRDLOperation):
         """The base key of the space (``i``, ``Κ``, ``μ̃``)."""
         return self.key.label.data
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         key = self.space_key
         if not key or not all(is_key_char(c) for c in key):
             raise VerifyException(f"batch.space: malformed index-space key {key!r}")
@@ -684,7 +695,7 @@ class SpaceOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ValueOp(IRDLOperation):
+class ValueOp(FastVerifiedOp):
     """A value of the forest, in its own index frame.
 
     ``batch.value @v [i_1, i_2] contracted [a_1] = @x [i_1, a_1] * @y [a_1, i_2]``
@@ -734,19 +745,34 @@ class ValueOp(IRDLOperation):
     @property
     def result_indices(self) -> tuple[Index, ...]:
         """Result indices (labels of the value's own frame)."""
-        return tuple(a.index for a in self.result.data)
+        return labels_of(self.result)
 
     @property
     def contracted_indices(self) -> tuple[Index, ...]:
         """Indices contracted at this node."""
-        return tuple(a.index for a in self.contracted.data)
+        return labels_of(self.contracted)
 
     @property
     def is_leaf(self) -> bool:
         """Whether this is an input tensor."""
         return self.tensor is not None
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
+        table = ForestTable.active[-1] if ForestTable.active else None
+        # The rules below depend only on these (shared, immutable) attributes.
+        shape = (
+            id(self.result),
+            id(self.contracted),
+            self.tensor is None,
+            *(id(f) for f in self.factors.data),
+        )
+        if table is not None and shape in table.checked_values:
+            return
+        self._check_frame()
+        if table is not None:
+            table.checked_values.add(shape)
+
+    def _check_frame(self) -> None:
         name = f"batch.value @{self.value_name}"
         result = _checked_indices(self, "the result", self.result)
         contracted = _checked_indices(self, "the contracted indices", self.contracted)
@@ -890,7 +916,7 @@ def _at_most_one_block(op: Operation, region: Region) -> None:
 
 
 @irdl_op_definition
-class TreeOp(IRDLOperation):
+class TreeOp(FastVerifiedOp):
     """One evaluation tree (a term): ``batch.tree @term0 coeff -1/2 { ... }``;
     ``operators ["Ŝ{a_1,a_2;i_1,i_2}"]`` lists the SeQuant operators applied
     to the term (``docs/residual.md``)."""
@@ -950,7 +976,7 @@ class TreeOp(IRDLOperation):
         block = self.body.blocks.first
         return iter(()) if block is None else iter(block.ops)
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         _at_most_one_block(self, self.body)
         if self.coeff_den.value.data <= 0:
             raise VerifyException(
@@ -1008,7 +1034,7 @@ class TreeOp(IRDLOperation):
 
 
 @irdl_op_definition
-class LoopOp(IRDLOperation):
+class LoopOp(FastVerifiedOp):
     """A batch loop binding one index label: ``batch.loop Κ_1 slot 0 { ... }``.
 
     It iterates over blocks of the label's index space and encloses part of a
@@ -1053,7 +1079,7 @@ class LoopOp(IRDLOperation):
         block = self.body.blocks.first
         return iter(()) if block is None else iter(block.ops)
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         _at_most_one_block(self, self.body)
         _checked_indices(self, "the loop index", ArrayAttr([self.index]))
         if self.slot_value is not None and self.slot_value < 0:
@@ -1099,7 +1125,7 @@ class LoopOp(IRDLOperation):
 
 
 @irdl_op_definition
-class UseOp(IRDLOperation):
+class UseOp(FastVerifiedOp):
     """A use-site: ``batch.use @v [i_3, a_2] { <factor use-sites> }``.
 
     The indices are those the value carries here, in the tree's own labels.
@@ -1145,7 +1171,7 @@ class UseOp(IRDLOperation):
     @property
     def carried_indices(self) -> tuple[Index, ...]:
         """The indices the value carries at this use-site."""
-        return tuple(a.index for a in self.carried.data)
+        return labels_of(self.carried)
 
     def items(self) -> Iterator[Operation]:
         """The items (uses and loops) directly inside the use-site's region."""
@@ -1167,7 +1193,7 @@ class UseOp(IRDLOperation):
                 stack.extend(inner)
         return found
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         _at_most_one_block(self, self.body)
         name = f"batch.use @{self.value_name}"
         carried = _checked_indices(self, "the carried indices", self.carried)
@@ -1199,7 +1225,7 @@ class UseOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ForestOp(IRDLOperation):
+class ForestOp(FastVerifiedOp):
     """A forest: index spaces, values and trees, ``batch.forest @name { ... }``.
 
     Its verifier builds the symbol and space tables once; the nested ops'
@@ -1243,7 +1269,7 @@ class ForestOp(IRDLOperation):
         finally:
             ForestTable.active.pop()
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         table = ForestTable.of(self)
         if table is not None:
             table.check_factors()
@@ -1284,6 +1310,20 @@ class ForestTable:
     factor_maps: dict[tuple[str, int], dict[Index, Index]] = field(
         default_factory=dict[tuple[str, int], dict[Index, Index]]
     )
+
+    checked_values: set[tuple[object, ...]] = field(
+        default_factory=set[tuple[object, ...]]
+    )
+    """Value shapes already found consistent during this verification (the
+    identities of the result and contracted lists and of the factors, and
+    whether the value is a leaf)."""
+    checked_uses: set[tuple[object, ...]] = field(
+        default_factory=set[tuple[object, ...]]
+    )
+    """Use-site shapes already found consistent during this verification: the
+    value, then the identities of the (shared, immutable) carried list and
+    proto map of the use-site and of each factor use-site. Use-sites repeat;
+    their check depends on nothing else."""
 
     active: ClassVar[list[ForestTable]] = []
     """Tables of the forests being verified (innermost last)."""
@@ -1401,6 +1441,26 @@ class ForestTable:
                 f"has {len(result)} ({print_index_list(result)})"
             )
         factor_uses = use.factor_uses()
+        shape = (
+            value.value_name,
+            id(use.carried),
+            id(use.protos),
+            *((u.value_name, id(u.carried), id(u.protos)) for u in factor_uses),
+        )
+        if shape in self.checked_uses:
+            return
+        self._check_use(use, value, carried, factor_uses)
+        self.checked_uses.add(shape)
+
+    def _check_use(
+        self,
+        use: UseOp,
+        value: ValueOp,
+        carried: list[Index],
+        factor_uses: list[UseOp],
+    ) -> None:
+        name = f"batch.use @{value.value_name}"
+        result = value.result_indices
         factors = value.factors.data
         if len(factor_uses) != len(factors):
             raise VerifyException(
