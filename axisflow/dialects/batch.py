@@ -88,6 +88,7 @@ from axisflow.dialects.labels import (
     quote_text,
 )
 from axisflow.forest.frames import FrameError, expand_modes, mode_map, node_labels
+from axisflow.gc_pause import gc_paused
 from axisflow.numerals import I64_MAX, NumeralError, check_numeral_at
 from axisflow.roles.decision import LoopRole
 from axisflow.roles.index import Index, is_key_char
@@ -909,9 +910,12 @@ def _print_optional_body(printer: Printer, region: Region) -> None:
 
 
 def _at_most_one_block(op: Operation, region: Region) -> None:
-    if len(region.blocks) > 1:
+    block = region.first_block
+    if block is None:
+        return
+    if block.next_block is not None:
         raise VerifyException(f"{op.name}: the body has at most one block")
-    if region.blocks.first is not None and region.blocks.first.args:
+    if block.args:
         raise VerifyException(f"{op.name}: the body takes no block arguments")
 
 
@@ -1262,12 +1266,16 @@ class ForestOp(FastVerifiedOp):
         return (op for op in self.body.block.ops if isinstance(op, TreeOp))
 
     def verify(self, verify_nested_ops: bool = True) -> None:
-        table = ForestTable.build(self)
-        ForestTable.active.append(table)
-        try:
-            super().verify(verify_nested_ops)
-        finally:
-            ForestTable.active.pop()
+        # The collector paused: verifying allocates only short-lived acyclic
+        # objects (freed by reference counting), and a full collection
+        # started here would scan the whole parsed module for nothing.
+        with gc_paused():
+            table = ForestTable.build(self)
+            ForestTable.active.append(table)
+            try:
+                super().verify(verify_nested_ops)
+            finally:
+                ForestTable.active.pop()
 
     def verify_own(self) -> None:
         table = ForestTable.of(self)

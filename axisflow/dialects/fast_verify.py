@@ -48,8 +48,10 @@ constraints belong to op definitions, which live as long as the process)."""
 class _Shape:
     """What an op definition allows, precomputed for the fast check."""
 
-    properties: tuple[tuple[str, AttrConstraint, bool], ...]
-    """(name, constraint, optional) per property of the definition."""
+    properties: tuple[tuple[str, type[Attribute] | None, AttrConstraint, bool], ...]
+    """(name, base class, constraint, optional) per property of the
+    definition; the base class when the constraint is just "an instance of
+    it" (checked inline), else ``None``."""
     names: frozenset[str]
     regions: int
     single_block: tuple[bool, ...]
@@ -82,7 +84,12 @@ def _shape_of(op_def: OpDef) -> _Shape:
         usable = False  # the empty-block and terminator rules apply
     return _Shape(
         tuple(
-            (name, prop.constr, isinstance(prop, OptPropertyDef))
+            (
+                name,
+                prop.constr.attr if isinstance(prop.constr, BaseAttr) else None,
+                prop.constr,
+                isinstance(prop, OptPropertyDef),
+            )
             for name, prop in op_def.properties.items()
         ),
         frozenset(op_def.properties),
@@ -99,8 +106,6 @@ _SHAPES: dict[type[Operation], _Shape] = {}
 
 def _accepts(constraint: AttrConstraint, attr: Attribute) -> bool:
     """Whether ``constraint`` accepts ``attr``, checked once per attribute."""
-    if isinstance(constraint, BaseAttr):
-        return isinstance(attr, constraint.attr)
     cache = getattr(attr, "__dict__", None)
     seen: set[int] | None = None if cache is None else cache.get(_VERIFIED)
     if seen is not None and id(constraint) in seen:
@@ -143,14 +148,17 @@ def _structure_ok(op: Operation, shape: _Shape) -> bool:
         return False
     properties = op.properties
     present = 0
-    for name, constraint, optional in shape.properties:
+    for name, base, constraint, optional in shape.properties:
         attr = properties.get(name)
         if attr is None:
             if optional:
                 continue
             return False
         present += 1
-        if not _accepts(constraint, attr):
+        if base is not None:
+            if not isinstance(attr, base):
+                return False
+        elif not _accepts(constraint, attr):
             return False
     if present != len(properties):  # a property the definition does not know
         return False
@@ -210,20 +218,25 @@ class FastVerifiedOp(IRDLOperation):
             return
         # xDSL's order: nested ops first (Region.verify, Block.verify).
         if verify_nested_ops:
+            # At most one block per region (checked above); the linked lists
+            # directly, without xDSL's iterator objects.
             for region in self.regions:
-                for block in region.blocks:
-                    for child in block.ops:
-                        if child.parent is not block:
-                            raise ValueError(
-                                "Parent pointer of operation does not refer to "
-                                "containing region"
-                            )
-                        child.verify()
-                    if block.parent is not region:
+                block = region.first_block
+                if block is None:
+                    continue
+                child = block.first_op
+                while child is not None:
+                    if child.parent is not block:
                         raise ValueError(
-                            "Parent pointer of block does not refer to containing "
-                            "region"
+                            "Parent pointer of operation does not refer to "
+                            "containing region"
                         )
+                    child.verify()
+                    child = child.next_op
+                if block.parent is not region:
+                    raise ValueError(
+                        "Parent pointer of block does not refer to containing region"
+                    )
         for trait in shape.other_traits:
             try:
                 trait.verify(self)
