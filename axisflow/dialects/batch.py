@@ -330,11 +330,16 @@ class ProtoMapAttr(ParametrizedAttribute):
 
     @property
     def pairs(self) -> tuple[tuple[Index, Index], ...]:
-        """``(frame mode, label)`` pairs."""
-        return tuple(
-            (mode.index, label.index)
-            for mode, label in zip(self.modes.data, self.labels.data, strict=True)
-        )
+        """``(frame mode, label)`` pairs (kept on the immutable attribute)."""
+        found = self.__dict__.get("_pairs")
+        if found is None:
+            found = tuple(
+                (mode.index, label.index)
+                for mode, label in zip(self.modes.data, self.labels.data, strict=True)
+            )
+            # A cache, not a parameter: attributes are frozen dataclasses.
+            object.__setattr__(self, "_pairs", found)
+        return found
 
     def verify(self) -> None:
         if len(self.modes.data) != len(self.labels.data):
@@ -1319,6 +1324,11 @@ class ForestTable:
         default_factory=dict[tuple[str, int], dict[Index, Index]]
     )
 
+    site_maps: dict[tuple[int, int, int], dict[Index, Index]] = field(
+        default_factory=dict[tuple[int, int, int], dict[Index, Index]]
+    )
+    """Mode maps of use-sites, by the identities of the value's result list
+    and the use-site's carried list and proto map (``site_map``)."""
     checked_values: set[tuple[object, ...]] = field(
         default_factory=set[tuple[object, ...]]
     )
@@ -1414,6 +1424,19 @@ class ForestTable:
             self.factor_maps[key] = found
         return found
 
+    def site_map(self, value: ValueOp, use: UseOp, where: str) -> dict[Index, Index]:
+        """The value's modes -> labels at a use-site of it, per distinct
+        (result list, carried list, proto map) attributes: use-sites repeat
+        them, and the attributes are shared and immutable."""
+        key = (id(value.result), id(use.carried), id(use.protos))
+        found = self.site_maps.get(key)
+        if found is None:
+            found = mode_map(
+                value.result_indices, use.carried_indices, use.proto_pairs, where
+            )
+            self.site_maps[key] = found
+        return found
+
     def _check_acyclic(self) -> None:
         state: dict[str, int] = {}  # 1 = on the DFS stack, 2 = done
         for root in self.values:
@@ -1457,18 +1480,16 @@ class ForestTable:
         )
         if shape in self.checked_uses:
             return
-        self._check_use(use, value, carried, factor_uses)
+        self._check_use(use, value, factor_uses)
         self.checked_uses.add(shape)
 
     def _check_use(
         self,
         use: UseOp,
         value: ValueOp,
-        carried: list[Index],
         factor_uses: list[UseOp],
     ) -> None:
         name = f"batch.use @{value.value_name}"
-        result = value.result_indices
         factors = value.factors.data
         if len(factor_uses) != len(factors):
             raise VerifyException(
@@ -1482,15 +1503,12 @@ class ForestTable:
                     f"@{value.value_name} is built from @{factor.symbol}"
                 )
         try:
-            site_map = mode_map(result, carried, use.proto_pairs, name)
+            site_map = self.site_map(value, use, name)
             if not factors:
                 return
             child_maps = [
-                mode_map(
-                    self.values[f.symbol].result_indices,
-                    factor_use.carried_indices,
-                    factor_use.proto_pairs,
-                    f"batch.use @{f.symbol}",
+                self.site_map(
+                    self.values[f.symbol], factor_use, f"batch.use @{f.symbol}"
                 )
                 for f, factor_use in zip(factors, factor_uses, strict=True)
             ]
