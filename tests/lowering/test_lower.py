@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from fractions import Fraction
+
 import pytest
 
 from axisflow.lowering import toolchain
 from axisflow.lowering.plan import (
+    AddScaled,
     Alloc,
     Contract,
     Emit,
@@ -17,11 +21,11 @@ from axisflow.lowering.plan import (
 )
 from axisflow.lowering.toolchain import ToolchainError, require_toolchain, verify_text
 from axisflow.passes.lower_schedule import lower_module
-from tests.lowering.cases import scheduled_example, scheduled_sequant
+from tests.lowering.cases import scheduled_example, scheduled_sequant, scheduled_text
 
 
 def test_four_tensor_plan_follows_the_schedule() -> None:
-    module = scheduled_example("pipeline/four_tensor.mlir")
+    module = scheduled_example("pipeline/four_tensor.mlir", accumulate=False)
     (plan,) = lower_module(module)
     top = [type(step).__name__ for step in plan.steps]
     # buffer S (zeroed), the loop over b, the output, S freed
@@ -50,8 +54,68 @@ def test_four_tensor_plan_follows_the_schedule() -> None:
     assert emit.tree == "S_term" and emit.coeff == 1
 
 
+def test_four_tensor_residual_takes_the_pieces_directly() -> None:
+    # With the residual (the default): S is never a buffer; each (b, c)
+    # piece goes straight into the b block of the zeroed result argument.
+    module = scheduled_example("pipeline/four_tensor.mlir")
+    (plan,) = lower_module(module)
+    assert plan.residual is not None and plan.outputs == (plan.residual,)
+    residual = plan.tensors[plan.residual]
+    assert (residual.kind, residual.modes, residual.shape) == (
+        "residual",
+        ("a", "b", "i", "j"),
+        (2, 3, 2, 3),
+    )
+    top = [type(step).__name__ for step in plan.steps]
+    assert top == ["Zero", "Loop"]  # no buffer, no output copy
+    assert not any(plan.tensors[t].kind == "buffer" for t in range(len(plan.tensors)))
+    (outer,) = [s for s in plan.steps if isinstance(s, Loop)]
+    (inner,) = outer.body
+    assert isinstance(inner, Loop)
+    (add,) = [s for s in inner.body if isinstance(s, AddScaled)]
+    assert add.accumulate and add.coeff == 1
+    assert add.target.tensor == plan.residual
+    assert add.target.offsets == (None, outer.instance, None, None)
+    assert add.target.sizes == (2, 1, 2, 3)
+    assert add.source_dims == (0, 1, 2, 3)
+
+
+def test_operator_step_is_one_generic_per_weighted_relabelling() -> None:
+    from tests.lowering.test_run import GROUPS
+
+    module = scheduled_text(GROUPS, "i", "a=2,i=3", "groups")
+    (plan,) = lower_module(module)
+    kinds = [plan.tensors[t].kind for t in range(len(plan.tensors))]
+    assert kinds.count("residual") == 4  # the result and three more groups
+    assert kinds.count("operand") == 3  # Ŝ, Â, P̂: one operand each
+    steps = plan.walk()
+    terms = [s for s in steps if isinstance(s, AddScaled) and ", term " in s.what]
+    # Ŝ: 2 column permutations of 1/2; Â: 4 signed of 1/4; P̂: one swap
+    weights = sorted(t.coeff for t in terms)
+    assert weights == sorted(
+        [Fraction(1, 2)] * 2 + [Fraction(1, 4)] * 2 + [Fraction(-1, 4)] * 2 + [1]
+    )
+    # the residual's modes are a_1 a_2 i_1 i_2; Ŝ (group 0, in place) has
+    # as its second term the column swap (a_1 i_1) <-> (a_2 i_2): the
+    # operand read transposed
+    s_terms = [t for t in terms if t.what.startswith("residual = Ŝ")]
+    assert [t.source_dims for t in s_terms] == [(0, 1, 2, 3), (1, 0, 3, 2)]
+    assert [t.accumulate for t in s_terms] == [False, True]
+    # every group other than 0 is added into the result and freed
+    into_result = [
+        s
+        for s in steps
+        if isinstance(s, AddScaled)
+        and re.fullmatch(r"residual#\d into residual", s.what)
+    ]
+    assert len(into_result) == 3
+    freed = {s.tensor for s in steps if isinstance(s, Free)}
+    residuals = {t for t, kind in enumerate(kinds) if kind in ("residual", "operand")}
+    assert residuals - freed == {plan.residual}
+
+
 def test_a_ragged_block_is_a_second_loop_with_static_shapes() -> None:
-    module = scheduled_example("pipeline/four_tensor.mlir", block=3)
+    module = scheduled_example("pipeline/four_tensor.mlir", block=3, accumulate=False)
     (plan,) = lower_module(module)
     (outer,) = [s for s in plan.steps if isinstance(s, Loop)]  # b: 3 = one block
     assert (outer.start, outer.stop, outer.block) == (0, 3, 3)
@@ -67,7 +131,7 @@ def test_a_ragged_block_is_a_second_loop_with_static_shapes() -> None:
 
 
 def test_loop_carried_value_is_scattered() -> None:
-    module = scheduled_example("pipeline/cross_iteration.mlir")
+    module = scheduled_example("pipeline/cross_iteration.mlir", accumulate=False)
     (plan,) = lower_module(module)
     writes = [s for s in plan.walk() if isinstance(s, WriteBack)]
     assert writes and not any(w.accumulate for w in writes)
@@ -108,7 +172,9 @@ def test_doubles_residual_is_accepted_by_mlir_opt() -> None:
         "csv_ccsd_doubles_residual_df.txt", "i", "i=20,a=40,μ̃=40,Κ=80"
     )
     (plan,) = lower_module(module)
-    assert len(plan.outputs) == 55  # one output per term (no residual step yet)
+    assert plan.outputs == (plan.residual,)  # the 55 terms accumulate into one
+    adds = [s for s in plan.walk() if isinstance(s, AddScaled)]
+    assert len(adds) == 55
     printed = verify_text(str(module))
     assert printed.count("linalg.generic") >= 55
 

@@ -22,10 +22,26 @@ from tests.lowering.cases import (
     scheduled_example,
     scheduled_examples,
     scheduled_sequant,
+    scheduled_text,
+    with_operator,
 )
 
 SMALL = "i=2,a=2,μ̃=2,Κ=2"
 """Small extents for the CSV-CCSD equations (dense evaluation)."""
+
+SINGLES = "csv_ccsd_singles_residual_df.txt"
+DOUBLES = "csv_ccsd_doubles_residual_df.txt"
+SINGLES_S = "Ŝ{a_1<i_1>;i_1}"
+DOUBLES_S = "Ŝ{a_1<i_1,i_2>,a_2<i_1,i_2>;i_1,i_2}"
+
+GROUPS = (
+    "Ŝ{a_1,a_2;i_1,i_2} * A{a_1,a_3;i_1,i_3} * B{a_3,a_2;i_3,i_2}"
+    " - 1/2 Â{a_1,a_2;i_1,i_2} * C{a_1,a_2;i_3,i_4} * D{i_3,i_4;i_1,i_2}"
+    " + 2 P̂{a_1,a_2;i_1,i_2} * E{a_1;i_2} * F{a_2;i_1}"
+    " + 3 G{a_2,a_1;i_1,i_2}"
+)
+"""Four operator groups (Ŝ, Â, P̂, none): three residual buffers beside the
+result, each operator step added into it."""
 
 CASES = {
     "four-tensor": lambda: scheduled_example("pipeline/four_tensor.mlir"),
@@ -47,11 +63,35 @@ CASES = {
     "energy-i": lambda: scheduled_sequant("csv_ccsd_energy_df.txt", "i", SMALL),
     "energy-kappa": lambda: scheduled_sequant("csv_ccsd_energy_df.txt", "Κ", SMALL),
     "energy-i-kappa": lambda: scheduled_sequant("csv_ccsd_energy_df.txt", "i,Κ", SMALL),
-    "singles-i": lambda: scheduled_sequant(
-        "csv_ccsd_singles_residual_df.txt", "i", SMALL
+    "singles-i": lambda: scheduled_sequant(SINGLES, "i", SMALL),
+    "singles-kappa": lambda: scheduled_sequant(SINGLES, "Κ", SMALL),
+    # the operator step: Ŝ on the singles and doubles, several groups
+    "singles-S-i": lambda: scheduled_text(
+        with_operator(SINGLES, SINGLES_S), "i", SMALL, "singles_S"
     ),
-    "singles-kappa": lambda: scheduled_sequant(
-        "csv_ccsd_singles_residual_df.txt", "Κ", SMALL
+    "singles-S-kappa": lambda: scheduled_text(
+        with_operator(SINGLES, SINGLES_S), "Κ", SMALL, "singles_S"
+    ),
+    "doubles-S-i": lambda: scheduled_text(
+        with_operator(DOUBLES, DOUBLES_S), "i", SMALL, "doubles_S"
+    ),
+    "groups-i": lambda: scheduled_text(GROUPS, "i", "a=2,i=3", "groups"),
+    "groups-a-block-2": lambda: scheduled_text(
+        GROUPS, "a", "a=3,i=2", "groups", block=2
+    ),
+    # schedule-batches exactly as its defaults give it (the never-worse
+    # guard on), and without the residual (one output per tree)
+    "energy-i-defaults": lambda: scheduled_sequant(
+        "csv_ccsd_energy_df.txt", "i", SMALL, never_worse=True
+    ),
+    "singles-S-i-defaults": lambda: scheduled_text(
+        with_operator(SINGLES, SINGLES_S), "i", SMALL, "singles_S", never_worse=True
+    ),
+    "four-tensor-separate": lambda: scheduled_example(
+        "pipeline/four_tensor.mlir", accumulate=False
+    ),
+    "energy-i-separate": lambda: scheduled_sequant(
+        "csv_ccsd_energy_df.txt", "i", SMALL, accumulate=False
     ),
 }
 
@@ -74,21 +114,7 @@ def test_mlir_runner_agrees_with_numpy(name: str) -> None:
     assert_agrees(decode_printed(printed, shapes), reference(scheduled))
 
 
-INTERPRETED = [
-    "four-tensor",
-    "cross-iteration",
-    "sibling-nests",
-    "sibling-nests-block-2",
-    "four-tensor-block-3",
-    "sibling-nests-block-3",
-    "demotion",
-    "two-forests",
-    "energy-i",
-    "energy-kappa",
-    "energy-i-kappa",
-    "singles-i",
-    "singles-kappa",
-]
+INTERPRETED = list(CASES)
 
 
 @pytest.mark.parametrize("name", INTERPRETED)
@@ -105,10 +131,33 @@ def test_interpreter_prints_what_mlir_runner_prints() -> None:
     assert run_main(parse_lowered(text)) == compile_and_run(text)
 
 
-def test_the_energy_is_a_nonzero_scalar() -> None:
-    # Guards against vacuous agreement: all five terms are scalars and their
-    # sum is not zero on main's inputs.
+def test_the_energy_is_a_nonzero_scalar_the_sum_of_its_terms() -> None:
+    # Guards against vacuous agreement: the residual of the energy is one
+    # nonzero scalar, and it is the sum of the five terms the schedule
+    # without a residual outputs on their own.
     _, module, shapes = case("energy-i")
-    results = decode_printed(run_main(module), shapes)
-    assert [r.shape for r in results] == [()] * 5
-    assert abs(float(sum(results))) > 0
+    (energy,) = decode_printed(run_main(module), shapes)
+    assert energy.shape == () and abs(float(energy)) > 0
+    _, separate, separate_shapes = case("energy-i-separate")
+    terms = decode_printed(run_main(separate), separate_shapes)
+    assert [t.shape for t in terms] == [()] * 5
+    assert abs(float(sum(terms)) - float(energy)) <= 1e-12 * abs(float(energy))
+
+
+def test_the_operator_steps_change_the_residual() -> None:
+    # The operators must act: the residual of GROUPS differs from the one
+    # with the operators left out (so an operator step that did nothing, or
+    # a group never added into the result, would fail the agreement above).
+    _, with_operators, shapes = case("groups-i")
+    plain = scheduled_text(
+        GROUPS.replace("Ŝ{a_1,a_2;i_1,i_2} * ", "")
+        .replace("Â{a_1,a_2;i_1,i_2} * ", "")
+        .replace("P̂{a_1,a_2;i_1,i_2} * ", ""),
+        "i",
+        "a=2,i=3",
+        "groups",
+    )
+    (before,) = decode_printed(run_main(lowered(plain)[0]), shapes)
+    (after,) = decode_printed(run_main(with_operators), shapes)
+    assert before.shape == after.shape == (2, 2, 3, 3)
+    assert float(abs(before - after).max()) > 1e-3
