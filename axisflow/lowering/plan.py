@@ -12,9 +12,11 @@ is decided here, with plain integers:
   with its kind's extent if it has one, else its base space's: the memory
   model's ``Sizing``), restricted to one block on sliced modes;
 * ``Loop`` is one pass of a batch loop, ``0 .. extent`` in steps of the
-  block (a block that does not divide the extent leaves a last, smaller
-  block: a second loop with its own static shapes); a ``Window`` names, per dimension, the loop whose current block
-  start is the offset (or none: from 0) and the size;
+  block, the extent being that of the modes it binds (a composite kind's
+  own extent when it has one: ``loop_extents``); a block that does not
+  divide the extent leaves a last, smaller block: a second loop with its own
+  static shapes. A ``Window`` names, per dimension, the loop whose current
+  block start is the offset (or none: from 0) and the size;
 * ``Contract`` is one pairwise contraction into a zeroed piece: loop
   dimensions are the node's modes (result modes ``parallel``, summed modes
   ``reduction``), each operand indexed by the positions of its modes;
@@ -51,11 +53,13 @@ from axisflow.pipeline.schedule import (
     Buffer,
     Build,
     Item,
+    LoopExtentError,
     LoopPass,
     Output,
     Residual,
     Schedule,
     Write,
+    loop_extents,
 )
 from axisflow.residual import OperatorError
 from axisflow.residual.operators import axis_permutation
@@ -274,14 +278,22 @@ class _Planner:
         self.residuals: dict[int, int] = {}
         """Residual group -> its tensor (group 0 is the result argument)."""
         self.tree_number = {tree.name: k for k, tree in enumerate(forest.trees)}
+        try:
+            self.loop_extents = loop_extents(schedule, self.extent, self.space_extent)
+        except LoopExtentError as error:
+            raise LoweringError(str(error)) from None
 
     # -- sizes -------------------------------------------------------------
 
     def extent(self, mode: Index) -> int:
         """A mode's extent, as the memory model sizes it (a composite whose
-        kind has an extent of its own takes that one)."""
-        self.space_extent(mode.base_key)
-        return self.sizing.mode_extent(mode)
+        kind has an extent of its own takes that one, and needs no extent of
+        its space)."""
+        if mode.protos:
+            own = self.sizing.extents.composite(mode.base_key, len(mode.protos))
+            if own is not None:
+                return own
+        return self.space_extent(mode.base_key)
 
     def space_extent(self, key: str) -> int:
         if self.sizing.is_default(key):
@@ -295,15 +307,8 @@ class _Planner:
         return self.blocks[instance]
 
     def sliced_block(self, mode: Index, instance: int) -> int:
-        """The block of ``mode`` under loop ``instance``; a loop runs over its
-        space's extent, so a composite whose kind has an extent of its own
-        cannot be sliced by it (the evaluator refuses the same)."""
-        if self.extent(mode) != self.space_extent(mode.base_key):
-            raise LoweringError(
-                f"a loop over {mode.base_key} binds {mode.full_label}, whose "
-                "composite kind has an extent of its own: loops run over a "
-                "space's extent only"
-            )
+        """The block of ``mode`` under loop ``instance`` (the loop runs over
+        ``mode``'s extent: ``loop_extents``)."""
         return self.block(instance)
 
     def tensor(
@@ -449,7 +454,7 @@ class _Planner:
         """A loop pass: the full blocks, then (when the block does not divide
         the extent) the last, smaller block as a loop of its own, so that
         every shape stays static."""
-        extent = self.space_extent(item.space)
+        extent = self.loop_extents[item.instance]
         block = min(item.block, extent)
         full = extent - extent % block
         loops: list[Loop] = []

@@ -196,19 +196,31 @@ def test_a_tensor_no_memref_can_index_is_refused() -> None:
         lower_module(module)
 
 
-def test_a_loop_binding_a_composite_with_its_own_extent_is_refused() -> None:
-    """A loop over ``a`` runs over a's extent (3); the composite a_1<i_1> it
-    binds has its kind's extent (2): slicing it so would read past its end,
-    so the lowering refuses, as the NumPy evaluator does."""
-    from axisflow.pipeline import schedule_module
-    from axisflow.sequant import parse, to_module
+def test_a_loop_binding_composites_of_two_extents_is_refused() -> None:
+    """One loop over ``a`` binds a_1<i_1> (kind a<1>, extent 2) in one term
+    and a_1<i_1,i_2> (kind a<2>, extent 3) in the other: two ranges, which
+    one loop cannot run over; the lowering refuses, as the evaluator does."""
+    from axisflow.pipeline.evaluate import ScheduleRunError, run_schedule
+    from axisflow.pipeline.memory import Sizing
 
-    module = to_module(
-        parse("A{a_1<i_1>;i_1} * B{i_1;a_1<i_1>}"),
-        "a",
-        extents="i=2,a=3,a<1>=2",
-        name="composite",
+    module = scheduled_text(MIXED_KINDS, "a", "i=2,a=4,a<1>=2,a<2>=3", "mixed")
+    expected = (
+        r"loop instance 0 over a binds a_1<i_1> of @v\d+ \(extent 2\) and "
+        r"a_1<i_1,i_2> of @v\d+ \(extent 3\): one loop cannot run over two extents"
     )
-    schedule_module(module, accumulate=False, never_worse=False)
-    with pytest.raises(LoweringError, match=r"binds a_1<i_1>, whose composite kind"):
+    from axisflow.dialects.batch import ForestOp
+    from axisflow.dialects.batch_model import forest_model
+    from axisflow.dialects.sched import ScheduleOp, schedule_from_op
+
+    forest = next(op for op in module.walk() if isinstance(op, ForestOp))
+    model = forest_model(forest)
+    schedule_op = next(op for op in forest.body.block.ops if isinstance(op, ScheduleOp))
+    schedule, _ = schedule_from_op(schedule_op)
+    with pytest.raises(ScheduleRunError, match=expected):
+        run_schedule(model, schedule, {}, Sizing(model))
+    with pytest.raises(LoweringError, match=expected):
         lower_module(module)
+
+
+MIXED_KINDS = "A{a_1<i_1>;i_1} * B{i_1;a_1<i_1>} + C{a_1<i_1,i_2>;i_1,i_2} * D{i_1,i_2;a_1<i_1,i_2>}"
+"""Two scalar terms whose batched index a_1 has two composite kinds."""

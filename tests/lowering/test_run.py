@@ -83,6 +83,14 @@ CASES = {
     "groups-a-block-2": lambda: scheduled_text(
         GROUPS, "a", "a=3,i=2", "groups", block=2
     ),
+    # composite kinds with extents of their own: the loop over a runs over
+    # the composites' extent (3, or 5 in blocks of 2), not a's
+    "energy-a-composite": lambda: scheduled_sequant(
+        "csv_ccsd_energy_df.txt", "a", SMALL + ",a<1>=3,a<2>=3", block=2
+    ),
+    "composite-a-ragged": lambda: scheduled_text(
+        "A{a_1<i_1>;i_1} * B{i_1;a_1<i_1>}", "a", "i=2,a=3,a<1>=5", "comp", block=2
+    ),
     # schedule-batches exactly as its defaults give it (the never-worse
     # guard on), and without the residual (one output per tree)
     "energy-i-defaults": lambda: scheduled_sequant(
