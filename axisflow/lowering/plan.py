@@ -95,7 +95,8 @@ class Tensor:
 
     number: int
     value: str
-    """The forest value it holds (the tree name for an output)."""
+    """The forest value it holds (the tree name for an output; the residual
+    group's name for a residual and its operand copy)."""
     kind: TensorKind
     shape: tuple[int, ...]
     modes: tuple[str, ...]
@@ -680,7 +681,7 @@ class _Planner:
         steps: list[Step] = []
         if item.operators:
             operand = self.add_tensor(
-                f"{name}_operand",
+                name,
                 "operand",
                 self.tensors[residual].shape,
                 self.residual_modes,

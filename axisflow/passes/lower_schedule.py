@@ -350,6 +350,8 @@ class _FunctionEmitter:
                 hint = _hint(tensor.value)
                 if tensor.kind == "piece" and tensor.value in self.buffered:
                     hint = f"{hint}_piece"
+                elif tensor.kind == "operand":  # a copy of the residual
+                    hint = f"{hint}_operand"
                 op.results[0].name_hint = hint
                 self.values[step.tensor] = op.results[0]
             elif isinstance(step, Zero):
