@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
@@ -112,6 +113,27 @@ def test_operator_step_is_one_generic_per_weighted_relabelling() -> None:
     freed = {s.tensor for s in steps if isinstance(s, Free)}
     residuals = {t for t, kind in enumerate(kinds) if kind in ("residual", "operand")}
     assert residuals - freed == {plan.residual}
+    # the memory the schedule counts: each residual buffer is its
+    # sched.residual's bytes, each operand its sched.apply's
+    from axisflow.dialects.batch import ForestOp
+    from axisflow.dialects.sched import ScheduleOp, schedule_from_op
+    from axisflow.pipeline.schedule import Apply, Residual
+
+    scheduled = scheduled_text(GROUPS, "i", "a=2,i=3", "groups")
+    forest = next(op for op in scheduled.walk() if isinstance(op, ForestOp))
+    schedule_op = next(op for op in forest.body.block.ops if isinstance(op, ScheduleOp))
+    schedule, _ = schedule_from_op(schedule_op)
+    counted = {
+        (type(item).__name__, item.group): item.bytes
+        for item in schedule.items
+        if isinstance(item, Residual | Apply)
+    }
+    for tensor in plan.tensors:
+        if tensor.kind not in ("residual", "operand"):
+            continue
+        group = 0 if tensor.value == "residual" else int(tensor.value.split("#")[1])
+        item = "Residual" if tensor.kind == "residual" else "Apply"
+        assert 8 * math.prod(tensor.shape) == counted[(item, group)], tensor
 
 
 def test_a_ragged_block_is_a_second_loop_with_static_shapes() -> None:
