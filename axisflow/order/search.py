@@ -131,6 +131,61 @@ def _bits(mask: int) -> Iterator[int]:
         mask ^= low
 
 
+# --------------------------------------------------------------------------
+# Subsets as bits, folded by table lookups
+# --------------------------------------------------------------------------
+
+
+def _block_tables(values: Sequence[int], multiply: bool) -> tuple[list[int], ...]:
+    """Per block of 8 positions, ``values`` folded (OR, or product when
+    ``multiply``) over every subset of the block: folding over any subset is
+    then one lookup per block (``_folding``)."""
+    tables: list[list[int]] = []
+    for base in range(0, max(len(values), 1), 8):
+        block = values[base : base + 8]
+        table = [1 if multiply else 0] * (1 << len(block))
+        for subset in range(1, len(table)):
+            low = subset & -subset
+            value = block[low.bit_length() - 1]
+            rest = table[subset ^ low]
+            table[subset] = rest * value if multiply else rest | value
+        tables.append(table)
+    return tuple(tables)
+
+
+def _folding(values: Sequence[int], multiply: bool) -> Callable[[int], int]:
+    """``values`` folded (OR, or product) over the positions set in a mask,
+    by ``_block_tables``: up to 24 positions inline (the searches have at
+    most ``CONNECTED_MAX`` operands, a term rarely 24 modes)."""
+    tables = _block_tables(values, multiply)
+    if len(tables) == 1:
+        return tables[0].__getitem__
+    if len(tables) == 2:
+        low, high = tables
+        if multiply:
+            return lambda mask: low[mask & 255] * high[mask >> 8]
+        return lambda mask: low[mask & 255] | high[mask >> 8]
+    if len(tables) == 3:
+        low, middle, high = tables
+        if multiply:
+            return lambda mask: (
+                low[mask & 255] * middle[mask >> 8 & 255] * high[mask >> 16]
+            )
+        return lambda mask: low[mask & 255] | middle[mask >> 8 & 255] | high[mask >> 16]
+
+    def any_size(mask: int) -> int:
+        found = 1 if multiply else 0
+        for table in tables:
+            if multiply:
+                found *= table[mask & 255]
+            else:
+                found |= table[mask & 255]
+            mask >>= 8
+        return found
+
+    return any_size
+
+
 class _Context:
     """The product's modes as bit positions, with cached sizes."""
 
@@ -157,22 +212,9 @@ class _Context:
         self.output = mask_of(externals)
         self.extent = [costs.extents.extent(mode) for mode in self.modes]
         self.hook = costs.size
-        self._elements: dict[int, int] = {}
+        self.elements: Callable[[int], int] = _folding(self.extent, multiply=True)
+        """The product of the extents of the modes in a mask."""
         self._sizes: dict[tuple[int, int], int] = {}
-
-    def elements(self, mask: int) -> int:
-        """The product of the extents of the modes in ``mask``."""
-        found = self._elements.get(mask)
-        if found is None:
-            found = 1
-            extent = self.extent
-            rest = mask
-            while rest:
-                low = rest & -rest
-                found *= extent[low.bit_length() - 1]
-                rest ^= low
-            self._elements[mask] = found
-        return found
 
     def size(self, mask: int, span: int) -> int:
         """The stored size of a value keeping the modes in ``mask``, made
@@ -301,15 +343,9 @@ class _Emitter:
 # --------------------------------------------------------------------------
 
 
-_Point = tuple[int, int, tuple[int, int], int, int, int, int]
+_Point = tuple[int, int, int, int, int, int, int]
 """A point of a Pareto front: peak, multiply-adds, tie key, the split (left,
 right) and the point of each part it extends."""
-
-
-def _tie_key(right: int) -> tuple[int, int]:
-    """Among equal costs, smaller is preferred: fewest operands on the right,
-    then the latest ones (the left-to-right fold first)."""
-    return (right.bit_count(), -right)
 
 
 class _Search:
@@ -325,40 +361,52 @@ class _Search:
         self.outside = outside
         self.needed = context.output | outside
         self.order: Order = order
-        self._union: dict[int, int] = {0: 0}
-        self._result: dict[int, int] = {}
-        self._span: dict[int, int] = {0: 0}
-        for position, unit in enumerate(units):
-            self._union[1 << position] = unit.result
-            self._result[1 << position] = unit.result
-            self._span[1 << position] = unit.span
+        self._tables: tuple[Callable[[int], int], Callable[[int], int]] | None = None
+        self._result: dict[int, int] = {
+            1 << position: unit.result for position, unit in enumerate(units)
+        }
+
+    def _unions(self) -> tuple[Callable[[int], int], Callable[[int], int]]:
+        """The modes of a subset's units (``union``) and of the leaves they
+        cover (``span``), by table lookups (built on first use: the greedy
+        search of long products never needs them)."""
+        if self._tables is None:
+            self._tables = (
+                _folding([unit.result for unit in self.units], multiply=False),
+                _folding([unit.span for unit in self.units], multiply=False),
+            )
+        return self._tables
 
     def span(self, subset: int) -> int:
         """The modes of the leaves the units of ``subset`` cover."""
-        found = self._span.get(subset)
-        if found is None:
-            found = 0
-            for position in _bits(subset):
-                found |= self.units[position].span
-            self._span[subset] = found
-        return found
+        return self._unions()[1](subset)
 
     def union(self, subset: int) -> int:
-        found = self._union.get(subset)
-        if found is None:
-            found = 0
-            for position in _bits(subset):
-                found |= self.units[position].result
-            self._union[subset] = found
-        return found
+        """The modes the units of ``subset`` keep, together."""
+        return self._unions()[0](subset)
 
     def result(self, subset: int) -> int:
         """The modes the value of ``subset`` keeps."""
         found = self._result.get(subset)
         if found is None:
-            rest = self.union(self.full ^ subset) | self.needed
-            found = self._result[subset] = self.union(subset) & rest
+            union = self._unions()[0]
+            rest = union(self.full ^ subset) | self.needed
+            found = self._result[subset] = union(subset) & rest
         return found
+
+    def _results(self) -> Callable[[int], int]:
+        """``result`` as a closure over locals (the searches' inner loop)."""
+        union = self._unions()[0]
+        cache = self._result
+        full, needed = self.full, self.needed
+
+        def result(subset: int) -> int:
+            found = cache.get(subset)
+            if found is None:
+                found = cache[subset] = union(subset) & (union(full ^ subset) | needed)
+            return found
+
+        return result
 
     # -- flops: one best split per subset ----------------------------------
 
@@ -367,30 +415,31 @@ class _Search:
         parents) and rebuild the best tree of the full set."""
         if self.order == "memory":
             return self._run_memory(pairs)
-        context = self.context
+        elements = self.context.elements
+        result = self._results()
+        full = self.full
+        width = full.bit_length()
         cost: dict[int, int] = {}
         split: dict[int, tuple[int, int]] = {}
-        tie: dict[int, tuple[int, int]] = {}
+        tie: dict[int, int] = {}
         for position, unit in enumerate(self.units):
             cost[1 << position] = unit.flops
-        for left, right in pairs:
+        for pair in pairs:
+            left, right = pair
+            modes = result(left) | result(right)
+            total = cost[left] + cost[right] + elements(modes)
             subset = left | right
-            total = (
-                cost[left]
-                + cost[right]
-                + context.elements(self.result(left) | self.result(right))
-            )
             best = cost.get(subset)
             if best is None or total < best:
                 cost[subset] = total
-                split[subset] = (left, right)
-                tie[subset] = _tie_key(right)
+                split[subset] = pair
+                tie[subset] = (right.bit_count() << width) + (full - right)
             elif total == best:
-                key = _tie_key(right)
+                key = (right.bit_count() << width) + (full - right)
                 if key < tie[subset]:
-                    split[subset] = (left, right)
+                    split[subset] = pair
                     tie[subset] = key
-        return self._rebuild(lambda subset: split[subset])
+        return self._rebuild(split.__getitem__)
 
     def _rebuild(self, children: Callable[[int], tuple[int, int]]) -> _Unit:
         """The tree of the full set, following ``children`` from the top
@@ -424,20 +473,58 @@ class _Search:
 
     def _run_memory(self, pairs: Iterable[tuple[int, int]]) -> _Unit:
         context = self.context
+        elements = context.elements
+        result = self._results()
+        span = self._unions()[1]
+        full = self.full
+        width = full.bit_length()
         fronts: dict[int, list[_Point]] = {}
+        sizes: dict[int, int] = {}
         for position, unit in enumerate(self.units):
-            fronts[1 << position] = [(unit.peak, unit.flops, (0, 0), 0, 0, 0, 0)]
+            fronts[1 << position] = [(unit.peak, unit.flops, 0, 0, 0, 0, 0)]
         for left, right in pairs:
             subset = left | right
-            size = context.size(self.result(subset), self.span(subset))
-            pair = context.elements(self.result(left) | self.result(right))
-            key = _tie_key(right)
-            front = fronts.setdefault(subset, [])
+            size = sizes.get(subset)
+            if size is None:
+                size = sizes[subset] = context.size(result(subset), span(subset))
+            modes = result(left) | result(right)
+            pair = elements(modes)
+            key = (right.bit_count() << width) + (full - right)
+            front = fronts.get(subset)
+            if front is None:
+                front = fronts[subset] = []
+            right_front = fronts[right]
             for li, lp in enumerate(fronts[left]):
-                for ri, rp in enumerate(fronts[right]):
-                    peak = max(lp[0], rp[0], size)
-                    flops = lp[1] + rp[1] + pair
-                    _insert(front, (peak, flops, key, left, right, li, ri))
+                left_peak = lp[0] if lp[0] > size else size
+                left_flops = lp[1] + pair
+                for ri, rp in enumerate(right_front):
+                    peak = rp[0] if rp[0] > left_peak else left_peak
+                    flops = left_flops + rp[1]
+                    # Into the Pareto front of (peak, flops): a point at least
+                    # as good in both is kept (an equal one yields only to a
+                    # preferred split); the points the new one covers go.
+                    for position, other in enumerate(front):
+                        if other[0] <= peak and other[1] <= flops:
+                            if (
+                                other[0] == peak
+                                and other[1] == flops
+                                and key < other[2]
+                            ):
+                                front[position] = (
+                                    peak,
+                                    flops,
+                                    key,
+                                    left,
+                                    right,
+                                    li,
+                                    ri,
+                                )
+                            break
+                    else:
+                        front[:] = [
+                            p for p in front if not (peak <= p[0] and flops <= p[1])
+                        ]
+                        front.append((peak, flops, key, left, right, li, ri))
         root = fronts[self.full]
         smallest = min(point[0] for point in root)
         limit = smallest * (1 + MEMORY_TOLERANCE)
@@ -455,22 +542,6 @@ class _Search:
             return left, right
 
         return self._rebuild(children)
-
-
-def _insert(
-    front: list[_Point],
-    point: _Point,
-) -> None:
-    """Insert ``point`` into a Pareto front of (peak, flops); an equal point
-    is replaced only by a preferred split."""
-    peak, flops, key = point[0], point[1], point[2]
-    for position, other in enumerate(front):
-        if other[0] <= peak and other[1] <= flops:
-            if other[0] == peak and other[1] == flops and key < other[2]:
-                front[position] = point
-            return
-    front[:] = [p for p in front if not (peak <= p[0] and flops <= p[1])]
-    front.append(point)
 
 
 def _all_pairs(count: int) -> Iterator[tuple[int, int]]:
@@ -528,66 +599,57 @@ class _BudgetExceeded(Exception):
 
 def _connected_pairs(adjacent: list[int], budget: int) -> list[tuple[int, int]]:
     """All csg-cmp pairs (two disjoint connected sets joined by an edge) of a
-    connected graph, by DPccp's enumeration, sorted so that parts come
-    before the sets they form; the left part holds the lower operand."""
-    count = len(adjacent)
-    pairs: list[tuple[int, int]] = []
+    connected graph, by DPccp's enumeration, ordered so that parts come
+    before the sets they form (by the size of their union, stably); the
+    left part holds the lower operand (DPccp's complements only take
+    operands above the first set's lowest one).
 
-    known: dict[int, int] = {1 << p: adjacent[p] for p in range(count)}
+    Connected supersets are grown as DPccp's EnumerateCsgRec does, with an
+    explicit stack; neighbourhoods are table lookups."""
+    neighbours_of = _folding(adjacent, multiply=False)
+    by_size: list[list[tuple[int, int]]] = [[] for _ in range(len(adjacent) + 1)]
+    found = 0
 
-    def neighbours(subset: int) -> int:
-        grown = known.get(subset)
-        if grown is None:
-            grown = 0
-            rest = subset
-            while rest:
-                low = rest & -rest
-                grown |= known[low]
-                rest ^= low
-            known[subset] = grown
-        return grown & ~subset
-
-    def subsets(mask: int) -> Iterator[int]:
-        part = mask
-        while part:
-            yield part
-            part = (part - 1) & mask
-
-    def grow(start: int, excluded: int) -> Iterator[int]:
-        """Connected supersets of ``start`` avoiding ``excluded`` (DPccp's
-        EnumerateCsgRec), with an explicit stack."""
+    def grow(start: int, excluded: int) -> list[int]:
+        """Connected supersets of ``start`` avoiding ``excluded``, in the
+        order of EnumerateCsgRec with a stack (``start`` itself excluded)."""
+        grown: list[int] = []
         stack = [(start, excluded)]
         while stack:
             subset, banned = stack.pop()
-            frontier = neighbours(subset) & ~banned
+            frontier = neighbours_of(subset) & ~subset & ~banned
             if not frontier:
                 continue
-            for part in subsets(frontier):
-                yield subset | part
-            for part in subsets(frontier):
-                stack.append((subset | part, banned | frontier))
+            parts: list[int] = []
+            part = frontier
+            while part:
+                parts.append(subset | part)
+                part = (part - 1) & frontier
+            grown.extend(parts)
+            banned |= frontier
+            stack.extend([(bigger, banned) for bigger in parts])
+        return grown
 
-    def complements(first: int) -> Iterator[int]:
-        low = (first & -first).bit_length() - 1
-        banned = ((1 << (low + 1)) - 1) | first
-        frontier = neighbours(first) & ~banned
-        for position in sorted(_bits(frontier), reverse=True):
-            start = 1 << position
-            yield start
-            yield from grow(start, banned | (frontier & ((1 << (position + 1)) - 1)))
-
-    for position in range(count - 1, -1, -1):
+    for position in range(len(adjacent) - 1, -1, -1):
         start = 1 << position
         for first in (start, *grow(start, (1 << (position + 1)) - 1)):
-            for second in complements(first):
-                if first & -first < second & -second:
-                    pairs.append((first, second))
-                else:
-                    pairs.append((second, first))
-                if len(pairs) > budget:
-                    raise _BudgetExceeded
-    pairs.sort(key=lambda pair: (pair[0] | pair[1]).bit_count())
-    return pairs
+            low = (first & -first).bit_length() - 1
+            banned = ((1 << (low + 1)) - 1) | first
+            frontier = neighbours_of(first) & ~banned
+            size = first.bit_count()
+            rest = frontier
+            seconds: list[int] = []
+            while rest:  # highest operand first
+                top = rest.bit_length() - 1
+                rest ^= 1 << top
+                seconds.append(1 << top)
+                seconds.extend(grow(1 << top, banned | (frontier & ((2 << top) - 1))))
+            found += len(seconds)
+            if found > budget:
+                raise _BudgetExceeded
+            for second in seconds:
+                by_size[size + second.bit_count()].append((first, second))
+    return [pair for pairs in by_size for pair in pairs]
 
 
 def _greedy(search: _Search) -> _Unit:
