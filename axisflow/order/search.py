@@ -348,6 +348,27 @@ _Point = tuple[int, int, int, int, int, int, int]
 right) and the point of each part it extends."""
 
 
+class _Kept(dict[int, int]):
+    """The modes the value of a subset keeps, by subset, computed on first
+    lookup (``__missing__``: a hit is one C-level dict lookup, the searches'
+    inner loop)."""
+
+    def __init__(
+        self, units: Sequence[_Unit], union: Callable[[int], int], needed: int
+    ) -> None:
+        super().__init__(
+            (1 << position, unit.result) for position, unit in enumerate(units)
+        )
+        self.union = union
+        self.full = (1 << len(units)) - 1
+        self.needed = needed
+
+    def __missing__(self, subset: int) -> int:
+        union = self.union
+        found = self[subset] = union(subset) & (union(self.full ^ subset) | self.needed)
+        return found
+
+
 class _Search:
     """Dynamic programming over subsets of ``units`` (bit ``u`` is unit
     ``u``); ``outside`` are modes needed beyond these units."""
@@ -362,9 +383,7 @@ class _Search:
         self.needed = context.output | outside
         self.order: Order = order
         self._tables: tuple[Callable[[int], int], Callable[[int], int]] | None = None
-        self._result: dict[int, int] = {
-            1 << position: unit.result for position, unit in enumerate(units)
-        }
+        self._kept: _Kept | None = None
 
     def _unions(self) -> tuple[Callable[[int], int], Callable[[int], int]]:
         """The modes of a subset's units (``union``) and of the leaves they
@@ -385,28 +404,15 @@ class _Search:
         """The modes the units of ``subset`` keep, together."""
         return self._unions()[0](subset)
 
+    def kept(self) -> _Kept:
+        """The modes each subset's value keeps (a lazily filled mapping)."""
+        if self._kept is None:
+            self._kept = _Kept(self.units, self._unions()[0], self.needed)
+        return self._kept
+
     def result(self, subset: int) -> int:
         """The modes the value of ``subset`` keeps."""
-        found = self._result.get(subset)
-        if found is None:
-            union = self._unions()[0]
-            rest = union(self.full ^ subset) | self.needed
-            found = self._result[subset] = union(subset) & rest
-        return found
-
-    def _results(self) -> Callable[[int], int]:
-        """``result`` as a closure over locals (the searches' inner loop)."""
-        union = self._unions()[0]
-        cache = self._result
-        full, needed = self.full, self.needed
-
-        def result(subset: int) -> int:
-            found = cache.get(subset)
-            if found is None:
-                found = cache[subset] = union(subset) & (union(full ^ subset) | needed)
-            return found
-
-        return result
+        return self.kept()[subset]
 
     # -- flops: one best split per subset ----------------------------------
 
@@ -416,7 +422,7 @@ class _Search:
         if self.order == "memory":
             return self._run_memory(pairs)
         elements = self.context.elements
-        result = self._results()
+        result = self.kept()
         full = self.full
         width = full.bit_length()
         cost: dict[int, int] = {}
@@ -426,7 +432,7 @@ class _Search:
             cost[1 << position] = unit.flops
         for pair in pairs:
             left, right = pair
-            modes = result(left) | result(right)
+            modes = result[left] | result[right]
             total = cost[left] + cost[right] + elements(modes)
             subset = left | right
             best = cost.get(subset)
@@ -474,7 +480,7 @@ class _Search:
     def _run_memory(self, pairs: Iterable[tuple[int, int]]) -> _Unit:
         context = self.context
         elements = context.elements
-        result = self._results()
+        result = self.kept()
         span = self._unions()[1]
         full = self.full
         width = full.bit_length()
@@ -486,15 +492,33 @@ class _Search:
             subset = left | right
             size = sizes.get(subset)
             if size is None:
-                size = sizes[subset] = context.size(result(subset), span(subset))
-            modes = result(left) | result(right)
+                size = sizes[subset] = context.size(result[subset], span(subset))
+            modes = result[left] | result[right]
             pair = elements(modes)
             key = (right.bit_count() << width) + (full - right)
             front = fronts.get(subset)
             if front is None:
                 front = fronts[subset] = []
-            right_front = fronts[right]
-            for li, lp in enumerate(fronts[left]):
+            left_front, right_front = fronts[left], fronts[right]
+            if len(left_front) == 1 and len(right_front) == 1 and len(front) < 2:
+                # The common case (without a batch hook, every front has one
+                # point): the general insertion below, unrolled.
+                lp, rp = left_front[0], right_front[0]
+                peak = lp[0] if lp[0] > size else size
+                if rp[0] > peak:
+                    peak = rp[0]
+                flops = lp[1] + rp[1] + pair
+                if front:
+                    other = front[0]
+                    if other[0] <= peak and other[1] <= flops:
+                        if other[0] == peak and other[1] == flops and key < other[2]:
+                            front[0] = (peak, flops, key, left, right, 0, 0)
+                        continue
+                    if peak <= other[0] and flops <= other[1]:
+                        front.pop()
+                front.append((peak, flops, key, left, right, 0, 0))
+                continue
+            for li, lp in enumerate(left_front):
                 left_peak = lp[0] if lp[0] > size else size
                 left_flops = lp[1] + pair
                 for ri, rp in enumerate(right_front):
@@ -615,21 +639,25 @@ def _connected_pairs(adjacent: list[int], budget: int) -> list[tuple[int, int]]:
         order of EnumerateCsgRec with a stack (``start`` itself excluded)."""
         grown: list[int] = []
         stack = [(start, excluded)]
+        pop, push, add = stack.pop, stack.append, grown.append
         while stack:
-            subset, banned = stack.pop()
-            frontier = neighbours_of(subset) & ~subset & ~banned
+            subset, banned = pop()
+            frontier = neighbours_of(subset) & ~(subset | banned)
             if not frontier:
                 continue
-            parts: list[int] = []
+            first = len(grown)
             part = frontier
             while part:
-                parts.append(subset | part)
+                add(subset | part)
                 part = (part - 1) & frontier
-            grown.extend(parts)
             banned |= frontier
-            stack.extend([(bigger, banned) for bigger in parts])
+            for index in range(first, len(grown)):
+                push((grown[index], banned))
         return grown
 
+    # Complements of different first sets often grow from the same start
+    # avoiding the same set (about three calls per distinct one).
+    known: dict[tuple[int, int], list[int]] = {}
     for position in range(len(adjacent) - 1, -1, -1):
         start = 1 << position
         for first in (start, *grow(start, (1 << (position + 1)) - 1)):
@@ -643,7 +671,11 @@ def _connected_pairs(adjacent: list[int], budget: int) -> list[tuple[int, int]]:
                 top = rest.bit_length() - 1
                 rest ^= 1 << top
                 seconds.append(1 << top)
-                seconds.extend(grow(1 << top, banned | (frontier & ((2 << top) - 1))))
+                key = (1 << top, banned | (frontier & ((2 << top) - 1)))
+                grown = known.get(key)
+                if grown is None:
+                    grown = known[key] = grow(*key)
+                seconds.extend(grown)
             found += len(seconds)
             if found > budget:
                 raise _BudgetExceeded
@@ -736,11 +768,11 @@ def _greedy(search: _Search) -> _Unit:
     return nodes[last]
 
 
-def _best(search: _Search) -> tuple[_Unit, str]:
+def _best(search: _Search, cache: PlanCache) -> tuple[_Unit, str]:
     """The best tree of all the search's units, and the method used."""
     count = len(search.units)
     if count <= EXACT_ALL_MAX:
-        return search.run(_all_pairs(count)), "exact"
+        return search.run(cache.all_pairs(count)), "exact"
     if count > CONNECTED_MAX:
         return _greedy(search), "greedy"
     adjacent = _adjacency(search)
@@ -762,15 +794,85 @@ def _best(search: _Search) -> tuple[_Unit, str]:
                 search.outside | search.union(search.full ^ component),
                 search.order,
             )
-            parts.append(inner.run(_connected_pairs(local_adjacent, PAIR_BUDGET)))
+            parts.append(inner.run(cache.connected_pairs(local_adjacent)))
     except _BudgetExceeded:
         return _greedy(search), "greedy"
     if len(parts) == 1:
         return parts[0], "connected"
     joined = _Search(search.context, parts, search.outside, search.order)
     if len(parts) <= EXACT_ALL_MAX:
-        return joined.run(_all_pairs(len(parts))), "connected"
+        return joined.run(cache.all_pairs(len(parts))), "connected"
     return _greedy(joined), "greedy"
+
+
+_PlanKey = tuple[
+    tuple[int, ...],
+    int,
+    tuple[int, ...],
+    str,
+    tuple[tuple[int, ...], ...],
+    tuple[int, ...],
+]
+_FoundPlan = tuple[tuple[tuple[int, int], ...], tuple[int, ...], int, int, str]
+
+
+class PlanCache:
+    """What the searches found so far, for products planned after them.
+
+    Many terms of a residual are the same network up to index names (in the
+    CSV-CCSD doubles, 55 terms are 46 networks and 34 connectivity graphs):
+
+    * a plan depends only on the product's modes as bits (numbered by first
+      appearance, leaf by leaf), their extents, the result's modes, the
+      parentheses and the order, so a product equal to an earlier one in
+      these gets the earlier plan, its kept modes mapped back to its own
+      indices. File order is part of the key: ties, which keep the file
+      order, come out the same. Only without a size hook (``Costs.size``:
+      its sizes depend on the indices themselves);
+    * the splits DPccp enumerates depend only on the connectivity graph, so
+      they are kept per graph, whatever the sizes.
+
+    ``plan_product`` uses a fresh one unless given one; the SeQuant frontend
+    shares one over the terms of an expression. Nothing is evicted: one
+    serves one expression (a few thousand pairs per graph).
+    """
+
+    def __init__(self) -> None:
+        self._plans: dict[_PlanKey, _FoundPlan] = {}
+        self._connected: dict[tuple[int, ...], list[tuple[int, int]] | None] = {}
+        self._all: dict[int, list[tuple[int, int]]] = {}
+
+    def known(self, key: _PlanKey) -> _FoundPlan | None:
+        """The plan found for a product with ``key``, in bits."""
+        return self._plans.get(key)
+
+    def remember(self, key: _PlanKey, found: _FoundPlan) -> None:
+        """Keep the plan found for a product with ``key``: its steps, the
+        modes each step keeps (bits), multiply-adds, peak and method."""
+        self._plans[key] = found
+
+    def all_pairs(self, count: int) -> list[tuple[int, int]]:
+        """``_all_pairs(count)``, kept."""
+        found = self._all.get(count)
+        if found is None:
+            found = self._all[count] = list(_all_pairs(count))
+        return found
+
+    def connected_pairs(self, adjacent: list[int]) -> list[tuple[int, int]]:
+        """``_connected_pairs(adjacent, PAIR_BUDGET)``, kept (a graph over
+        the budget raises ``_BudgetExceeded`` again without enumerating)."""
+        key = tuple(adjacent)
+        if key in self._connected:
+            found = self._connected[key]
+        else:
+            try:
+                found = _connected_pairs(adjacent, PAIR_BUDGET)
+            except _BudgetExceeded:
+                found = None
+            self._connected[key] = found
+        if found is None:
+            raise _BudgetExceeded
+        return found
 
 
 # --------------------------------------------------------------------------
@@ -785,6 +887,7 @@ def plan_product(
     order: Order = "flops",
     groups: Sequence[Sequence[int]] = (),
     operands: Sequence[int] | None = None,
+    cache: PlanCache | None = None,
 ) -> Plan:
     """The plan of a product of ``leaves`` (each by its carried indices) with
     result ``externals``, under ``order`` (see the module doc).
@@ -793,14 +896,33 @@ def plan_product(
     ``Term.operands()`` do (operand ``k >= 0`` is leaf ``k``, ``~j`` is group
     ``j``; groups refer to earlier groups only); without them the product's
     operands are the leaves in order. Groups keep their written order.
+    ``cache``: a ``PlanCache`` shared with other products (the same plans,
+    found once per network).
     """
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     context = _Context(leaves, externals, costs)
-    emitter = _Emitter(context)
     count = len(leaves)
     if operands is None:
         operands = range(count)
+    if cache is None:
+        cache = PlanCache()
+    key: _PlanKey | None = None
+    if costs.size is None and order != "file":
+        key = (
+            tuple(context.leaf_masks),
+            context.output,
+            tuple(context.extent),
+            order,
+            tuple(tuple(group) for group in groups),
+            tuple(operands),
+        )
+        found = cache.known(key)
+        if found is not None:
+            steps, kept, flops, peak, method = found
+            modes = tuple(context.mode_set(mask) for mask in kept)
+            return Plan(count, steps, modes, flops, peak, method)
+    emitter = _Emitter(context)
     group_nodes: list[_Unit] = []
 
     def unit(operand: int) -> _Unit:
@@ -816,6 +938,10 @@ def plan_product(
     if order == "file":
         emitter.fold(units)
         return emitter.plan(count, "file")
-    tree, method = _best(_Search(context, units, 0, order))
+    tree, method = _best(_Search(context, units, 0, order), cache)
     emitter.emit(tree)
-    return emitter.plan(count, method)
+    plan = emitter.plan(count, method)
+    if key is not None:
+        kept = tuple(emitter.results[count:])
+        cache.remember(key, (plan.steps, kept, plan.flops, plan.peak, method))
+    return plan
