@@ -53,6 +53,10 @@ def check(expression: Expression, batch: str) -> None:
 EQUATIONS = sorted(p.name for p in (EXAMPLES / "sequant").glob("*.txt"))
 
 
+def test_the_bundled_equations_are_found() -> None:
+    assert len(EQUATIONS) >= 4 and "csv_ccsd_doubles_residual_df.txt" in EQUATIONS
+
+
 @pytest.mark.parametrize("name", EQUATIONS)
 def test_every_bundled_equation_agrees_with_einsum(name: str) -> None:
     expression = parse((EXAMPLES / "sequant" / name).read_text("utf-8"), name)
