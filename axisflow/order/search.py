@@ -382,32 +382,37 @@ class _Search:
         self.outside = outside
         self.needed = context.output | outside
         self.order: Order = order
-        self._tables: tuple[Callable[[int], int], Callable[[int], int]] | None = None
+        self._union: Callable[[int], int] | None = None
+        self._span: Callable[[int], int] | None = None
         self._kept: _Kept | None = None
 
-    def _unions(self) -> tuple[Callable[[int], int], Callable[[int], int]]:
-        """The modes of a subset's units (``union``) and of the leaves they
-        cover (``span``), by table lookups (built on first use: the greedy
-        search of long products never needs them)."""
-        if self._tables is None:
-            self._tables = (
-                _folding([unit.result for unit in self.units], multiply=False),
-                _folding([unit.span for unit in self.units], multiply=False),
-            )
-        return self._tables
+    # Table lookups, built on first use (the greedy search of long products
+    # never needs them, the flops search no spans).
+
+    def span_of(self) -> Callable[[int], int]:
+        """The modes of the leaves the units of a subset cover."""
+        if self._span is None:
+            self._span = _folding([unit.span for unit in self.units], multiply=False)
+        return self._span
+
+    def union_of(self) -> Callable[[int], int]:
+        """The modes the units of a subset keep, together."""
+        if self._union is None:
+            self._union = _folding([unit.result for unit in self.units], multiply=False)
+        return self._union
 
     def span(self, subset: int) -> int:
         """The modes of the leaves the units of ``subset`` cover."""
-        return self._unions()[1](subset)
+        return self.span_of()(subset)
 
     def union(self, subset: int) -> int:
         """The modes the units of ``subset`` keep, together."""
-        return self._unions()[0](subset)
+        return self.union_of()(subset)
 
     def kept(self) -> _Kept:
         """The modes each subset's value keeps (a lazily filled mapping)."""
         if self._kept is None:
-            self._kept = _Kept(self.units, self._unions()[0], self.needed)
+            self._kept = _Kept(self.units, self.union_of(), self.needed)
         return self._kept
 
     def result(self, subset: int) -> int:
@@ -432,8 +437,7 @@ class _Search:
             cost[1 << position] = unit.flops
         for pair in pairs:
             left, right = pair
-            modes = result[left] | result[right]
-            total = cost[left] + cost[right] + elements(modes)
+            total = cost[left] + cost[right] + elements(result[left] | result[right])
             subset = left | right
             best = cost.get(subset)
             if best is None or total < best:
@@ -481,7 +485,7 @@ class _Search:
         context = self.context
         elements = context.elements
         result = self.kept()
-        span = self._unions()[1]
+        span = self.span_of()
         full = self.full
         width = full.bit_length()
         fronts: dict[int, list[_Point]] = {}
@@ -490,19 +494,18 @@ class _Search:
             fronts[1 << position] = [(unit.peak, unit.flops, 0, 0, 0, 0, 0)]
         for left, right in pairs:
             subset = left | right
-            size = sizes.get(subset)
-            if size is None:
-                size = sizes[subset] = context.size(result[subset], span(subset))
-            modes = result[left] | result[right]
-            pair = elements(modes)
-            key = (right.bit_count() << width) + (full - right)
             front = fronts.get(subset)
             if front is None:
                 front = fronts[subset] = []
+                size = sizes[subset] = context.size(result[subset], span(subset))
+            else:
+                size = sizes[subset]
+            pair = elements(result[left] | result[right])
             left_front, right_front = fronts[left], fronts[right]
             if len(left_front) == 1 and len(right_front) == 1 and len(front) < 2:
                 # The common case (without a batch hook, every front has one
-                # point): the general insertion below, unrolled.
+                # point): the general insertion below, unrolled, the tie key
+                # computed only when it is needed.
                 lp, rp = left_front[0], right_front[0]
                 peak = lp[0] if lp[0] > size else size
                 if rp[0] > peak:
@@ -511,13 +514,17 @@ class _Search:
                 if front:
                     other = front[0]
                     if other[0] <= peak and other[1] <= flops:
-                        if other[0] == peak and other[1] == flops and key < other[2]:
-                            front[0] = (peak, flops, key, left, right, 0, 0)
+                        if other[0] == peak and other[1] == flops:
+                            key = (right.bit_count() << width) + (full - right)
+                            if key < other[2]:
+                                front[0] = (peak, flops, key, left, right, 0, 0)
                         continue
                     if peak <= other[0] and flops <= other[1]:
                         front.pop()
+                key = (right.bit_count() << width) + (full - right)
                 front.append((peak, flops, key, left, right, 0, 0))
                 continue
+            key = (right.bit_count() << width) + (full - right)
             for li, lp in enumerate(left_front):
                 left_peak = lp[0] if lp[0] > size else size
                 left_flops = lp[1] + pair
