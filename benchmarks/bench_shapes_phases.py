@@ -189,21 +189,27 @@ def memory_figures(sites: list[int]) -> dict[str, Any]:
     from bench_shape_schemes import module_text  # type: ignore[import-not-found]
 
     from axisflow.passes.close_shapes import CloseShapesPass
+    from axisflow.passes.generalize_shapes import GeneralizeShapesPass
 
-    peaks = []
-    for count in sites:
-        module = parse(module_text(count))
-        tracemalloc.start()
-        apply(CloseShapesPass(), module)
-        peaks.append(tracemalloc.get_traced_memory()[1])
-        tracemalloc.stop()
-        del module
+    figures: dict[str, Any] = {}
     low, high = sites
-    return {
-        f"close-shapes peak MB at {low} sites": peaks[0] / 1e6,
-        f"close-shapes peak MB at {high} sites": peaks[1] / 1e6,
-        "KB per call site": (peaks[1] - peaks[0]) / (high - low) / 1e3,
-    }
+    for how, generalize in (("re-evaluating calls", False), ("after generalize", True)):
+        peaks = []
+        for count in sites:
+            module = parse(module_text(count))
+            if generalize:
+                apply(GeneralizeShapesPass(), module)
+            tracemalloc.start()
+            apply(CloseShapesPass(), module)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+            del module
+        figures[f"close-shapes {how}: peak MB, {low} sites"] = peaks[0] / 1e6
+        figures[f"close-shapes {how}: peak MB, {high} sites"] = peaks[1] / 1e6
+        figures[f"close-shapes {how}: KB per site"] = (
+            (peaks[1] - peaks[0]) / (high - low) / 1e3
+        )
+    return figures
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -299,7 +305,7 @@ def main() -> None:
             if not measured[name]:
                 measured[name].append(memory)
     keys = list(measured[trees[-1][0]][0])
-    header = f"{'figure':<38}" + "".join(f"{name:>18}" for name, _ in trees)
+    header = f"{'figure':<52}" + "".join(f"{name:>18}" for name, _ in trees)
     if len(trees) == 2:
         header += f"{'this / baseline':>17}"
     print(header)
@@ -314,8 +320,8 @@ def main() -> None:
             ratio = f"{values[1] / values[0]:>16.2f}x"
         elif len(trees) == 2:
             ratio = f"{'same' if values[0] == values[1] else 'DIFFER':>17}"
-        print(f"{key:<38}{cells}{ratio}")
-    if len(trees) == 2:
+        print(f"{key:<52}{cells}{ratio}")
+    if len(trees) == 2 and "engine" in args.parts:
         print(
             "engine speed-up (baseline s / this s): "
             + ", ".join(

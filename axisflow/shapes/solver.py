@@ -245,7 +245,11 @@ class Solver:
                 tail = value.var
                 if tail is not None and tail.id in row_subst:
                     value = self._row_value(var.id, value)
-                dims = value.dims + dims if dims else value.dims
+                if dims:
+                    dims = value.dims + dims
+                else:
+                    row = value  # returned as it is unless a dim is solved
+                    dims = value.dims
                 var = value.var
         if dims:
             subst = self.dim_subst
