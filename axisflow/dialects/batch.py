@@ -60,7 +60,6 @@ from xdsl.ir import (
 from xdsl.irdl import (
     AttrConstraint,
     IntConstraint,
-    IRDLOperation,
     VerificationContext,
     irdl_attr_definition,
     irdl_op_definition,
@@ -76,6 +75,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from axisflow.dialects.fast_verify import FastVerifiedOp
 from axisflow.dialects.keywords import END_OF_OP, reject_unknown_keyword
 from axisflow.dialects.labels import (
     parse_index,
@@ -88,6 +88,7 @@ from axisflow.dialects.labels import (
     quote_text,
 )
 from axisflow.forest.frames import FrameError, expand_modes, mode_map, node_labels
+from axisflow.gc_pause import gc_paused
 from axisflow.numerals import I64_MAX, NumeralError, check_numeral_at
 from axisflow.roles.decision import LoopRole
 from axisflow.roles.index import Index, is_key_char
@@ -329,11 +330,16 @@ class ProtoMapAttr(ParametrizedAttribute):
 
     @property
     def pairs(self) -> tuple[tuple[Index, Index], ...]:
-        """``(frame mode, label)`` pairs."""
-        return tuple(
-            (mode.index, label.index)
-            for mode, label in zip(self.modes.data, self.labels.data, strict=True)
-        )
+        """``(frame mode, label)`` pairs (kept on the immutable attribute)."""
+        found = self.__dict__.get("_pairs")
+        if found is None:
+            found = tuple(
+                (mode.index, label.index)
+                for mode, label in zip(self.modes.data, self.labels.data, strict=True)
+            )
+            # A cache, not a parameter: attributes are frozen dataclasses.
+            object.__setattr__(self, "_pairs", found)
+        return found
 
     def verify(self) -> None:
         if len(self.modes.data) != len(self.labels.data):
@@ -492,6 +498,17 @@ def shared_factor(
     return found
 
 
+def labels_of(array: ArrayAttr[IndexAttr]) -> tuple[Index, ...]:
+    """The parsed labels of a label list (raises ``ValueError`` for a
+    malformed one), kept on the (immutable, usually shared) attribute."""
+    found = array.__dict__.get("_labels")
+    if found is None:
+        found = tuple(a.index for a in array.data)
+        # A cache, not a parameter: attributes are frozen dataclasses.
+        object.__setattr__(array, "_labels", found)
+    return found
+
+
 def _checked_indices(
     op: Operation, what: str, array: ArrayAttr[IndexAttr]
 ) -> list[Index]:
@@ -542,7 +559,7 @@ def _parse_int(parser: Parser, what: str) -> int:
 
 
 @irdl_op_definition
-class SpaceOp(IRDLOperation):
+class SpaceOp(FastVerifiedOp):
     """An index space: ``batch.space a extent 896 elem 8 composite {2 = 40}``.
 
     ``extent`` (number of orbitals/functions) and ``elem`` (bytes per tensor
@@ -616,7 +633,7 @@ class SpaceOp(IRDLOperation):
         """The base key of the space (``i``, ``Κ``, ``μ̃``)."""
         return self.key.label.data
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         key = self.space_key
         if not key or not all(is_key_char(c) for c in key):
             raise VerifyException(f"batch.space: malformed index-space key {key!r}")
@@ -684,7 +701,7 @@ class SpaceOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ValueOp(IRDLOperation):
+class ValueOp(FastVerifiedOp):
     """A value of the forest, in its own index frame.
 
     ``batch.value @v [i_1, i_2] contracted [a_1] = @x [i_1, a_1] * @y [a_1, i_2]``
@@ -734,19 +751,34 @@ class ValueOp(IRDLOperation):
     @property
     def result_indices(self) -> tuple[Index, ...]:
         """Result indices (labels of the value's own frame)."""
-        return tuple(a.index for a in self.result.data)
+        return labels_of(self.result)
 
     @property
     def contracted_indices(self) -> tuple[Index, ...]:
         """Indices contracted at this node."""
-        return tuple(a.index for a in self.contracted.data)
+        return labels_of(self.contracted)
 
     @property
     def is_leaf(self) -> bool:
         """Whether this is an input tensor."""
         return self.tensor is not None
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
+        table = ForestTable.active[-1] if ForestTable.active else None
+        # The rules below depend only on these (shared, immutable) attributes.
+        shape = (
+            id(self.result),
+            id(self.contracted),
+            self.tensor is None,
+            *(id(f) for f in self.factors.data),
+        )
+        if table is not None and shape in table.checked_values:
+            return
+        self._check_frame()
+        if table is not None:
+            table.checked_values.add(shape)
+
+    def _check_frame(self) -> None:
         name = f"batch.value @{self.value_name}"
         result = _checked_indices(self, "the result", self.result)
         contracted = _checked_indices(self, "the contracted indices", self.contracted)
@@ -883,14 +915,17 @@ def _print_optional_body(printer: Printer, region: Region) -> None:
 
 
 def _at_most_one_block(op: Operation, region: Region) -> None:
-    if len(region.blocks) > 1:
+    block = region.first_block
+    if block is None:
+        return
+    if block.next_block is not None:
         raise VerifyException(f"{op.name}: the body has at most one block")
-    if region.blocks.first is not None and region.blocks.first.args:
+    if block.args:
         raise VerifyException(f"{op.name}: the body takes no block arguments")
 
 
 @irdl_op_definition
-class TreeOp(IRDLOperation):
+class TreeOp(FastVerifiedOp):
     """One evaluation tree (a term): ``batch.tree @term0 coeff -1/2 { ... }``;
     ``operators ["Ŝ{a_1,a_2;i_1,i_2}"]`` lists the SeQuant operators applied
     to the term (``docs/residual.md``)."""
@@ -950,7 +985,7 @@ class TreeOp(IRDLOperation):
         block = self.body.blocks.first
         return iter(()) if block is None else iter(block.ops)
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         _at_most_one_block(self, self.body)
         if self.coeff_den.value.data <= 0:
             raise VerifyException(
@@ -1008,7 +1043,7 @@ class TreeOp(IRDLOperation):
 
 
 @irdl_op_definition
-class LoopOp(IRDLOperation):
+class LoopOp(FastVerifiedOp):
     """A batch loop binding one index label: ``batch.loop Κ_1 slot 0 { ... }``.
 
     It iterates over blocks of the label's index space and encloses part of a
@@ -1053,7 +1088,7 @@ class LoopOp(IRDLOperation):
         block = self.body.blocks.first
         return iter(()) if block is None else iter(block.ops)
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         _at_most_one_block(self, self.body)
         _checked_indices(self, "the loop index", ArrayAttr([self.index]))
         if self.slot_value is not None and self.slot_value < 0:
@@ -1099,7 +1134,7 @@ class LoopOp(IRDLOperation):
 
 
 @irdl_op_definition
-class UseOp(IRDLOperation):
+class UseOp(FastVerifiedOp):
     """A use-site: ``batch.use @v [i_3, a_2] { <factor use-sites> }``.
 
     The indices are those the value carries here, in the tree's own labels.
@@ -1145,7 +1180,7 @@ class UseOp(IRDLOperation):
     @property
     def carried_indices(self) -> tuple[Index, ...]:
         """The indices the value carries at this use-site."""
-        return tuple(a.index for a in self.carried.data)
+        return labels_of(self.carried)
 
     def items(self) -> Iterator[Operation]:
         """The items (uses and loops) directly inside the use-site's region."""
@@ -1167,7 +1202,7 @@ class UseOp(IRDLOperation):
                 stack.extend(inner)
         return found
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         _at_most_one_block(self, self.body)
         name = f"batch.use @{self.value_name}"
         carried = _checked_indices(self, "the carried indices", self.carried)
@@ -1199,7 +1234,7 @@ class UseOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ForestOp(IRDLOperation):
+class ForestOp(FastVerifiedOp):
     """A forest: index spaces, values and trees, ``batch.forest @name { ... }``.
 
     Its verifier builds the symbol and space tables once; the nested ops'
@@ -1236,14 +1271,18 @@ class ForestOp(IRDLOperation):
         return (op for op in self.body.block.ops if isinstance(op, TreeOp))
 
     def verify(self, verify_nested_ops: bool = True) -> None:
-        table = ForestTable.build(self)
-        ForestTable.active.append(table)
-        try:
-            super().verify(verify_nested_ops)
-        finally:
-            ForestTable.active.pop()
+        # The collector paused: verifying allocates only short-lived acyclic
+        # objects (freed by reference counting), and a full collection
+        # started here would scan the whole parsed module for nothing.
+        with gc_paused():
+            table = ForestTable.build(self)
+            ForestTable.active.append(table)
+            try:
+                super().verify(verify_nested_ops)
+            finally:
+                ForestTable.active.pop()
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         table = ForestTable.of(self)
         if table is not None:
             table.check_factors()
@@ -1284,6 +1323,25 @@ class ForestTable:
     factor_maps: dict[tuple[str, int], dict[Index, Index]] = field(
         default_factory=dict[tuple[str, int], dict[Index, Index]]
     )
+
+    site_maps: dict[tuple[int, int, int], dict[Index, Index]] = field(
+        default_factory=dict[tuple[int, int, int], dict[Index, Index]]
+    )
+    """Mode maps of use-sites, by the identities of the value's result list
+    and the use-site's carried list and proto map (``site_map``)."""
+    checked_values: set[tuple[object, ...]] = field(
+        default_factory=set[tuple[object, ...]]
+    )
+    """Value shapes already found consistent during this verification (the
+    identities of the result and contracted lists and of the factors, and
+    whether the value is a leaf)."""
+    checked_uses: set[tuple[object, ...]] = field(
+        default_factory=set[tuple[object, ...]]
+    )
+    """Use-site shapes already found consistent during this verification: the
+    value, then the identities of the (shared, immutable) carried list and
+    proto map of the use-site and of each factor use-site. Use-sites repeat;
+    their check depends on nothing else."""
 
     active: ClassVar[list[ForestTable]] = []
     """Tables of the forests being verified (innermost last)."""
@@ -1366,6 +1424,19 @@ class ForestTable:
             self.factor_maps[key] = found
         return found
 
+    def site_map(self, value: ValueOp, use: UseOp, where: str) -> dict[Index, Index]:
+        """The value's modes -> labels at a use-site of it, per distinct
+        (result list, carried list, proto map) attributes: use-sites repeat
+        them, and the attributes are shared and immutable."""
+        key = (id(value.result), id(use.carried), id(use.protos))
+        found = self.site_maps.get(key)
+        if found is None:
+            found = mode_map(
+                value.result_indices, use.carried_indices, use.proto_pairs, where
+            )
+            self.site_maps[key] = found
+        return found
+
     def _check_acyclic(self) -> None:
         state: dict[str, int] = {}  # 1 = on the DFS stack, 2 = done
         for root in self.values:
@@ -1401,6 +1472,24 @@ class ForestTable:
                 f"has {len(result)} ({print_index_list(result)})"
             )
         factor_uses = use.factor_uses()
+        shape = (
+            value.value_name,
+            id(use.carried),
+            id(use.protos),
+            *((u.value_name, id(u.carried), id(u.protos)) for u in factor_uses),
+        )
+        if shape in self.checked_uses:
+            return
+        self._check_use(use, value, factor_uses)
+        self.checked_uses.add(shape)
+
+    def _check_use(
+        self,
+        use: UseOp,
+        value: ValueOp,
+        factor_uses: list[UseOp],
+    ) -> None:
+        name = f"batch.use @{value.value_name}"
         factors = value.factors.data
         if len(factor_uses) != len(factors):
             raise VerifyException(
@@ -1414,15 +1503,12 @@ class ForestTable:
                     f"@{value.value_name} is built from @{factor.symbol}"
                 )
         try:
-            site_map = mode_map(result, carried, use.proto_pairs, name)
+            site_map = self.site_map(value, use, name)
             if not factors:
                 return
             child_maps = [
-                mode_map(
-                    self.values[f.symbol].result_indices,
-                    factor_use.carried_indices,
-                    factor_use.proto_pairs,
-                    f"batch.use @{f.symbol}",
+                self.site_map(
+                    self.values[f.symbol], factor_use, f"batch.use @{f.symbol}"
                 )
                 for f, factor_use in zip(factors, factor_uses, strict=True)
             ]

@@ -32,6 +32,7 @@ from axisflow.dialects.batch import (
     TreeOp,
     UseOp,
     ValueOp,
+    labels_of,
 )
 from axisflow.forest.frames import minimal_protos
 from axisflow.forest.model import (
@@ -207,7 +208,7 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
             op.result_indices,
             op.contracted_indices,
             tuple(
-                Factor(f.symbol, tuple(a.index for a in f.indices.data), f.protos.pairs)
+                Factor(f.symbol, labels_of(f.indices), f.protos.pairs)
                 for f in op.factors.data
             ),
             None if op.tensor is None else op.tensor.data,

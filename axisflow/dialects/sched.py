@@ -63,7 +63,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Dialect, Operation, ParametrizedAttribute, Region
 from xdsl.irdl import (
-    IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
@@ -78,6 +77,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from axisflow.dialects.batch import ForestOp, IndexAttr, TextAttr
 from axisflow.dialects.batch_model import forest_model
+from axisflow.dialects.fast_verify import FastVerifiedOp
 from axisflow.dialects.integers import count_attr, count_value
 from axisflow.dialects.keywords import reject_unknown_keyword
 from axisflow.dialects.labels import (
@@ -194,7 +194,7 @@ _IN_SCHEDULE = lazy_traits_def(lambda: (HasParent(ScheduleOp, LoopOp),))
 
 
 @irdl_op_definition
-class BuildOp(IRDLOperation):
+class BuildOp(FastVerifiedOp):
     """Compute a value: ``sched.build @v slice [m:N] sum [k:M] bytes S``."""
 
     name = "sched.build"
@@ -229,7 +229,7 @@ class BuildOp(IRDLOperation):
             count_value(self.size),
         )
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         if count_value(self.size) < 0:
             raise VerifyException("sched.build: bytes must be non-negative")
 
@@ -265,7 +265,7 @@ class BuildOp(IRDLOperation):
 
 
 @irdl_op_definition
-class BufferOp(IRDLOperation):
+class BufferOp(FastVerifiedOp):
     """Storage a value leaves its loops into: ``sched.buffer @v slice [m:N]
     zero bytes S``."""
 
@@ -297,7 +297,7 @@ class BufferOp(IRDLOperation):
             count_value(self.size),
         )
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         if count_value(self.size) < 0:
             raise VerifyException("sched.buffer: bytes must be non-negative")
 
@@ -327,7 +327,7 @@ class BufferOp(IRDLOperation):
         printer.print_op_attributes(self.attributes)
 
 
-class _WriteOp(IRDLOperation):
+class _WriteOp(FastVerifiedOp):
     """Shared shape of ``sched.scatter`` and ``sched.accumulate``; with
     ``into G for @tree`` the piece (scaled by the tree's coefficient) is added
     into residual group ``G`` instead of a buffer."""
@@ -349,7 +349,7 @@ class _WriteOp(IRDLOperation):
             }
         )
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         if (self.into is None) != (self.tree is None):
             raise VerifyException(f"{self.name}: 'into' and 'for' go together")
 
@@ -399,7 +399,7 @@ class AccumulateOp(_WriteOp):
 
 
 @irdl_op_definition
-class OutputOp(IRDLOperation):
+class OutputOp(FastVerifiedOp):
     """A tree's result: ``sched.output @tree = @v`` (``coeff * @v``), added
     into residual group ``G`` with ``into G`` (``direct``: its pieces were
     added already)."""
@@ -463,7 +463,7 @@ class OutputOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ResidualOp(IRDLOperation):
+class ResidualOp(FastVerifiedOp):
     """The zeroed residual buffer of an operator group, before everything:
     ``sched.residual 0 [a_1<i_1,i_2>, i_1, i_2] bytes S``."""
 
@@ -507,7 +507,7 @@ class ResidualOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ApplyOp(IRDLOperation):
+class ApplyOp(FastVerifiedOp):
     """An operator step: ``sched.apply 0 ["Ŝ{a_1,a_2;i_1,i_2}"] bytes S``
     applies the group's operators (outermost first) to its residual and adds
     the result into group 0's; ``bytes`` is the extra residual it holds."""
@@ -529,7 +529,7 @@ class ApplyOp(IRDLOperation):
             }
         )
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         for text in self.operators.data:
             try:
                 Operator.parse(text.data)
@@ -565,7 +565,7 @@ class ApplyOp(IRDLOperation):
 
 
 @irdl_op_definition
-class LoopOp(IRDLOperation):
+class LoopOp(FastVerifiedOp):
     """One pass of a loop instance:
     ``sched.loop over b instance 0 pass 0 block 1 { ... }``."""
 
@@ -602,7 +602,7 @@ class LoopOp(IRDLOperation):
             self.block.value.data,
         )
 
-    def verify_(self) -> None:
+    def verify_own(self) -> None:
         key = self.space.data
         if not key or not all(is_key_char(c) for c in key):
             raise VerifyException(f"sched.loop: malformed index-space key {key!r}")
@@ -641,7 +641,7 @@ class LoopOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ScheduleOp(IRDLOperation):
+class ScheduleOp(FastVerifiedOp):
     """The ordered schedule of the enclosing forest: ``sched.schedule rounds N``.
 
     Its verifier checks the IR's structure (only schedule ops inside, every

@@ -141,7 +141,8 @@ class Site:
     mode_map: dict[Index, Index] = field(default_factory=dict[Index, Index])
     """Mode of the value -> tree label here (filled by ``Forest.finish``)."""
     mode_labels: dict[Index, Index] = field(default_factory=dict[Index, Index])
-    """Node mode of the value -> tree label here (filled by ``Forest.finish``)."""
+    """Node mode of the value -> tree label here (filled by ``Forest.finish``;
+    shared between sites with the same value and mode maps: do not change)."""
 
     def consumer_loops(self, forest: Forest) -> tuple[Loop, ...]:
         """Loops enclosing the consumer (none for a root)."""
@@ -189,8 +190,12 @@ class Forest:
         for site in self.sites:
             if not site.mode_map:  # a builder that knows the exact map sets it
                 self._map_site(site)
+        # Sites with the same value and mode maps get the same labels (the
+        # maps are shared, see ``frames.mode_map``): derived once, keyed by
+        # the maps' identities (alive with the sites for the whole loop).
+        labels: dict[tuple[object, ...], dict[Index, Index]] = {}
         for site in self.sites:
-            self._finish_site(site)
+            self._finish_site(site, labels)
         return self
 
     def _values_factors_first(self) -> list[Value]:
@@ -264,7 +269,9 @@ class Forest:
         except FrameError as error:
             raise ModelError(str(error)) from None
 
-    def _finish_site(self, site: Site) -> None:
+    def _finish_site(
+        self, site: Site, labels: dict[tuple[object, ...], dict[Index, Index]]
+    ) -> None:
         value = self.values[site.value]
         tree = self.trees[site.tree].name
         where = f"use-site of @{value.name} in tree @{tree}"
@@ -279,15 +286,16 @@ class Forest:
                     f"{where}: factor use-site names @{self.sites[number].value}, "
                     f"but @{value.name} is built from @{factor.value}"
                 )
-        try:
-            site.mode_labels = node_labels(
-                site.mode_map,
-                value.factor_maps,
-                [self.sites[number].mode_map for number in site.children],
-                where,
-            )
-        except FrameError as error:
-            raise ModelError(str(error)) from None
+        child_maps = [self.sites[number].mode_map for number in site.children]
+        key = (value.name, id(site.mode_map), *map(id, child_maps))
+        found = labels.get(key)
+        if found is None:
+            try:
+                found = node_labels(site.mode_map, value.factor_maps, child_maps, where)
+            except FrameError as error:
+                raise ModelError(str(error)) from None
+            labels[key] = found
+        site.mode_labels = found
         for loop in site.loops:
             self.instance_spaces.setdefault(loop.instance, loop.space)
 

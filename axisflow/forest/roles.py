@@ -20,7 +20,12 @@ from __future__ import annotations
 
 from axisflow.forest.frames import expand_modes, proto_modes
 from axisflow.forest.model import Forest, Site
-from axisflow.roles.decision import Occurrence, Verdict, decide_axis, occurrence_slot
+from axisflow.roles.decision import (
+    Occurrence,
+    Verdict,
+    decide_axis_trusted,
+    occurrence_slot,
+)
 from axisflow.roles.index import Index
 
 Verdicts = dict[str, dict[Index, Verdict]]
@@ -43,6 +48,11 @@ def classify(forest: Forest, *, explain: bool = False) -> Verdicts:
     """
     slot_of = occurrence_slot if forest.has_slots else None
     verdicts: Verdicts = {}
+    all_sites = forest.sites
+    # Loop labels and slots per tuple of loops: sites under the same loops
+    # share the tuple (keyed by identity; the sites keep the tuples alive).
+    loop_keys: dict[int, tuple[tuple[Index, ...], tuple[int, ...]]] = {}
+    no_loops: tuple[tuple[Index, ...], tuple[int, ...]] = ((), ())
     for name, sites in forest.sites_of().items():
         axes: dict[Index, None] = {}
         for site in sites:
@@ -52,7 +62,10 @@ def classify(forest: Forest, *, explain: bool = False) -> Verdicts:
             continue
         value = forest.values[name]
         protos = proto_modes(value.result)
-        contexts = [site.consumer_loops(forest) for site in sites]
+        contexts = [
+            () if site.parent is None else all_sites[site.parent].loops
+            for site in sites
+        ]
         sliced = set(protos)
         for site, loops in zip(sites, contexts, strict=True):
             if not sliced:
@@ -60,22 +73,33 @@ def classify(forest: Forest, *, explain: bool = False) -> Verdicts:
             bound = set(expand_modes(loop.label for loop in loops))
             sliced = {mode for mode in sliced if site.mode_map[mode] in bound}
         sliced_modes = tuple(mode for mode in protos if mode in sliced)
-        occurrences = [
-            Occurrence.trusted(
-                site.labels,
-                tuple(loop.label for loop in loops),
-                tuple(-1 if loop.slot is None else loop.slot for loop in loops),
-                describe_site(forest, site, number) if explain else "",
-                tuple((mode, site.mode_map[mode]) for mode in sliced_modes),
+        occurrences: list[Occurrence] = []
+        for number, (site, loops) in enumerate(zip(sites, contexts, strict=True)):
+            if loops:
+                keys = loop_keys.get(id(loops))
+                if keys is None:
+                    keys = loop_keys[id(loops)] = (
+                        tuple(loop.label for loop in loops),
+                        tuple(-1 if loop.slot is None else loop.slot for loop in loops),
+                    )
+            else:
+                keys = no_loops
+            mode_map = site.mode_map
+            occurrences.append(
+                Occurrence.trusted(
+                    site.labels,
+                    keys[0],
+                    keys[1],
+                    describe_site(forest, site, number) if explain else "",
+                    tuple((mode, mode_map[mode]) for mode in sliced_modes),
+                )
             )
-            for number, (site, loops) in enumerate(zip(sites, contexts, strict=True))
-        ]
         per_space: dict[str, Verdict] = {}
         found: dict[Index, Verdict] = {}
         for axis in axes:
             verdict = per_space.get(axis.base_key)
             if verdict is None:
-                verdict = decide_axis(
+                verdict = decide_axis_trusted(
                     value.result,
                     value.contracted,
                     axis,

@@ -240,6 +240,21 @@ def decide_axis(
 ) -> Verdict:
     """``classify_axis`` with the evidence that decided the role."""
     _check_arguments(carried, contracted_below, axis, occurrences, enclosing_slot)
+    return decide_axis_trusted(
+        carried, contracted_below, axis, occurrences, sliced, enclosing_slot
+    )
+
+
+def decide_axis_trusted(
+    carried: Sequence[Index],
+    contracted_below: Sequence[Index],
+    axis: Index,
+    occurrences: Sequence[Occurrence],
+    sliced: Iterable[Index] = (),
+    enclosing_slot: EnclosingSlot | None = None,
+) -> Verdict:
+    """``decide_axis`` without its boundary check of the argument types, for
+    callers that build the arguments themselves (the forest model's roles)."""
     key = axis.base_key
     sliced_set = frozenset(sliced)
     if next(_slots(carried, key, sliced_set), None) is None:
