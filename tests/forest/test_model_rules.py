@@ -444,3 +444,35 @@ def test_canonical_renaming_numbers_by_first_appearance_then_protos() -> None:
         i("i_9"): i("i_2"),
         i("i_8"): i("i_3"),
     }
+
+
+@pytest.mark.parametrize(
+    ("text", "renamed"),
+    [
+        # Two protos of b in the same place: the one without protos of its
+        # own (lower height) first, whatever the labels.
+        ("a_1<b_1<i_1>,b_2>", "a_1<b_2<i_1>,b_1>"),
+        # Same height: the shapes are ordered by their protos' spaces (i
+        # before j), not by label (b_3 before b_7).
+        ("a_1<b_3<j_1>,b_7<i_1>>", "a_1<b_2<j_1>,b_1<i_1>>"),
+        # A proto one level down is numbered after one at the first level.
+        ("a_1<b_1<i_9>,i_4>", "a_1<b_1<i_2>,i_1>"),
+        # A proto that occurs at two depths is renamed once.
+        ("a_1<b_5<i_3>,i_3>", "a_1<b_1<i_1>,i_1>"),
+        # Three levels, a true tie (same shapes, same places): by label.
+        ("a_1<b_1<c_1<i_2>>,b_2<c_2<i_1>>>", "a_1<b_1<c_1<i_2>>,b_2<c_2<i_1>>>"),
+        ("a_7<b_4<c_9<i_5>>,b_2<c_2<i_1>>>", "a_1<b_2<c_2<i_2>>,b_1<c_1<i_1>>>"),
+    ],
+)
+def test_canonical_renaming_breaks_ties_by_shape_then_depth(
+    text: str, renamed: str
+) -> None:
+    renaming = canonical_renaming([labels(text)])
+    assert renaming[i(text)] == i(renamed)
+
+
+def test_minimal_protos_refuses_a_mismatched_relabelling() -> None:
+    with pytest.raises(
+        FrameError, match=r"^relabelling: 2 labels for a value with 1 indices$"
+    ):
+        minimal_protos(labels("i_1"), labels("i_1 i_2"), {})
