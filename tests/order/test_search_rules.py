@@ -379,3 +379,26 @@ def test_a_product_beyond_the_pair_budget_falls_back_to_greedy() -> None:
     assert plan.method == "greedy"
     expected, flops = greedy_clusters(leaves, externals, extents)
     assert set(clusters(plan)) == expected and plan.flops == flops
+
+
+def test_a_group_whose_result_dominates_every_peak_leaves_the_choice_to_flops() -> None:
+    """A[i j] B[j k] (C1[k n] C2[n m]) -> [i m], the group C = C1*C2 kept:
+    its result {k, m} is sized 1000 by the hook, larger than any choice
+    outside it, so every plan peaks at 1000 and the fewest multiply-adds
+    win: (A*B)*C (20 + 2), not A*(B*C) (20 + 10) whose own intermediate (20)
+    is the smaller one."""
+    i, j, k, m, n = (Index(key) for key in "ijkmn")
+    extents = Extents.make({"i": 1, "j": 10, "k": 2, "m": 1, "n": 3})
+    sizes = {
+        frozenset({i, k}): 22,
+        frozenset({j, m}): 20,
+        frozenset({k, m}): 1000,
+        frozenset({i, m}): 1,
+    }
+    costs = Costs(extents, size=lambda kept, _span: sizes.get(kept, 1000))
+    leaves = [[i, j], [j, k], [k, n], [n, m]]
+    plan = plan_product(
+        leaves, [i, m], costs, "memory", groups=[(2, 3)], operands=(0, 1, ~0)
+    )
+    assert list(plan.steps) == [(2, 3), (0, 1), (5, 4)]
+    assert plan.peak == 1000
