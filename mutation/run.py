@@ -1,8 +1,9 @@
 """Run the mutation-testing campaigns of mutation/modules.toml with mutmut.
 
-Usage: ``python mutation/run.py [--report] [CAMPAIGN ...]`` (all campaigns
-when none is named; ``--report`` prints the table of the campaigns already
-run, without running anything). Each campaign runs in its own scratch directory
+Usage: ``python mutation/run.py [--report | --resume] [CAMPAIGN ...]`` (all
+campaigns when none is named; ``--report`` prints the table of the campaigns
+already run, without running anything; ``--resume`` continues a stopped
+campaign in its scratch directory, testing only the mutants not tested yet). Each campaign runs in its own scratch directory
 ``mutation/work/<campaign>/`` (git-ignored) holding links to ``axisflow/`` and
 ``tests/`` (with ``examples/`` and ``docs/``, which tests read) and a generated ``pyproject.toml`` whose ``[tool.mutmut]`` section
 names the campaign's files and tests: mutmut reads its configuration only
@@ -33,7 +34,7 @@ RESULT = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
 KILLED = {"killed", "timeout", "segfault"}
 
 
-def campaigns() -> dict[str, dict[str, list[str]]]:
+def campaigns() -> dict[str, dict[str, object]]:
     """The campaigns of modules.toml, in file order."""
     return tomllib.loads((HERE / "modules.toml").read_text())
 
@@ -48,19 +49,29 @@ def toml_list(values: list[str]) -> str:
     return "[" + ", ".join(f'"{value}"' for value in values) + "]"
 
 
-def prepare(name: str, spec: dict[str, list[str]]) -> Path:
-    """A fresh scratch directory for one campaign."""
+def prepare(name: str, spec: dict[str, object], resume: bool = False) -> Path:
+    """A fresh scratch directory for one campaign (with ``resume``, the
+    existing one, its configuration rewritten). ``timeout_multiplier`` in a
+    campaign bounds a mutant's CPU time at that many times the run of its
+    tests (mutmut's default, 15, lets every endless loop a mutant makes run
+    for minutes)."""
     work = HERE / "work" / name
-    subprocess.run(["rm", "-rf", str(work)], check=True)
-    work.mkdir(parents=True)
-    for entry in ("axisflow", "tests", "examples", "docs"):
-        (work / entry).symlink_to(ROOT / entry)
+    if not (resume and (work / "mutants").is_dir()):
+        subprocess.run(["rm", "-rf", str(work)], check=True)
+        work.mkdir(parents=True)
+        for entry in ("axisflow", "tests", "examples", "docs"):
+            (work / entry).symlink_to(ROOT / entry)
+    mutate, tests = spec["mutate"], spec["tests"]
+    assert isinstance(mutate, list) and isinstance(tests, list)
+    multiplier = spec.get("timeout_multiplier")
+    timeout = "" if multiplier is None else f"timeout_multiplier = {multiplier}\n"
     (work / "pyproject.toml").write_text(
         "[tool.mutmut]\n"
         'source_paths = ["axisflow/"]\n'
-        f"only_mutate = {toml_list(spec['mutate'])}\n"
-        f"pytest_add_cli_args_test_selection = {toml_list(spec['tests'])}\n"
+        f"only_mutate = {toml_list(mutate)}\n"
+        f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         'also_copy = ["examples/", "docs/"]\n'
+        f"{timeout}"
         "\n[tool.pytest.ini_options]\n"
         'addopts = "-q -p no:cacheprovider"\n'
     )
@@ -104,7 +115,8 @@ def summarize(name: str, statuses: dict[str, str], known: dict[str, str]) -> str
 def main(argv: list[str]) -> int:
     """Run the named campaigns (all by default) and print the table."""
     report_only = "--report" in argv
-    argv = [arg for arg in argv if arg != "--report"]
+    resume = "--resume" in argv
+    argv = [arg for arg in argv if arg not in ("--report", "--resume")]
     table = campaigns()
     chosen = argv or list(table)
     unknown = [name for name in chosen if name not in table]
@@ -119,9 +131,11 @@ def main(argv: list[str]) -> int:
             if (work / "mutants").is_dir():
                 rows.append(summarize(name, results(work), known))
             continue
-        work = prepare(name, table[name])
-        print(f"== mutation campaign {name}: {', '.join(table[name]['mutate'])}")
-        with open(work / "mutmut.log", "w") as log:
+        work = prepare(name, table[name], resume)
+        mutated = table[name]["mutate"]
+        assert isinstance(mutated, list)
+        print(f"== mutation campaign {name}: {', '.join(map(str, mutated))}")
+        with open(work / "mutmut.log", "a" if resume else "w") as log:
             subprocess.run(
                 [str(MUTMUT), "run", "--max-children", "1"],
                 cwd=work,
