@@ -1,9 +1,13 @@
 """Run the mutation-testing campaigns of mutation/modules.toml with mutmut.
 
-Usage: ``python mutation/run.py [--report | --resume] [CAMPAIGN ...]`` (all
-campaigns when none is named; ``--report`` prints the table of the campaigns
-already run, without running anything; ``--resume`` continues a stopped
-campaign in its scratch directory, testing only the mutants not tested yet). Each campaign runs in its own scratch directory
+Usage: ``python mutation/run.py [--report | --resume | --recheck] [CAMPAIGN ...]``
+(all campaigns when none is named; ``--report`` prints the table of the
+campaigns already run, without running anything; ``--resume`` continues a
+stopped campaign in its scratch directory, testing only the mutants not
+tested yet; ``--recheck`` runs the campaign's tests as they are now against
+each surviving mutant that is not listed as equivalent, and counts those
+they kill: mutmut picks the tests of a mutant from the coverage it recorded
+when the campaign started, so a test written afterwards is seen only so). Each campaign runs in its own scratch directory
 ``mutation/work/<campaign>/`` (git-ignored) holding links to ``axisflow/`` and
 ``tests/`` (with ``examples/`` and ``docs/``, which tests read) and a generated ``pyproject.toml`` whose ``[tool.mutmut]`` section
 names the campaign's files and tests: mutmut reads its configuration only
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -32,6 +37,7 @@ ROOT = HERE.parent
 MUTMUT = Path(sys.executable).parent / "mutmut"
 RESULT = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
 KILLED = {"killed", "timeout", "segfault"}
+PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
 
 
 def campaigns() -> dict[str, dict[str, object]]:
@@ -94,8 +100,42 @@ def results(work: Path) -> dict[str, str]:
     }
 
 
-def summarize(name: str, statuses: dict[str, str], known: dict[str, str]) -> str:
-    """One markdown table row for a campaign."""
+def recheck(work: Path, spec: dict[str, object], survivors: list[str]) -> set[str]:
+    """The ``survivors`` that the campaign's current tests kill (run in the
+    campaign's mutated tree, one mutant at a time, first failure stops)."""
+    shutil.copytree(ROOT / "tests", work / "mutants" / "tests", dirs_exist_ok=True)
+    tests = spec["tests"]
+    assert isinstance(tests, list)
+    killed: set[str] = set()
+    for mutant in survivors:
+        run = subprocess.run(
+            [*PYTEST, "--rootdir=.", *map(str, tests)],
+            cwd=work / "mutants",
+            capture_output=True,
+            env={
+                **os.environ,
+                "MUTANT_UNDER_TEST": mutant,
+                "PYTHONDONTWRITEBYTECODE": "1",
+            },
+            check=False,
+        )
+        status = "killed" if run.returncode == 1 else "survives"
+        print(f"   recheck {mutant}: {status}")
+        if run.returncode == 1:
+            killed.add(mutant)
+    return killed
+
+
+def summarize(
+    name: str,
+    statuses: dict[str, str],
+    known: dict[str, str],
+    late: set[str] | None = None,
+) -> str:
+    """One markdown table row for a campaign (``late``: survivors killed by
+    the recheck, counted as killed)."""
+    late = late or set()
+    statuses = {m: "killed" if m in late else s for m, s in statuses.items()}
     counts = Counter(statuses.values())
     killed = sum(counts[status] for status in KILLED)
     survivors = [m for m, s in statuses.items() if s == "survived"]
@@ -106,6 +146,8 @@ def summarize(name: str, statuses: dict[str, str], known: dict[str, str]) -> str
     live = len(statuses) - unfinished - equivalent
     share = 100.0 * killed / live if live else 100.0
     note = f" (partial: {unfinished} not run yet)" if unfinished else ""
+    if late:
+        note += f" ({len(late)} killed on recheck)"
     return (
         f"| {name} | {len(statuses)} | {killed} | {len(survivors) - equivalent} "
         f"| {equivalent} | {untested} | {share:.1f}%{note} |"
@@ -116,7 +158,8 @@ def main(argv: list[str]) -> int:
     """Run the named campaigns (all by default) and print the table."""
     report_only = "--report" in argv
     resume = "--resume" in argv
-    argv = [arg for arg in argv if arg not in ("--report", "--resume")]
+    again = "--recheck" in argv
+    argv = [arg for arg in argv if arg not in ("--report", "--resume", "--recheck")]
     table = campaigns()
     chosen = argv or list(table)
     unknown = [name for name in chosen if name not in table]
@@ -127,9 +170,18 @@ def main(argv: list[str]) -> int:
     rows = []
     for name in chosen:
         work = HERE / "work" / name
-        if report_only:
+        if report_only or again:
             if (work / "mutants").is_dir():
-                rows.append(summarize(name, results(work), known))
+                statuses = results(work)
+                late: set[str] = set()
+                if again:
+                    alive = [
+                        m
+                        for m, s in sorted(statuses.items())
+                        if s == "survived" and m not in known
+                    ]
+                    late = recheck(work, table[name], alive)
+                rows.append(summarize(name, statuses, known, late))
             continue
         work = prepare(name, table[name], resume)
         mutated = table[name]["mutate"]

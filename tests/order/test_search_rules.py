@@ -402,3 +402,66 @@ def test_a_group_whose_result_dominates_every_peak_leaves_the_choice_to_flops() 
     )
     assert list(plan.steps) == [(2, 3), (0, 1), (5, 4)]
     assert plan.peak == 1000
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_greedy_follows_its_rule_when_indices_are_shared_widely(seed: int) -> None:
+    # Eighteen tensors over a pool of ten indices: many indices sit on three
+    # or more tensors, so merging two of their holders leaves them live.
+    rng = random.Random(seed)
+    pool = [Index("i", n) for n in range(1, 5)] + [Index("Κ", 1), Index("Κ", 2)]
+    pool += [Index("a", 1, [Index("i", 1)]), Index("a", 2, [Index("i", 2)])]
+    pool += [Index("μ", 1), Index("μ", 2)]
+    leaves = [rng.sample(pool, rng.randint(1, 3)) for _ in range(CONNECTED_MAX + 2)]
+    seen: dict[Index, int] = {}
+    for leaf in leaves:
+        for index in leaf:
+            seen[index] = seen.get(index, 0) + 1
+    externals = [index for index, n in seen.items() if n == 1]
+    keys = ("i", "Κ", "μ", "a", "a<1>")
+    extents = Extents.make({key: rng.randint(2, 9) for key in keys})
+    plan = plan_product(leaves, externals, Costs(extents), "flops")
+    assert plan.method == "greedy"
+    check_against_oracle(plan, Oracle(leaves, externals, extents))
+    expected, flops = greedy_clusters(leaves, externals, extents)
+    assert set(clusters(plan)) == expected
+    assert plan.flops == flops
+
+
+def test_components_are_found_wherever_their_operands_are() -> None:
+    # Nine operands: a lone vector first, then two chains whose operands
+    # alternate (components {1, 3, 5, 7} and {2, 4, 6, 8}).
+    i = [Index("i", n) for n in range(5)]
+    j = [Index("j", n) for n in range(5)]
+    leaves: list[list[Index]] = [[Index("k", 1)]]
+    for n in range(4):
+        leaves += [[i[n], i[n + 1]], [j[n], j[n + 1]]]
+    externals = [Index("k", 1), i[0], i[4], j[0], j[4]]
+    extents = Extents.make({"i": 3, "j": 5, "k": 2})
+    plan = plan_product(leaves, externals, Costs(extents), "flops")
+    assert plan.method == "connected"
+    check_against_oracle(plan, Oracle(leaves, externals, extents))
+    # Each chain at its optimum (three 3x3x3 and three 5x5x5 products), then
+    # the parts joined: (k x i-result) x j-result, 18 + 450.
+    assert plan.flops == 3 * 27 + 3 * 125 + 2 * 9 + 18 * 25
+    assert frozenset({1, 3, 5, 7}) in clusters(plan)
+    assert frozenset({2, 4, 6, 8}) in clusters(plan)
+
+
+def test_the_connected_search_makes_no_outer_product() -> None:
+    """U0[a] U1[a b c] U2[b] and a chain of six matrices from c: the outer
+    product U0 x U2 first (6 + 60) would be cheaper than contracting U1
+    with each (60 + 30), but the connected search (nine operands) only
+    joins operands that share a summed index, as opt_einsum without
+    outer products does."""
+    a, b = Index("a", 1), Index("b", 1)
+    c = [Index("c", n) for n in range(1, 8)]
+    leaves = [[a], [a, b, c[0]], [b]] + [[c[n], c[n + 1]] for n in range(6)]
+    externals = [c[6]]
+    extents = Extents.make({"a": 2, "b": 3, "c": 10})
+    plan = plan_product(leaves, externals, Costs(extents), "flops")
+    assert plan.method == "connected"
+    check_against_oracle(plan, Oracle(leaves, externals, extents))
+    optimum = _einsum_cost([tuple(leaf) for leaf in leaves], tuple(externals), extents)
+    assert plan.flops == optimum
+    assert frozenset({0, 2}) not in clusters(plan)
