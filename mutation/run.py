@@ -37,6 +37,8 @@ ROOT = HERE.parent
 MUTMUT = Path(sys.executable).parent / "mutmut"
 RESULT = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
 KILLED = {"killed", "timeout", "segfault"}
+RECHECK_TIMEOUT = 600
+"""Seconds a recheck of one mutant may take (wall clock, shared machine)."""
 PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
 
 
@@ -108,20 +110,23 @@ def recheck(work: Path, spec: dict[str, object], survivors: list[str]) -> set[st
     assert isinstance(tests, list)
     killed: set[str] = set()
     for mutant in survivors:
-        run = subprocess.run(
-            [*PYTEST, "--rootdir=.", *map(str, tests)],
-            cwd=work / "mutants",
-            capture_output=True,
-            env={
-                **os.environ,
-                "MUTANT_UNDER_TEST": mutant,
-                "PYTHONDONTWRITEBYTECODE": "1",
-            },
-            check=False,
-        )
-        status = "killed" if run.returncode == 1 else "survives"
-        print(f"   recheck {mutant}: {status}")
-        if run.returncode == 1:
+        try:
+            code = subprocess.run(
+                [*PYTEST, "--rootdir=.", *map(str, tests)],
+                cwd=work / "mutants",
+                capture_output=True,
+                env={
+                    **os.environ,
+                    "MUTANT_UNDER_TEST": mutant,
+                    "PYTHONDONTWRITEBYTECODE": "1",
+                },
+                timeout=RECHECK_TIMEOUT,
+                check=False,
+            ).returncode
+        except subprocess.TimeoutExpired:
+            code = 1  # a hang counts as killed, as mutmut's timeouts do
+        print(f"   recheck {mutant}: {'killed' if code == 1 else 'survives'}")
+        if code == 1:
             killed.add(mutant)
     return killed
 
