@@ -465,3 +465,43 @@ def test_the_connected_search_makes_no_outer_product() -> None:
     optimum = _einsum_cost([tuple(leaf) for leaf in leaves], tuple(externals), extents)
     assert plan.flops == optimum
     assert frozenset({0, 2}) not in clusters(plan)
+
+
+def span_chain(size_ijk: int) -> Plan:
+    """three_chain with a hook that sizes by the leaves' modes below a value
+    (its span) instead of the modes it keeps: (A*B) covers {i, j, k}, sized
+    ``size_ijk``; (B*C) covers {j, k, m}, sized 20; the result 1."""
+    i, j, k, m = (Index(key) for key in "ijkm")
+    extents = Extents.make({"i": 1, "j": 10, "k": 2, "m": 1})
+
+    def size(kept: frozenset[Index], span: frozenset[Index]) -> int:
+        if kept == {i, m}:
+            return 1
+        return {frozenset({i, j, k}): size_ijk, frozenset({j, k, m}): 20}.get(
+            span, 1000
+        )
+
+    return plan_product(
+        [[i, j], [j, k], [k, m]], [i, m], Costs(extents, size), "memory"
+    )
+
+
+def test_the_size_hook_sees_the_modes_of_the_leaves_below() -> None:
+    within = span_chain(21)
+    assert (list(within.steps), within.peak) == ([(0, 1), (3, 2)], 21)
+    beyond = span_chain(22)
+    assert (list(beyond.steps), beyond.peak) == ([(1, 2), (0, 3)], 20)
+
+
+def test_ties_keep_the_file_order_in_the_connected_search() -> None:
+    # Ten equal matrices in a chain: every tree costs the same.
+    count = EXACT_ALL_MAX + 2
+    indices = [Index("i", n) for n in range(count + 1)]
+    leaves = [[indices[k], indices[k + 1]] for k in range(count)]
+    externals = [indices[0], indices[count]]
+    for order in ("flops", "memory"):
+        plan = plan_product(leaves, externals, Costs(Extents.make({"i": 3})), order)
+        assert plan.method == "connected"
+        assert list(plan.steps) == [(0, 1)] + [
+            (count + k, k + 2) for k in range(count - 2)
+        ]
