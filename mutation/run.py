@@ -7,7 +7,10 @@ stopped campaign in its scratch directory, testing only the mutants not
 tested yet; ``--recheck`` runs the campaign's tests as they are now against
 each surviving mutant that is not listed as equivalent, and counts those
 they kill: mutmut picks the tests of a mutant from the coverage it recorded
-when the campaign started, so a test written afterwards is seen only so). Each campaign runs in its own scratch directory
+when the campaign started, so a test written afterwards is seen only so.
+Test paths after the campaign names (``tests/...``) restrict the recheck to
+them: the tests written after the campaign, which are the only ones that
+can kill a survivor). Each campaign runs in its own scratch directory
 ``mutation/work/<campaign>/`` (git-ignored) holding links to ``axisflow/`` and
 ``tests/`` (with ``examples/`` and ``docs/``, which tests read) and a generated ``pyproject.toml`` whose ``[tool.mutmut]`` section
 names the campaign's files and tests: mutmut reads its configuration only
@@ -102,11 +105,14 @@ def results(work: Path) -> dict[str, str]:
     }
 
 
-def recheck(work: Path, spec: dict[str, object], survivors: list[str]) -> set[str]:
-    """The ``survivors`` that the campaign's current tests kill (run in the
-    campaign's mutated tree, one mutant at a time, first failure stops)."""
+def recheck(
+    work: Path, spec: dict[str, object], survivors: list[str], only: list[str]
+) -> set[str]:
+    """The ``survivors`` that the campaign's current tests (or ``only``)
+    kill, run in the campaign's mutated tree one mutant at a time (the
+    first failure stops)."""
     shutil.copytree(ROOT / "tests", work / "mutants" / "tests", dirs_exist_ok=True)
-    tests = spec["tests"]
+    tests = only or spec["tests"]
     assert isinstance(tests, list)
     killed: set[str] = set()
     for mutant in survivors:
@@ -165,6 +171,8 @@ def main(argv: list[str]) -> int:
     resume = "--resume" in argv
     again = "--recheck" in argv
     argv = [arg for arg in argv if arg not in ("--report", "--resume", "--recheck")]
+    only = [arg for arg in argv if arg.startswith("tests/")]
+    argv = [arg for arg in argv if not arg.startswith("tests/")]
     table = campaigns()
     chosen = argv or list(table)
     unknown = [name for name in chosen if name not in table]
@@ -185,7 +193,7 @@ def main(argv: list[str]) -> int:
                         for m, s in sorted(statuses.items())
                         if s == "survived" and m not in known
                     ]
-                    late = recheck(work, table[name], alive)
+                    late = recheck(work, table[name], alive, only)
                 rows.append(summarize(name, statuses, known, late))
             continue
         work = prepare(name, table[name], resume)
