@@ -505,3 +505,12 @@ def test_ties_keep_the_file_order_in_the_connected_search() -> None:
         assert list(plan.steps) == [(0, 1)] + [
             (count + k, k + 2) for k in range(count - 2)
         ]
+
+
+def test_equal_splits_of_equal_size_keep_the_latest_operand_on_the_right() -> None:
+    # Three vectors over one index: every pair costs the same, and both
+    # (A*B)*C and (A*C)*B put one operand on the right; the latest (C) wins.
+    i = Index("i", 1)
+    for order in ("flops", "memory"):
+        plan = plan_product([[i], [i], [i]], [], Costs(Extents.make({"i": 3})), order)
+        assert list(plan.steps) == [(0, 1), (3, 2)]
