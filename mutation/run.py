@@ -1,8 +1,16 @@
 """Run the mutation-testing campaigns of mutation/modules.toml with mutmut.
 
-Usage: ``python mutation/run.py [--report] [CAMPAIGN ...]`` (all campaigns
-when none is named; ``--report`` prints the table of the campaigns already
-run, without running anything). Each campaign runs in its own scratch directory
+Usage: ``python mutation/run.py [--report | --resume | --recheck] [CAMPAIGN ...]``
+(all campaigns when none is named; ``--report`` prints the table of the
+campaigns already run, without running anything; ``--resume`` continues a
+stopped campaign in its scratch directory, testing only the mutants not
+tested yet; ``--recheck`` runs the campaign's tests as they are now against
+each surviving mutant that is not listed as equivalent, and counts those
+they kill: mutmut picks the tests of a mutant from the coverage it recorded
+when the campaign started, so a test written afterwards is seen only so.
+Test paths after the campaign names (``tests/...``) restrict the recheck to
+them: the tests written after the campaign, which are the only ones that
+can kill a survivor). Each campaign runs in its own scratch directory
 ``mutation/work/<campaign>/`` (git-ignored) holding links to ``axisflow/`` and
 ``tests/`` (with ``examples/`` and ``docs/``, which tests read) and a generated ``pyproject.toml`` whose ``[tool.mutmut]`` section
 names the campaign's files and tests: mutmut reads its configuration only
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -31,9 +40,12 @@ ROOT = HERE.parent
 MUTMUT = Path(sys.executable).parent / "mutmut"
 RESULT = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
 KILLED = {"killed", "timeout", "segfault"}
+RECHECK_TIMEOUT = 600
+"""Seconds a recheck of one mutant may take (wall clock, shared machine)."""
+PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
 
 
-def campaigns() -> dict[str, dict[str, list[str]]]:
+def campaigns() -> dict[str, dict[str, object]]:
     """The campaigns of modules.toml, in file order."""
     return tomllib.loads((HERE / "modules.toml").read_text())
 
@@ -48,19 +60,29 @@ def toml_list(values: list[str]) -> str:
     return "[" + ", ".join(f'"{value}"' for value in values) + "]"
 
 
-def prepare(name: str, spec: dict[str, list[str]]) -> Path:
-    """A fresh scratch directory for one campaign."""
+def prepare(name: str, spec: dict[str, object], resume: bool = False) -> Path:
+    """A fresh scratch directory for one campaign (with ``resume``, the
+    existing one, its configuration rewritten). ``timeout_multiplier`` in a
+    campaign bounds a mutant's CPU time at that many times the run of its
+    tests (mutmut's default, 15, lets every endless loop a mutant makes run
+    for minutes)."""
     work = HERE / "work" / name
-    subprocess.run(["rm", "-rf", str(work)], check=True)
-    work.mkdir(parents=True)
-    for entry in ("axisflow", "tests", "examples", "docs"):
-        (work / entry).symlink_to(ROOT / entry)
+    if not (resume and (work / "mutants").is_dir()):
+        subprocess.run(["rm", "-rf", str(work)], check=True)
+        work.mkdir(parents=True)
+        for entry in ("axisflow", "tests", "examples", "docs"):
+            (work / entry).symlink_to(ROOT / entry)
+    mutate, tests = spec["mutate"], spec["tests"]
+    assert isinstance(mutate, list) and isinstance(tests, list)
+    multiplier = spec.get("timeout_multiplier")
+    timeout = "" if multiplier is None else f"timeout_multiplier = {multiplier}\n"
     (work / "pyproject.toml").write_text(
         "[tool.mutmut]\n"
         'source_paths = ["axisflow/"]\n'
-        f"only_mutate = {toml_list(spec['mutate'])}\n"
-        f"pytest_add_cli_args_test_selection = {toml_list(spec['tests'])}\n"
+        f"only_mutate = {toml_list(mutate)}\n"
+        f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         'also_copy = ["examples/", "docs/"]\n'
+        f"{timeout}"
         "\n[tool.pytest.ini_options]\n"
         'addopts = "-q -p no:cacheprovider"\n'
     )
@@ -83,8 +105,48 @@ def results(work: Path) -> dict[str, str]:
     }
 
 
-def summarize(name: str, statuses: dict[str, str], known: dict[str, str]) -> str:
-    """One markdown table row for a campaign."""
+def recheck(
+    work: Path, spec: dict[str, object], survivors: list[str], only: list[str]
+) -> set[str]:
+    """The ``survivors`` that the campaign's current tests (or ``only``)
+    kill, run in the campaign's mutated tree one mutant at a time (the
+    first failure stops)."""
+    shutil.copytree(ROOT / "tests", work / "mutants" / "tests", dirs_exist_ok=True)
+    tests = only or spec["tests"]
+    assert isinstance(tests, list)
+    killed: set[str] = set()
+    for mutant in survivors:
+        try:
+            code = subprocess.run(
+                [*PYTEST, "--rootdir=.", *map(str, tests)],
+                cwd=work / "mutants",
+                capture_output=True,
+                env={
+                    **os.environ,
+                    "MUTANT_UNDER_TEST": mutant,
+                    "PYTHONDONTWRITEBYTECODE": "1",
+                },
+                timeout=RECHECK_TIMEOUT,
+                check=False,
+            ).returncode
+        except subprocess.TimeoutExpired:
+            code = 1  # a hang counts as killed, as mutmut's timeouts do
+        print(f"   recheck {mutant}: {'killed' if code == 1 else 'survives'}")
+        if code == 1:
+            killed.add(mutant)
+    return killed
+
+
+def summarize(
+    name: str,
+    statuses: dict[str, str],
+    known: dict[str, str],
+    late: set[str] | None = None,
+) -> str:
+    """One markdown table row for a campaign (``late``: survivors killed by
+    the recheck, counted as killed)."""
+    late = late or set()
+    statuses = {m: "killed" if m in late else s for m, s in statuses.items()}
     counts = Counter(statuses.values())
     killed = sum(counts[status] for status in KILLED)
     survivors = [m for m, s in statuses.items() if s == "survived"]
@@ -95,6 +157,8 @@ def summarize(name: str, statuses: dict[str, str], known: dict[str, str]) -> str
     live = len(statuses) - unfinished - equivalent
     share = 100.0 * killed / live if live else 100.0
     note = f" (partial: {unfinished} not run yet)" if unfinished else ""
+    if late:
+        note += f" ({len(late)} killed on recheck)"
     return (
         f"| {name} | {len(statuses)} | {killed} | {len(survivors) - equivalent} "
         f"| {equivalent} | {untested} | {share:.1f}%{note} |"
@@ -104,7 +168,11 @@ def summarize(name: str, statuses: dict[str, str], known: dict[str, str]) -> str
 def main(argv: list[str]) -> int:
     """Run the named campaigns (all by default) and print the table."""
     report_only = "--report" in argv
-    argv = [arg for arg in argv if arg != "--report"]
+    resume = "--resume" in argv
+    again = "--recheck" in argv
+    argv = [arg for arg in argv if arg not in ("--report", "--resume", "--recheck")]
+    only = [arg for arg in argv if arg.startswith("tests/")]
+    argv = [arg for arg in argv if not arg.startswith("tests/")]
     table = campaigns()
     chosen = argv or list(table)
     unknown = [name for name in chosen if name not in table]
@@ -115,13 +183,24 @@ def main(argv: list[str]) -> int:
     rows = []
     for name in chosen:
         work = HERE / "work" / name
-        if report_only:
+        if report_only or again:
             if (work / "mutants").is_dir():
-                rows.append(summarize(name, results(work), known))
+                statuses = results(work)
+                late: set[str] = set()
+                if again:
+                    alive = [
+                        m
+                        for m, s in sorted(statuses.items())
+                        if s == "survived" and m not in known
+                    ]
+                    late = recheck(work, table[name], alive, only)
+                rows.append(summarize(name, statuses, known, late))
             continue
-        work = prepare(name, table[name])
-        print(f"== mutation campaign {name}: {', '.join(table[name]['mutate'])}")
-        with open(work / "mutmut.log", "w") as log:
+        work = prepare(name, table[name], resume)
+        mutated = table[name]["mutate"]
+        assert isinstance(mutated, list)
+        print(f"== mutation campaign {name}: {', '.join(map(str, mutated))}")
+        with open(work / "mutmut.log", "a" if resume else "w") as log:
             subprocess.run(
                 [str(MUTMUT), "run", "--max-children", "1"],
                 cwd=work,
