@@ -110,10 +110,8 @@ FLOAT_BYTES = 8
 
 
 def _elements(sizing: Sizing, value: Value) -> int:
-    count = 1
-    for mode in value.modes:
-        count *= sizing.extent(mode.base_key)
-    return count
+    # the shape ``random_inputs`` allocates: composite kinds keep their extent
+    return sizing.elements(value)
 
 
 def input_bytes(forest: Forest, sizing: Sizing) -> int:

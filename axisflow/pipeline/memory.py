@@ -149,10 +149,9 @@ class Sizing:
             if (space := self.forest.spaces.get(mode.base_key)) is not None
             and space.elem is not None
         ]
-        count = 1
-        for mode in modes:
-            count *= self.extent(mode.base_key)
-        return max(sizes, default=self.default_elem) * count
+        # the extents of the modes as ``Extents`` sizes them: a composite
+        # mode of a kind with an extent of its own counts that extent
+        return max(sizes, default=self.default_elem) * self.extents.elements(modes)
 
 
 # --------------------------------------------------------------------------
