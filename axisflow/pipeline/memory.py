@@ -388,6 +388,11 @@ class MemoryReport:
     """Loops the guard dropped (``DroppedLoop.to_json``)."""
     residual_bytes: int = 0
     """Size of the residual buffer the trees accumulate into (0: none)."""
+    share: str = "forest"
+    """``forest``: values built by several trees are shared; ``tree``: each
+    tree rebuilds them (``axisflow.sequant.forest``)."""
+    extra_flops: int = 0
+    """Multiply-adds the rebuilt values add to the shared forest's."""
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dictionary (all sizes in bytes)."""
@@ -405,6 +410,8 @@ class MemoryReport:
             "unbatched_live_at_peak": self.unbatched_live,
             "scheduled_live_at_peak": self.scheduled_live,
             "residual_bytes": self.residual_bytes,
+            "share": self.share,
+            "extra_flops": self.extra_flops,
             "scheduler_peak_bytes": self.first_peak,
             "dropped_loops": self.dropped,
             "values": [
@@ -468,8 +475,16 @@ class MemoryReport:
             if self.unbatched_peak
             else ""
         )
+        rebuilt = ""
+        if self.share == "tree":
+            shared = self.flops - self.extra_flops
+            extra = f"{self.extra_flops / shared:+.1%}" if shared else "+0"
+            rebuilt = (
+                f" (values shared by several trees rebuilt in each: "
+                f"{format_count(self.extra_flops)} more, {extra})"
+            )
         lines += [
-            f"  multiply-adds: {format_count(self.flops)}",
+            f"  multiply-adds: {format_count(self.flops)}{rebuilt}",
             f"  inputs (not in the peaks): {format_bytes(self.input_bytes)}",
             f"  peak unbatched: {format_bytes(self.unbatched_peak)}"
             f"  live: {', '.join(self.unbatched_live) or '-'}",

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from axisflow.forest.model import Forest
 from axisflow.pipeline import schedule_expression
+from axisflow.pipeline.api import ShareChoice
 from axisflow.pipeline.assemble import assemble_residual
 from axisflow.pipeline.evaluate import (
     TOLERANCE,
@@ -54,11 +55,17 @@ def forest_inputs(
 
 
 def check_both_ways(
-    expression: Expression, batch: str, extents: Mapping[str, int], seed: int = 0
+    expression: Expression,
+    batch: str,
+    extents: Mapping[str, int],
+    seed: int = 0,
+    share: ShareChoice = "forest",
 ) -> float:
     """Worst relative difference of the two evaluator residuals to the oracle."""
     text_extents = ",".join(f"{k}={n}" for k, n in extents.items())
-    planned = schedule_expression(expression, batch, extents=text_extents, elem=8)
+    planned = schedule_expression(
+        expression, batch, extents=text_extents, elem=8, share=share
+    )
     forest = planned.model
     layout = residual_layout(
         [t.externals() for t in expression.terms],
@@ -106,6 +113,22 @@ def test_bundled_equations_agree_with_the_oracle(name: str, batch: str) -> None:
     expression = bundled(name)
     extents = {key: 2 for key in expression.space_keys()}
     assert check_both_ways(expression, batch, extents) <= TOLERANCE
+
+
+@pytest.mark.parametrize(
+    ("name", "batch"),
+    [
+        ("csv_ccsd_energy_df", "i,Κ"),
+        ("csv_ccsd_singles_residual_df", "i,μ̃"),
+        ("csv_ccsd_doubles_residual_df", "i,μ̃"),
+        ("csv_ccsd_doubles_residual_df", "Κ"),
+    ],
+)
+def test_values_rebuilt_per_tree_agree_with_the_oracle(name: str, batch: str) -> None:
+    # share="tree": every tree rebuilds the values it shares, in its own loops
+    expression = bundled(name)
+    extents = {key: 2 for key in expression.space_keys()}
+    assert check_both_ways(expression, batch, extents, share="tree") <= TOLERANCE
 
 
 @pytest.mark.parametrize(
@@ -160,13 +183,19 @@ def residuals(draw: st.DrawFn) -> str:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(residuals(), st.sampled_from(["i", "a", "Κ", "i,Κ"]), st.integers(0, 9))
+@given(
+    residuals(),
+    st.sampled_from(["i", "a", "Κ", "i,Κ"]),
+    st.integers(0, 9),
+    st.sampled_from(["forest", "tree", "auto"]),
+)
 def test_random_residuals_agree_with_the_oracle(
-    text: str, batch: str, seed: int
+    text: str, batch: str, seed: int, share: ShareChoice
 ) -> None:
     expression = parse(text)
     keys = expression.space_keys()
     spaces = [s for s in batch.split(",") if s in keys] or ["i"]
     extents = {"a": 2, "i": 3, "Κ": 2}
     extents = {k: extents[k] for k in keys}
-    assert check_both_ways(expression, ",".join(spaces), extents, seed) <= TOLERANCE
+    worst = check_both_ways(expression, ",".join(spaces), extents, seed, share)
+    assert worst <= TOLERANCE
