@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
@@ -40,6 +40,7 @@ from axisflow.order import Order
 from axisflow.pipeline.assemble import forest_layout
 from axisflow.pipeline.guard import DroppedLoop, schedule_never_worse
 from axisflow.pipeline.memory import MemoryReport, Sizing, forest_flops, memory_report
+from axisflow.pipeline.options import SHARE_CHOICES, ShareChoice
 from axisflow.pipeline.schedule import Schedule
 from axisflow.pipeline.scheduler import (
     DEFAULT_MAX_ROUNDS,
@@ -50,11 +51,6 @@ from axisflow.residual import ResidualError, ResidualLayout, residual_layout
 
 if TYPE_CHECKING:
     from axisflow.sequant import Expression, Share
-
-ShareChoice = Literal["forest", "tree", "auto"]
-"""``share`` of ``schedule_expression``: a way of sharing values, or both
-tried and the smaller scheduled peak kept."""
-SHARE_CHOICES: tuple[ShareChoice, ...] = ("forest", "tree", "auto")
 
 
 class PipelineError(ValueError):

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from axisflow.forest.model import Forest
 from axisflow.pipeline import schedule_expression
-from axisflow.pipeline.api import ShareChoice
 from axisflow.pipeline.assemble import assemble_residual
 from axisflow.pipeline.evaluate import (
     TOLERANCE,
@@ -22,6 +21,7 @@ from axisflow.pipeline.evaluate import (
     run_residual,
 )
 from axisflow.pipeline.memory import Sizing
+from axisflow.pipeline.options import ShareChoice
 from axisflow.residual import residual_layout
 from axisflow.sequant import Expression, parse
 from tests.einsum_oracle import modes_of, oracle_residual, tensor_array, term_operators
