@@ -167,7 +167,7 @@ def plan_policy(
         [str(d) for d in forest.dropped],
         curve,
         report.first_peak or report.scheduled_peak,
-        report.share,
+        report.share or "forest",
         report.extra_flops,
     )
 

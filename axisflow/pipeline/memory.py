@@ -388,9 +388,10 @@ class MemoryReport:
     """Loops the guard dropped (``DroppedLoop.to_json``)."""
     residual_bytes: int = 0
     """Size of the residual buffer the trees accumulate into (0: none)."""
-    share: str = "forest"
+    share: str | None = None
     """``forest``: values built by several trees are shared; ``tree``: each
-    tree rebuilds them (``axisflow.sequant.forest``)."""
+    tree rebuilds them (``axisflow.forest.sharing``); ``None``: not known
+    (a forest read from IR: ``schedule_expression`` fills it in)."""
     extra_flops: int = 0
     """Multiply-adds the rebuilt values add to the shared forest's."""
 
