@@ -37,11 +37,12 @@ demo-four-tensor: $(STAMP)
 	$(BIN)/xdsl-opt -p 'classify-axes{explain=true}' examples/four_tensor.mlir
 
 # A real equation: the CSV-CCSD doubles residual with realistic extents, planned
-# for batching over i, Κ and both (a screenful: per policy multiply-adds and
-# peaks, the values that dominate the best peak, the loops dropped).
+# for batching over i, μ̃ and both (a screenful: per policy multiply-adds, shared
+# or rebuilt values and peaks, the values that dominate the best peak, the loops
+# dropped).
 demo-sequant: $(STAMP)
-	@echo '== axisflow plan on the CSV-CCSD doubles residual, batch i and Κ =='
-	$(BIN)/axisflow plan examples/sequant/csv_ccsd_doubles_residual_df.txt --extents 'i=80,a=896,μ̃=896,Κ=1682' --batch 'i,Κ'
+	@echo '== axisflow plan on the CSV-CCSD doubles residual, batch i and μ̃ =='
+	$(BIN)/axisflow plan examples/sequant/csv_ccsd_doubles_residual_df.txt --extents 'i=80,a=896,μ̃=896,Κ=1682' --batch 'i,μ̃'
 
 # The fusion pipeline: the ordered schedule and its memory report, on the
 # four-tensor term and on the CSV-CCSD energy batched over i then Κ.

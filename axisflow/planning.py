@@ -39,7 +39,7 @@ from axisflow.pipeline.memory import (
     format_bytes,
     lifetimes,
 )
-from axisflow.pipeline.options import parse_blocks
+from axisflow.pipeline.options import SHARE_CHOICES, ShareChoice, parse_blocks
 
 PLOT_SUFFIXES = (".svg", ".png")
 TOP_VALUES = 5
@@ -71,6 +71,10 @@ class PolicyPlan:
     """Live bytes at every step of the schedule."""
     first_peak: int = 0
     """The scheduled peak before any loop was dropped."""
+    share: str = "forest"
+    """``forest`` (values shared by the trees) or ``tree`` (rebuilt in each)."""
+    extra_flops: int = 0
+    """Multiply-adds the rebuilt values add (0 when shared)."""
 
     @property
     def label(self) -> str:
@@ -115,9 +119,11 @@ def plan_policy(
     separate_instances: bool = False,
     source: str = "<input>",
     order: Order = "flops",
+    share: ShareChoice = "auto",
 ) -> PolicyPlan:
     """Run the pipeline on ``text`` batched over ``spaces``, each term's
-    product in ``order`` (``file|flops|memory``)."""
+    product in ``order`` (``file|flops|memory``), values shared or rebuilt
+    per tree by ``share`` (``auto``: whichever gives the smaller peak)."""
     from axisflow.pipeline.api import schedule_expression
     from axisflow.sequant import parse
 
@@ -131,6 +137,7 @@ def plan_policy(
         name=Path(source).stem or "sequant",
         block=parse_blocks(block) if block else 1,
         order=order,
+        share=share,
     )
     model = forest.model
     sizing = Sizing(model)
@@ -160,6 +167,8 @@ def plan_policy(
         [str(d) for d in forest.dropped],
         curve,
         report.first_peak or report.scheduled_peak,
+        report.share or "forest",
+        report.extra_flops,
     )
 
 
@@ -170,11 +179,20 @@ def best(plans: Sequence[PolicyPlan]) -> PolicyPlan:
 
 def render(plans: Sequence[PolicyPlan], title: str) -> str:
     """The screenful: the policy table, then the best policy's peak."""
-    header = ("policy", "multiply-adds", "unbatched", "scheduled", "ratio", "dropped")
+    header = (
+        "policy",
+        "multiply-adds",
+        "values",
+        "unbatched",
+        "scheduled",
+        "ratio",
+        "dropped",
+    )
     rows = [
         (
             p.label,
             f"{p.flops:.3g}",
+            _sharing(p),
             format_bytes(p.unbatched_peak),
             format_bytes(p.scheduled_peak),
             f"{p.ratio:#.3g}x",
@@ -220,6 +238,14 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
                 " after"
             )
     return "\n".join(lines) + "\n"
+
+
+def _sharing(plan: PolicyPlan) -> str:
+    """``shared``, or ``rebuilt +9.1%`` (the extra multiply-adds)."""
+    if plan.share != "tree":
+        return "shared"
+    shared = plan.flops - plan.extra_flops
+    return f"rebuilt {plan.extra_flops / shared:+.1%}" if shared else "rebuilt"
 
 
 def plot(plans: Sequence[PolicyPlan], path: Path) -> None:
@@ -277,6 +303,13 @@ def _parser() -> argparse.ArgumentParser:
         default="flops",
         help="contraction order of each term (default: flops)",
     )
+    plan.add_argument(
+        "--share",
+        choices=SHARE_CHOICES,
+        default="auto",
+        help="values several trees build: shared, rebuilt per tree, or auto "
+        "(per policy, whichever peak is smaller; default)",
+    )
     plan.add_argument("--plot", help="draw memory over steps into FILE.svg|png")
     return parser
 
@@ -308,6 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 separate_instances=args.separate_instances,
                 source=str(path),
                 order=args.order,
+                share=args.share,
             )
             for policy in policies(spaces)
         ]

@@ -5,10 +5,10 @@ Inputs: ``examples/sequant/csv_ccsd_{energy,singles_residual,doubles_residual}
 _df.txt`` with i=80, a=μ̃=896, Κ=1682, 8-byte elements; and again with the
 composite kinds a<2>=40, a<1>=60 (pair- and orbital-specific virtuals).
 
-For every order (file, flops, memory) and batching policy (none, i, Κ, i,Κ;
-spaces outermost first, slots shared, blocks of one element), the forest is
-built by the SeQuant frontend, classified and scheduled in memory, and the
-table gives:
+For every order (file, flops, memory) and batching policy (none and every
+combination of i, μ̃, Κ; spaces outermost first, slots shared, blocks of one
+element), the forest is built by the SeQuant frontend, classified and
+scheduled in memory, and the table gives:
 
   multiply-adds   the forest's total (the memory report's ``flops``: every
                   value once, shared values once)
@@ -19,7 +19,9 @@ table gives:
                   term is the bulk of it for flops and memory)
   schedule        classify-axes + scheduler + memory report, in memory
 
-Then, per equation and extents, the optimality check: the sum over terms of
+Then the doubles again with the values several trees share rebuilt in each
+tree (``share="tree"``, one loop nest per tree; one run), and, per equation
+and extents, the optimality check: the sum over terms of
 the flops order's multiply-adds against an oracle: every binarization for
 terms of up to 8 tensors (an explicit search written here), opt_einsum's
 optimal path recomputed in the same cost convention above that (opt_einsum
@@ -62,9 +64,10 @@ from axisflow.order import (
 )
 from axisflow.passes.classify_axes import classify_forest
 from axisflow.pipeline.api import ForestSchedule, PipelineError, attach, plan_forest
-from axisflow.pipeline.memory import format_bytes
+from axisflow.pipeline.memory import format_bytes, pad_to_width
+from axisflow.planning import policies
 from axisflow.roles.index import Index
-from axisflow.sequant import Expression, Term, parse, to_module
+from axisflow.sequant import Expression, Share, Term, parse, to_module
 from axisflow.sequant.ordering import plan_term
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,11 +79,8 @@ EQUATIONS = (
 )
 FULL = "i=80,a=896,μ̃=896,Κ=1682"
 COMPOSITE = FULL + ",a<2>=40,a<1>=60"
-POLICIES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("none", ()),
-    ("i", ("i",)),
-    ("Κ", ("Κ",)),
-    ("i,Κ", ("i", "Κ")),
+POLICIES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (",".join(p) or "none", p) for p in policies(("i", "μ̃", "Κ"))
 )
 VERBOSE = "-v" in sys.argv
 TIB = 1024**4
@@ -104,6 +104,8 @@ class Row:
     schedule_time: float
     failure: str = ""
     """Why the pipeline refused the forest (the row has no figures then)."""
+    share: Share = "forest"
+    """``forest``: values shared by the trees; ``tree``: rebuilt in each."""
 
 
 def measure(
@@ -114,9 +116,12 @@ def measure(
     policy: str,
     batch: tuple[str, ...],
     runs: int,
+    share: Share = "forest",
 ) -> Row:
     def build() -> ModuleOp:
-        return to_module(expression, batch, extents=extents, elem=8, order=order)
+        return to_module(
+            expression, batch, extents=extents, elem=8, order=order, share=share
+        )
 
     t_order, _ = best_of(runs, build)
     t_schedule = float("inf")
@@ -130,7 +135,9 @@ def measure(
             result = plan_forest(forest)
         except PipelineError as error:
             reason = str(error).split(": ", 1)[-1]
-            return Row(equation, kind, order, policy, 0, 0, 0, t_order, 0.0, reason)
+            return Row(
+                equation, kind, order, policy, 0, 0, 0, t_order, 0.0, reason, share
+            )
         attach(forest, result.schedule_op)
         t_schedule = min(t_schedule, time.perf_counter() - begin)
     assert result is not None
@@ -145,6 +152,7 @@ def measure(
         report.scheduled_peak,
         t_order,
         t_schedule,
+        share=share,
     )
 
 
@@ -160,14 +168,14 @@ def print_table(rows: Sequence[Row], header: bool = True) -> None:
     for r in rows:
         if r.failure:
             print(
-                f"{r.equation:<8} {r.extents:<9} {r.order:<6} {r.policy:<5} "
-                f"schedule-batches failed: {r.failure}"
+                f"{r.equation:<8} {r.extents:<9} {r.order:<6} "
+                f"{pad_to_width(r.policy, 5)} schedule-batches failed: {r.failure}"
             )
             continue
         ratio = r.scheduled / r.unbatched if r.unbatched else 1.0
         flag = " (larger)" if ratio > 1 else ""
         print(
-            f"{r.equation:<8} {r.extents:<9} {r.order:<6} {r.policy:<5} "
+            f"{r.equation:<8} {r.extents:<9} {r.order:<6} {pad_to_width(r.policy, 5)} "
             f"{r.flops:>13.3e} {format_bytes(r.unbatched):>11} "
             f"{format_bytes(r.scheduled):>11} {ratio:>8.3g} "
             f"{r.order_time:>8.3f} {r.schedule_time:>8.3f}{flag}"
@@ -335,16 +343,36 @@ def main() -> None:
                         print_table([row], header=False)
     print_table(rows)
     print()
+    print("doubles with the values several trees share rebuilt in each tree")
+    print("(share=tree; one run):")
+    expression = parse((SEQUANT / EQUATIONS[2][1]).read_text("utf-8"), EQUATIONS[2][1])
+    rebuilt: list[Row] = []
+    for extents in (FULL, COMPOSITE):
+        for order in ORDERS:
+            for policy, batch in POLICIES:
+                row = measure(
+                    "doubles", expression, extents, order, policy, batch, 1, "tree"
+                )
+                rebuilt.append(row)
+    print_table(rebuilt)
+    print()
     print_optimality()
     print()
-    doubles = [r for r in rows if r.equation == "doubles" and not r.failure]
+    doubles = [r for r in rows + rebuilt if r.equation == "doubles" and not r.failure]
     for name, target in (("full", 2 * TIB), ("composite", 190 * GIB)):
-        best = min((r for r in doubles if r.extents == name), key=lambda r: r.scheduled)
-        met = "met" if best.scheduled <= target else "NOT met"
-        print(
-            f"doubles, {name} extents: best scheduled peak {format_bytes(best.scheduled)} "
-            f"(order={best.order}, batch={best.policy}); target {format_bytes(target)}: {met}"
-        )
+        for shares in (("forest",), ("forest", "tree")):
+            best = min(
+                (r for r in doubles if r.extents == name and r.share in shares),
+                key=lambda r: r.scheduled,
+            )
+            met = "met" if best.scheduled <= target else "NOT met"
+            values = "values shared" if best.share == "forest" else "values rebuilt"
+            among = "shared values only" if shares == ("forest",) else "either way"
+            print(
+                f"doubles, {name} extents, {among}: best scheduled peak "
+                f"{format_bytes(best.scheduled)} (order={best.order}, "
+                f"batch={best.policy}, {values}); target {format_bytes(target)}: {met}"
+            )
     failed = [r for r in rows if r.failure]
     print(f"schedule-batches failed on {len(failed)} of {len(rows)} forests")
     larger = [r for r in rows if r.scheduled > r.unbatched]

@@ -30,15 +30,17 @@ from xdsl.ir import Attribute
 from xdsl.utils.exceptions import DiagnosticException
 
 from axisflow.dialects.batch import ForestOp, ValueOp
-from axisflow.dialects.batch_model import attach_roles, forest_model
+from axisflow.dialects.batch_model import attach_roles, forest_model, forest_module
 from axisflow.dialects.sched import ScheduleOp, schedule_to_op
 from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
+from axisflow.forest.sharing import rebuild_per_tree
 from axisflow.numerals import check_count
 from axisflow.order import Order
 from axisflow.pipeline.assemble import forest_layout
 from axisflow.pipeline.guard import DroppedLoop, schedule_never_worse
-from axisflow.pipeline.memory import MemoryReport, Sizing, memory_report
+from axisflow.pipeline.memory import MemoryReport, Sizing, forest_flops, memory_report
+from axisflow.pipeline.options import SHARE_CHOICES, ShareChoice
 from axisflow.pipeline.schedule import Schedule
 from axisflow.pipeline.scheduler import (
     DEFAULT_MAX_ROUNDS,
@@ -48,7 +50,7 @@ from axisflow.pipeline.scheduler import (
 from axisflow.residual import ResidualError, ResidualLayout, residual_layout
 
 if TYPE_CHECKING:
-    from axisflow.sequant import Expression
+    from axisflow.sequant import Expression, Share
 
 
 class PipelineError(ValueError):
@@ -72,6 +74,8 @@ class ForestSchedule:
     """Loops left out because they raised the peak (``pipeline.guard``)."""
     residual: ResidualLayout | None = None
     """The residual the schedule accumulates into, if any."""
+    share: str = "forest"
+    """Where values are shared (``forest``, or ``tree``: rebuilt per tree)."""
 
 
 @dataclass
@@ -258,6 +262,7 @@ def schedule_expression(
     order: Order = "flops",
     accumulate: bool = True,
     never_worse: bool = True,
+    share: ShareChoice = "forest",
 ) -> ForestSchedule:
     """The pipeline on a SeQuant equation: text (or ``axisflow.sequant.parse``
     output) and a batching policy, as ``axisflow.sequant.to_module`` takes
@@ -267,22 +272,35 @@ def schedule_expression(
     applied (``expression_layout``; not with ``accumulate=False``). Raises the
     frontend's ``SequantError`` /
     ``PolicyError`` for bad input and ``PipelineError`` if scheduling fails.
+
+    ``share``: ``forest`` (values several trees build are shared), ``tree``
+    (each tree rebuilds them, in loops of its own) or ``auto``: both are
+    scheduled and the smaller scheduled peak is kept (``forest`` on a tie).
+    Whenever the result rebuilds values, its report counts the extra
+    multiply-adds against sharing (``extra_flops``) and, with ``auto``, its
+    unbatched peak is the shared forest's (the plain evaluation it is
+    compared with).
     """
-    from axisflow.sequant import parse, to_module
+    from axisflow.sequant import (
+        BatchPolicy,
+        PolicyError,
+        build_forest,
+        check_options,
+        parse,
+    )
 
     check_schedule_options(block, max_rounds)
-
+    if share not in SHARE_CHOICES:
+        raise PolicyError(
+            f"share must be one of {', '.join(SHARE_CHOICES)}, got {share!r}"
+        )
     if isinstance(expression, str):
         expression = parse(expression)
-    module = to_module(
-        expression,
-        batch,
-        extents=extents,
-        elem=elem,
-        separate_instances=separate_instances,
-        name=name,
-        order=order,
-    )
+    if isinstance(batch, Iterable) and not isinstance(batch, str):
+        batch = tuple(batch)  # a generator is read once, by the check and after
+    check_options(expression, batch, extents, elem, separate_instances, name)
+    policy = BatchPolicy.make(batch, extents, elem, separate_instances)
+    shared_model = build_forest(expression, policy, name, order)
     layout: ResidualLayout | None = None
     try:
         layout = expression_layout(expression)
@@ -292,15 +310,33 @@ def schedule_expression(
             raise expression.error(
                 error.reason, _term_offset(expression, error)
             ) from None
-    result = schedule_module(
-        module,
-        block=block,
-        max_rounds=max_rounds,
-        residual=layout,
-        accumulate=accumulate,
-        never_worse=never_worse,
-    )
-    return result.forests[0]
+
+    def run(model: Forest, how: Share) -> ForestSchedule:
+        result = schedule_module(
+            forest_module(model),
+            block=block,
+            max_rounds=max_rounds,
+            residual=layout,
+            accumulate=accumulate,
+            never_worse=never_worse,
+        )
+        planned = result.forests[0]
+        planned.share = planned.report.share = how
+        return planned
+
+    if share == "forest":
+        return run(shared_model, "forest")
+    rebuilt = run(rebuild_per_tree(shared_model), "tree")
+    rebuilt.report.extra_flops = rebuilt.report.flops - forest_flops(shared_model)
+    if share == "tree":
+        return rebuilt
+    shared = run(shared_model, "forest")
+    if rebuilt.report.scheduled_peak >= shared.report.scheduled_peak:
+        return shared
+    # the plain evaluation the choice is compared with: the shared forest's
+    rebuilt.report.unbatched_peak = shared.report.unbatched_peak
+    rebuilt.report.unbatched_live = shared.report.unbatched_live
+    return rebuilt
 
 
 def expression_layout(expression: Expression) -> ResidualLayout:

@@ -149,10 +149,9 @@ class Sizing:
             if (space := self.forest.spaces.get(mode.base_key)) is not None
             and space.elem is not None
         ]
-        count = 1
-        for mode in modes:
-            count *= self.extent(mode.base_key)
-        return max(sizes, default=self.default_elem) * count
+        # the extents of the modes as ``Extents`` sizes them: a composite
+        # mode of a kind with an extent of its own counts that extent
+        return max(sizes, default=self.default_elem) * self.extents.elements(modes)
 
 
 # --------------------------------------------------------------------------
@@ -389,6 +388,12 @@ class MemoryReport:
     """Loops the guard dropped (``DroppedLoop.to_json``)."""
     residual_bytes: int = 0
     """Size of the residual buffer the trees accumulate into (0: none)."""
+    share: str | None = None
+    """``forest``: values built by several trees are shared; ``tree``: each
+    tree rebuilds them (``axisflow.forest.sharing``); ``None``: not known
+    (a forest read from IR: ``schedule_expression`` fills it in)."""
+    extra_flops: int = 0
+    """Multiply-adds the rebuilt values add to the shared forest's."""
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dictionary (all sizes in bytes)."""
@@ -406,6 +411,8 @@ class MemoryReport:
             "unbatched_live_at_peak": self.unbatched_live,
             "scheduled_live_at_peak": self.scheduled_live,
             "residual_bytes": self.residual_bytes,
+            "share": self.share,
+            "extra_flops": self.extra_flops,
             "scheduler_peak_bytes": self.first_peak,
             "dropped_loops": self.dropped,
             "values": [
@@ -469,8 +476,16 @@ class MemoryReport:
             if self.unbatched_peak
             else ""
         )
+        rebuilt = ""
+        if self.share == "tree":
+            shared = self.flops - self.extra_flops
+            extra = f"{self.extra_flops / shared:+.1%}" if shared else "+0"
+            rebuilt = (
+                f" (values shared by several trees rebuilt in each: "
+                f"{format_count(self.extra_flops)} more, {extra})"
+            )
         lines += [
-            f"  multiply-adds: {format_count(self.flops)}",
+            f"  multiply-adds: {format_count(self.flops)}{rebuilt}",
             f"  inputs (not in the peaks): {format_bytes(self.input_bytes)}",
             f"  peak unbatched: {format_bytes(self.unbatched_peak)}"
             f"  live: {', '.join(self.unbatched_live) or '-'}",

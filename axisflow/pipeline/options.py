@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+ShareChoice = Literal["forest", "tree", "auto"]
+"""How values several trees build are evaluated: shared (``forest``),
+rebuilt in each tree (``tree``, ``axisflow.forest.sharing``), or both tried
+and the smaller scheduled peak kept (``auto``)."""
+SHARE_CHOICES: tuple[ShareChoice, ...] = ("forest", "tree", "auto")
+
 
 class OptionError(ValueError):
     """Malformed option text; the message quotes it."""

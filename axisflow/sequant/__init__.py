@@ -31,6 +31,7 @@ from axisflow.sequant.forest import (
     BatchPolicy,
     Pairing,
     PolicyError,
+    Share,
     ascii_alias,
     binarize,
     build_forest,
@@ -56,6 +57,7 @@ def check_options(
     elem: object = None,
     separate_instances: object = False,
     name: object = "sequant",
+    share: object = "forest",
 ) -> None:
     """The boundary check of ``to_module``: a ``TypeError`` or ``ValueError``
     naming the parameter and what it expected."""
@@ -87,6 +89,8 @@ def check_options(
         )
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, got {type(name).__name__}")
+    if not isinstance(share, str):
+        raise TypeError(f"share must be 'forest' or 'tree', got {share!r}")
 
 
 def to_module(
@@ -98,6 +102,7 @@ def to_module(
     separate_instances: bool = False,
     name: str = "sequant",
     order: Order = "flops",
+    share: Share = "forest",
 ) -> ModuleOp:
     """The ``batch``-dialect module of ``expression``.
 
@@ -108,15 +113,17 @@ def to_module(
     ``separate_instances``: one fusion slot per loop instead of sharing a slot
     across trees. ``name``: the forest's symbol name. ``order``: ``file``,
     ``flops`` (default) or ``memory``, how each product is binarized (see
-    ``build_forest``). Raises ``SequantError`` for a term that cannot be a
-    tree and ``PolicyError`` for bad options.
+    ``build_forest``). ``share``: ``forest`` (default: a value built by
+    several trees is shared) or ``tree`` (each tree rebuilds it, in loops of
+    its own; see ``axisflow.sequant.forest``). Raises ``SequantError`` for a
+    term that cannot be a tree and ``PolicyError`` for bad options.
     """
     from axisflow.dialects.batch_model import forest_module
 
     if isinstance(batch, Iterable) and not isinstance(batch, str):
         batch = tuple(batch)  # a generator is read once, by the check and after
-    check_options(expression, batch, extents, elem, separate_instances, name)
-    policy = BatchPolicy.make(batch, extents, elem, separate_instances)
+    check_options(expression, batch, extents, elem, separate_instances, name, share)
+    policy = BatchPolicy.make(batch, extents, elem, separate_instances, share)
     return forest_module(build_forest(expression, policy, name, order))
 
 
@@ -128,6 +135,7 @@ __all__ = [
     "PolicyError",
     "SequantError",
     "SequantSyntaxError",
+    "Share",
     "Tensor",
     "Term",
     "ascii_alias",

@@ -24,7 +24,8 @@ Construction, per term:
 * **Values and CSE.** Leaves (input tensors) are values too. Every value
   lives in its own canonical index frame (``frames.canonical_renaming``), so
   values equal up to a consistent renaming of indices are one value with
-  several use-sites, across the whole forest. Identity is structural: a leaf
+  several use-sites, across the whole forest (with ``share="tree"``: within
+  each tree only, see below). Identity is structural: a leaf
   is identified by its label, symmetry, group layout and canonical indices; a
   contraction by its two factor values and how their frames connect (the
   canonical labels of both factors, their proto pairings, and the result in
@@ -47,6 +48,14 @@ Construction, per term:
   order) shares one fusion slot across all trees; slots are
   numbered in order of first use. With ``separate_instances`` every loop gets
   a slot of its own.
+* **Sharing.** ``share="forest"`` (the default) shares a contraction value
+  by every tree that builds it. ``share="tree"`` recomputes instead
+  (``axisflow.forest.sharing.rebuild_per_tree``): each tree rebuilds the
+  values it shares with other trees, and every loop is an instance of its
+  own (each tree runs in its own loop nest); leaves (the inputs) stay
+  shared. It costs the multiply-adds of the rebuilt values and can lower
+  the scheduled peak a lot: a shared value is otherwise held whole from its
+  first reader tree to its last.
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal, cast
 
 from axisflow.forest.frames import (
     ProtoPairs,
@@ -64,6 +74,7 @@ from axisflow.forest.frames import (
     proto_modes,
 )
 from axisflow.forest.model import Factor, Forest, Loop, Site, Space, Tree, Value
+from axisflow.forest.sharing import rebuild_per_tree
 from axisflow.order import (
     ORDERS,
     Costs,
@@ -147,7 +158,9 @@ class BatchPolicy:
     get no loop. ``extents``: extent per
     space key (or alias). ``elem``: element size in bytes, declared on every
     space. ``separate_instances``: a fusion slot per loop instead of one per
-    (space, nesting position) shared by all trees.
+    (space, nesting position) shared by all trees. ``share``: ``forest``
+    (values shared by all trees) or ``tree`` (shared within a tree only,
+    rebuilt by every tree that needs them, a slot per loop).
     """
 
     spaces: tuple[str, ...] = ()
@@ -155,6 +168,7 @@ class BatchPolicy:
     elem: int | None = None
     separate_instances: bool = False
     external: tuple[str, ...] = ()
+    share: Share = "forest"
 
     @staticmethod
     def make(
@@ -162,6 +176,7 @@ class BatchPolicy:
         extents: str | Mapping[str, int] | None = None,
         elem: int | None = None,
         separate_instances: bool = False,
+        share: str = "forest",
     ) -> BatchPolicy:
         """Build a policy from user-facing values.
 
@@ -190,8 +205,17 @@ class BatchPolicy:
                 raise PolicyError(f"extent of space {key!r} must be positive")
         if elem is not None and elem <= 0:
             raise PolicyError(f"element size must be positive, got {elem}")
+        if share not in SHARES:
+            raise PolicyError(
+                f"share must be one of {', '.join(SHARES)}, got {share!r}"
+            )
         return BatchPolicy(
-            tuple(spaces), pairs, elem, separate_instances, tuple(external)
+            tuple(spaces),
+            pairs,
+            elem,
+            separate_instances,
+            tuple(external),
+            cast(Share, share),
         )
 
 
@@ -276,6 +300,10 @@ _NodeKey = tuple[
     ProtoPairs,
     ProtoPairs,
 ]
+
+Share = Literal["forest", "tree"]
+"""Where contraction values are shared: by the whole forest, or per tree."""
+SHARES: tuple[Share, ...] = ("forest", "tree")
 
 
 class _Builder:
@@ -631,7 +659,10 @@ def build_forest(
             tree.root = _flatten(root, number, tuple(loops), sites, back)
     values = {v.name: v for v in (*builder.leaves.values(), *builder.nodes.values())}
     forest = Forest(name, spaces, values, trees, sites, has_slots=loop_count > 0)
-    return forest.finish()
+    forest.finish()
+    if policy.share == "tree":
+        return rebuild_per_tree(forest)
+    return forest
 
 
 def _flatten(
@@ -668,10 +699,12 @@ def _flatten(
 
 
 __all__ = [
+    "SHARES",
     "BatchPolicy",
     "Pairing",
     "PolicyError",
     "SequantError",
+    "Share",
     "binarize",
     "build_forest",
 ]

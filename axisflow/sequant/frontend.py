@@ -17,6 +17,9 @@ Options (``name{key=value ...}``; ``-`` and ``_`` are interchangeable in keys):
 * ``elem``: element size in bytes, declared on every space.
 * ``separate-instances``: one fusion slot per loop (default: loops over one
   space at one nesting position share a slot across trees).
+* ``share``: ``forest`` (the default: a value several trees build is
+  shared) or ``tree`` (each tree rebuilds it, in loops of its own: more
+  multiply-adds, often a much smaller scheduled peak).
 * ``forest``: the forest's symbol name (default: the input file's stem).
 
 ``xdsl-opt`` refuses an input file whose extension is not the name of a
@@ -73,6 +76,8 @@ class SequantFrontend(Frontend):
     """``file``, ``flops`` or ``memory``; a plain string (checked when the
     forest is built) so that a wrong value is a diagnostic, not a traceback
     from xDSL's option parsing."""
+    share: str = "forest"
+    """``forest`` or ``tree`` (a plain string, checked like ``order``)."""
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
         """Parse, build the forest, emit IR; input errors are ``ParseError``."""
@@ -88,7 +93,11 @@ class SequantFrontend(Frontend):
             raise ParseError(span, "input is not valid UTF-8") from None
         try:
             policy = BatchPolicy.make(
-                self.batch, ",".join(self.extents), self.elem, self.separate_instances
+                self.batch,
+                ",".join(self.extents),
+                self.elem,
+                self.separate_instances,
+                self.share,
             )
             expression = parse(text, input_name)
             forest = build_forest(

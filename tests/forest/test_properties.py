@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from axisflow.forest.roles import classify
 from axisflow.pipeline import ForestSchedule, schedule_expression
 from axisflow.pipeline.evaluate import compare
+from axisflow.pipeline.options import ShareChoice
 from axisflow.pipeline.schedule import Residual, Schedule
 from axisflow.roles.index import Index
 from axisflow.sequant import BatchPolicy, Expression, build_forest, parse
@@ -55,6 +56,29 @@ def test_renaming_every_index_changes_no_role_schedule_or_peak(
     assert unnamed(after.schedule) == unnamed(before.schedule)
     assert after.report.unbatched_peak == before.report.unbatched_peak
     assert after.report.scheduled_peak == before.report.scheduled_peak
+
+
+@SETTINGS
+@given(
+    expressions(), st.randoms(use_true_random=False), st.sampled_from(["tree", "auto"])
+)
+def test_rebuilt_values_are_never_worse_and_independent_of_names(
+    case: tuple[Expression, str], rng: random.Random, share: ShareChoice
+) -> None:
+    expression, batch = case
+    extents = {key: 2 + n for n, key in enumerate(expression.space_keys())}
+    before = schedule_expression(expression, batch, extents=extents, share=share)
+    again = renamed(expression, rng)
+    after = schedule_expression(again, batch, extents=extents, share=share)
+    assert before.report.scheduled_peak <= before.report.unbatched_peak
+    assert (after.share, after.report.extra_flops, after.report.flops) == (
+        before.share,
+        before.report.extra_flops,
+        before.report.flops,
+    )
+    assert after.report.scheduled_peak == before.report.scheduled_peak
+    assert after.report.unbatched_peak == before.report.unbatched_peak
+    assert compare(before.model, before.schedule, seed=2).agrees
 
 
 @SETTINGS

@@ -158,3 +158,32 @@ def test_block_per_space_from_the_pass_spec(capsys: pytest.CaptureFixture[str]) 
     assert data["blocks"] == {"b": 3, "c": 1}
     with pytest.raises(PassFailedException, match="block: expected N or SPACE=N"):
         run_pass(example("pipeline/four_tensor.mlir"), 'schedule-batches{block="b=0"}')
+
+
+def test_share_tree_rebuilds_shared_values_and_counts_their_cost() -> None:
+    from axisflow.pipeline import schedule_expression
+    from axisflow.sequant import PolicyError
+
+    text = (EXAMPLES / "sequant" / "csv_ccsd_energy_df.txt").read_text("utf-8")
+    extents = "i=3,a=2,μ̃=2,Κ=3"
+    shared = schedule_expression(text, "i", extents=extents, elem=8)
+    rebuilt = schedule_expression(text, "i", extents=extents, elem=8, share="tree")
+    assert (shared.share, rebuilt.share) == ("forest", "tree")
+    assert shared.report.extra_flops == 0
+    assert rebuilt.report.flops == shared.report.flops + rebuilt.report.extra_flops
+    assert rebuilt.report.extra_flops > 0
+    copies = [name for name in rebuilt.model.values if "_term" in name]
+    assert copies and not any("_term" in name for name in shared.model.values)
+    data = json.loads(rebuilt.report.json_text())
+    assert (data["share"], data["extra_flops"]) == ("tree", rebuilt.report.extra_flops)
+    assert "rebuilt in each" in rebuilt.report.table()
+    assert "rebuilt in each" not in shared.report.table()
+    assert compare(rebuilt.model, rebuilt.schedule).agrees
+    # auto keeps the smaller scheduled peak, compared with the shared
+    # forest's unbatched peak
+    auto = schedule_expression(text, "i", extents=extents, elem=8, share="auto")
+    smaller = min(shared, rebuilt, key=lambda f: f.report.scheduled_peak)
+    assert auto.report.scheduled_peak == smaller.report.scheduled_peak
+    assert auto.report.unbatched_peak == shared.report.unbatched_peak
+    with pytest.raises(PolicyError, match="share must be one of forest, tree, auto"):
+        schedule_expression(text, "i", share="trees")  # type: ignore[arg-type]

@@ -110,6 +110,24 @@ def test_proto_indices_are_modes_of_their_composite() -> None:
     assert Sizing(forest).elements(forest.values["C"]) == 5 * 2 * 3 * 3
 
 
+def test_the_residual_is_sized_by_its_composite_kinds() -> None:
+    # R{a_1<i_1,i_2>;i_1} with a<2> = 2 (the space a has 5): the residual
+    # buffer, its operator steps and the evaluator's inputs all size a
+    # composite mode by its kind, as every value is sized.
+    planned = schedule_expression(
+        "t{a_1<i_1,i_2>;i_1} * f{i_2;i_3} * s{i_3;i_2}",
+        extents="a=5,i=3,a<2>=2",
+        elem=8,
+    )
+    residual = planned.residual
+    assert residual is not None
+    assert [m.full_label for m in residual.modes] == ["a_1<i_1,i_2>", "i_1", "i_2"]
+    assert planned.report.residual_bytes == 8 * 2 * 3 * 3
+    sizing = Sizing(planned.model, {"a<2>": 2})
+    assert sizing.mode_bytes(residual.modes) == 8 * 2 * 3 * 3
+    assert Sizing(planned.model, {"a<2>": 4}).mode_bytes(residual.modes) == 8 * 4 * 9
+
+
 def test_peak_sweep_releases_after_the_last_use() -> None:
     forest = classified("pipeline/four_tensor.mlir")
     found = lifetimes(forest, unbatched_schedule(forest))

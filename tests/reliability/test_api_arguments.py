@@ -130,6 +130,24 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         "separate_instances must be True or False, got 'no'",
     ),
     (
+        "to_module(share=1)",
+        _to_module(share=1),
+        TypeError,
+        "share must be 'forest' or 'tree', got 1",
+    ),
+    (
+        "to_module(share='trees')",
+        _to_module(share="trees"),
+        ValueError,
+        "share must be one of forest, tree, got 'trees'",
+    ),
+    (
+        "schedule_expression(share=None)",
+        lambda: UNTYPED_SCHEDULE_EXPRESSION(ENERGY, "i", share=None),
+        ValueError,
+        "share must be one of forest, tree, auto, got None",
+    ),
+    (
         "to_module(elem=1.0)",
         _to_module(elem=1.0),
         TypeError,

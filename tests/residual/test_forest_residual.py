@@ -20,6 +20,7 @@ from axisflow.pipeline.evaluate import (
     run_residual,
 )
 from axisflow.pipeline.memory import Sizing
+from axisflow.pipeline.options import ShareChoice
 from axisflow.residual import residual_layout
 from axisflow.sequant import Expression, parse
 from tests.einsum_oracle import forest_inputs, oracle_residual, term_operators
@@ -29,11 +30,17 @@ Array = np.ndarray
 
 
 def check_both_ways(
-    expression: Expression, batch: str, extents: Mapping[str, int], seed: int = 0
+    expression: Expression,
+    batch: str,
+    extents: Mapping[str, int],
+    seed: int = 0,
+    share: ShareChoice = "forest",
 ) -> float:
     """Worst relative difference of the two evaluator residuals to the oracle."""
     text_extents = ",".join(f"{k}={n}" for k, n in extents.items())
-    planned = schedule_expression(expression, batch, extents=text_extents, elem=8)
+    planned = schedule_expression(
+        expression, batch, extents=text_extents, elem=8, share=share
+    )
     forest = planned.model
     layout = residual_layout(
         [t.externals() for t in expression.terms],
@@ -88,6 +95,22 @@ def test_bundled_equations_agree_with_the_oracle(name: str, batch: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "batch"),
+    [
+        ("csv_ccsd_energy_df", "i,Κ"),
+        ("csv_ccsd_singles_residual_df", "i,μ̃"),
+        ("csv_ccsd_doubles_residual_df", "i,μ̃"),
+        ("csv_ccsd_doubles_residual_df", "Κ"),
+    ],
+)
+def test_values_rebuilt_per_tree_agree_with_the_oracle(name: str, batch: str) -> None:
+    # share="tree": every tree rebuilds the values it shares, in its own loops
+    expression = bundled(name)
+    extents = {key: 2 for key in expression.space_keys()}
+    assert check_both_ways(expression, batch, extents, share="tree") <= TOLERANCE
+
+
+@pytest.mark.parametrize(
     ("name", "operator"),
     [
         ("csv_ccsd_doubles_residual_df", "Ŝ{a_1<i_1,i_2>,a_2<i_1,i_2>;i_1,i_2}"),
@@ -139,13 +162,19 @@ def residuals(draw: st.DrawFn) -> str:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(residuals(), st.sampled_from(["i", "a", "Κ", "i,Κ"]), st.integers(0, 9))
+@given(
+    residuals(),
+    st.sampled_from(["i", "a", "Κ", "i,Κ"]),
+    st.integers(0, 9),
+    st.sampled_from(["forest", "tree", "auto"]),
+)
 def test_random_residuals_agree_with_the_oracle(
-    text: str, batch: str, seed: int
+    text: str, batch: str, seed: int, share: ShareChoice
 ) -> None:
     expression = parse(text)
     keys = expression.space_keys()
     spaces = [s for s in batch.split(",") if s in keys] or ["i"]
     extents = {"a": 2, "i": 3, "Κ": 2}
     extents = {k: extents[k] for k in keys}
-    assert check_both_ways(expression, ",".join(spaces), extents, seed) <= TOLERANCE
+    worst = check_both_ways(expression, ",".join(spaces), extents, seed, share)
+    assert worst <= TOLERANCE
