@@ -1,0 +1,510 @@
+"""Stage-1 bounds and the closing decisions they feed, case by case.
+
+Each test pins one rule of the solver to a specific outcome (a size, a bound,
+an error and when it is raised), for the paths a mutation review found no test
+executing with an observable result. The rules follow OCANNL's ``row.ml``
+where it has them: unifying two variables keeps the larger ``At_least_dim``
+(``dim_conjunction``: ``Int.max``), and a total element count that the known
+sizes do not divide is an error when the constraint is applied
+(``total_elems_divide`` in ``apply_row_constraint``), not at closing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from axisflow.shapes import (
+    DeferredCount,
+    DimAtLeast,
+    DimEq,
+    DimIneq,
+    DimVar,
+    Kind,
+    Mark,
+    Origin,
+    PolicyMark,
+    Row,
+    RowEq,
+    RowIneq,
+    RowVar,
+    Session,
+    ShapeError,
+    Side,
+    Size,
+    Terminal,
+    TotalElems,
+)
+
+ORIGIN = Origin("test", "t", lhs=Side("p", Kind.OUTPUT), rhs=Side("q", Kind.OUTPUT))
+
+
+def at_least(s: Session, dim: DimVar, n: int) -> None:
+    s.add(DimAtLeast(dim, n, ORIGIN))
+
+
+def lower_bound(s: Session, dim: DimVar, n: int) -> None:
+    """``dim`` must broadcast to size ``n`` (``n ⊑ dim``)."""
+    s.add(DimIneq(Size(n), dim, ORIGIN))
+
+
+def representative(s: Session, dim: DimVar) -> DimVar:
+    found = s.solver.find_dim(dim)
+    assert type(found) is DimVar
+    return found
+
+
+def relations(s: Session, dim: DimVar, count: int) -> None:
+    """Give ``dim`` ``count`` inequalities (as result side) to fresh variables.
+
+    The union of two variables links the one with fewer relations under the
+    other, so this picks which side of an equality survives.
+    """
+    for _ in range(count):
+        s.add(DimIneq(dim, s.fresh_dim_var(), ORIGIN))
+
+
+# ------------------------------------------- joining two bounded dim variables
+
+
+@pytest.mark.parametrize("heavier", ["first", "second"])
+@pytest.mark.parametrize(("first_min", "second_min"), [(3, 5), (5, 3)])
+def test_an_equality_of_two_dims_keeps_the_larger_minimum(
+    heavier: str, first_min: int, second_min: int
+) -> None:
+    s = Session()
+    a, b = s.fresh_dim_var(), s.fresh_dim_var()
+    at_least(s, a, first_min)
+    at_least(s, b, second_min)
+    relations(s, a if heavier == "first" else b, 2)
+    s.add(DimEq(a, b, ORIGIN))
+    rep = representative(s, a)
+    assert rep == (a if heavier == "first" else b)
+    assert representative(s, b) == rep
+    assert s.dim_entry(rep).at_least == 5
+    # The larger minimum is enforced on the union: 4 is too small.
+    with pytest.raises(ShapeError, match="indexed at position 4 would have size 4"):
+        s.add(DimEq(b, Size(4), ORIGIN))
+
+
+@pytest.mark.parametrize("heavier", ["first", "second"])
+@pytest.mark.parametrize("bounded", ["first", "second"])
+def test_an_equality_of_two_dims_keeps_either_sides_lower_bound(
+    heavier: str, bounded: str
+) -> None:
+    s = Session()
+    a, b = s.fresh_dim_var(), s.fresh_dim_var()
+    lower_bound(s, a if bounded == "first" else b, 3)
+    relations(s, a if heavier == "first" else b, 2)
+    s.add(DimEq(a, b, ORIGIN))
+    rep = representative(s, a)
+    assert representative(s, b) == rep
+    assert s.dim_entry(rep).glb == Size(3)
+
+
+@pytest.mark.parametrize("heavier", ["first", "second"])
+def test_an_equality_of_two_dims_with_different_lower_bounds_demotes_to_one(
+    heavier: str,
+) -> None:
+    s = Session()
+    a, b = s.fresh_dim_var(), s.fresh_dim_var()
+    lower_bound(s, a, 3)
+    lower_bound(s, b, 5)
+    relations(s, a if heavier == "first" else b, 2)
+    s.add(DimEq(a, b, ORIGIN))
+    assert s.solver.find_dim(a) == Size(1)
+    assert s.solver.find_dim(b) == Size(1)
+
+
+@pytest.mark.parametrize("heavier", ["first", "second"])
+def test_an_equality_passes_the_lower_bound_on_to_the_others_operands(
+    heavier: str,
+) -> None:
+    # a ⊑ above (a's operand), b has the lower bound 3; a = b gives above 3 too.
+    s = Session()
+    a, b, above = s.fresh_dim_var(), s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(DimIneq(a, above, ORIGIN))
+    lower_bound(s, b, 3)
+    relations(s, a if heavier == "first" else b, 2)
+    s.add(DimEq(a, b, ORIGIN))
+    assert s.dim_entry(representative(s, above)).glb == Size(3)
+
+
+def test_an_equality_merges_pending_totals_of_both_dims() -> None:
+    # Each dim waits on its own total; after a = b, solving b from one total
+    # re-checks the other total, which must then hold.
+    s = Session()
+    a, b, c = s.fresh_dim_var(), s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(TotalElems((Row((a, c)),), 12, ORIGIN))
+    relations(s, a, 2)
+    s.add(TotalElems((Row((b, Size(2))),), 6, ORIGIN))
+    assert s.solver.find_dim(b) == Size(3)
+    s.add(DimEq(b, a, ORIGIN))
+    assert s.solver.find_dim(c) == Size(4)
+
+
+# ------------------------------------- a bounded variable on the result side
+
+
+def test_a_bounded_result_variable_pushes_its_bound_to_a_new_operand() -> None:
+    s = Session()
+    res, opnd = s.fresh_dim_var(), s.fresh_dim_var()
+    lower_bound(s, res, 3)
+    s.add(DimIneq(res, opnd, ORIGIN))
+    assert s.dim_entry(opnd).glb == Size(3)
+    assert s.dim_entry(res).opnd == (opnd,)
+    assert s.dim_entry(opnd).res == (res,)
+
+
+def test_a_bound_reaching_a_result_variable_goes_on_to_its_operands() -> None:
+    s = Session()
+    res, opnd = s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(DimIneq(res, opnd, ORIGIN))
+    lower_bound(s, res, 3)
+    assert s.dim_entry(opnd).glb == Size(3)
+    # A second, different bound on the chain: only 1 is above both.
+    lower_bound(s, opnd, 5)
+    assert s.solver.find_dim(opnd) == Size(1)
+
+
+def test_a_leaf_dim_takes_the_bound_pushed_through_an_inequality() -> None:
+    # y's one output axis is the operand of a variable bounded by 3: at
+    # closing the leaf dim takes that bound (without it, it would become 1).
+    s = Session()
+    y = s.leaf("y")
+    leaf_dim, res = s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(RowEq(y.shape.row(Kind.OUTPUT), Row((leaf_dim,)), ORIGIN))
+    lower_bound(s, res, 3)
+    s.add(DimIneq(res, leaf_dim, ORIGIN))
+    s.close()
+    assert y.shape.dims()[2] == (3,)
+
+
+def test_a_result_size_of_one_forces_the_operand_to_one() -> None:
+    s = Session()
+    opnd = s.fresh_dim_var()
+    s.add(DimIneq(Size(1), opnd, ORIGIN))
+    assert s.solver.find_dim(opnd) == Size(1)
+
+
+def test_an_operand_size_other_than_one_forces_the_result() -> None:
+    s = Session()
+    res = s.fresh_dim_var()
+    s.add(DimIneq(res, Size(4), ORIGIN))
+    assert s.solver.find_dim(res) == Size(4)
+    s2 = Session()
+    free = s2.fresh_dim_var()
+    s2.add(DimIneq(free, Size(1), ORIGIN))
+    assert s2.solver.find_dim(free) == free
+
+
+# ------------------------------------------ marks moving with a row variable
+
+
+def param_row(s: Session) -> RowVar:
+    """A parameter row variable left for closing to decide."""
+    var = s.fresh_row_var()
+    s.add(Terminal(Row((), var), True, ORIGIN))
+    return var
+
+
+@pytest.mark.parametrize("mark", [Mark.SAFE_TO_GUESS, Mark.USED_IN_POINTWISE])
+def test_a_marked_row_variable_solved_to_another_passes_its_mark_on(
+    mark: Mark,
+) -> None:
+    s = Session()
+    marked = s.fresh_row_var()
+    s.add(PolicyMark(Row((), marked), mark, ORIGIN))
+    target = param_row(s)
+    s.add(RowEq(Row((), marked), Row((), target), ORIGIN))
+    assert s.row_entry(marked).value == Row((), target)
+    assert s.row_entry(target).marks == {mark}
+    # The parameter's row is safe to guess through the mark: no hidden-dimension error.
+    s.close()
+
+
+def test_a_parameter_row_without_the_mark_is_the_hidden_dimension_error() -> None:
+    s = Session()
+    plain = s.fresh_row_var()
+    target = param_row(s)
+    s.add(RowEq(Row((), plain), Row((), target), ORIGIN))
+    with pytest.raises(ShapeError, match="You forgot to specify the hidden dimension"):
+        s.close()
+
+
+def test_marks_accumulate_on_the_variable_a_row_is_solved_to() -> None:
+    s = Session()
+    first, second = s.fresh_row_var(), s.fresh_row_var()
+    s.add(PolicyMark(Row((), first), Mark.USED_IN_POINTWISE, ORIGIN))
+    s.add(PolicyMark(Row((), second), Mark.USED_IN_SPEC_OR_COMPOSE, ORIGIN))
+    s.add(RowEq(Row((), first), Row((), second), ORIGIN))
+    assert s.row_entry(second).marks == {
+        Mark.USED_IN_POINTWISE,
+        Mark.USED_IN_SPEC_OR_COMPOSE,
+    }
+    # Used in a compose as well: no longer safe to guess.
+    assert not s.solver.safe_to_guess(second)
+
+
+def test_a_mark_on_the_variable_solved_to_survives() -> None:
+    s = Session()
+    plain = s.fresh_row_var()
+    target = param_row(s)
+    s.add(PolicyMark(Row((), target), Mark.SAFE_TO_GUESS, ORIGIN))
+    s.add(RowEq(Row((), plain), Row((), target), ORIGIN))
+    assert s.row_entry(target).marks == {Mark.SAFE_TO_GUESS}
+    s.close()
+
+
+# --------------------------------------------------------- fixed indices
+
+
+def test_a_fixed_index_at_the_last_valid_position_is_accepted() -> None:
+    s = Session()
+    a = s.leaf("a", "2,3")
+    c = s.einsum("c", "i2=>i", a)
+    s.close()
+    assert c.shape.dims() == ((), (), (2,))
+
+
+def test_a_fixed_index_one_past_the_last_position_is_refused() -> None:
+    s = Session()
+    a = s.leaf("a", "2,3")
+    with pytest.raises(ShapeError, match="indexed at position 3 would have size 3"):
+        s.einsum("c", "i3=>i", a)
+
+
+def test_a_minimum_on_a_known_size_is_checked_at_once() -> None:
+    s = Session()
+    s.add(DimAtLeast(Size(3), 3, ORIGIN))
+    assert not s.tainted
+    with pytest.raises(ShapeError, match="indexed at position 3 has size 3"):
+        s.add(DimAtLeast(Size(3), 4, ORIGIN))
+
+
+def test_a_minimum_met_exactly_by_a_later_size_is_accepted() -> None:
+    s = Session()
+    d = s.fresh_dim_var()
+    at_least(s, d, 3)
+    s.add(DimEq(d, Size(3), ORIGIN))
+    assert s.solver.find_dim(d) == Size(3)
+    s2 = Session()
+    e = s2.fresh_dim_var()
+    at_least(s2, e, 3)
+    with pytest.raises(ShapeError, match="indexed at position 2 would have size 2"):
+        s2.add(DimEq(e, Size(2), ORIGIN))
+
+
+def test_a_larger_minimum_replaces_a_smaller_one_but_not_the_reverse() -> None:
+    s = Session()
+    d = s.fresh_dim_var()
+    at_least(s, d, 3)
+    at_least(s, d, 6)
+    at_least(s, d, 2)
+    assert s.dim_entry(d).at_least == 6
+
+
+def test_an_open_dim_with_a_minimum_closes_to_the_minimum() -> None:
+    s = Session()
+    b = s.leaf("b")
+    s.einsum("c", "i,2=>i", b)
+    s.close()
+    assert b.shape.dims() == ((), (), (1, 3))
+
+
+# ------------------------------------------------ joining row lower bounds
+
+
+def leaf_bounded_by(*bounds: Row) -> tuple[Session, Row]:
+    """A session with a data leaf whose open output row broadcasts to ``bounds``."""
+    s = Session()
+    x = s.leaf("x")
+    out = x.shape.row(Kind.OUTPUT)
+    for bound in bounds:
+        s.add(RowIneq(bound, out, ORIGIN))
+    return s, out
+
+
+def closed_output(s: Session, out: Row) -> tuple[int, ...]:
+    (shape,) = [sh for sh in s.registered_shapes if sh.row(Kind.OUTPUT) is out]
+    s.close()
+    return shape.dims()[2]
+
+
+def sizes(*ns: int) -> tuple[Size, ...]:
+    return tuple(Size(n) for n in ns)
+
+
+def test_the_join_of_closed_bounds_of_different_lengths_aligns_from_the_right() -> None:
+    s, out = leaf_bounded_by(Row(sizes(7, 3, 4)), Row(sizes(5, 4)))
+    # Shortest length 2; per axis the common size, 1 where sizes differ.
+    assert closed_output(s, out) == (1, 4)
+
+
+def test_the_join_keeps_a_common_size_in_every_position() -> None:
+    s, out = leaf_bounded_by(Row(sizes(2, 3, 4)), Row(sizes(2, 3, 4)))
+    assert closed_output(s, out) == (2, 3, 4)
+
+
+def test_the_join_is_closed_when_a_shortest_bound_is_closed() -> None:
+    s = Session()
+    x = s.leaf("x")
+    tail = s.fresh_row_var()
+    out = x.shape.row(Kind.OUTPUT)
+    s.add(RowIneq(Row(sizes(3, 4)), out, ORIGIN))
+    s.add(RowIneq(Row(sizes(5, 4), tail), out, ORIGIN))
+    # The tail's own lower bound: if x took the open tail, x would get 9 too.
+    s.add(Terminal(Row((), tail), False, ORIGIN))
+    s.add(RowIneq(Row(sizes(9)), Row((), tail), ORIGIN))
+    assert closed_output(s, out) == (1, 4)
+
+
+def test_the_join_of_open_bounds_keeps_the_shortest_bounds_row_variable() -> None:
+    s = Session()
+    x = s.leaf("x")
+    long_tail, short_tail = s.fresh_row_var(), s.fresh_row_var()
+    out = x.shape.row(Kind.OUTPUT)
+    s.add(RowIneq(Row(sizes(9, 4), long_tail), out, ORIGIN))
+    s.add(RowIneq(Row(sizes(4), short_tail), out, ORIGIN))
+    # The shortest bound [...short_tail, 4] is open: x = [...short_tail, 4].
+    # short_tail is a leaf row too; it then takes the 9 that the longer bound
+    # puts on it. A closed join would leave x at [4].
+    s.add(Terminal(Row((), short_tail), False, ORIGIN))
+    assert closed_output(s, out) == (9, 4)
+
+
+def test_the_join_takes_the_size_in_a_column_with_a_variable() -> None:
+    s = Session()
+    x = s.leaf("x")
+    free, other = s.fresh_dim_var(), s.fresh_dim_var()
+    out = x.shape.row(Kind.OUTPUT)
+    s.add(RowIneq(Row((free, Size(4))), out, ORIGIN))
+    s.add(RowIneq(Row((Size(6), other)), out, ORIGIN))
+    assert closed_output(s, out) == (6, 4)
+
+
+def test_the_join_of_a_variable_column_takes_the_first_bounds_variable() -> None:
+    s = Session()
+    x = s.leaf("x")
+    first, second = s.fresh_dim_var(), s.fresh_dim_var()
+    at_least(s, second, 3)
+    out = x.shape.row(Kind.OUTPUT)
+    s.add(RowIneq(Row((first,)), out, ORIGIN))
+    s.add(RowIneq(Row((second,)), out, ORIGIN))
+    # x's axis is ``first`` (closed to 1), which broadcasts to ``second`` (3).
+    # Taking ``second`` would give x a 3 that cannot broadcast to ``first``.
+    assert closed_output(s, out) == (1,)
+
+
+# ------------------------------------------------------------------- totals
+
+
+def test_a_single_unknown_dim_is_solved_from_the_total_at_stage_one() -> None:
+    s = Session()
+    d = s.fresh_dim_var()
+    s.add(TotalElems((Row((d, Size(3))), Row((Size(2),))), 30, ORIGIN))
+    assert s.solver.find_dim(d) == Size(5)
+    assert s.solver.totals == {}
+
+
+def test_two_unknown_dims_wait_until_one_is_known() -> None:
+    s = Session()
+    d, e = s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(TotalElems((Row((d, e)),), 12, ORIGIN))
+    assert s.solver.find_dim(d) == d and s.solver.find_dim(e) == e
+    s.add(DimEq(e, Size(4), ORIGIN))
+    assert s.solver.find_dim(d) == Size(3)
+
+
+def test_a_closed_total_that_does_not_hold_exactly_is_refused() -> None:
+    s = Session()
+    with pytest.raises(
+        ShapeError, match=r"cannot hold 12 elements \(their known sizes multiply to 6\)"
+    ):
+        s.add(TotalElems((Row(sizes(2, 3)),), 12, ORIGIN))
+    s2 = Session()
+    s2.add(TotalElems((Row(sizes(2, 3)),), 6, ORIGIN))
+    assert s2.solver.totals == {}
+
+
+def test_a_divisibility_failure_is_raised_at_stage_one_not_at_closing() -> None:
+    s = Session()
+    x = s.leaf("x", "...->5")  # batch and input rows still open
+    with pytest.raises(
+        ShapeError, match=r"cannot hold 12 elements \(their known sizes multiply to 5\)"
+    ):
+        s.total_elems(x, 12)
+    assert s.tainted
+
+
+def test_a_divisible_total_with_open_rows_waits_for_closing() -> None:
+    s = Session()
+    x = s.leaf("x", "...->5")
+    s.total_elems(x, 15)
+    assert not s.tainted
+    s.close()
+    # The quotient goes on the last open row (input); batch gets no axes.
+    assert x.shape.dims() == ((), (3,), (5,))
+
+
+def test_a_total_with_an_unknown_dim_and_an_open_row_closes_the_row_empty() -> None:
+    s = Session()
+    x, y = s.leaf("x"), s.leaf("y")
+    unknown = s.fresh_dim_var()
+    s.add(RowEq(y.shape.row(Kind.OUTPUT), Row((unknown, Size(2))), ORIGIN))
+    s.add(TotalElems((y.shape.row(Kind.OUTPUT), x.shape.row(Kind.OUTPUT)), 6, ORIGIN))
+    assert s.solver.find_dim(unknown) == unknown
+    # At closing the open row gets no axes, so the unknown dim is the rest: 3
+    # (putting the quotient 3 on the open row would make the dim 1 instead).
+    s.close()
+    assert x.shape.dims()[2] == ()
+    assert y.shape.dims()[2] == (3, 2)
+
+
+def test_a_total_on_a_last_open_row_gets_the_quotient() -> None:
+    s = Session()
+    x = s.leaf("x")
+    y = s.leaf("y")
+    s.add(
+        TotalElems(
+            (y.shape.row(Kind.OUTPUT), Row(sizes(2)), x.shape.row(Kind.OUTPUT)),
+            10,
+            ORIGIN,
+        )
+    )
+    s.close()
+    assert y.shape.dims()[2] == ()
+    assert x.shape.dims()[2] == (5,)
+
+
+def test_a_total_of_exactly_the_known_sizes_closes_the_open_row_empty() -> None:
+    s = Session()
+    x = s.leaf("x", "...->2,3")
+    s.total_elems(x, 6, kinds=[Kind.OUTPUT])
+    s.close()
+    assert x.shape.dims() == ((), (), (2, 3))
+
+
+@pytest.mark.parametrize(("count", "expected"), [(1, ()), (3, (3,))])
+def test_a_deferred_count_decides_the_open_row_at_closing(
+    count: int, expected: tuple[int, ...]
+) -> None:
+    s = Session()
+    x = s.leaf("x")
+    s.total_elems(x, DeferredCount("n", lambda: count), kinds=[Kind.OUTPUT])
+    s.close()
+    assert x.shape.dims()[2] == expected
+
+
+@pytest.mark.parametrize("bad", [0, False, True])
+def test_a_deferred_count_of_zero_or_a_bool_is_refused_even_where_one_would_fit(
+    bad: object,
+) -> None:
+    # True == 1 would satisfy an empty row; it is still not an integer count.
+    s = Session()
+    x = s.leaf("x", "1")
+    s.total_elems(x, DeferredCount("n", lambda: bad), kinds=[Kind.OUTPUT])  # type: ignore[arg-type]
+    with pytest.raises(
+        ShapeError, match=f"resolved to {bad!r}, not a positive integer"
+    ):
+        s.close()
+    assert s.tainted
