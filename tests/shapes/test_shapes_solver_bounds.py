@@ -34,6 +34,7 @@ from axisflow.shapes import (
     Terminal,
     TotalElems,
 )
+from axisflow.shapes.constraints import DimLinear, RowPrefix
 
 ORIGIN = Origin("test", "t", lhs=Side("p", Kind.OUTPUT), rhs=Side("q", Kind.OUTPUT))
 
@@ -508,3 +509,190 @@ def test_a_deferred_count_of_zero_or_a_bool_is_refused_even_where_one_would_fit(
     ):
         s.close()
     assert s.tainted
+
+
+# ------------------------------------------------------- unions of row variables
+
+
+def row_relations(s: Session, var: RowVar, count: int) -> None:
+    """Give ``var`` ``count`` inequalities (as result side) to fresh row variables."""
+    for _ in range(count):
+        s.add(RowIneq(Row((), var), Row((), s.fresh_row_var()), ORIGIN))
+
+
+@pytest.mark.parametrize(
+    ("first_relations", "second_relations", "solved"),
+    [(0, 0, "first"), (1, 0, "second"), (0, 1, "first"), (2, 1, "second")],
+)
+def test_a_row_equality_solves_the_variable_with_fewer_relations(
+    first_relations: int, second_relations: int, solved: str
+) -> None:
+    # Solving re-emits the solved variable's relations, so the lighter one is
+    # solved (ties: the first) and the other stays the representative.
+    s = Session()
+    first, second = s.fresh_row_var(), s.fresh_row_var()
+    row_relations(s, first, first_relations)
+    row_relations(s, second, second_relations)
+    s.add(RowEq(Row((), first), Row((), second), ORIGIN))
+    lighter, heavier = (first, second) if solved == "first" else (second, first)
+    assert s.row_entry(lighter).value == Row((), heavier)
+    assert s.row_entry(heavier).value is None
+
+
+def test_row_lower_bounds_count_as_relations_in_a_union() -> None:
+    s = Session()
+    first, second = s.fresh_row_var(), s.fresh_row_var()
+    s.add(RowIneq(Row(sizes(3), s.fresh_row_var()), Row((), first), ORIGIN))
+    s.add(RowEq(Row((), first), Row((), second), ORIGIN))
+    assert s.row_entry(second).value == Row((), first)
+
+
+def test_a_pending_total_alone_does_not_make_a_row_variable_heavier() -> None:
+    # Waiting on a total creates the variable's entry but no relation.
+    s = Session()
+    first, second = s.fresh_row_var(), s.fresh_row_var()
+    s.add(TotalElems((Row((), second),), 6, ORIGIN))
+    s.add(RowEq(Row((), first), Row((), second), ORIGIN))
+    assert s.row_entry(first).value == Row((), second)
+    s2 = Session()
+    first, second = s2.fresh_row_var(), s2.fresh_row_var()
+    s2.add(TotalElems((Row((), first),), 6, ORIGIN))
+    s2.add(RowEq(Row((), first), Row((), second), ORIGIN))
+    assert s2.row_entry(first).value == Row((), second)
+
+
+def test_a_bare_variable_equal_to_a_bounded_one_with_one_relation_is_solved() -> None:
+    s = Session()
+    first, second = s.fresh_row_var(), s.fresh_row_var()
+    row_relations(s, first, 1)
+    s.add(RowEq(Row((), first), Row((), second), ORIGIN))
+    assert s.row_entry(second).value == Row((), first)
+
+
+def test_reading_a_chain_of_solved_rows_compresses_it() -> None:
+    s = Session()
+    head, middle, tail = s.fresh_row_var(), s.fresh_row_var(), s.fresh_row_var()
+    s.add(RowEq(Row((), head), Row(sizes(2), middle), ORIGIN))
+    s.add(RowEq(Row((), middle), Row(sizes(3), tail), ORIGIN))
+    assert s.row_entry(head).value == Row(sizes(2), middle)
+    assert s.solver.norm_row(Row((), head)) == Row(sizes(3, 2), tail)
+    assert s.row_entry(head).value == Row(sizes(3, 2), tail)
+
+
+def test_a_row_variable_without_marks_has_none() -> None:
+    s = Session()
+    var = s.fresh_row_var()
+    assert s.row_entry(var).marks == frozenset()
+    assert not s.solver.safe_to_guess(var)
+    s.add(PolicyMark(Row((), var), Mark.USED_IN_SPEC_OR_COMPOSE, ORIGIN))
+    assert s.row_entry(var).marks == {Mark.USED_IN_SPEC_OR_COMPOSE}
+
+
+# ------------------------------------------------------------ error messages
+
+
+def test_two_sizes_with_the_same_number_but_different_bases_name_the_bases() -> None:
+    s = Session()
+    with pytest.raises(ShapeError) as info:
+        s.add(DimEq(Size(3, "x"), Size(3, "y"), ORIGIN))
+    assert str(info.value) == (
+        "test 't': output axes disagree: p.output has size 3@x but q.output has "
+        "size 3@y (different bases)"
+    )
+    s2 = Session()
+    with pytest.raises(ShapeError) as info:
+        s2.add(DimEq(Size(3), Size(4), ORIGIN))
+    assert str(info.value) == (
+        "test 't': output axes disagree: p.output has size 3 but q.output has size 4"
+    )
+
+
+def test_a_row_equality_of_closed_rows_of_different_lengths_names_both_sides() -> None:
+    s = Session()
+    with pytest.raises(ShapeError) as info:
+        s.add(RowEq(Row(sizes(2)), Row(sizes(3, 2)), ORIGIN))
+    # The longer row is named first, with its own side.
+    assert str(info.value) == (
+        "test 't': output axes disagree: q.output [3, 2] and p.output [2] have "
+        "different numbers of axes"
+    )
+
+
+def test_a_total_that_does_not_hold_names_every_row() -> None:
+    s = Session()
+    with pytest.raises(ShapeError) as info:
+        s.add(TotalElems((Row(sizes(2)), Row(sizes(3))), 7, ORIGIN))
+    assert str(info.value) == (
+        "test 't': the axes [2], [3] cannot hold 7 elements (their known sizes "
+        "multiply to 6)"
+    )
+
+
+# ------------------------------------------------------- linear dim equations
+
+
+def linear(
+    s: Session, terms: tuple[tuple[int, DimVar | Size], ...], const: int
+) -> None:
+    names = tuple(f"n{i}" for i in range(len(terms)))
+    s.add(DimLinear(terms, const, names, "a^b", ORIGIN))
+
+
+def test_a_linear_equation_adds_up_the_coefficients_of_a_repeated_dim() -> None:
+    s = Session()
+    d = s.fresh_dim_var()
+    linear(s, ((1, d), (1, d), (-1, Size(6))), 0)
+    found = s.solver.find_dim(d)
+    assert found == Size(3)
+    assert type(found) is Size and type(found.n) is int
+
+
+def test_a_linear_equation_may_solve_a_dim_to_one() -> None:
+    s = Session()
+    d = s.fresh_dim_var()
+    linear(s, ((1, Size(3)), (1, d), (-1, Size(4))), 0)
+    assert s.solver.find_dim(d) == Size(1)
+
+
+def test_a_linear_equation_of_known_sizes_that_fails_says_so() -> None:
+    s = Session()
+    with pytest.raises(ShapeError) as info:
+        linear(s, ((1, Size(3)), (1, Size(2)), (-1, Size(4))), 0)
+    assert str(info.value) == (
+        "test 't': the axis 'a^b' cannot hold with n0 = 3, n1 = 2, n2 = 4: the "
+        "sizes do not satisfy it"
+    )
+
+
+def test_a_linear_solution_below_a_minimum_names_the_equation() -> None:
+    s = Session()
+    d = s.fresh_dim_var()
+    at_least(s, d, 5)
+    with pytest.raises(ShapeError, match=r"^test 't': an axis indexed at position 4"):
+        linear(s, ((1, d), (-1, Size(3))), 0)
+
+
+# ---------------------------------------------------- axes before a row variable
+
+
+def prefix(s: Session, whole: Row, beg: tuple[DimVar | Size, ...], rest: Row) -> None:
+    s.add(RowPrefix(whole, beg, rest, ORIGIN))
+
+
+def test_a_closed_row_with_exactly_the_written_axes_fits_a_prefix() -> None:
+    s = Session()
+    first, tail = s.fresh_dim_var(), s.fresh_row_var()
+    prefix(s, Row(sizes(2, 3)), (first,), Row(sizes(3), tail))
+    assert s.solver.find_dim(first) == Size(2)
+    assert s.row_entry(tail).value == Row()
+
+
+def test_a_closed_row_shorter_than_a_prefix_is_refused_with_the_count() -> None:
+    s = Session()
+    first, tail = s.fresh_dim_var(), s.fresh_row_var()
+    with pytest.raises(ShapeError) as info:
+        prefix(s, Row(sizes(2)), (first,), Row(sizes(3), tail))
+    assert str(info.value) == (
+        "test 't': output axes disagree: p.output [2] has fewer axes than the 1 "
+        "written before the row variable of q.output"
+    )
