@@ -11,6 +11,8 @@ sizes do not divide is an error when the constraint is applied
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from axisflow.shapes import (
@@ -34,6 +36,7 @@ from axisflow.shapes import (
     Terminal,
     TotalElems,
 )
+from axisflow.shapes.closing import merge_single_neighbours
 from axisflow.shapes.constraints import DimLinear, RowPrefix
 
 ORIGIN = Origin("test", "t", lhs=Side("p", Kind.OUTPUT), rhs=Side("q", Kind.OUTPUT))
@@ -696,3 +699,98 @@ def test_a_closed_row_shorter_than_a_prefix_is_refused_with_the_count() -> None:
         "test 't': output axes disagree: p.output [2] has fewer axes than the 1 "
         "written before the row variable of q.output"
     )
+
+
+# ------------------------------------------------------------- closing steps
+
+
+def test_a_parameter_dim_without_a_bound_is_reported_exactly() -> None:
+    s = Session()
+    w = s.param("w")
+    s.einsum("y", "i;ij=>j", s.leaf("x", "3"), w)
+    with pytest.raises(ShapeError) as info:
+        s.close()
+    # The open dim prints as its variable, whose number is the session's business.
+    message = re.sub(r"\bd\d+\b", "d?", str(info.value))
+    assert message == (
+        "You forgot to specify the hidden dimension(s) of parameter 'w': the size "
+        "of one of its output axes [3, d?] cannot be inferred; give them in its "
+        "spec (param 'w')"
+    )
+
+
+def test_a_parameter_row_without_a_kind_is_reported_as_some_axes() -> None:
+    s = Session()
+    var = s.fresh_row_var()
+    s.add(Terminal(Row((), var), True, Origin("param", "p")))
+    with pytest.raises(ShapeError) as info:
+        s.close()
+    assert str(info.value) == (
+        "You forgot to specify the hidden dimension(s) of parameter 'p': the number "
+        f"of its some axes [...r{var.id}] cannot be inferred; give them in its spec "
+        "(param 'p')"
+    )
+
+
+def test_two_dims_waiting_on_one_equation_are_guessed_one_at_a_time() -> None:
+    # a + b = 5 with both parts unknown: guessing a = 1 solves b = 4; guessing
+    # both at once would give 1 + 1 != 5.
+    s = Session()
+    x = s.leaf("x")
+    a, b = s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(RowEq(x.shape.row(Kind.OUTPUT), Row((a, b)), ORIGIN))
+    linear(s, ((1, a), (1, b), (-1, Size(5))), 0)
+    s.close()
+    assert x.shape.dims()[2] == (1, 4)
+
+
+def test_dims_not_waiting_on_an_equation_are_guessed_before_those_that_are() -> None:
+    # c is free; a + b = 5 waits. c is guessed 1 first, then a, then b solves.
+    s = Session()
+    x = s.leaf("x")
+    a, b, c = s.fresh_dim_var(), s.fresh_dim_var(), s.fresh_dim_var()
+    at_least(s, c, 2)
+    s.add(RowEq(x.shape.row(Kind.OUTPUT), Row((c, a, b)), ORIGIN))
+    linear(s, ((1, a), (1, b), (-1, Size(5))), 0)
+    s.close()
+    assert x.shape.dims()[2] == (2, 1, 4)
+
+
+def test_a_weight_shared_by_two_results_takes_the_join_of_their_bounds() -> None:
+    # w broadcasts to r1 and r2, which must broadcast to [3] and [5]: w's row
+    # is the join of both, [1] (the first bound alone would clash with [5]).
+    s = Session()
+    w = s.leaf("w")
+    r1, r2 = s.fresh_row_var(), s.fresh_row_var()
+    out = w.shape.row(Kind.OUTPUT)
+    s.add(RowIneq(Row((), r1), out, ORIGIN))
+    s.add(RowIneq(Row((), r2), out, ORIGIN))
+    s.add(RowIneq(Row(sizes(3)), Row((), r1), ORIGIN))
+    s.add(RowIneq(Row(sizes(5)), Row((), r2), ORIGIN))
+    s.close()
+    assert w.shape.dims()[2] == (1,)
+
+
+def test_a_weight_takes_no_bound_through_results_when_one_has_none() -> None:
+    s = Session()
+    w = s.leaf("w")
+    r1, r2 = s.fresh_row_var(), s.fresh_row_var()
+    out = w.shape.row(Kind.OUTPUT)
+    s.add(RowIneq(Row((), r1), out, ORIGIN))
+    s.add(RowIneq(Row((), r2), out, ORIGIN))
+    s.add(RowIneq(Row(sizes(3)), Row((), r1), ORIGIN))
+    s.close()
+    # r2 has no bound: w is left to the later steps, which give it no axes.
+    assert w.shape.dims()[2] == ()
+
+
+def test_reading_a_variables_neighbours_keeps_every_relation() -> None:
+    s = Session()
+    var = s.fresh_row_var()
+    above = [s.fresh_row_var() for _ in range(3)]
+    for other in above:
+        s.add(RowIneq(Row((), var), Row((), other), ORIGIN))
+    merge_single_neighbours(s.solver)
+    # Three neighbours: nothing merges, and no relation is lost on the way.
+    assert s.row_entry(var).opnd == tuple(above)
+    assert all(s.row_entry(other).res == (var,) for other in above)
