@@ -794,3 +794,88 @@ def test_reading_a_variables_neighbours_keeps_every_relation() -> None:
     # Three neighbours: nothing merges, and no relation is lost on the way.
     assert s.row_entry(var).opnd == tuple(above)
     assert all(s.row_entry(other).res == (var,) for other in above)
+
+
+# ------------------------------------------- relations moved by a dim union
+
+
+def test_a_dim_union_moves_the_lighter_sides_relations_to_an_empty_list() -> None:
+    # a has one result-side neighbour (x ⊑ a); b has two operands and no
+    # result-side neighbour: a is linked under b and b takes a's neighbour.
+    s = Session()
+    a, b, x = s.fresh_dim_var(), s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(DimIneq(x, a, ORIGIN))
+    relations(s, b, 2)
+    s.add(DimEq(a, b, ORIGIN))
+    assert representative(s, a) == b
+    assert s.dim_entry(b).res == (x,)
+    s.add(DimEq(b, Size(3), ORIGIN))
+    assert s.solver.find_dim(x) == Size(3)
+
+
+# ------------------------------------------------ what a window touched
+
+
+def test_a_window_sees_the_dims_whose_relation_lists_grew() -> None:
+    s = Session()
+    a, b, c = s.fresh_dim_var(), s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(DimIneq(a, b, ORIGIN))
+    with s.rewind() as window:
+        s.add(DimIneq(a, c, ORIGIN))
+        dims, rows = window.touched_variables()
+    assert dims == {a.id, c.id}
+    assert rows == set()
+
+
+def test_a_window_sees_the_dim_a_union_extends() -> None:
+    s = Session()
+    a, b = s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(DimIneq(s.fresh_dim_var(), a, ORIGIN))
+    relations(s, b, 2)
+    s.add(DimIneq(s.fresh_dim_var(), b, ORIGIN))
+    with s.rewind() as window:
+        s.add(DimEq(a, b, ORIGIN))
+        dims, _ = window.touched_variables()
+    assert {a.id, b.id} <= dims
+
+
+def test_a_window_sees_the_rows_whose_relation_lists_grew() -> None:
+    s = Session()
+    a, b, c = s.fresh_row_var(), s.fresh_row_var(), s.fresh_row_var()
+    s.add(RowIneq(Row((), a), Row((), b), ORIGIN))
+    with s.rewind() as window:
+        s.add(RowIneq(Row((), a), Row((), c), ORIGIN))
+        dims, rows = window.touched_variables()
+    assert rows == {a.id, c.id}
+    assert dims == set()
+
+
+# ------------------------------------------------- sides in error messages
+
+
+def test_an_error_without_sides_names_the_result_and_the_operand() -> None:
+    s = Session()
+    with pytest.raises(ShapeError) as info:
+        s.add(DimEq(Size(3), Size(4), Origin("test", "t")))
+    assert str(info.value) == (
+        "test 't': sizes disagree: the result has size 3 but the operand has size 4"
+    )
+
+
+def test_an_error_with_one_kind_names_that_kind() -> None:
+    s = Session()
+    origin = Origin("test", "t", lhs=Side("p", Kind.INPUT), rhs=Side("q"))
+    with pytest.raises(ShapeError) as info:
+        s.add(DimEq(Size(3), Size(4), origin))
+    assert str(info.value) == (
+        "test 't': input axes disagree: p.input has size 3 but q has size 4"
+    )
+    origin = Origin("test", "t", lhs=Side("p"), rhs=Side("q", Kind.BATCH))
+    with pytest.raises(ShapeError, match=r"^test 't': batch axes disagree"):
+        Session().add(DimEq(Size(3), Size(4), origin))
+
+
+def test_an_error_between_two_kinds_names_both() -> None:
+    origin = Origin("test", "t", lhs=Side("p", Kind.INPUT), rhs=Side("q", Kind.OUTPUT))
+    with pytest.raises(ShapeError, match=r"^test 't': input and output axes disagree"):
+        Session().add(DimEq(Size(3), Size(4), origin))
