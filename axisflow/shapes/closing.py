@@ -451,14 +451,23 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
     ``eliminate_dim_entry`` (stage 6) gives it its lower bound.
     """
     while True:
-        # A dim an affine or concatenated axis still waits on is left to that
-        # equation when other dims are decided: guessing them may solve it.
+        # A dim an affine or concatenated axis or a pending total still waits
+        # on is left to that equation when other dims are decided: guessing
+        # them may solve it (guessing all of a total's dims at once would
+        # set them all to their minimum, which rarely multiplies to the total).
         waiting = {
             found
             for linear in solver.linears.values()
             for _, dim in linear.terms
             if type(found := solver.find_dim(dim)) is DimVar
         }
+        waiting.update(
+            found
+            for total in solver.totals.values()
+            for row in total.rows
+            for dim in solver.norm_row(row).dims
+            if type(found := solver.find_dim(dim)) is DimVar
+        )
         decisions: list[tuple[DimVar, Size, Origin]] = []
         deferred: list[tuple[DimVar, Size, Origin]] = []
         seen: set[DimVar] = set()

@@ -879,3 +879,53 @@ def test_an_error_between_two_kinds_names_both() -> None:
     origin = Origin("test", "t", lhs=Side("p", Kind.INPUT), rhs=Side("q", Kind.OUTPUT))
     with pytest.raises(ShapeError, match=r"^test 't': input and output axes disagree"):
         Session().add(DimEq(Size(3), Size(4), origin))
+
+
+# ------------------------------------------------------- totals at closing
+
+
+def test_a_total_over_every_row_of_a_parameter_closes_all_but_the_last_empty() -> None:
+    # The parameter's open batch and input rows are not safe to guess; the
+    # total decides them (no axes), so there is no hidden-dimension error.
+    s = Session()
+    p = s.param("p")
+    s.total_elems(p, 6)
+    s.close()
+    assert p.shape.dims() == ((), (), (6,))
+
+
+def test_a_total_already_holding_when_its_turn_comes_is_skipped() -> None:
+    # The second total holds once the first one solved x; the third still
+    # has to decide the parameter's rows.
+    s = Session()
+    x = s.leaf("x")
+    s.total_elems(x, 6, kinds=[Kind.OUTPUT])
+    s.total_elems(x, 6, kinds=[Kind.OUTPUT])
+    p = s.param("p")
+    s.total_elems(p, 4)
+    s.close()
+    assert x.shape.dims()[2] == (6,)
+    assert p.shape.dims() == ((), (), (4,))
+
+
+def test_a_total_of_two_unknown_dims_in_closed_rows_waits_for_the_dims() -> None:
+    s = Session()
+    x = s.leaf("x")
+    a, b = s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(RowEq(x.shape.row(Kind.OUTPUT), Row((a, b)), ORIGIN))
+    s.add(TotalElems((Row((a, b)),), 6, ORIGIN))
+    s.close()
+    # a is guessed 1 with the other dims; the total then solves b.
+    assert x.shape.dims()[2] == (1, 6)
+
+
+def test_a_resolved_deferred_count_that_does_not_fit_names_the_total() -> None:
+    s = Session()
+    x = s.leaf("x", "2")
+    s.total_elems(x, DeferredCount("n", lambda: 3), kinds=[Kind.OUTPUT])
+    with pytest.raises(ShapeError) as info:
+        s.close()
+    assert str(info.value) == (
+        "total_elems 'x' (<n> elements): the axes [2] cannot hold 3 elements "
+        "(their known sizes multiply to 2)"
+    )
