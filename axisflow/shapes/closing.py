@@ -485,8 +485,13 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
             )
         if not decisions and not deferred:
             return
-        # Only when nothing else is left is a waiting dim guessed, one at a time.
-        _commit_dims(solver, decisions or deferred[:1])
+        # Dims a fixed index bounds from below go first, in a round of their
+        # own: their sizes reach the dims they broadcast to at Stage 1 (an
+        # unbounded result dim guessed 1 in the same round would clash with
+        # an operand of 3). Only when nothing else is left is a waiting dim
+        # guessed, one at a time.
+        bounded = [decision for decision in decisions if decision[1].n > 1]
+        _commit_dims(solver, bounded or decisions or deferred[:1])
 
 
 def check_totals(solver: Solver) -> None:

@@ -929,3 +929,15 @@ def test_a_resolved_deferred_count_that_does_not_fit_names_the_total() -> None:
         "total_elems 'x' (<n> elements): the axes [2] cannot hold 3 elements "
         "(their known sizes multiply to 2)"
     )
+
+
+def test_a_fixed_index_on_a_leaf_reaches_the_result_it_broadcasts_to() -> None:
+    # b's last axis is indexed at 2 (so at least 3); z = b pointwise. Closing
+    # sizes b's axis first, and z's axis follows it instead of clashing at 1.
+    s = Session()
+    b = s.leaf("b")
+    s.einsum("c", "i,2=>i", b)
+    z = s.pointwise("z", b)
+    s.close()
+    assert b.shape.dims() == ((), (), (1, 3))
+    assert z.shape.dims() == ((), (), (1, 3))
