@@ -525,7 +525,13 @@ def row_relations(s: Session, var: RowVar, count: int) -> None:
 
 @pytest.mark.parametrize(
     ("first_relations", "second_relations", "solved"),
-    [(0, 0, "first"), (1, 0, "second"), (0, 1, "first"), (2, 1, "second")],
+    [
+        (0, 0, "first"),
+        (1, 0, "second"),
+        (0, 1, "first"),
+        (2, 1, "second"),
+        (1, 1, "first"),
+    ],
 )
 def test_a_row_equality_solves_the_variable_with_fewer_relations(
     first_relations: int, second_relations: int, solved: str
@@ -941,3 +947,79 @@ def test_a_fixed_index_on_a_leaf_reaches_the_result_it_broadcasts_to() -> None:
     s.close()
     assert b.shape.dims() == ((), (), (1, 3))
     assert z.shape.dims() == ((), (), (1, 3))
+
+
+# ------------------------------------------------- more unions and totals
+
+
+def test_a_row_lower_bound_weighs_like_a_relation_in_a_union() -> None:
+    # first has one relation, second one lower bound: a tie, so first is solved.
+    s = Session()
+    first, second = s.fresh_row_var(), s.fresh_row_var()
+    row_relations(s, first, 1)
+    s.add(RowIneq(Row(sizes(3), s.fresh_row_var()), Row((), second), ORIGIN))
+    s.add(RowEq(Row((), first), Row((), second), ORIGIN))
+    assert s.row_entry(first).value == Row((), second)
+
+
+def test_a_dim_union_of_equally_related_dims_links_the_first_under_the_second() -> None:
+    s = Session()
+    a, b = s.fresh_dim_var(), s.fresh_dim_var()
+    at_least(s, a, 2)
+    at_least(s, b, 2)
+    s.add(DimEq(a, b, ORIGIN))
+    assert representative(s, a) == b
+
+
+def test_a_dim_union_keeps_the_pending_totals_of_the_linked_dim() -> None:
+    # a (heavier) waits on a*c = 12, b on b*e = 6; after a = b, sizing the
+    # union re-checks both totals.
+    s = Session()
+    a, b, c, e = (s.fresh_dim_var() for _ in range(4))
+    relations(s, a, 2)
+    s.add(TotalElems((Row((a, c)),), 12, ORIGIN))
+    s.add(TotalElems((Row((b, e)),), 6, ORIGIN))
+    s.add(DimEq(a, b, ORIGIN))
+    assert representative(s, b) == a
+    s.add(DimEq(a, Size(3), ORIGIN))
+    assert s.solver.find_dim(c) == Size(4)
+    assert s.solver.find_dim(e) == Size(2)
+
+
+def test_a_total_waiting_on_a_row_variable_is_checked_when_it_is_solved() -> None:
+    s = Session()
+    d, var = s.fresh_dim_var(), s.fresh_row_var()
+    s.add(TotalElems((Row((d,), var),), 6, ORIGIN))
+    assert s.solver.find_dim(d) == d
+    s.add(RowEq(Row((), var), Row(sizes(2)), ORIGIN))
+    found = s.solver.find_dim(d)
+    assert found == Size(3)
+    assert type(found) is Size and type(found.n) is int
+
+
+def test_a_total_solving_a_dim_below_its_minimum_names_the_total() -> None:
+    s = Session()
+    d = s.fresh_dim_var()
+    at_least(s, d, 5)
+    origin = Origin("total_elems", "x")
+    with pytest.raises(ShapeError) as info:
+        s.add(TotalElems((Row((d, Size(2))),), 6, origin))
+    assert str(info.value) == (
+        "total_elems 'x': an axis indexed at position 4 would have size 3"
+    )
+
+
+def test_closing_forgets_every_solution_mark_and_leaf() -> None:
+    s = Session()
+    w = s.param("w", "...->4")
+    s.compose("y", w, s.leaf("x", "3"))
+    s.add(DimEq(s.fresh_dim_var(), Size(2), ORIGIN))
+    solver = s.solver
+    assert solver.row_subst and solver.row_marks and solver.row_gen
+    assert solver.terminals and solver.dim_subst
+    s.close()
+    assert solver.dim_subst == {}
+    assert solver.row_subst == {}
+    assert solver.row_marks == {}
+    assert solver.row_gen == {}
+    assert solver.terminals == []
