@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from axisflow.shapes import Scheme, Session, Tensor, scheme
+from axisflow.shapes import Kind, Scheme, Session, Size, Tensor, scheme
 from axisflow.shapes.scheme.read import build_scheme
 from axisflow.shapes.scheme.text import SchemeTextError, parse_scheme_text
 from tests.shapes.test_schemes import mlp_layer, traced
@@ -77,7 +77,7 @@ def test_details_minima_and_totals_round_trip() -> None:
     s = Session()
 
     def body(xs: Sequence[Tensor]) -> list[Tensor]:
-        s.total_elems(xs[0], 12, kinds=["output"])
+        s.total_elems(xs[0], 12, kinds=[Kind.OUTPUT])
         return [s.einsum("y", "...,i,2=>...,i", xs[0])]
 
     sc = traced(s, body, label="lay")
@@ -100,11 +100,10 @@ def test_the_parsed_text_holds_every_part_of_an_origin() -> None:
             "'r'.input detail 'it''s' scheme 'sc' at 'site')",
         ]
     )
-    ((kind, (res, opnd), origin),) = text.facts
+    ((kind, payload, origin),) = text.facts
+    first, second = text.generalized
     assert kind == "ineq"
-    assert repr(res) == repr(((), text.generalized[0]))
-    assert len(opnd[0]) == 2 and opnd[1] == text.generalized[1]
-    assert repr(opnd[0]) == "(2@b, 1)"
+    assert payload == (((), first), ((Size(2, "b"), Size(1)), second))
     assert origin.operation == "op" and origin.tensor == "t"
     assert origin.operands == ("u", "v")
     assert str(origin.lhs) == "l" and origin.lhs is not None and origin.lhs.kind is None
