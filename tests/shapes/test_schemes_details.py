@@ -191,3 +191,41 @@ def test_a_traced_shape_is_located_by_its_place_in_the_scheme() -> None:
     assert sc.locate(s.leaf("other", "2").shape) is None
     # Asking again reads the same table.
     assert sc.locate(seen["h"].shape) == ("internal", 0)
+
+
+# ------------------------------------- old variables the body solves
+
+
+def test_an_old_dim_the_body_solves_stays_open_in_the_scheme() -> None:
+    # w's second output axis is open before the trace; the body's pointwise
+    # with a [3, 5] constant solves it inside the window. The scheme reads it
+    # as it was when the trace began: an open (fixed) variable of the anchor.
+    s = Session()
+    w = s.param("w")
+    s.einsum("q", "i;ij=>j", s.leaf("x0", "3"), w)
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        return [s.pointwise("y", w, s.leaf("c", "3,5"), xs[0])]
+
+    sc = traced(s, body, label="lay")
+    lines = sc.to_lines()
+    assert "fixed d1" in lines
+    assert "anchor 0 'w' [] | [] -> [3, d1]" in lines
+    y = s.fresh("y")
+    scheme.instantiate(sc, application="site", args=[s.leaf("x1", "5")], results=[y])
+    s.close()
+    assert w.shape.dims() == ((), (), (3, 5))
+    assert y.shape.dims() == ((), (), (3, 5))
+
+
+def test_an_old_dim_solved_before_the_trace_is_its_size_in_the_scheme() -> None:
+    s = Session()
+    w = s.param("w")
+    s.einsum("q", "i;ij=>j", s.leaf("x0", "3"), w)
+    s.einsum("p", "ij;ij=>ij", w, s.leaf("c", "3,5"))
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        return [s.pointwise("y", w, xs[0])]
+
+    sc = traced(s, body, label="lay")
+    assert "anchor 0 'w' [] | [] -> [3, 5]" in sc.to_lines()
