@@ -354,8 +354,9 @@ def test_the_join_is_closed_when_a_shortest_bound_is_closed() -> None:
     x = s.leaf("x")
     tail = s.fresh_row_var()
     out = x.shape.row(Kind.OUTPUT)
-    s.add(RowIneq(Row(sizes(3, 4)), out, ORIGIN))
+    # The open bound comes first: the closed one must still close the join.
     s.add(RowIneq(Row(sizes(5, 4), tail), out, ORIGIN))
+    s.add(RowIneq(Row(sizes(3, 4)), out, ORIGIN))
     # The tail's own lower bound: if x took the open tail, x would get 9 too.
     s.add(Terminal(Row((), tail), False, ORIGIN))
     s.add(RowIneq(Row(sizes(9)), Row((), tail), ORIGIN))
@@ -1023,3 +1024,33 @@ def test_closing_forgets_every_solution_mark_and_leaf() -> None:
     assert solver.row_marks == {}
     assert solver.row_gen == {}
     assert solver.terminals == []
+
+
+def test_a_result_merged_into_the_weight_itself_is_not_one_of_its_results() -> None:
+    # As in the two-results case, plus a third result later equated with w:
+    # w stays the join of the other two results' bounds.
+    s = Session()
+    w = s.leaf("w")
+    r1, r2, r3 = s.fresh_row_var(), s.fresh_row_var(), s.fresh_row_var()
+    out = w.shape.row(Kind.OUTPUT)
+    for res in (r1, r2, r3):
+        s.add(RowIneq(Row((), res), out, ORIGIN))
+    s.add(RowEq(Row((), r3), out, ORIGIN))
+    s.add(RowIneq(Row(sizes(3)), Row((), r1), ORIGIN))
+    s.add(RowIneq(Row(sizes(5)), Row((), r2), ORIGIN))
+    s.close()
+    assert w.shape.dims()[2] == (1,)
+
+
+def test_a_leaf_dim_whose_bound_is_below_its_minimum_names_the_leaf() -> None:
+    s = Session()
+    x = s.leaf("x")
+    d = s.fresh_dim_var()
+    s.add(RowEq(x.shape.row(Kind.OUTPUT), Row((d,)), ORIGIN))
+    at_least(s, d, 5)
+    lower_bound(s, d, 3)
+    with pytest.raises(ShapeError) as info:
+        s.close()
+    assert str(info.value) == (
+        "leaf 'x': an axis indexed at position 4 would have size 3"
+    )
