@@ -1054,3 +1054,82 @@ def test_a_leaf_dim_whose_bound_is_below_its_minimum_names_the_leaf() -> None:
     assert str(info.value) == (
         "leaf 'x': an axis indexed at position 4 would have size 3"
     )
+
+
+# ------------------------------------------- inequalities: exact outcomes
+
+
+def test_an_inequality_of_equal_numbers_in_different_bases_names_the_bases() -> None:
+    with pytest.raises(ShapeError) as info:
+        Session().add(DimIneq(Size(3, "x"), Size(3, "y"), ORIGIN))
+    assert str(info.value) == (
+        "test 't': output axes disagree: q.output has size 3@y, which does not "
+        "broadcast to size 3@x of p.output (different bases)"
+    )
+
+
+@pytest.mark.parametrize("how", ["operand forces", "unit result", "two bounds"])
+def test_an_inequality_sizing_a_dim_below_its_minimum_names_the_inequality(
+    how: str,
+) -> None:
+    s = Session()
+    d = s.fresh_dim_var()
+    at_least(s, d, 4)
+    origin = Origin("pointwise", "z")
+    with pytest.raises(ShapeError) as info:
+        if how == "operand forces":
+            s.add(DimIneq(d, Size(3), origin))
+        elif how == "unit result":
+            s.add(DimIneq(Size(1), d, origin))
+        else:
+            lower_bound(s, d, 3)
+            s.add(DimIneq(Size(5), d, origin))
+    size = 3 if how == "operand forces" else 1
+    assert str(info.value) == (
+        f"pointwise 'z': an axis indexed at position 3 would have size {size}"
+    )
+
+
+def test_a_closed_result_leaves_an_operand_of_as_many_axes_no_more() -> None:
+    s = Session()
+    var = s.fresh_row_var()
+    s.add(RowIneq(Row(sizes(2, 3)), Row(sizes(2, 3), var), ORIGIN))
+    assert s.row_entry(var).value == Row()
+
+
+def test_a_row_containing_itself_is_refused_with_both_rows() -> None:
+    s = Session()
+    var = s.fresh_row_var()
+    with pytest.raises(ShapeError) as info:
+        s.add(RowEq(Row((), var), Row(sizes(2), var), ORIGIN))
+    # The longer row is named first, with its own side.
+    assert str(info.value) == (
+        f"test 't': output axes cannot agree: q.output [...r{var.id}, 2] and p.output "
+        f"[...r{var.id}] would need infinitely many axes (a row variable would "
+        "contain itself)"
+    )
+
+
+def test_an_inequality_between_one_variable_with_different_lengths_is_refused() -> None:
+    s = Session()
+    var = s.fresh_row_var()
+    with pytest.raises(ShapeError) as info:
+        s.add(RowIneq(Row(sizes(2), var), Row((), var), ORIGIN))
+    assert str(info.value) == (
+        f"test 't': output axes cannot agree: p.output [...r{var.id}, 2] and "
+        f"q.output [...r{var.id}] would need infinitely many axes (a row variable "
+        "would contain itself)"
+    )
+
+
+def test_a_template_on_a_variable_at_the_rank_limit_is_refused() -> None:
+    # 64 axes put in front of a variable by templates; one more on its tail
+    # goes past the limit.
+    s = Session()
+    row = Row((), s.fresh_row_var())
+    s.add(RowIneq(row, Row(tuple(s.fresh_dim_var() for _ in range(64))), ORIGIN))
+    assert row.var is not None
+    value = s.row_entry(row.var).value
+    assert value is not None and value.var is not None
+    with pytest.raises(ShapeError, match=r"more than 64 axes in one row"):
+        s.add(RowIneq(Row((), value.var), Row((s.fresh_dim_var(),)), ORIGIN))
