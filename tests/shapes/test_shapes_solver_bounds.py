@@ -1133,3 +1133,139 @@ def test_a_template_on_a_variable_at_the_rank_limit_is_refused() -> None:
     assert value is not None and value.var is not None
     with pytest.raises(ShapeError, match=r"more than 64 axes in one row"):
         s.add(RowIneq(Row((), value.var), Row((s.fresh_dim_var(),)), ORIGIN))
+
+
+# --------------------------------------------- single-neighbour merges
+
+
+def leaf_below_operand(s: Session) -> tuple[Row, RowVar]:
+    """A leaf output row ``v`` with one operand ``o`` (``v ⊑ o``), ``o`` bounded by [5]."""
+    x = s.leaf("x")
+    out = x.shape.row(Kind.OUTPUT)
+    operand = s.fresh_row_var()
+    s.add(RowIneq(out, Row((), operand), ORIGIN))
+    s.add(RowIneq(Row(sizes(5)), Row((), operand), ORIGIN))
+    return out, operand
+
+
+def test_a_leaf_row_merged_with_its_only_operand_takes_the_operands_bound() -> None:
+    # OCANNL (row.ml, solve_row_ineq from stage 2): two bare row variables that
+    # are each other's only neighbour are equated, so the leaf gets [5].
+    s = Session()
+    out, _ = leaf_below_operand(s)
+    assert closed_output(s, out) == (5,)
+
+
+def test_a_row_with_two_operands_is_not_merged() -> None:
+    s = Session()
+    out, _ = leaf_below_operand(s)
+    s.add(RowIneq(out, Row((), s.fresh_row_var()), ORIGIN))
+    assert closed_output(s, out) == ()
+
+
+def test_an_operand_with_two_results_is_not_merged() -> None:
+    s = Session()
+    out, operand = leaf_below_operand(s)
+    s.add(RowIneq(Row((), s.fresh_row_var()), Row((), operand), ORIGIN))
+    assert closed_output(s, out) == ()
+
+
+@pytest.mark.parametrize("later", ["two operands", "shared operand", "no relation"])
+def test_a_merge_happens_whatever_variables_come_after_it(later: str) -> None:
+    # Variables made later are looked at first; one that cannot merge must
+    # not stop the others.
+    s = Session()
+    out, _ = leaf_below_operand(s)
+    other = s.fresh_row_var()
+    if later == "two operands":
+        for _ in range(2):
+            s.add(RowIneq(Row((), other), Row((), s.fresh_row_var()), ORIGIN))
+    elif later == "shared operand":
+        target = s.fresh_row_var()
+        s.add(RowIneq(Row((), other), Row((), target), ORIGIN))
+        s.add(RowIneq(Row((), s.fresh_row_var()), Row((), target), ORIGIN))
+    else:
+        s.add(TotalElems((Row((), other),), 1, ORIGIN))
+    assert closed_output(s, out) == (5,)
+
+
+def test_a_chain_of_single_neighbours_merges_all_the_way() -> None:
+    # v ⊑ o ⊑ p, p bounded by [5]: merging v with o makes o's operand p the
+    # merged variable's only neighbour, which merges in turn.
+    s = Session()
+    x = s.leaf("x")
+    out = x.shape.row(Kind.OUTPUT)
+    middle, top = s.fresh_row_var(), s.fresh_row_var()
+    s.add(RowIneq(Row(sizes(5)), Row((), top), ORIGIN))
+    s.add(RowIneq(Row((), middle), Row((), top), ORIGIN))
+    s.add(RowIneq(out, Row((), middle), ORIGIN))
+    assert closed_output(s, out) == (5,)
+
+
+# ------------------------------------------------- more closing steps
+
+
+def test_an_unbounded_leaf_before_a_bounded_one_does_not_stop_the_join_step() -> None:
+    s = Session()
+    s.leaf("a")
+    x = s.leaf("x")
+    out = x.shape.row(Kind.OUTPUT)
+    s.add(RowIneq(Row(sizes(5)), out, ORIGIN))
+    assert closed_output(s, out) == (5,)
+
+
+def test_a_parameter_after_a_data_leaf_is_still_checked_for_hidden_dims() -> None:
+    s = Session()
+    x = s.leaf("x", "3")
+    w = s.param("w")
+    s.einsum("y", "i;ij=>j", x, w)
+    with pytest.raises(ShapeError, match=r"hidden dimension\(s\) of parameter 'w'"):
+        s.close()
+
+
+def test_a_join_that_breaks_a_minimum_names_the_bound_and_the_leaf() -> None:
+    s = Session()
+    x = s.leaf("x")
+    d = s.fresh_dim_var()
+    at_least(s, d, 5)
+    out = x.shape.row(Kind.OUTPUT)
+    s.add(RowIneq(Row((d,)), out, ORIGIN))
+    s.add(RowIneq(Row(sizes(3)), out, ORIGIN))
+    with pytest.raises(ShapeError) as info:
+        s.close()
+    assert str(info.value) == (
+        "test 't': an axis indexed at position 4 would have size 3 (found while "
+        "solving leaf 'x')"
+    )
+
+
+def test_a_total_closing_a_parameters_rows_with_an_unknown_dim() -> None:
+    # The parameter's last open row closes empty (an unknown dim remains);
+    # then the dim is the rest of the total.
+    s = Session()
+    p, y = s.param("p"), s.leaf("y")
+    unknown = s.fresh_dim_var()
+    s.add(RowEq(y.shape.row(Kind.OUTPUT), Row((unknown, Size(2))), ORIGIN))
+    s.add(TotalElems((y.shape.row(Kind.OUTPUT), *p.shape.rows()), 6, ORIGIN))
+    s.close()
+    assert p.shape.dims() == ((), (), ())
+    assert y.shape.dims()[2] == (3, 2)
+
+
+def test_a_total_over_several_known_sizes_gives_the_open_row_their_quotient() -> None:
+    s = Session()
+    x = s.leaf("x")
+    s.add(TotalElems((Row(sizes(2, 3)), x.shape.row(Kind.OUTPUT)), 24, ORIGIN))
+    s.close()
+    (n,) = x.shape.dims()[2]
+    assert n == 4 and type(n) is int
+
+
+@pytest.mark.parametrize("index", [1, 2])
+def test_a_fixed_index_bound_of_any_size_is_sized_before_the_rest(index: int) -> None:
+    s = Session()
+    b = s.leaf("b")
+    s.einsum("c", f"i,{index}=>i", b)
+    z = s.pointwise("z", b)
+    s.close()
+    assert z.shape.dims() == b.shape.dims() == ((), (), (1, index + 1))
