@@ -216,6 +216,7 @@ def test_a_marked_row_variable_solved_to_another_passes_its_mark_on(
     mark: Mark,
 ) -> None:
     s = Session()
+    s.fresh_row_var()  # variable 0 stays unmarked: marks are looked up by id
     marked = s.fresh_row_var()
     s.add(PolicyMark(Row((), marked), mark, ORIGIN))
     target = param_row(s)
@@ -1269,3 +1270,69 @@ def test_a_fixed_index_bound_of_any_size_is_sized_before_the_rest(index: int) ->
     z = s.pointwise("z", b)
     s.close()
     assert z.shape.dims() == b.shape.dims() == ((), (), (1, index + 1))
+
+
+# ------------------------------------- depths, empty rows, compressed paths
+
+
+def template_tail_at_depth(s: Session, depth: int) -> RowVar:
+    """The tail of a template that put ``depth`` axes in front of a variable."""
+    row = Row((), s.fresh_row_var())
+    s.add(RowIneq(row, Row(tuple(s.fresh_dim_var() for _ in range(depth))), ORIGIN))
+    assert row.var is not None
+    value = s.row_entry(row.var).value
+    assert value is not None and value.var is not None
+    return value.var
+
+
+def test_the_depth_of_a_variable_moves_to_the_variable_it_is_solved_to() -> None:
+    s = Session()
+    tail = template_tail_at_depth(s, 64)
+    other = s.fresh_row_var()
+    s.add(RowEq(Row((), tail), Row((), other), ORIGIN))
+    # other now stands for a row already 64 axes deep: one more is refused.
+    with pytest.raises(ShapeError) as info:
+        s.add(RowEq(Row((), other), Row(sizes(2), s.fresh_row_var()), ORIGIN))
+    assert str(info.value).startswith("test 't': output axes cannot agree: ")
+    assert str(info.value).endswith(
+        "would need infinitely many axes (more than 64 axes in one row: the "
+        "inequalities are cyclic)"
+    )
+
+
+def test_a_variable_below_the_depth_limit_may_be_solved_to_more_axes() -> None:
+    s = Session()
+    tail = template_tail_at_depth(s, 63)
+    rest = s.fresh_row_var()
+    s.add(RowEq(Row((), tail), Row(sizes(2), rest), ORIGIN))
+    assert s.row_entry(tail).value == Row(sizes(2), rest)
+
+
+def test_emptying_a_result_row_empties_its_operands() -> None:
+    s = Session()
+    res, opnd = s.fresh_row_var(), s.fresh_row_var()
+    s.add(RowIneq(Row((), res), Row((), opnd), ORIGIN))
+    s.add(RowEq(Row((), res), Row(), ORIGIN))
+    assert s.row_entry(opnd).value == Row()
+
+
+def test_an_inequality_between_rows_of_one_variable_relates_their_dims() -> None:
+    s = Session()
+    var, d = s.fresh_row_var(), s.fresh_dim_var()
+    s.add(RowIneq(Row((d, Size(2)), var), Row((Size(3), Size(2)), var), ORIGIN))
+    assert s.solver.find_dim(d) == Size(3)
+
+
+def test_reading_a_chain_of_linked_dims_compresses_it() -> None:
+    s = Session()
+    a, b, c = s.fresh_dim_var(), s.fresh_dim_var(), s.fresh_dim_var()
+    for dim in (a, b, c):
+        at_least(s, dim, 2)  # bounded dims: unions link them one by one
+    relations(s, b, 1)
+    relations(s, c, 5)
+    s.add(DimEq(a, b, ORIGIN))  # a -> b
+    s.add(DimEq(b, c, ORIGIN))  # b -> c: a reaches c through b
+    assert s.dim_entry(a).value == b
+    assert s.solver.find_dim(a) == c
+    assert s.dim_entry(a).value == c
+    assert s.dim_entry(b).value == c
