@@ -12,11 +12,21 @@ module adds what the lowered module uses beyond them:
   collected as text.
 
 ``run_main`` returns exactly the text ``mlir-runner`` prints for ``@main``.
+
+Stock ``xdsl-run`` (xDSL 0.75) cannot run a lowered module: it registers a
+fixed list of interpreter functions (no plugin hook: a ``Universe`` carries
+dialects, passes, targets and frontends only), and that list lacks
+``arith.sitofp``, ``memref.subview``, ``arith.bitcast`` and the print
+functions, so it stops at the first ``arith.sitofp`` of ``@main``. The
+console script ``axisflow-run FILE.mlir`` (``main`` below) is ``xdsl-run``
+for lowered modules: it prints what ``mlir-runner`` prints.
 """
 
 from __future__ import annotations
 
+import argparse
 import struct
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -131,8 +141,9 @@ class LoweredFunctions(InterpreterFunctions):
         return ()
 
 
-def run_main(module: ModuleOp) -> str:
-    """Interpret ``@main`` of a lowered module; the text it prints."""
+def run_main(module: ModuleOp, symbol: str = "main") -> str:
+    """Interpret ``@main`` (or the argument-less function ``symbol``) of a
+    lowered module; the text it prints."""
     interpreter = Interpreter(module)
     extra = LoweredFunctions()
     for functions in (
@@ -144,7 +155,7 @@ def run_main(module: ModuleOp) -> str:
     ):
         interpreter.register_implementations(functions)
     interpreter.register_implementations(extra, override=True)
-    interpreter.call_op("main", ())
+    interpreter.call_op(symbol, ())
     return "".join(extra.printed)
 
 
@@ -157,3 +168,40 @@ def parse_lowered(text: str) -> ModuleOp:
     for name, factory in get_all_dialects().items():
         context.register_dialect(name, factory)
     return Parser(context, text).parse_module()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``axisflow-run FILE.mlir [--symbol main]``: interpret a lowered
+    module's entry function and print what it prints (``-``: standard
+    input). Errors are one message on standard error, exit status 1."""
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+    from axisflow.cli import check_mlir_text
+
+    parser = argparse.ArgumentParser(
+        prog="axisflow-run",
+        description="Run a module lowered by lower-schedule in xDSL's "
+        "interpreter; prints what mlir-runner prints.",
+    )
+    parser.add_argument("file", help="the lowered module (- for standard input)")
+    parser.add_argument(
+        "--symbol", default="main", help="the function to call (no arguments)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        if args.file == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(args.file, "rb") as handle:
+                data = handle.read()
+        module = parse_lowered(check_mlir_text(data, args.file))
+        module.verify()
+        printed = run_main(module, args.symbol)
+    except OSError as error:
+        print(f"axisflow-run: {error}", file=sys.stderr)
+        return 1
+    except (ParseError, DiagnosticException, InterpretationError) as error:
+        print(f"axisflow-run: {args.file}: {error}", file=sys.stderr)
+        return 1
+    sys.stdout.write(printed)
+    return 0

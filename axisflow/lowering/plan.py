@@ -12,14 +12,24 @@ is decided here, with plain integers:
   with its kind's extent if it has one, else its base space's: the memory
   model's ``Sizing``), restricted to one block on sliced modes;
 * ``Loop`` is one pass of a batch loop, ``0 .. extent`` in steps of the
-  block (a block that does not divide the extent leaves a last, smaller
-  block: a second loop with its own static shapes); a ``Window`` names, per dimension, the loop whose current block
-  start is the offset (or none: from 0) and the size;
+  block, the extent being that of the modes it binds (a composite kind's
+  own extent when it has one: ``loop_extents``); a block that does not
+  divide the extent leaves a last, smaller block: a second loop with its own
+  static shapes. A ``Window`` names, per dimension, the loop whose current
+  block start is the offset (or none: from 0) and the size;
 * ``Contract`` is one pairwise contraction into a zeroed piece: loop
   dimensions are the node's modes (result modes ``parallel``, summed modes
   ``reduction``), each operand indexed by the positions of its modes;
 * ``Write`` scatters (LoopCarried) or adds (Reduction) a piece into its
   buffer; ``Emit`` writes ``coeff * value`` into a tree's output;
+* the residual (``docs/residual.md``): one zeroed ``residual`` tensor per
+  operator group (group 0 is the function's result argument), every tree
+  adding ``coeff * root`` into it (``AddScaled``, the root's modes permuted
+  to the residual's, onto the current block when the root's pieces go
+  straight in), and the operator step: per operator, the residual copied
+  into an ``operand`` tensor and rebuilt as one ``AddScaled`` per weighted
+  relabelling (the permuted indexing map, sign and normalization in the
+  weight); a group other than 0 is then added into group 0 and freed;
 * ``Alloc``/``Zero``/``Free`` sit where the schedule allocates, zeroes and
   last reads each storage object (a piece or buffer is freed right after the
   last item of its own body that mentions it).
@@ -36,16 +46,23 @@ from fractions import Fraction
 from typing import Literal
 
 from axisflow.forest.model import Forest, Value
-from axisflow.pipeline.memory import Sizing
+from axisflow.pipeline.assemble import AssemblyError, root_axes
+from axisflow.pipeline.memory import Sizing, residual_name
 from axisflow.pipeline.schedule import (
+    Apply,
     Buffer,
     Build,
     Item,
+    LoopExtentError,
     LoopPass,
     Output,
+    Residual,
     Schedule,
     Write,
+    loop_extents,
 )
+from axisflow.residual import OperatorError
+from axisflow.residual.operators import axis_permutation
 from axisflow.roles.index import Index
 
 
@@ -56,7 +73,9 @@ class LoweringError(ValueError):
 MAX_ELEMENTS = 2**63 - 1
 """MLIR computes memref strides in signed 64 bits."""
 
-TensorKind = Literal["input", "output", "piece", "buffer", "value"]
+TensorKind = Literal[
+    "input", "output", "piece", "buffer", "value", "residual", "operand"
+]
 
 
 def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -76,7 +95,8 @@ class Tensor:
 
     number: int
     value: str
-    """The forest value it holds (the tree name for an output)."""
+    """The forest value it holds (the tree name for an output; the residual
+    group's name for a residual and its operand copy)."""
     kind: TensorKind
     shape: tuple[int, ...]
     modes: tuple[str, ...]
@@ -165,6 +185,24 @@ class Emit:
 
 
 @dataclass(frozen=True)
+class AddScaled:
+    """``target = coeff * source`` (``accumulate``: ``target += ...``) as one
+    ``linalg.generic`` over the target window's dimensions: the residual
+    steps. Source dimension ``k`` is loop (target) dimension
+    ``source_dims[k]``, so a transpose or an operator's relabelling is the
+    source's indexing map. ``source`` is ``None`` for a bare number (the
+    target gets ``coeff``)."""
+
+    what: str
+    """What the step does, for messages and docs (``@term3 into residual``)."""
+    source: int | None
+    source_dims: tuple[int, ...]
+    target: Window
+    coeff: Fraction
+    accumulate: bool
+
+
+@dataclass(frozen=True)
 class Loop:
     """One pass of a loop instance over ``start .. stop`` in steps of
     ``block`` (a pass whose block does not divide the extent is two loops:
@@ -178,7 +216,7 @@ class Loop:
     body: tuple[Step, ...]
 
 
-Step = Alloc | Zero | Free | Contract | WriteBack | Emit | Loop
+Step = Alloc | Zero | Free | Contract | WriteBack | Emit | AddScaled | Loop
 
 
 @dataclass(frozen=True)
@@ -190,8 +228,12 @@ class Plan:
     inputs: tuple[int, ...]
     """Input tensors, function arguments first."""
     outputs: tuple[int, ...]
-    """One output tensor per tree, after the inputs."""
+    """The output arguments after the inputs: one per tree that is a result
+    of its own (not added into the residual), in tree order, then the
+    residual when the schedule accumulates one."""
     steps: tuple[Step, ...]
+    residual: int | None = None
+    """The residual's tensor (the last output), if any."""
 
     def walk(self) -> list[Step]:
         """Every step in program order (loop bodies after their loop)."""
@@ -233,14 +275,26 @@ class _Planner:
         self.blocks: dict[int, int] = {}
         self.memo: dict[int, frozenset[str]] = {}
         self.outputs: dict[str, int] = {}
+        self.residual_modes: tuple[Index, ...] = schedule.residual_modes() or ()
+        self.residuals: dict[int, int] = {}
+        """Residual group -> its tensor (group 0 is the result argument)."""
+        self.tree_number = {tree.name: k for k, tree in enumerate(forest.trees)}
+        try:
+            self.loop_extents = loop_extents(schedule, self.extent, self.space_extent)
+        except LoopExtentError as error:
+            raise LoweringError(str(error)) from None
 
     # -- sizes -------------------------------------------------------------
 
     def extent(self, mode: Index) -> int:
         """A mode's extent, as the memory model sizes it (a composite whose
-        kind has an extent of its own takes that one)."""
-        self.space_extent(mode.base_key)
-        return self.sizing.mode_extent(mode)
+        kind has an extent of its own takes that one, and needs no extent of
+        its space)."""
+        if mode.protos:
+            own = self.sizing.extents.composite(mode.base_key, len(mode.protos))
+            if own is not None:
+                return own
+        return self.space_extent(mode.base_key)
 
     def space_extent(self, key: str) -> int:
         if self.sizing.is_default(key):
@@ -254,15 +308,8 @@ class _Planner:
         return self.blocks[instance]
 
     def sliced_block(self, mode: Index, instance: int) -> int:
-        """The block of ``mode`` under loop ``instance``; a loop runs over its
-        space's extent, so a composite whose kind has an extent of its own
-        cannot be sliced by it (the evaluator refuses the same)."""
-        if self.extent(mode) != self.space_extent(mode.base_key):
-            raise LoweringError(
-                f"a loop over {mode.base_key} binds {mode.full_label}, whose "
-                "composite kind has an extent of its own: loops run over a "
-                "space's extent only"
-            )
+        """The block of ``mode`` under loop ``instance`` (the loop runs over
+        ``mode``'s extent: ``loop_extents``)."""
         return self.block(instance)
 
     def tensor(
@@ -322,7 +369,14 @@ class _Planner:
                 self.inputs[name] = tensor.number
                 inputs.append(tensor.number)
         outputs = self.outputs
+        into_residual = {
+            item.tree
+            for item, _ in self.schedule.walk()
+            if isinstance(item, Output) and item.into is not None
+        }
         for tree in self.forest.trees:
+            if tree.name in into_residual:
+                continue
             root = None if tree.root is None else self.forest.sites[tree.root].value
             if root is None:
                 shape: tuple[int, ...] = ()
@@ -332,14 +386,27 @@ class _Planner:
                 shape = tuple(self.extent(m) for m in modes)
             tensor = self.add_tensor(tree.name, "output", shape, modes)
             outputs[tree.name] = tensor.number
+        arguments = [outputs[t.name] for t in self.forest.trees if t.name in outputs]
+        residual = None
+        if self.schedule.residual_modes() is not None:
+            residual = self.residual_tensor(0).number
+            self.residuals[0] = residual
+            arguments.append(residual)
         steps = self.items(self.schedule.items)
         return Plan(
             self.forest.name or "forest",
             tuple(self.tensors),
             tuple(inputs),
-            tuple(outputs[t.name] for t in self.forest.trees),
+            tuple(arguments),
             tuple(steps),
+            residual,
         )
+
+    def residual_tensor(self, group: int) -> Tensor:
+        """A residual-sized tensor (its dimensions the residual's modes)."""
+        modes = self.residual_modes
+        shape = tuple(self.extent(m) for m in modes)
+        return self.add_tensor(residual_name(group), "residual", shape, modes)
 
     def items(self, items: Sequence[Item]) -> list[Step]:
         last: dict[str, int] = {}
@@ -364,11 +431,19 @@ class _Planner:
                     steps.append(Zero(tensor.number))
                 owned.setdefault(item.value, []).append(tensor.number)
             elif isinstance(item, Write):
-                steps.append(self.write(item))
+                if item.into is None:
+                    steps.append(self.write(item))
+                else:
+                    steps.append(self.residual_write(item))
             elif isinstance(item, Output):
-                steps.append(self.output(item))
-            else:  # plan_of refuses schedules that accumulate a residual
-                raise LoweringError(f"cannot lower {type(item).__name__} yet")
+                if item.into is None:
+                    steps.append(self.output(item))
+                elif not item.direct:  # direct: added piece by piece already
+                    steps.append(self.residual_output(item))
+            elif isinstance(item, Residual):
+                steps.extend(self.residual(item))
+            else:
+                steps.extend(self.apply(item))
             for name in self.mentions(item):
                 if last[name] == position:
                     steps.extend(Free(t) for t in owned.pop(name, ()))
@@ -380,7 +455,7 @@ class _Planner:
         """A loop pass: the full blocks, then (when the block does not divide
         the extent) the last, smaller block as a loop of its own, so that
         every shape stays static."""
-        extent = self.space_extent(item.space)
+        extent = self.loop_extents[item.instance]
         block = min(item.block, extent)
         full = extent - extent % block
         loops: list[Loop] = []
@@ -516,6 +591,147 @@ class _Planner:
                 )
             source = stored.tensor
         return Emit(tree.name, self.outputs[tree.name], source, tree.coeff)
+
+    # -- the residual --------------------------------------------------------
+
+    def whole(self, tensor: int) -> Window:
+        shape = self.tensors[tensor].shape
+        return Window(tensor, (None,) * len(shape), shape)
+
+    def residual(self, item: Residual) -> list[Step]:
+        """Group 0 is the result argument, zeroed; another group is a
+        buffer of its own, allocated and zeroed."""
+        if item.group == 0:
+            return [Zero(self.residuals[0])]
+        tensor = self.residual_tensor(item.group).number
+        self.residuals[item.group] = tensor
+        return [Alloc(tensor), Zero(tensor)]
+
+    def root_dims(self, tree: str) -> tuple[int, ...]:
+        """Per dimension of tree ``tree``'s root value, the residual's
+        dimension it lands on."""
+        try:
+            axes = root_axes(self.forest, self.tree_number[tree], self.residual_modes)
+        except AssemblyError as error:
+            raise LoweringError(str(error)) from None
+        dims = [0] * len(axes)
+        for residual_dim, root_dim in enumerate(axes):
+            dims[root_dim] = residual_dim
+        return tuple(dims)
+
+    def residual_write(self, write: Write) -> AddScaled:
+        """A root's piece, times the tree's coefficient, added into the
+        residual's block at the piece's slices (the root never gets a buffer
+        of its own)."""
+        assert write.into is not None and write.tree is not None
+        piece = self.frames[-1].pieces.pop(write.value)
+        modes = self.forest.values[write.value].modes
+        dims = self.root_dims(write.tree)
+        target = self.residuals[write.into]
+        shape = self.tensors[target].shape
+        offsets: list[int | None] = [None] * len(shape)
+        sizes = list(shape)
+        for mode, dim in zip(modes, dims, strict=True):
+            instance = piece.slices.get(mode)
+            if instance is not None:
+                offsets[dim] = instance
+                sizes[dim] = self.block(instance)
+        tree = self.forest.trees[self.tree_number[write.tree]]
+        return AddScaled(
+            f"@{write.tree} into {residual_name(write.into)}",
+            piece.tensor,
+            dims,
+            Window(target, tuple(offsets), tuple(sizes)),
+            tree.coeff,
+            True,
+        )
+
+    def residual_output(self, output: Output) -> AddScaled:
+        """A tree's whole result, ``coeff * root``, added into the residual
+        (a bare number adds its coefficient)."""
+        assert output.into is not None
+        tree = self.forest.trees[self.tree_number[output.tree]]
+        source: int | None = None
+        dims: tuple[int, ...] = ()
+        if output.value is not None:
+            stored = self.lookup(output.value)
+            if stored.slices:
+                raise LoweringError(
+                    f"output of @{tree.name} reads a slice of @{output.value}"
+                )
+            source = stored.tensor
+            dims = self.root_dims(output.tree)
+        return AddScaled(
+            f"@{tree.name} into {residual_name(output.into)}",
+            source,
+            dims,
+            self.whole(self.residuals[output.into]),
+            tree.coeff,
+            True,
+        )
+
+    def apply(self, item: Apply) -> list[Step]:
+        """The operator step: per operator (the one next to the tensors
+        first) the residual is copied into an operand tensor and rebuilt as
+        the sum of its weighted relabellings, one ``AddScaled`` each; the
+        operand is the one extra residual-sized buffer the schedule counts.
+        A group other than 0 is then added into group 0 and freed."""
+        residual = self.residuals[item.group]
+        name = residual_name(item.group)
+        steps: list[Step] = []
+        if item.operators:
+            operand = self.add_tensor(
+                name,
+                "operand",
+                self.tensors[residual].shape,
+                self.residual_modes,
+            ).number
+            steps.append(Alloc(operand))
+            identity = tuple(range(len(self.residual_modes)))
+            for operator in reversed(item.operators):
+                steps.append(
+                    AddScaled(
+                        f"{name} operand of {operator}",
+                        residual,
+                        identity,
+                        self.whole(operand),
+                        Fraction(1),
+                        False,
+                    )
+                )
+                for term, (weight, mapping) in enumerate(operator.relabellings()):
+                    try:
+                        axes = axis_permutation(self.residual_modes, mapping, operator)
+                    except OperatorError as error:
+                        raise LoweringError(str(error)) from None
+                    dims = [0] * len(axes)
+                    for result_dim, operand_dim in enumerate(axes):
+                        dims[operand_dim] = result_dim
+                    steps.append(
+                        AddScaled(
+                            f"{name} = {operator}, term {term}",
+                            operand,
+                            tuple(dims),
+                            self.whole(residual),
+                            weight,
+                            term > 0,
+                        )
+                    )
+            steps.append(Free(operand))
+        if item.group != 0:
+            steps.append(
+                AddScaled(
+                    f"{name} into {residual_name(0)}",
+                    residual,
+                    tuple(range(len(self.residual_modes))),
+                    self.whole(self.residuals[0]),
+                    Fraction(1),
+                    True,
+                )
+            )
+            steps.append(Free(residual))
+            del self.residuals[item.group]
+        return steps
 
 
 def build_plan(

@@ -59,6 +59,7 @@ from xdsl.utils.exceptions import PassFailedException
 from axisflow.dialects.batch import ForestOp
 from axisflow.lowering import harness
 from axisflow.lowering.plan import (
+    AddScaled,
     Alloc,
     Contract,
     Emit,
@@ -269,6 +270,38 @@ def _generic(
     return GenericOp(list(inputs), [output], Region(body), maps, iterators)
 
 
+def _scaled_generic(
+    inputs: Sequence[SSAValue],
+    output: SSAValue,
+    maps: Sequence[AffineMapAttr],
+    rank: int,
+    coeff: float,
+    accumulate: bool,
+    builder: _Builder,
+) -> GenericOp:
+    """``out = coeff * in`` or ``out += coeff * in`` (all dimensions
+    ``parallel``; with no input, ``in`` is 1: the output gets ``coeff``);
+    a coefficient of 1 multiplies nothing."""
+    body = Block(arg_types=[f64] * (len(inputs) + 1))
+    *ins, out = body.args
+    value: SSAValue
+    if ins:
+        value = ins[0]
+        if coeff != 1.0:
+            mul = arith.MulfOp(builder.real(coeff), value)
+            body.add_op(mul)
+            value = mul.result
+    else:
+        value = builder.real(coeff)
+    if accumulate:
+        add = arith.AddfOp(out, value)
+        body.add_op(add)
+        value = add.result
+    body.add_op(YieldOp(value))
+    iterators = [builder.attributes.parallel] * rank
+    return GenericOp(list(inputs), [output], Region(body), maps, iterators)
+
+
 class _FunctionEmitter:
     """One plan as ``func.func``."""
 
@@ -317,6 +350,8 @@ class _FunctionEmitter:
                 hint = _hint(tensor.value)
                 if tensor.kind == "piece" and tensor.value in self.buffered:
                     hint = f"{hint}_piece"
+                elif tensor.kind == "operand":  # a copy of the residual
+                    hint = f"{hint}_operand"
                 op.results[0].name_hint = hint
                 self.values[step.tensor] = op.results[0]
             elif isinstance(step, Zero):
@@ -328,6 +363,8 @@ class _FunctionEmitter:
                 self.contract(step)
             elif isinstance(step, WriteBack):
                 self.write_back(step)
+            elif isinstance(step, AddScaled):
+                self.add_scaled(step)
             else:
                 self.output(step)
 
@@ -378,6 +415,25 @@ class _FunctionEmitter:
                 [False] * rank,
                 combine,
                 self.builder,
+            )
+        )
+
+    def add_scaled(self, step: AddScaled) -> None:
+        """``target (+)= coeff * source`` over the target window, the source
+        read through its permuted indexing map (no input for a number)."""
+        builder = self.builder
+        target = self.view(step.target)
+        rank = len(step.target.sizes)
+        identity = self.attributes.identity(rank, rank)
+        inputs: list[SSAValue] = []
+        maps: list[AffineMapAttr] = []
+        if step.source is not None:
+            inputs.append(self.values[step.source])
+            maps.append(self.attributes.map(rank, step.source_dims))
+        maps.append(identity)
+        builder.add(
+            _scaled_generic(
+                inputs, target, maps, rank, float(step.coeff), step.accumulate, builder
             )
         )
 
@@ -517,14 +573,6 @@ def plan_of(forest: ForestOp) -> Plan:
     except ModelError as error:
         raise LoweringError(str(error)) from None
     schedule, _ = schedule_from_op(schedule_op)
-    from axisflow.pipeline.schedule import Apply, Residual
-
-    if any(isinstance(item, Residual | Apply) for item in schedule.items):
-        raise LoweringError(
-            "its schedule accumulates a residual (sched.residual, sched.apply), "
-            "which lower-schedule does not lower yet: schedule with "
-            "schedule-batches{accumulate=false}"
-        )
     return build_plan(model, schedule)
 
 

@@ -40,11 +40,13 @@ from axisflow.pipeline.schedule import (
     Buffer,
     Build,
     Item,
+    LoopExtentError,
     LoopPass,
     Output,
     Residual,
     Schedule,
     Write,
+    loop_extents,
 )
 from axisflow.residual import apply_operators
 from axisflow.roles.index import Index
@@ -112,7 +114,7 @@ FLOAT_BYTES = 8
 def _elements(sizing: Sizing, value: Value) -> int:
     count = 1
     for mode in value.modes:
-        count *= sizing.extent(mode.base_key)
+        count *= sizing.mode_extent(mode)
     return count
 
 
@@ -201,6 +203,18 @@ class _Runner:
         self.residual_modes: tuple[Index, ...] = ()
         self.tree_number = {tree.name: k for k, tree in enumerate(forest.trees)}
         self.contract = _Contractions()
+        self.loop_extents: dict[int, int] = {}
+
+    def start(self, schedule: Schedule) -> None:
+        """Run ``schedule``; each loop over the extent of the modes it binds
+        (``loop_extents``: a composite kind's own extent included)."""
+        try:
+            self.loop_extents = loop_extents(
+                schedule, self.sizing.mode_extent, self.sizing.extent
+            )
+        except LoopExtentError as error:
+            raise ScheduleRunError(str(error)) from None
+        self.run(schedule.items)
 
     def extent(self, mode: Index) -> int:
         return self.sizing.mode_extent(mode)
@@ -228,7 +242,7 @@ class _Runner:
                 self.output(item)
 
     def loop(self, loop: LoopPass) -> None:
-        extent = self.sizing.extent(loop.space)
+        extent = self.loop_extents[loop.instance]
         self.open.append(loop)
         for start in range(0, extent, loop.block):
             self.current[loop.instance] = (start, min(start + loop.block, extent))
@@ -245,12 +259,6 @@ class _Runner:
         block = self.current.get(bind.instance)
         if block is None:
             raise ScheduleRunError(f"loop instance {bind.instance} is not open")
-        if self.extent(bind.mode) != self.sizing.extent(bind.mode.base_key):
-            raise ScheduleRunError(
-                f"a loop over {bind.mode.base_key} binds {bind.mode.full_label}, "
-                "whose composite kind has an extent of its own: the evaluator "
-                "runs loops over a space's extent only"
-            )
         return block
 
     def lookup(self, name: str, reader: str) -> _Stored:
@@ -398,7 +406,7 @@ def run_schedule(
     (trees added straight into the residual have none: see
     ``run_residual``)."""
     runner = _Runner(forest, sizing, inputs)
-    runner.run(schedule.items)
+    runner.start(schedule)
     return runner.results
 
 
@@ -411,7 +419,7 @@ def run_residual(
     """The trees' results and the residual the schedule accumulates (its
     operator steps applied; ``None`` if it accumulates none)."""
     runner = _Runner(forest, sizing, inputs)
-    runner.run(schedule.items)
+    runner.start(schedule)
     return runner.results, runner.residuals.get(0)
 
 

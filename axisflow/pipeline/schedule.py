@@ -37,7 +37,7 @@ schedule that passes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from axisflow.forest.model import Forest, Value
@@ -171,6 +171,56 @@ class Schedule:
             for item, _ in self.walk()
             if isinstance(item, LoopPass)
         }
+
+
+class LoopExtentError(ValueError):
+    """A loop instance binding modes of different extents; the message names
+    the instance, the modes and where they are bound."""
+
+
+def loop_extents(
+    schedule: Schedule,
+    mode_extent: Callable[[Index], int],
+    space_extent: Callable[[str], int],
+) -> dict[int, int]:
+    """The extent each loop instance runs over: that of the modes it binds.
+
+    A loop over space ``a`` iterates the index it binds, and a mode's extent
+    is its composite kind's when the kind has one (``a<2>=40``), so the loop
+    runs over that extent, not ``a``'s. All modes one instance binds (in
+    slices, sums and buffer slices) must have one extent: one loop cannot
+    run over two ranges (``LoopExtentError``). An instance that binds
+    nothing runs over its space's extent.
+    """
+    bound: dict[int, tuple[int, Index, str]] = {}
+    spaces: dict[int, str] = {}
+    for item, _ in schedule.walk():
+        if isinstance(item, LoopPass):
+            spaces.setdefault(item.instance, item.space)
+            continue
+        if isinstance(item, Build):
+            binds = (*item.slices, *item.sums)
+        elif isinstance(item, Buffer):
+            binds = item.slices
+        else:
+            continue
+        for bind in binds:
+            extent = mode_extent(bind.mode)
+            first = bound.setdefault(bind.instance, (extent, bind.mode, item.value))
+            if first[0] != extent:
+                raise LoopExtentError(
+                    f"loop instance {bind.instance} over "
+                    f"{spaces.get(bind.instance, bind.mode.base_key)} binds "
+                    f"{first[1].full_label} "
+                    f"of @{first[2]} (extent {first[0]}) and "
+                    f"{bind.mode.full_label} of @{item.value} (extent {extent}): "
+                    "one loop cannot run over two extents (composite kinds "
+                    "with extents of their own are different ranges)"
+                )
+    return {
+        instance: bound[instance][0] if instance in bound else space_extent(space)
+        for instance, space in spaces.items()
+    }
 
 
 # --------------------------------------------------------------------------

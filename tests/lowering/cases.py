@@ -1,8 +1,11 @@
 """Scheduled modules for the lowering tests, and their NumPy reference.
 
 The reference is the pipeline's NumPy evaluator (``evaluate_forest``, the
-unbatched forest, and ``run_schedule``, the schedule as written) on the
-inputs the generated ``main`` fills (``axisflow.lowering.harness``).
+unbatched forest, and ``run_residual``, the schedule as written) on the
+inputs the generated ``main`` fills (``axisflow.lowering.harness``): per
+output the function writes, a tree's own result or the residual (the
+unbatched trees assembled by ``assemble_residual``, and the schedule's own
+residual buffer, its operator steps applied).
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from axisflow.lowering.plan import Plan
 from axisflow.order import Order
 from axisflow.passes.lower_schedule import lower_module
 from axisflow.pipeline.api import schedule_module
+from axisflow.pipeline.assemble import assemble_residual, schedule_layout
 from axisflow.pipeline.evaluate import (
     evaluate_forest,
     relative_difference,
-    run_schedule,
+    run_residual,
 )
 from axisflow.pipeline.memory import Sizing
+from axisflow.pipeline.schedule import Output
 from tests.conftest import EXAMPLES, example, parse
 
 TOLERANCE = 1e-10
@@ -33,44 +38,96 @@ TOLERANCE = 1e-10
 
 @dataclass
 class Reference:
-    """Per forest (in module order), per tree: the unbatched and scheduled
-    NumPy results."""
+    """Per forest (in module order), per output (the trees that are results
+    of their own, then the residual): the unbatched and scheduled NumPy
+    results."""
 
     unbatched: list[list[Array]]
     scheduled: list[list[Array]]
 
 
-# accumulate=False, never_worse=False: the scheduler's schedule without a
-# residual, which is what lower-schedule lowers.
+# never_worse=False unless asked: the scheduler's loops stay even where the
+# guard would drop them, so the lowering has loops to lower. accumulate=True
+# (the default of schedule-batches) accumulates the residual.
 
 
-def scheduled_example(name: str, block: int = 1) -> ModuleOp:
+def scheduled_example(
+    name: str, block: int = 1, *, accumulate: bool = True, never_worse: bool = False
+) -> ModuleOp:
     """``examples/<name>``, classified and scheduled."""
     module = example(name)
-    schedule_module(module, block=block, accumulate=False, never_worse=False)
+    schedule_module(module, block=block, accumulate=accumulate, never_worse=never_worse)
     return module
 
 
-def scheduled_examples(*names: str) -> ModuleOp:
+def scheduled_examples(*names: str, accumulate: bool = True) -> ModuleOp:
     """Several examples in one module (one function each, one ``@main``),
     classified and scheduled."""
     text = "\n".join((EXAMPLES / name).read_text(encoding="utf-8") for name in names)
     module = parse(text)
-    schedule_module(module, accumulate=False, never_worse=False)
+    schedule_module(module, accumulate=accumulate, never_worse=False)
+    return module
+
+
+def with_operator(name: str, operator: str) -> str:
+    """A bundled equation's text with ``operator`` written into every term
+    (as SeQuant writes ``Ŝ`` into each term of an expanded residual)."""
+    from axisflow.sequant import parse as parse_sequant
+
+    text = (EXAMPLES / "sequant" / name).read_text(encoding="utf-8")
+    pieces = []
+    for k, term in enumerate(parse_sequant(text).terms):
+        sign = "-" if term.coefficient < 0 else ("" if k == 0 else "+")
+        body = " * ".join(str(t) for t in term.tensors)
+        pieces.append(f"{sign} {abs(term.coefficient)} {operator} * {body}")
+    return " ".join(pieces)
+
+
+def scheduled_text(
+    text: str,
+    batch: str,
+    extents: str,
+    name: str,
+    *,
+    block: int = 1,
+    order: Order = "flops",
+    accumulate: bool = True,
+    never_worse: bool = False,
+) -> ModuleOp:
+    """SeQuant text through the frontend, classified and scheduled."""
+    from axisflow.sequant import parse as parse_sequant
+    from axisflow.sequant import to_module
+
+    module = to_module(
+        parse_sequant(text), batch, extents=extents, name=name, order=order
+    )
+    schedule_module(module, block=block, accumulate=accumulate, never_worse=never_worse)
     return module
 
 
 def scheduled_sequant(
-    name: str, batch: str, extents: str, block: int = 1, order: Order = "flops"
+    name: str,
+    batch: str,
+    extents: str,
+    block: int = 1,
+    order: Order = "flops",
+    *,
+    accumulate: bool = True,
+    never_worse: bool = False,
 ) -> ModuleOp:
     """A bundled SeQuant equation through the frontend (``order``: how each
     term is binarized), classified and scheduled."""
-    from axisflow.sequant import parse, to_module
-
     text = (EXAMPLES / "sequant" / name).read_text(encoding="utf-8")
-    module = to_module(parse(text), batch, extents=extents, name=name[:-4], order=order)
-    schedule_module(module, block=block, accumulate=False, never_worse=False)
-    return module
+    return scheduled_text(
+        text,
+        batch,
+        extents,
+        name[:-4],
+        block=block,
+        order=order,
+        accumulate=accumulate,
+        never_worse=never_worse,
+    )
 
 
 def reference(module: ModuleOp) -> Reference:
@@ -89,13 +146,24 @@ def reference(module: ModuleOp) -> Reference:
         number = 0
         for name, value in model.values.items():
             if value.is_input and name in used:
-                shape = tuple(sizing.extent(m.base_key) for m in value.modes)
+                shape = tuple(sizing.mode_extent(m) for m in value.modes)
                 inputs[name] = fill_input(number, shape)
                 number += 1
         plain = evaluate_forest(model, inputs)
-        batched = run_schedule(model, schedule, inputs, sizing)
-        unbatched.append([plain[t.name] for t in model.trees])
-        scheduled.append([batched[t.name] for t in model.trees])
+        batched, residual = run_residual(model, schedule, inputs, sizing)
+        into_residual = {
+            item.tree
+            for item, _ in schedule.walk()
+            if isinstance(item, Output) and item.into is not None
+        }
+        own = [t.name for t in model.trees if t.name not in into_residual]
+        unbatched.append([plain[name] for name in own])
+        scheduled.append([batched[name] for name in own])
+        layout = schedule_layout(model, schedule)
+        if layout is not None:
+            assert residual is not None
+            unbatched[-1].append(assemble_residual(model, plain, layout))
+            scheduled[-1].append(residual)
     return Reference(unbatched, scheduled)
 
 

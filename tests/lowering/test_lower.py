@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import re
+from fractions import Fraction
+
 import pytest
 
 from axisflow.lowering import toolchain
 from axisflow.lowering.plan import (
+    AddScaled,
     Alloc,
     Contract,
     Emit,
@@ -17,11 +22,11 @@ from axisflow.lowering.plan import (
 )
 from axisflow.lowering.toolchain import ToolchainError, require_toolchain, verify_text
 from axisflow.passes.lower_schedule import lower_module
-from tests.lowering.cases import scheduled_example, scheduled_sequant
+from tests.lowering.cases import scheduled_example, scheduled_sequant, scheduled_text
 
 
 def test_four_tensor_plan_follows_the_schedule() -> None:
-    module = scheduled_example("pipeline/four_tensor.mlir")
+    module = scheduled_example("pipeline/four_tensor.mlir", accumulate=False)
     (plan,) = lower_module(module)
     top = [type(step).__name__ for step in plan.steps]
     # buffer S (zeroed), the loop over b, the output, S freed
@@ -50,8 +55,89 @@ def test_four_tensor_plan_follows_the_schedule() -> None:
     assert emit.tree == "S_term" and emit.coeff == 1
 
 
+def test_four_tensor_residual_takes_the_pieces_directly() -> None:
+    # With the residual (the default): S is never a buffer; each (b, c)
+    # piece goes straight into the b block of the zeroed result argument.
+    module = scheduled_example("pipeline/four_tensor.mlir")
+    (plan,) = lower_module(module)
+    assert plan.residual is not None and plan.outputs == (plan.residual,)
+    residual = plan.tensors[plan.residual]
+    assert (residual.kind, residual.modes, residual.shape) == (
+        "residual",
+        ("a", "b", "i", "j"),
+        (2, 3, 2, 3),
+    )
+    top = [type(step).__name__ for step in plan.steps]
+    assert top == ["Zero", "Loop"]  # no buffer, no output copy
+    assert not any(plan.tensors[t].kind == "buffer" for t in range(len(plan.tensors)))
+    (outer,) = [s for s in plan.steps if isinstance(s, Loop)]
+    (inner,) = outer.body
+    assert isinstance(inner, Loop)
+    (add,) = [s for s in inner.body if isinstance(s, AddScaled)]
+    assert add.accumulate and add.coeff == 1
+    assert add.target.tensor == plan.residual
+    assert add.target.offsets == (None, outer.instance, None, None)
+    assert add.target.sizes == (2, 1, 2, 3)
+    assert add.source_dims == (0, 1, 2, 3)
+
+
+def test_operator_step_is_one_generic_per_weighted_relabelling() -> None:
+    from tests.lowering.test_run import GROUPS
+
+    module = scheduled_text(GROUPS, "i", "a=2,i=3", "groups")
+    (plan,) = lower_module(module)
+    kinds = [plan.tensors[t].kind for t in range(len(plan.tensors))]
+    assert kinds.count("residual") == 4  # the result and three more groups
+    assert kinds.count("operand") == 3  # Ŝ, Â, P̂: one operand each
+    steps = plan.walk()
+    terms = [s for s in steps if isinstance(s, AddScaled) and ", term " in s.what]
+    # Ŝ: 2 column permutations of 1/2; Â: 4 signed of 1/4; P̂: one swap
+    weights = sorted(t.coeff for t in terms)
+    assert weights == sorted(
+        [Fraction(1, 2)] * 2 + [Fraction(1, 4)] * 2 + [Fraction(-1, 4)] * 2 + [1]
+    )
+    # the residual's modes are a_1 a_2 i_1 i_2; Ŝ (group 0, in place) has
+    # as its second term the column swap (a_1 i_1) <-> (a_2 i_2): the
+    # operand read transposed
+    s_terms = [t for t in terms if t.what.startswith("residual = Ŝ")]
+    assert [t.source_dims for t in s_terms] == [(0, 1, 2, 3), (1, 0, 3, 2)]
+    assert [t.accumulate for t in s_terms] == [False, True]
+    # every group other than 0 is added into the result and freed
+    into_result = [
+        s
+        for s in steps
+        if isinstance(s, AddScaled)
+        and re.fullmatch(r"residual#\d into residual", s.what)
+    ]
+    assert len(into_result) == 3
+    freed = {s.tensor for s in steps if isinstance(s, Free)}
+    residuals = {t for t, kind in enumerate(kinds) if kind in ("residual", "operand")}
+    assert residuals - freed == {plan.residual}
+    # the memory the schedule counts: each residual buffer is its
+    # sched.residual's bytes, each operand its sched.apply's
+    from axisflow.dialects.batch import ForestOp
+    from axisflow.dialects.sched import ScheduleOp, schedule_from_op
+    from axisflow.pipeline.schedule import Apply, Residual
+
+    scheduled = scheduled_text(GROUPS, "i", "a=2,i=3", "groups")
+    forest = next(op for op in scheduled.walk() if isinstance(op, ForestOp))
+    schedule_op = next(op for op in forest.body.block.ops if isinstance(op, ScheduleOp))
+    schedule, _ = schedule_from_op(schedule_op)
+    counted = {
+        (type(item).__name__, item.group): item.bytes
+        for item in schedule.items
+        if isinstance(item, Residual | Apply)
+    }
+    for tensor in plan.tensors:
+        if tensor.kind not in ("residual", "operand"):
+            continue
+        group = 0 if tensor.value == "residual" else int(tensor.value.split("#")[1])
+        item = "Residual" if tensor.kind == "residual" else "Apply"
+        assert 8 * math.prod(tensor.shape) == counted[(item, group)], tensor
+
+
 def test_a_ragged_block_is_a_second_loop_with_static_shapes() -> None:
-    module = scheduled_example("pipeline/four_tensor.mlir", block=3)
+    module = scheduled_example("pipeline/four_tensor.mlir", block=3, accumulate=False)
     (plan,) = lower_module(module)
     (outer,) = [s for s in plan.steps if isinstance(s, Loop)]  # b: 3 = one block
     assert (outer.start, outer.stop, outer.block) == (0, 3, 3)
@@ -67,7 +153,7 @@ def test_a_ragged_block_is_a_second_loop_with_static_shapes() -> None:
 
 
 def test_loop_carried_value_is_scattered() -> None:
-    module = scheduled_example("pipeline/cross_iteration.mlir")
+    module = scheduled_example("pipeline/cross_iteration.mlir", accumulate=False)
     (plan,) = lower_module(module)
     writes = [s for s in plan.walk() if isinstance(s, WriteBack)]
     assert writes and not any(w.accumulate for w in writes)
@@ -108,7 +194,9 @@ def test_doubles_residual_is_accepted_by_mlir_opt() -> None:
         "csv_ccsd_doubles_residual_df.txt", "i", "i=20,a=40,μ̃=40,Κ=80"
     )
     (plan,) = lower_module(module)
-    assert len(plan.outputs) == 55  # one output per term (no residual step yet)
+    assert plan.outputs == (plan.residual,)  # the 55 terms accumulate into one
+    adds = [s for s in plan.walk() if isinstance(s, AddScaled)]
+    assert len(adds) == 55
     printed = verify_text(str(module))
     assert printed.count("linalg.generic") >= 55
 
@@ -130,19 +218,31 @@ def test_a_tensor_no_memref_can_index_is_refused() -> None:
         lower_module(module)
 
 
-def test_a_loop_binding_a_composite_with_its_own_extent_is_refused() -> None:
-    """A loop over ``a`` runs over a's extent (3); the composite a_1<i_1> it
-    binds has its kind's extent (2): slicing it so would read past its end,
-    so the lowering refuses, as the NumPy evaluator does."""
-    from axisflow.pipeline import schedule_module
-    from axisflow.sequant import parse, to_module
+def test_a_loop_binding_composites_of_two_extents_is_refused() -> None:
+    """One loop over ``a`` binds a_1<i_1> (kind a<1>, extent 2) in one term
+    and a_1<i_1,i_2> (kind a<2>, extent 3) in the other: two ranges, which
+    one loop cannot run over; the lowering refuses, as the evaluator does."""
+    from axisflow.pipeline.evaluate import ScheduleRunError, run_schedule
+    from axisflow.pipeline.memory import Sizing
 
-    module = to_module(
-        parse("A{a_1<i_1>;i_1} * B{i_1;a_1<i_1>}"),
-        "a",
-        extents="i=2,a=3,a<1>=2",
-        name="composite",
+    module = scheduled_text(MIXED_KINDS, "a", "i=2,a=4,a<1>=2,a<2>=3", "mixed")
+    expected = (
+        r"loop instance 0 over a binds a_1<i_1> of @v\d+ \(extent 2\) and "
+        r"a_1<i_1,i_2> of @v\d+ \(extent 3\): one loop cannot run over two extents"
     )
-    schedule_module(module, accumulate=False, never_worse=False)
-    with pytest.raises(LoweringError, match=r"binds a_1<i_1>, whose composite kind"):
+    from axisflow.dialects.batch import ForestOp
+    from axisflow.dialects.batch_model import forest_model
+    from axisflow.dialects.sched import ScheduleOp, schedule_from_op
+
+    forest = next(op for op in module.walk() if isinstance(op, ForestOp))
+    model = forest_model(forest)
+    schedule_op = next(op for op in forest.body.block.ops if isinstance(op, ScheduleOp))
+    schedule, _ = schedule_from_op(schedule_op)
+    with pytest.raises(ScheduleRunError, match=expected):
+        run_schedule(model, schedule, {}, Sizing(model))
+    with pytest.raises(LoweringError, match=expected):
         lower_module(module)
+
+
+MIXED_KINDS = "A{a_1<i_1>;i_1} * B{i_1;a_1<i_1>} + C{a_1<i_1,i_2>;i_1,i_2} * D{i_1,i_2;a_1<i_1,i_2>}"
+"""Two scalar terms whose batched index a_1 has two composite kinds."""

@@ -1,6 +1,7 @@
 """Property: on random small forests (the pipeline's own strategy), the
 lowered schedule run in xDSL's interpreter prints the NumPy evaluator's
-numbers, blocks that do not divide their extent included."""
+numbers, blocks that do not divide their extent included, and with the
+residual when the trees form one (every root carrying the same labels)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from axisflow.interpret import run_main
 from axisflow.lowering.harness import decode_printed, fill_input
 from axisflow.lowering.plan import build_plan
 from axisflow.passes.lower_schedule import lowered_module
+from axisflow.pipeline.assemble import assemble_residual, forest_layout
 from axisflow.pipeline.evaluate import evaluate_forest, relative_difference
 from axisflow.pipeline.memory import Sizing
 from axisflow.pipeline.schedule import LoopPass
@@ -24,9 +26,13 @@ from tests.pipeline.test_random_forests import forests
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(forests(), st.integers(1, 2))
-def test_lowered_random_forests_agree_with_numpy(forest: Forest, block: int) -> None:
-    schedule = schedule_forest(forest, block=block).schedule
+@given(forests(), st.integers(1, 2), st.booleans())
+def test_lowered_random_forests_agree_with_numpy(
+    forest: Forest, block: int, accumulate: bool
+) -> None:
+    layout = forest_layout(forest) if accumulate else None
+    event("residual" if layout is not None else "one output per tree")
+    schedule = schedule_forest(forest, block=block, residual=layout).schedule
     sizing = Sizing(forest)
     extents = [
         sizing.extent(item.space)
@@ -45,5 +51,10 @@ def test_lowered_random_forests_agree_with_numpy(forest: Forest, block: int) -> 
         for k, t in enumerate(plan.inputs)
     }
     expected = evaluate_forest(forest, inputs)
+    if layout is not None:
+        (got,) = results
+        residual = assemble_residual(forest, expected, layout)
+        assert relative_difference(got, residual) <= 1e-10
+        return
     for tree, got in zip(forest.trees, results, strict=True):
         assert relative_difference(got, expected[tree.name]) <= 1e-10, tree.name
