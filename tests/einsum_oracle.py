@@ -1,10 +1,13 @@
-"""An independent numerical oracle for SeQuant expressions.
+"""The independent numerical oracle of the tests, for SeQuant expressions.
 
-Nothing here reads the forest, the schedule or the evaluator: each term of
-the parsed text is evaluated with one ``numpy.einsum`` over its tensors,
-scaled by its coefficient, summed into the residual, and the term's reserved
-operators are applied (``axisflow.residual.operators``, which states
-SeQuant's definitions).
+Nothing here computes with the forest, the schedule or the evaluator: each
+term of the parsed text is evaluated with one ``numpy.einsum`` over its
+tensors and scaled by its coefficient (``term_by_einsum``: one term onto any
+output order, for per-tree checks); the residual (``oracle_residual``) sums
+them and applies the terms' reserved operators
+(``axisflow.residual.operators``, which states SeQuant's definitions). The
+one place that looks at a forest, ``forest_inputs``, only reads which text
+tensor each leaf is, to hand the evaluator the same inputs.
 
 Dense model (the forest model's convention): a tensor carrying
 ``a_1<i_1,i_2>`` has the composite as a mode of the extent of ``a`` and its
@@ -40,9 +43,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from axisflow.forest.model import Forest
 from axisflow.residual import Operator, apply_operators, residual_layout
 from axisflow.roles.index import Index
-from axisflow.sequant import Expression, Tensor
+from axisflow.sequant import Expression, Tensor, Term
 
 Array = NDArray[np.float64]
 
@@ -239,9 +243,50 @@ def tensor_array(tensor: Tensor, extents: Mapping[str, int], seed: int = 0) -> A
     return np.transpose(array, axes)
 
 
+def forest_inputs(
+    expression: Expression, forest: Forest, extents: Mapping[str, int], seed: int = 0
+) -> dict[str, Array]:
+    """The oracle's inputs in the forest's leaf frames: each leaf read from
+    the text tensor at one of its use-sites (same label, symmetry, layout and
+    indices: ``A{;i_2,i_3}`` and ``A{i_2;i_3}`` are different tensors), its
+    axes in the order of the leaf value's modes."""
+    inputs: dict[str, Array] = {}
+    for site in forest.sites:
+        value = forest.values[site.value]
+        if not value.is_input or value.name in inputs:
+            continue
+        term = expression.terms[site.tree]
+        occurrence = next(
+            t
+            for t in term.tensors
+            if (t.label, t.symmetry, t.layout, t.indices)
+            == (value.tensor, value.symmetry, value.layout, site.labels)
+        )
+        array = tensor_array(occurrence, extents, seed)
+        axes = {mode: k for k, mode in enumerate(modes_of(occurrence.indices))}
+        inputs[value.name] = np.transpose(
+            array, [axes[site.mode_labels[m]] for m in value.modes]
+        )
+    return inputs
+
+
 # --------------------------------------------------------------------------
-# The residual, one einsum per term
+# One einsum per term, and the residual
 # --------------------------------------------------------------------------
+
+
+def term_by_einsum(
+    term: Term,
+    output: Sequence[Index],
+    extents: Mapping[str, int],
+    seed: int = 0,
+) -> Array:
+    """``coefficient * product of the term's tensors``, summed over every mode
+    not in ``output``, axes in ``output`` order: one ``numpy.einsum`` over the
+    parsed tensors (operators not applied: one term, for per-tree checks)."""
+    return float(term.coefficient) * _term_value(
+        term.tensors, tuple(output), extents, seed
+    )
 
 
 def term_operators(tensors: Sequence[Tensor]) -> tuple[Operator, ...]:

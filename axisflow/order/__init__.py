@@ -6,7 +6,8 @@ Pure Python, no xDSL (below the dialects, like ``axisflow.roles``):
   the one sizing convention of the project;
 * ``search``: plans for one product under ``order=file|flops|memory``
   (exact dynamic programming, greedy fallback), with a hook for sizes under
-  batch loops.
+  batch loops, and a cache (``PlanCache``) that finds each network's plan
+  once for the terms of an expression.
 """
 
 from axisflow.forest.frames import expand_modes
@@ -26,6 +27,7 @@ from axisflow.order.search import (
     Costs,
     Order,
     Plan,
+    PlanCache,
     SizeHook,
     plan_product,
 )
@@ -42,6 +44,7 @@ __all__ = [
     "Extents",
     "Order",
     "Plan",
+    "PlanCache",
     "SizeHook",
     "expand_modes",
     "parse_extents",

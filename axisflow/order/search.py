@@ -131,6 +131,61 @@ def _bits(mask: int) -> Iterator[int]:
         mask ^= low
 
 
+# --------------------------------------------------------------------------
+# Subsets as bits, folded by table lookups
+# --------------------------------------------------------------------------
+
+
+def _block_tables(values: Sequence[int], multiply: bool) -> tuple[list[int], ...]:
+    """Per block of 8 positions, ``values`` folded (OR, or product when
+    ``multiply``) over every subset of the block: folding over any subset is
+    then one lookup per block (``_folding``)."""
+    tables: list[list[int]] = []
+    for base in range(0, max(len(values), 1), 8):
+        block = values[base : base + 8]
+        table = [1 if multiply else 0] * (1 << len(block))
+        for subset in range(1, len(table)):
+            low = subset & -subset
+            value = block[low.bit_length() - 1]
+            rest = table[subset ^ low]
+            table[subset] = rest * value if multiply else rest | value
+        tables.append(table)
+    return tuple(tables)
+
+
+def _folding(values: Sequence[int], multiply: bool) -> Callable[[int], int]:
+    """``values`` folded (OR, or product) over the positions set in a mask,
+    by ``_block_tables``: up to 24 positions inline (the searches have at
+    most ``CONNECTED_MAX`` operands, a term rarely 24 modes)."""
+    tables = _block_tables(values, multiply)
+    if len(tables) == 1:
+        return tables[0].__getitem__
+    if len(tables) == 2:
+        low, high = tables
+        if multiply:
+            return lambda mask: low[mask & 255] * high[mask >> 8]
+        return lambda mask: low[mask & 255] | high[mask >> 8]
+    if len(tables) == 3:
+        low, middle, high = tables
+        if multiply:
+            return lambda mask: (
+                low[mask & 255] * middle[mask >> 8 & 255] * high[mask >> 16]
+            )
+        return lambda mask: low[mask & 255] | middle[mask >> 8 & 255] | high[mask >> 16]
+
+    def any_size(mask: int) -> int:
+        found = 1 if multiply else 0
+        for table in tables:
+            if multiply:
+                found *= table[mask & 255]
+            else:
+                found |= table[mask & 255]
+            mask >>= 8
+        return found
+
+    return any_size
+
+
 class _Context:
     """The product's modes as bit positions, with cached sizes."""
 
@@ -157,22 +212,9 @@ class _Context:
         self.output = mask_of(externals)
         self.extent = [costs.extents.extent(mode) for mode in self.modes]
         self.hook = costs.size
-        self._elements: dict[int, int] = {}
+        self.elements: Callable[[int], int] = _folding(self.extent, multiply=True)
+        """The product of the extents of the modes in a mask."""
         self._sizes: dict[tuple[int, int], int] = {}
-
-    def elements(self, mask: int) -> int:
-        """The product of the extents of the modes in ``mask``."""
-        found = self._elements.get(mask)
-        if found is None:
-            found = 1
-            extent = self.extent
-            rest = mask
-            while rest:
-                low = rest & -rest
-                found *= extent[low.bit_length() - 1]
-                rest ^= low
-            self._elements[mask] = found
-        return found
 
     def size(self, mask: int, span: int) -> int:
         """The stored size of a value keeping the modes in ``mask``, made
@@ -301,15 +343,30 @@ class _Emitter:
 # --------------------------------------------------------------------------
 
 
-_Point = tuple[int, int, tuple[int, int], int, int, int, int]
+_Point = tuple[int, int, int, int, int, int, int]
 """A point of a Pareto front: peak, multiply-adds, tie key, the split (left,
 right) and the point of each part it extends."""
 
 
-def _tie_key(right: int) -> tuple[int, int]:
-    """Among equal costs, smaller is preferred: fewest operands on the right,
-    then the latest ones (the left-to-right fold first)."""
-    return (right.bit_count(), -right)
+class _Kept(dict[int, int]):
+    """The modes the value of a subset keeps, by subset, computed on first
+    lookup (``__missing__``: a hit is one C-level dict lookup, the searches'
+    inner loop)."""
+
+    def __init__(
+        self, units: Sequence[_Unit], union: Callable[[int], int], needed: int
+    ) -> None:
+        super().__init__(
+            (1 << position, unit.result) for position, unit in enumerate(units)
+        )
+        self.union = union
+        self.full = (1 << len(units)) - 1
+        self.needed = needed
+
+    def __missing__(self, subset: int) -> int:
+        union = self.union
+        found = self[subset] = union(subset) & (union(self.full ^ subset) | self.needed)
+        return found
 
 
 class _Search:
@@ -325,40 +382,42 @@ class _Search:
         self.outside = outside
         self.needed = context.output | outside
         self.order: Order = order
-        self._union: dict[int, int] = {0: 0}
-        self._result: dict[int, int] = {}
-        self._span: dict[int, int] = {0: 0}
-        for position, unit in enumerate(units):
-            self._union[1 << position] = unit.result
-            self._result[1 << position] = unit.result
-            self._span[1 << position] = unit.span
+        self._union: Callable[[int], int] | None = None
+        self._span: Callable[[int], int] | None = None
+        self._kept: _Kept | None = None
+
+    # Table lookups, built on first use (the greedy search of long products
+    # never needs them, the flops search no spans).
+
+    def span_of(self) -> Callable[[int], int]:
+        """The modes of the leaves the units of a subset cover."""
+        if self._span is None:
+            self._span = _folding([unit.span for unit in self.units], multiply=False)
+        return self._span
+
+    def union_of(self) -> Callable[[int], int]:
+        """The modes the units of a subset keep, together."""
+        if self._union is None:
+            self._union = _folding([unit.result for unit in self.units], multiply=False)
+        return self._union
 
     def span(self, subset: int) -> int:
         """The modes of the leaves the units of ``subset`` cover."""
-        found = self._span.get(subset)
-        if found is None:
-            found = 0
-            for position in _bits(subset):
-                found |= self.units[position].span
-            self._span[subset] = found
-        return found
+        return self.span_of()(subset)
 
     def union(self, subset: int) -> int:
-        found = self._union.get(subset)
-        if found is None:
-            found = 0
-            for position in _bits(subset):
-                found |= self.units[position].result
-            self._union[subset] = found
-        return found
+        """The modes the units of ``subset`` keep, together."""
+        return self.union_of()(subset)
+
+    def kept(self) -> _Kept:
+        """The modes each subset's value keeps (a lazily filled mapping)."""
+        if self._kept is None:
+            self._kept = _Kept(self.units, self.union_of(), self.needed)
+        return self._kept
 
     def result(self, subset: int) -> int:
         """The modes the value of ``subset`` keeps."""
-        found = self._result.get(subset)
-        if found is None:
-            rest = self.union(self.full ^ subset) | self.needed
-            found = self._result[subset] = self.union(subset) & rest
-        return found
+        return self.kept()[subset]
 
     # -- flops: one best split per subset ----------------------------------
 
@@ -367,30 +426,30 @@ class _Search:
         parents) and rebuild the best tree of the full set."""
         if self.order == "memory":
             return self._run_memory(pairs)
-        context = self.context
+        elements = self.context.elements
+        result = self.kept()
+        full = self.full
+        width = full.bit_length()
         cost: dict[int, int] = {}
         split: dict[int, tuple[int, int]] = {}
-        tie: dict[int, tuple[int, int]] = {}
+        tie: dict[int, int] = {}
         for position, unit in enumerate(self.units):
             cost[1 << position] = unit.flops
-        for left, right in pairs:
+        for pair in pairs:
+            left, right = pair
+            total = cost[left] + cost[right] + elements(result[left] | result[right])
             subset = left | right
-            total = (
-                cost[left]
-                + cost[right]
-                + context.elements(self.result(left) | self.result(right))
-            )
             best = cost.get(subset)
             if best is None or total < best:
                 cost[subset] = total
-                split[subset] = (left, right)
-                tie[subset] = _tie_key(right)
+                split[subset] = pair
+                tie[subset] = (right.bit_count() << width) + (full - right)
             elif total == best:
-                key = _tie_key(right)
+                key = (right.bit_count() << width) + (full - right)
                 if key < tie[subset]:
-                    split[subset] = (left, right)
+                    split[subset] = pair
                     tie[subset] = key
-        return self._rebuild(lambda subset: split[subset])
+        return self._rebuild(split.__getitem__)
 
     def _rebuild(self, children: Callable[[int], tuple[int, int]]) -> _Unit:
         """The tree of the full set, following ``children`` from the top
@@ -424,20 +483,79 @@ class _Search:
 
     def _run_memory(self, pairs: Iterable[tuple[int, int]]) -> _Unit:
         context = self.context
+        elements = context.elements
+        result = self.kept()
+        span = self.span_of()
+        full = self.full
+        width = full.bit_length()
         fronts: dict[int, list[_Point]] = {}
+        sizes: dict[int, int] = {}
         for position, unit in enumerate(self.units):
-            fronts[1 << position] = [(unit.peak, unit.flops, (0, 0), 0, 0, 0, 0)]
+            fronts[1 << position] = [(unit.peak, unit.flops, 0, 0, 0, 0, 0)]
         for left, right in pairs:
             subset = left | right
-            size = context.size(self.result(subset), self.span(subset))
-            pair = context.elements(self.result(left) | self.result(right))
-            key = _tie_key(right)
-            front = fronts.setdefault(subset, [])
-            for li, lp in enumerate(fronts[left]):
-                for ri, rp in enumerate(fronts[right]):
-                    peak = max(lp[0], rp[0], size)
-                    flops = lp[1] + rp[1] + pair
-                    _insert(front, (peak, flops, key, left, right, li, ri))
+            front = fronts.get(subset)
+            if front is None:
+                front = fronts[subset] = []
+                size = sizes[subset] = context.size(result[subset], span(subset))
+            else:
+                size = sizes[subset]
+            pair = elements(result[left] | result[right])
+            left_front, right_front = fronts[left], fronts[right]
+            if len(left_front) == 1 and len(right_front) == 1 and len(front) < 2:
+                # The common case (without a batch hook, every front has one
+                # point): the general insertion below, unrolled, the tie key
+                # computed only when it is needed.
+                lp, rp = left_front[0], right_front[0]
+                peak = lp[0] if lp[0] > size else size
+                if rp[0] > peak:
+                    peak = rp[0]
+                flops = lp[1] + rp[1] + pair
+                if front:
+                    other = front[0]
+                    if other[0] <= peak and other[1] <= flops:
+                        if other[0] == peak and other[1] == flops:
+                            key = (right.bit_count() << width) + (full - right)
+                            if key < other[2]:
+                                front[0] = (peak, flops, key, left, right, 0, 0)
+                        continue
+                    if peak <= other[0] and flops <= other[1]:
+                        front.pop()
+                key = (right.bit_count() << width) + (full - right)
+                front.append((peak, flops, key, left, right, 0, 0))
+                continue
+            key = (right.bit_count() << width) + (full - right)
+            for li, lp in enumerate(left_front):
+                left_peak = lp[0] if lp[0] > size else size
+                left_flops = lp[1] + pair
+                for ri, rp in enumerate(right_front):
+                    peak = rp[0] if rp[0] > left_peak else left_peak
+                    flops = left_flops + rp[1]
+                    # Into the Pareto front of (peak, flops): a point at least
+                    # as good in both is kept (an equal one yields only to a
+                    # preferred split); the points the new one covers go.
+                    for position, other in enumerate(front):
+                        if other[0] <= peak and other[1] <= flops:
+                            if (
+                                other[0] == peak
+                                and other[1] == flops
+                                and key < other[2]
+                            ):
+                                front[position] = (
+                                    peak,
+                                    flops,
+                                    key,
+                                    left,
+                                    right,
+                                    li,
+                                    ri,
+                                )
+                            break
+                    else:
+                        front[:] = [
+                            p for p in front if not (peak <= p[0] and flops <= p[1])
+                        ]
+                        front.append((peak, flops, key, left, right, li, ri))
         root = fronts[self.full]
         smallest = min(point[0] for point in root)
         limit = smallest * (1 + MEMORY_TOLERANCE)
@@ -455,22 +573,6 @@ class _Search:
             return left, right
 
         return self._rebuild(children)
-
-
-def _insert(
-    front: list[_Point],
-    point: _Point,
-) -> None:
-    """Insert ``point`` into a Pareto front of (peak, flops); an equal point
-    is replaced only by a preferred split."""
-    peak, flops, key = point[0], point[1], point[2]
-    for position, other in enumerate(front):
-        if other[0] <= peak and other[1] <= flops:
-            if other[0] == peak and other[1] == flops and key < other[2]:
-                front[position] = point
-            return
-    front[:] = [p for p in front if not (peak <= p[0] and flops <= p[1])]
-    front.append(point)
 
 
 def _all_pairs(count: int) -> Iterator[tuple[int, int]]:
@@ -528,66 +630,65 @@ class _BudgetExceeded(Exception):
 
 def _connected_pairs(adjacent: list[int], budget: int) -> list[tuple[int, int]]:
     """All csg-cmp pairs (two disjoint connected sets joined by an edge) of a
-    connected graph, by DPccp's enumeration, sorted so that parts come
-    before the sets they form; the left part holds the lower operand."""
-    count = len(adjacent)
-    pairs: list[tuple[int, int]] = []
+    connected graph, by DPccp's enumeration, ordered so that parts come
+    before the sets they form (by the size of their union, stably); the
+    left part holds the lower operand (DPccp's complements only take
+    operands above the first set's lowest one).
 
-    known: dict[int, int] = {1 << p: adjacent[p] for p in range(count)}
+    Connected supersets are grown as DPccp's EnumerateCsgRec does, with an
+    explicit stack; neighbourhoods are table lookups."""
+    neighbours_of = _folding(adjacent, multiply=False)
+    by_size: list[list[tuple[int, int]]] = [[] for _ in range(len(adjacent) + 1)]
+    found = 0
 
-    def neighbours(subset: int) -> int:
-        grown = known.get(subset)
-        if grown is None:
-            grown = 0
-            rest = subset
-            while rest:
-                low = rest & -rest
-                grown |= known[low]
-                rest ^= low
-            known[subset] = grown
-        return grown & ~subset
-
-    def subsets(mask: int) -> Iterator[int]:
-        part = mask
-        while part:
-            yield part
-            part = (part - 1) & mask
-
-    def grow(start: int, excluded: int) -> Iterator[int]:
-        """Connected supersets of ``start`` avoiding ``excluded`` (DPccp's
-        EnumerateCsgRec), with an explicit stack."""
+    def grow(start: int, excluded: int) -> list[int]:
+        """Connected supersets of ``start`` avoiding ``excluded``, in the
+        order of EnumerateCsgRec with a stack (``start`` itself excluded)."""
+        grown: list[int] = []
         stack = [(start, excluded)]
+        pop, push, add = stack.pop, stack.append, grown.append
         while stack:
-            subset, banned = stack.pop()
-            frontier = neighbours(subset) & ~banned
+            subset, banned = pop()
+            frontier = neighbours_of(subset) & ~(subset | banned)
             if not frontier:
                 continue
-            for part in subsets(frontier):
-                yield subset | part
-            for part in subsets(frontier):
-                stack.append((subset | part, banned | frontier))
+            first = len(grown)
+            part = frontier
+            while part:
+                add(subset | part)
+                part = (part - 1) & frontier
+            banned |= frontier
+            for index in range(first, len(grown)):
+                push((grown[index], banned))
+        return grown
 
-    def complements(first: int) -> Iterator[int]:
-        low = (first & -first).bit_length() - 1
-        banned = ((1 << (low + 1)) - 1) | first
-        frontier = neighbours(first) & ~banned
-        for position in sorted(_bits(frontier), reverse=True):
-            start = 1 << position
-            yield start
-            yield from grow(start, banned | (frontier & ((1 << (position + 1)) - 1)))
-
-    for position in range(count - 1, -1, -1):
+    # Complements of different first sets often grow from the same start
+    # avoiding the same set (about three calls per distinct one).
+    known: dict[tuple[int, int], list[int]] = {}
+    for position in range(len(adjacent) - 1, -1, -1):
         start = 1 << position
         for first in (start, *grow(start, (1 << (position + 1)) - 1)):
-            for second in complements(first):
-                if first & -first < second & -second:
-                    pairs.append((first, second))
-                else:
-                    pairs.append((second, first))
-                if len(pairs) > budget:
-                    raise _BudgetExceeded
-    pairs.sort(key=lambda pair: (pair[0] | pair[1]).bit_count())
-    return pairs
+            low = (first & -first).bit_length() - 1
+            banned = ((1 << (low + 1)) - 1) | first
+            frontier = neighbours_of(first) & ~banned
+            size = first.bit_count()
+            rest = frontier
+            seconds: list[int] = []
+            while rest:  # highest operand first
+                top = rest.bit_length() - 1
+                rest ^= 1 << top
+                seconds.append(1 << top)
+                key = (1 << top, banned | (frontier & ((2 << top) - 1)))
+                grown = known.get(key)
+                if grown is None:
+                    grown = known[key] = grow(*key)
+                seconds.extend(grown)
+            found += len(seconds)
+            if found > budget:
+                raise _BudgetExceeded
+            for second in seconds:
+                by_size[size + second.bit_count()].append((first, second))
+    return [pair for pairs in by_size for pair in pairs]
 
 
 def _greedy(search: _Search) -> _Unit:
@@ -674,11 +775,11 @@ def _greedy(search: _Search) -> _Unit:
     return nodes[last]
 
 
-def _best(search: _Search) -> tuple[_Unit, str]:
+def _best(search: _Search, cache: PlanCache) -> tuple[_Unit, str]:
     """The best tree of all the search's units, and the method used."""
     count = len(search.units)
     if count <= EXACT_ALL_MAX:
-        return search.run(_all_pairs(count)), "exact"
+        return search.run(cache.all_pairs(count)), "exact"
     if count > CONNECTED_MAX:
         return _greedy(search), "greedy"
     adjacent = _adjacency(search)
@@ -700,15 +801,85 @@ def _best(search: _Search) -> tuple[_Unit, str]:
                 search.outside | search.union(search.full ^ component),
                 search.order,
             )
-            parts.append(inner.run(_connected_pairs(local_adjacent, PAIR_BUDGET)))
+            parts.append(inner.run(cache.connected_pairs(local_adjacent)))
     except _BudgetExceeded:
         return _greedy(search), "greedy"
     if len(parts) == 1:
         return parts[0], "connected"
     joined = _Search(search.context, parts, search.outside, search.order)
     if len(parts) <= EXACT_ALL_MAX:
-        return joined.run(_all_pairs(len(parts))), "connected"
+        return joined.run(cache.all_pairs(len(parts))), "connected"
     return _greedy(joined), "greedy"
+
+
+_PlanKey = tuple[
+    tuple[int, ...],
+    int,
+    tuple[int, ...],
+    str,
+    tuple[tuple[int, ...], ...],
+    tuple[int, ...],
+]
+_FoundPlan = tuple[tuple[tuple[int, int], ...], tuple[int, ...], int, int, str]
+
+
+class PlanCache:
+    """What the searches found so far, for products planned after them.
+
+    Many terms of a residual are the same network up to index names (in the
+    CSV-CCSD doubles, 55 terms are 46 networks and 34 connectivity graphs):
+
+    * a plan depends only on the product's modes as bits (numbered by first
+      appearance, leaf by leaf), their extents, the result's modes, the
+      parentheses and the order, so a product equal to an earlier one in
+      these gets the earlier plan, its kept modes mapped back to its own
+      indices. File order is part of the key: ties, which keep the file
+      order, come out the same. Only without a size hook (``Costs.size``:
+      its sizes depend on the indices themselves);
+    * the splits DPccp enumerates depend only on the connectivity graph, so
+      they are kept per graph, whatever the sizes.
+
+    ``plan_product`` uses a fresh one unless given one; the SeQuant frontend
+    shares one over the terms of an expression. Nothing is evicted: one
+    serves one expression (a few thousand pairs per graph).
+    """
+
+    def __init__(self) -> None:
+        self._plans: dict[_PlanKey, _FoundPlan] = {}
+        self._connected: dict[tuple[int, ...], list[tuple[int, int]] | None] = {}
+        self._all: dict[int, list[tuple[int, int]]] = {}
+
+    def known(self, key: _PlanKey) -> _FoundPlan | None:
+        """The plan found for a product with ``key``, in bits."""
+        return self._plans.get(key)
+
+    def remember(self, key: _PlanKey, found: _FoundPlan) -> None:
+        """Keep the plan found for a product with ``key``: its steps, the
+        modes each step keeps (bits), multiply-adds, peak and method."""
+        self._plans[key] = found
+
+    def all_pairs(self, count: int) -> list[tuple[int, int]]:
+        """``_all_pairs(count)``, kept."""
+        found = self._all.get(count)
+        if found is None:
+            found = self._all[count] = list(_all_pairs(count))
+        return found
+
+    def connected_pairs(self, adjacent: list[int]) -> list[tuple[int, int]]:
+        """``_connected_pairs(adjacent, PAIR_BUDGET)``, kept (a graph over
+        the budget raises ``_BudgetExceeded`` again without enumerating)."""
+        key = tuple(adjacent)
+        if key in self._connected:
+            found = self._connected[key]
+        else:
+            try:
+                found = _connected_pairs(adjacent, PAIR_BUDGET)
+            except _BudgetExceeded:
+                found = None
+            self._connected[key] = found
+        if found is None:
+            raise _BudgetExceeded
+        return found
 
 
 # --------------------------------------------------------------------------
@@ -723,6 +894,7 @@ def plan_product(
     order: Order = "flops",
     groups: Sequence[Sequence[int]] = (),
     operands: Sequence[int] | None = None,
+    cache: PlanCache | None = None,
 ) -> Plan:
     """The plan of a product of ``leaves`` (each by its carried indices) with
     result ``externals``, under ``order`` (see the module doc).
@@ -731,14 +903,33 @@ def plan_product(
     ``Term.operands()`` do (operand ``k >= 0`` is leaf ``k``, ``~j`` is group
     ``j``; groups refer to earlier groups only); without them the product's
     operands are the leaves in order. Groups keep their written order.
+    ``cache``: a ``PlanCache`` shared with other products (the same plans,
+    found once per network).
     """
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     context = _Context(leaves, externals, costs)
-    emitter = _Emitter(context)
     count = len(leaves)
     if operands is None:
         operands = range(count)
+    if cache is None:
+        cache = PlanCache()
+    key: _PlanKey | None = None
+    if costs.size is None and order != "file":
+        key = (
+            tuple(context.leaf_masks),
+            context.output,
+            tuple(context.extent),
+            order,
+            tuple(tuple(group) for group in groups),
+            tuple(operands),
+        )
+        found = cache.known(key)
+        if found is not None:
+            steps, kept, flops, peak, method = found
+            modes = tuple(context.mode_set(mask) for mask in kept)
+            return Plan(count, steps, modes, flops, peak, method)
+    emitter = _Emitter(context)
     group_nodes: list[_Unit] = []
 
     def unit(operand: int) -> _Unit:
@@ -754,6 +945,10 @@ def plan_product(
     if order == "file":
         emitter.fold(units)
         return emitter.plan(count, "file")
-    tree, method = _best(_Search(context, units, 0, order))
+    tree, method = _best(_Search(context, units, 0, order), cache)
     emitter.emit(tree)
-    return emitter.plan(count, method)
+    plan = emitter.plan(count, method)
+    if key is not None:
+        kept = tuple(emitter.results[count:])
+        cache.remember(key, (plan.steps, kept, plan.flops, plan.peak, method))
+    return plan

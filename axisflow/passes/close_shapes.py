@@ -210,8 +210,12 @@ class ProgramEvaluator:
         if handler is None:
             return
         try:
-            with self.session.provenance(application=frame.application):
+            if frame.application is None:
+                # A module-level operation: the provenance would not change.
                 handler(op, frame)
+            else:
+                with self.session.provenance(application=frame.application):
+                    handler(op, frame)
         except ShapeError as error:
             if self.raw_errors:
                 raise
@@ -435,6 +439,26 @@ def concrete_type(shape: Shape) -> TensorType:
     return TensorType(format_concrete_shape(shape.rows()))
 
 
+class ConcreteTypes:
+    """``concrete_type`` of many closed shapes, one type per distinct shape.
+
+    Programs repeat a few shapes over many values; building the type (its
+    text, parsed back to canonical form, and the attribute) costs far more
+    than looking the rows' sizes up.
+    """
+
+    def __init__(self) -> None:
+        self._types: dict[tuple[object, ...], TensorType] = {}
+
+    def of(self, shape: Shape) -> TensorType:
+        """The type of a closed shape."""
+        key = (shape.batch.dims, shape.input.dims, shape.output.dims)
+        found = self._types.get(key)
+        if found is None:
+            found = self._types[key] = concrete_type(shape)
+        return found
+
+
 @dataclass(frozen=True)
 class CloseShapesPass(ModulePass):
     """Infer every tensor's shape (calls by re-evaluation) and write it as its type.
@@ -460,8 +484,9 @@ class CloseShapesPass(ModulePass):
     def _apply(self, op: ModuleOp) -> None:
         evaluator = ProgramEvaluator(op, bytes_per_element=self.bytes_per_element)
         evaluator.evaluate()
+        types = ConcreteTypes()
         updates: list[tuple[SSAValue, Attribute]] = [
-            (value, concrete_type(tensor.shape))
+            (value, types.of(tensor.shape))
             for value, tensor in evaluator.top.values.items()
         ]
         if self.annotate_functions:
@@ -470,7 +495,7 @@ class CloseShapesPass(ModulePass):
                 # build a type only for the one agreed on.
                 first = shapes[0].rows()
                 agreed = (
-                    TensorType(format_concrete_shape(first))
+                    types.of(shapes[0])
                     if all(shape.rows() == first for shape in shapes)
                     else UNKNOWN
                 )

@@ -1,14 +1,17 @@
 """``generalize-shapes``: trace every ``tprog.func`` once into a ``tprog.scheme``.
 
-The pass evaluates the module's operations in order, as ``close-shapes``
-does, to have the tensors function bodies read; but a ``tprog.call`` no
+The pass evaluates, in order, the module-level operations function bodies
+can depend on (those connected by shared values or capture labels to what a
+body reads), to have the tensors the bodies read; but a ``tprog.call`` no
 longer re-evaluates its callee: the callee is traced once, in a rewind window,
 into a shape scheme (:mod:`axisflow.shapes.scheme`), and every call becomes a
 ``tprog.instantiate`` of that scheme at the call's application site.
 Applications at module level are left to ``close-shapes`` (their results are
 open placeholders here, and module-level ``tprog.close`` is skipped), so the
-pass costs the module's own operations plus one trace per function; calls
-inside a traced body are instantiated, being part of the traced function.
+pass costs the operations the traces depend on plus one trace per function;
+calls inside a traced body are instantiated, being part of the traced
+function. The other module-level operations are ``close-shapes``' business,
+their shape errors included.
 
 * A function is traced where its first module-level call stands (its anchors,
   the module-level tensors its body reads, exist there), after the functions
@@ -99,12 +102,69 @@ class Generalizer(ProgramEvaluator):
     # ------------------------------------------------------------- evaluation
 
     def run(self) -> None:
-        """Evaluate the module, trace every function, rewrite the calls."""
+        """Evaluate what the traces need, trace every function, rewrite the calls."""
+        needed = self._needed_ops()
         for op in list(self.module.ops):
-            self.evaluate_op(op, self.top)
+            if op in needed or type(op) not in self.handlers:
+                self.evaluate_op(op, self.top)
+            else:
+                # Not evaluated; its results take their anonymous names in the
+                # same order as when it was, so a body's names do not change.
+                for value in op.results:
+                    self.name_of(value)
         for func in list(self._functions.values()):
             self.ensure_scheme(func, None)
         self._rewrite()
+
+    def _needed_ops(self) -> set[Operation]:
+        """The module-level operations whose tensors a trace can read.
+
+        A trace reads module-level tensors (its anchors) and the capture
+        references; what they hold when it runs depends only on the
+        operations connected to them by shared values or labels (the solver
+        relates the variables of one operation's tensors only). So the needed
+        operations are the connected components, over values and labels, of
+        what function bodies read, plus every call, instantiation and scheme
+        (they trace, stand for results, rebuild schemes). The rest is left to
+        close-shapes: evaluating it here would only cost time (and find its
+        shape errors twice).
+        """
+        parent: dict[object, object] = {}
+
+        def find(node: object) -> object:
+            root = parent.setdefault(node, node)
+            while root != parent[root]:
+                root = parent[root]
+            while node != root:  # path compression
+                parent[node], node = root, parent[node]
+            return root
+
+        def union(first: object, second: object) -> None:
+            a, b = find(first), find(second)
+            if a != b:
+                parent[a] = b
+
+        always: list[Operation] = []
+        nodes_of: list[tuple[Operation, list[object]]] = []
+        read: list[object] = []
+        for op in self.module.ops:
+            if isinstance(op, FuncOp):
+                read.extend(_read_by_body(op))
+                continue
+            if isinstance(op, CallOp | InstantiateOp | SchemeOp):
+                always.append(op)
+                if isinstance(op, SchemeOp):
+                    read.extend(op.anchors)
+                continue
+            nodes = [*op.operands, *op.results, *_labels(op)]
+            if nodes:
+                for node in nodes[1:]:
+                    union(nodes[0], node)
+                nodes_of.append((op, nodes))
+        roots = {find(node) for node in read}
+        needed = set(always)
+        needed.update(op for op, nodes in nodes_of if find(nodes[0]) in roots)
+        return needed
 
     def note_body_shape(self, value: SSAValue, shape: Shape) -> None:
         """Inside a trace, record where a body value stands (for ``values`` lines)."""
@@ -389,6 +449,27 @@ class Generalizer(ProgramEvaluator):
                 if old.name_hint:
                     new.name_hint = old.name_hint
             Rewriter.replace_op(call, instantiation)
+
+
+def _labels(op: Operation) -> list[object]:
+    """The capture labels an operation uses, as nodes of ``_needed_ops``."""
+    if isinstance(op, EinsumOp):
+        return [("label", label) for label in op.capture_labels]
+    if isinstance(op, SetDimOp):
+        return [("label", op.label.data)]
+    return []
+
+
+def _read_by_body(func: FuncOp) -> list[object]:
+    """The module-level values and capture labels a function body reads."""
+    read: list[object] = []
+    for op in func.body.walk():
+        read.extend(_labels(op))
+        for value in op.operands:
+            owner = _owner_function(value)
+            if owner is None:
+                read.append(value)
+    return read
 
 
 def _owner_function(value: SSAValue) -> FuncOp | None:

@@ -71,6 +71,7 @@ from axisflow.order import (
     Extents,
     Order,
     Plan,
+    PlanCache,
     plan_product,
     split_kind,
 )
@@ -285,6 +286,8 @@ class _Builder:
         self.leaves: dict[_LeafKey, Value] = {}
         self.nodes: dict[_NodeKey, Value] = {}
         self.leaf_names: dict[str, int] = {}
+        self.plans = PlanCache()
+        """The order search's findings, shared by the terms."""
 
     def leaf(self, tensor: Tensor, position: int) -> _Use:
         renaming = canonical_renaming((tensor.indices,))
@@ -385,6 +388,7 @@ class _Builder:
             order,
             term.groups,
             term.operands(),
+            self.plans,
         )
         # Post-order over the pairing, iteratively (a chain may be long).
         stack: list[tuple[Pairing, bool]] = [(plan_pairing(plan), False)]

@@ -16,13 +16,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from axisflow.order import Costs, Extents, Order, Plan, SizeHook, plan_product
+from axisflow.order import (
+    Costs,
+    Extents,
+    Order,
+    Plan,
+    PlanCache,
+    SizeHook,
+    plan_product,
+)
 from axisflow.roles.index import Index
 from axisflow.sequant.syntax import Expression, Operand, Term
 
 
-def plan_term(term: Term, costs: Costs, order: Order) -> Plan:
-    """The plan of ``term``'s tensors under ``order``; groups are kept."""
+def plan_term(
+    term: Term, costs: Costs, order: Order, cache: PlanCache | None = None
+) -> Plan:
+    """The plan of ``term``'s tensors under ``order``; groups are kept.
+    ``cache``: shared by the terms of one expression (``PlanCache``)."""
     return plan_product(
         [tensor.indices for tensor in term.tensors],
         term.externals(),
@@ -30,6 +41,7 @@ def plan_term(term: Term, costs: Costs, order: Order) -> Plan:
         order,
         term.groups,
         term.operands(),
+        cache,
     )
 
 
@@ -112,9 +124,10 @@ def ordered_expression(
 ) -> Expression:
     """Every term of ``expression`` parenthesized by its plan under ``order``
     (``parenthesize``); ``deparse`` prints it with the chosen trees."""
+    cache = PlanCache()
     return Expression(
         tuple(
-            parenthesize(term, plan_term(term, costs, order))
+            parenthesize(term, plan_term(term, costs, order, cache))
             for term in expression.terms
         ),
         expression.source,

@@ -116,6 +116,8 @@ def _open_var(solver: Solver, row: Row) -> RowVar | None:
 
 def _is_bare(solver: Solver, var: RowVar) -> RowVar | None:
     """The representative of ``var`` if it is still a bare unsolved variable."""
+    if var.id not in solver.row_subst:
+        return var  # unsolved: its own representative (what norm_row would say)
     row = solver.norm_row(Row((), var))
     return row.var if not row.dims else None
 

@@ -449,8 +449,40 @@ class Session(Operations):
         solver = self.solver
         solver.trigger = constraint.origin
         try:
-            self._dispatch(constraint)
-            solver.run()
+            # The operations' most frequent constraints that queue no work first.
+            kind = type(constraint)
+            if kind is Terminal:
+                solver.add_terminal(constraint)  # type: ignore[arg-type]
+            elif kind is PolicyMark:
+                solver.add_mark(constraint.row, constraint.mark)  # type: ignore[union-attr]
+            else:
+                self._dispatch(constraint)
+                solver.run()
+        except ShapeError as error:
+            self._taint(error)
+            raise
+        finally:
+            solver.trigger = None
+
+    def _add_rows(
+        self, constraint: type[RowEq | RowIneq], a: Row, b: Row, origin: Origin
+    ) -> None:
+        """``_add(constraint(a, b, origin))`` for the operations' row constraints.
+
+        When nothing reads the constraint (no guard, no log) it is solved
+        directly: building it and dispatching on its type cost more than
+        solving most of them.
+        """
+        if self._constraint_guards or self._keep_log or self.trail.depth:
+            self._add(constraint(a, b, origin))
+            return
+        solver = self.solver
+        solver.trigger = origin
+        try:
+            if constraint is RowIneq:
+                solver.solve_row_ineq(a, b, origin)
+            else:
+                solver.solve_row_eq(a, b, origin)
         except ShapeError as error:
             self._taint(error)
             raise

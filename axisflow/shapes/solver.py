@@ -245,7 +245,11 @@ class Solver:
                 tail = value.var
                 if tail is not None and tail.id in row_subst:
                     value = self._row_value(var.id, value)
-                dims = value.dims + dims if dims else value.dims
+                if dims:
+                    dims = value.dims + dims
+                else:
+                    row = value  # returned as it is unless a dim is solved
+                    dims = value.dims
                 var = value.var
         if dims:
             subst = self.dim_subst
@@ -281,6 +285,26 @@ class Solver:
     def push_row_ineq(self, res: Row, opnd: Row, origin: Origin) -> None:
         """Queue ``res ⊑ opnd`` on rows."""
         self._work.append((_ROW_INEQ, res, opnd, origin))
+
+    def solve_row_ineq(self, res: Row, opnd: Row, origin: Origin) -> None:
+        """Solve ``res ⊑ opnd`` and what it queues (as ``push_row_ineq``, ``run``)."""
+        try:
+            self._row_ineq(res, opnd, origin)
+        except BaseException:
+            self._work.clear()
+            raise
+        if self._work:
+            self.run()
+
+    def solve_row_eq(self, a: Row, b: Row, origin: Origin) -> None:
+        """Solve ``a = b`` and what it queues (as ``push_row_eq``, ``run``)."""
+        try:
+            self._row_eq(a, b, origin)
+        except BaseException:
+            self._work.clear()
+            raise
+        if self._work:
+            self.run()
 
     def add_total(self, total_id: int, total: TotalElems) -> None:
         """Register a pending ``TotalElems`` and queue its first check."""

@@ -8,6 +8,7 @@ the solver, refuse reads of discarded shapes or while forcing is guarded).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal, Protocol
 
 from axisflow.shapes.errors import ShapeError
@@ -46,8 +47,13 @@ Role = Literal["leaf", "param", "fresh", "result"]
 ROW_ATTRS = tuple(kind.value for kind in KINDS)  # Shape's attributes, in row order
 
 
+@lru_cache(maxsize=4096)
 def shape_sides(name: str) -> tuple[Side, Side, Side]:
-    """The sides naming a shape's batch, input and output rows in origins."""
+    """The sides naming a shape's batch, input and output rows in origins.
+
+    Cached (sides are immutable): re-evaluating a function makes its tensors
+    under the same names at every call site, which then share their sides.
+    """
     return (Side(name, Kind.BATCH), Side(name, Kind.INPUT), Side(name, Kind.OUTPUT))
 
 

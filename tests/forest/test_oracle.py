@@ -1,6 +1,8 @@
-"""Every term, evaluated by one ``numpy.einsum`` over the parsed text
-(``tests/forest/oracle.py``), agrees with the unbatched forest and with the
-schedule to 1e-10 relative: on all bundled equations and on random ones."""
+"""Every term, evaluated by one ``numpy.einsum`` over the parsed text (the
+tests' one oracle, ``tests/einsum_oracle.py``), agrees with its tree in the
+unbatched forest and in the schedule to 1e-10 relative: on all bundled
+equations and on random ones. (The whole residual, operators applied, is
+checked against the same oracle in ``tests/residual/test_forest_residual.py``.)"""
 
 from __future__ import annotations
 
@@ -8,10 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from axisflow.forest.model import Forest
 from axisflow.pipeline import schedule_expression
 from axisflow.pipeline.evaluate import (
-    Array,
     evaluate_forest,
     relative_difference,
     run_schedule,
@@ -19,24 +19,10 @@ from axisflow.pipeline.evaluate import (
 from axisflow.pipeline.memory import Sizing
 from axisflow.sequant import Expression, parse
 from tests.conftest import EXAMPLES
-from tests.forest import oracle
+from tests.einsum_oracle import forest_inputs, term_by_einsum
 from tests.forest.strategies import expressions
 
 TOLERANCE = 1e-10
-
-
-def leaf_inputs(forest: Forest, extent: dict[str, int]) -> dict[str, Array]:
-    """The oracle's generator applied to every leaf value, in its frame."""
-    inputs: dict[str, Array] = {}
-    for name, value in forest.values.items():
-        if value.is_input:
-            assert value.tensor is not None and value.layout is not None
-            array, modes = oracle.tensor_array(
-                value.tensor, value.symmetry, value.layout, value.result, extent
-            )
-            assert tuple(modes) == value.modes
-            inputs[name] = array
-    return inputs
 
 
 def check(expression: Expression, batch: str) -> None:
@@ -48,7 +34,7 @@ def check(expression: Expression, batch: str) -> None:
         expression, batch, extents=extent, elem=8, accumulate=False
     )
     forest = result.model
-    inputs = leaf_inputs(forest, extent)
+    inputs = forest_inputs(expression, forest, extent)
     unbatched = evaluate_forest(forest, inputs)
     scheduled = run_schedule(forest, result.schedule, inputs, Sizing(forest))
     for term, tree in zip(expression.terms, forest.trees, strict=True):
@@ -59,12 +45,16 @@ def check(expression: Expression, batch: str) -> None:
             site = forest.sites[tree.root]
             value = forest.values[site.value]
             output = [site.mode_map[mode] for mode in value.modes]
-            expected = oracle.term_by_einsum(term, output, extent)
+            expected = term_by_einsum(term, output, extent)
         for got in (unbatched[tree.name], scheduled[tree.name]):
             assert relative_difference(got, expected) <= TOLERANCE, tree.name
 
 
 EQUATIONS = sorted(p.name for p in (EXAMPLES / "sequant").glob("*.txt"))
+
+
+def test_the_bundled_equations_are_found() -> None:
+    assert len(EQUATIONS) >= 4 and "csv_ccsd_doubles_residual_df.txt" in EQUATIONS
 
 
 @pytest.mark.parametrize("name", EQUATIONS)

@@ -24,6 +24,7 @@ from axisflow.order import (
     Costs,
     Extents,
     Plan,
+    PlanCache,
     plan_product,
 )
 from axisflow.roles.index import Index
@@ -427,3 +428,90 @@ def test_connected_search_equals_opt_einsum_beyond_the_all_splits_search(
     else:  # a proto shared by all tensors: more splits than PAIR_BUDGET
         assert plan.method == "greedy"
         assert plan.flops >= optimum
+
+
+# --------------------------------------------------------------------------
+# The plan cache: the same plans, found once per network
+# --------------------------------------------------------------------------
+
+
+def _renamed(
+    leaves: list[list[Index]], externals: list[Index], shift: int
+) -> tuple[list[list[Index]], list[Index]]:
+    """Every index renamed (ordinals shifted, protos too): the same network
+    under other names."""
+
+    def rename(index: Index) -> Index:
+        return Index(
+            index.base_key, (index.ordinal or 0) + shift, map(rename, index.protos)
+        )
+
+    return [[rename(i) for i in leaf] for leaf in leaves], [
+        rename(i) for i in externals
+    ]
+
+
+def _facts(plan: Plan) -> tuple[object, ...]:
+    return (plan.leaves, plan.steps, plan.kept, plan.flops, plan.peak, plan.method)
+
+
+@settings(max_examples=60, deadline=None)
+@given(connected_products(), st.sampled_from(["flops", "memory"]))
+def test_a_cached_plan_is_the_plan_of_the_renamed_product(
+    product: tuple[list[list[Index]], list[Index], Extents], order: str
+) -> None:
+    leaves, externals, extents = product
+    assert order in ("flops", "memory")
+    shared = PlanCache()
+    first = plan_product(leaves, externals, Costs(extents), order, cache=shared)
+    assert _facts(first) == _facts(
+        plan_product(leaves, externals, Costs(extents), order)
+    )
+    renamed, renamed_externals = _renamed(leaves, externals, 100)
+    again = plan_product(
+        renamed, renamed_externals, Costs(extents), order, cache=shared
+    )
+    fresh = plan_product(renamed, renamed_externals, Costs(extents), order)
+    assert _facts(again) == _facts(fresh)
+    # the kept modes are the renamed product's own indices
+    names = {mode for leaf in renamed for index in leaf for mode in _modes([index])}
+    assert all(kept <= names for kept in again.kept)
+
+
+def test_the_cache_serves_every_bundled_term_as_a_fresh_search_would() -> None:
+    for name in (
+        "csv_ccsd_singles_residual_df.txt",
+        "csv_ccsd_doubles_residual_df.txt",
+    ):
+        for extents in (FULL, COMPOSITE):
+            for order in ("flops", "memory"):
+                shared = PlanCache()
+                for term in _expression(name).terms:
+                    leaves = [t.indices for t in term.tensors]
+                    args = (leaves, term.externals(), Costs(extents), order)
+                    cached = plan_product(
+                        *args, term.groups, term.operands(), cache=shared
+                    )
+                    alone = plan_product(*args, term.groups, term.operands())
+                    assert _facts(cached) == _facts(alone)
+
+
+def test_the_cache_is_keyed_by_extents_and_file_order() -> None:
+    x, y, i, j = Index("x", 1), Index("y", 1), Index("i", 1), Index("i", 2)
+    chain = [[x, i], [i, j], [j, y]]
+    wide_x = Extents.make({"x": 100, "y": 1, "i": 10})
+    wide_y = Extents.make({"x": 1, "y": 100, "i": 10})
+    cases = [(chain, wide_x), (chain, wide_y), (chain[::-1], wide_x)]
+    shared = PlanCache()
+    cached = [
+        plan_product(leaves, [x, y], Costs(extents), "flops", cache=shared)
+        for leaves, extents in cases
+    ]
+    fresh = [
+        plan_product(leaves, [x, y], Costs(extents), "flops")
+        for leaves, extents in cases
+    ]
+    assert [_facts(p) for p in cached] == [_facts(p) for p in fresh]
+    # the same bits under other extents: the other end of the chain first
+    assert cached[0].steps == ((1, 2), (0, 3))
+    assert cached[1].steps == ((0, 1), (3, 2))

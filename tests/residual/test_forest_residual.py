@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from axisflow.forest.model import Forest
 from axisflow.pipeline import schedule_expression
 from axisflow.pipeline.assemble import assemble_residual
 from axisflow.pipeline.evaluate import (
@@ -23,34 +22,10 @@ from axisflow.pipeline.evaluate import (
 from axisflow.pipeline.memory import Sizing
 from axisflow.residual import residual_layout
 from axisflow.sequant import Expression, parse
-from tests.einsum_oracle import modes_of, oracle_residual, tensor_array, term_operators
+from tests.einsum_oracle import forest_inputs, oracle_residual, term_operators
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sequant"
 Array = np.ndarray
-
-
-def forest_inputs(
-    expression: Expression, forest: Forest, extents: Mapping[str, int], seed: int
-) -> dict[str, Array]:
-    """The oracle's inputs in the forest's leaf frames: each leaf read from
-    the text tensor at one of its use-sites (same label, same indices)."""
-    inputs: dict[str, Array] = {}
-    for site in forest.sites:
-        value = forest.values[site.value]
-        if not value.is_input or value.name in inputs:
-            continue
-        term = expression.terms[site.tree]
-        occurrence = next(
-            t
-            for t in term.tensors
-            if t.label == value.tensor and t.indices == site.labels
-        )
-        array = tensor_array(occurrence, extents, seed)
-        axes = {mode: k for k, mode in enumerate(modes_of(occurrence.indices))}
-        inputs[value.name] = np.transpose(
-            array, [axes[site.mode_labels[m]] for m in value.modes]
-        )
-    return inputs
 
 
 def check_both_ways(
@@ -91,17 +66,21 @@ def bundled(name: str, operator: str | None = None) -> Expression:
     return parse(" ".join(pieces))
 
 
-@pytest.mark.parametrize(
-    ("name", "batch"),
-    [
-        ("csv_ccsd_energy_df", "Κ"),
-        ("csv_ccsd_energy_df", "i,Κ"),
-        ("csv_ccsd_singles_residual_df", "i"),
-        ("csv_ccsd_singles_residual_df", "Κ"),
-        ("csv_ccsd_doubles_residual_df", "i"),
-        ("legality_cross_iteration", "i"),
-    ],
-)
+BUNDLED = [
+    ("csv_ccsd_energy_df", "Κ"),
+    ("csv_ccsd_energy_df", "i,Κ"),
+    ("csv_ccsd_singles_residual_df", "i"),
+    ("csv_ccsd_singles_residual_df", "Κ"),
+    ("csv_ccsd_doubles_residual_df", "i"),
+    ("legality_cross_iteration", "i"),
+]
+
+
+def test_every_bundled_equation_is_checked() -> None:
+    assert {name for name, _ in BUNDLED} == {p.stem for p in EXAMPLES.glob("*.txt")}
+
+
+@pytest.mark.parametrize(("name", "batch"), BUNDLED)
 def test_bundled_equations_agree_with_the_oracle(name: str, batch: str) -> None:
     expression = bundled(name)
     extents = {key: 2 for key in expression.space_keys()}

@@ -143,3 +143,55 @@ def test_a_call_chain_longer_than_the_recursion_limit_is_traced() -> None:
     assert labels == [f"f{k}" for k in range(depth)]  # callees before callers
     CloseShapesPass().apply(Context(), module)
     assert str(result_types(module)["y"]) == '!tprog.tensor<"2|3">'
+
+
+# A module-level operation connected to the shared weight (it fixes the
+# weight's input width before the first call) and unnamed values around it.
+CONNECTED = """
+%w = tprog.param "...->4"
+%0 = tprog.leaf "5"
+%1 = tprog.compose %w, %0
+tprog.func @layer(%in: !tprog.tensor) -> !tprog.tensor {
+  %h = tprog.compose %w, %in
+  %2 = tprog.pointwise %h {fn = "relu"}
+  tprog.return %2
+}
+%a = tprog.leaf "2|->5"
+%ya = tprog.call @layer(%a) at "small" : !tprog.tensor
+"""
+
+# Module-level operations no function body depends on, one of them wrong
+# (sizes 3 and 6 disagree), unnamed like the body's values.
+UNRELATED = """
+%3 = tprog.leaf "3"
+%4 = tprog.leaf "6"
+%5 = tprog.pointwise %3, %4
+"""
+
+
+def scheme_texts(module: ModuleOp) -> list[list[str]]:
+    return [
+        [line.data for line in op.lines]
+        for op in module.ops
+        if isinstance(op, SchemeOp)
+    ]
+
+
+def test_generalize_evaluates_what_the_traces_depend_on() -> None:
+    """The scheme sees the weight fixed by the connected compose (input 5);
+    unrelated operations, even a wrong one, do not change it and are left to
+    close-shapes, which reports the error."""
+    alone = parse(CONNECTED)
+    GeneralizeShapesPass().apply(Context(), alone)
+    (text,) = scheme_texts(alone)
+    assert "anchor 0 'w' [] | [...r10, 5] -> [4]" in text, text
+    mixed = parse(UNRELATED + CONNECTED)
+    GeneralizeShapesPass().apply(Context(), mixed)
+    # The same scheme; the unnamed unrelated values still take their numbers
+    # (tensor1 to tensor3), as when they were evaluated, so the body's unnamed
+    # result is tensor6 instead of tensor3.
+    assert scheme_texts(mixed) == [
+        [line.replace("tensor3", "tensor6") for line in text]
+    ]
+    with pytest.raises(DiagnosticException, match="output axes disagree"):
+        CloseShapesPass().apply(Context(), mixed)
