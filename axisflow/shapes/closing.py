@@ -453,14 +453,23 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
     ``eliminate_dim_entry`` (stage 6) gives it its lower bound.
     """
     while True:
-        # A dim an affine or concatenated axis still waits on is left to that
-        # equation when other dims are decided: guessing them may solve it.
+        # A dim an affine or concatenated axis or a pending total still waits
+        # on is left to that equation when other dims are decided: guessing
+        # them may solve it (guessing all of a total's dims at once would
+        # set them all to their minimum, which rarely multiplies to the total).
         waiting = {
             found
             for linear in solver.linears.values()
             for _, dim in linear.terms
             if type(found := solver.find_dim(dim)) is DimVar
         }
+        waiting.update(
+            found
+            for total in solver.totals.values()
+            for row in total.rows
+            for dim in solver.norm_row(row).dims
+            if type(found := solver.find_dim(dim)) is DimVar
+        )
         decisions: list[tuple[DimVar, Size, Origin]] = []
         deferred: list[tuple[DimVar, Size, Origin]] = []
         seen: set[DimVar] = set()
@@ -478,8 +487,13 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
             )
         if not decisions and not deferred:
             return
-        # Only when nothing else is left is a waiting dim guessed, one at a time.
-        _commit_dims(solver, decisions or deferred[:1])
+        # Dims a fixed index bounds from below go first, in a round of their
+        # own: their sizes reach the dims they broadcast to at Stage 1 (an
+        # unbounded result dim guessed 1 in the same round would clash with
+        # an operand of 3). Only when nothing else is left is a waiting dim
+        # guessed, one at a time.
+        bounded = [decision for decision in decisions if decision[1].n > 1]
+        _commit_dims(solver, bounded or decisions or deferred[:1])
 
 
 def check_totals(solver: Solver) -> None:

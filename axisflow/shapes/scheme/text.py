@@ -261,7 +261,9 @@ class _Tokens:
                 break
             match = _TOKEN.match(line, index)
             if match is None or match.lastgroup is None:
-                tokens.fail_at(index, "unexpected character")
+                # Point at the character itself, not at the blanks before it.
+                column = len(line) - len(line[index:].lstrip())
+                tokens.fail_at(column, "unexpected character")
             start = match.start(match.lastgroup)
             tokens.items.append((match.lastgroup, match.group(match.lastgroup), start))
             index = match.end()
