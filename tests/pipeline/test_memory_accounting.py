@@ -342,6 +342,8 @@ def test_the_four_tensor_report_as_json() -> None:
         "unbatched_live_at_peak",
         "scheduled_live_at_peak",
         "residual_bytes",
+        "share",
+        "extra_flops",
         "scheduler_peak_bytes",
         "dropped_loops",
         "values",
@@ -359,6 +361,9 @@ def test_the_four_tensor_report_as_json() -> None:
         "@residual residual",
     ]
     assert (data["residual_bytes"], data["scheduler_peak_bytes"]) == (288, 432)
+    # schedule-batches reads the forest as given: whether shared values were
+    # rebuilt per tree is not known there, and nothing extra was computed.
+    assert (data["share"], data["extra_flops"]) == (None, 0)
     assert data["dropped_loops"] == []
     assert data["values"] == [
         {
