@@ -198,7 +198,11 @@ class _Runner:
         self.open: list[LoopPass] = []
         self.current: dict[int, Range] = {}
         self.results: dict[str, Array] = {}
-        self.buffers: list[_Buffer] = []
+        # Buffers by the loop that last wrote them (by identity): a loop
+        # completes its own when it ends, without scanning every buffer made
+        # so far (that scan grew with the iterations: quadratic).
+        self.written_by: dict[int, list[_Buffer]] = {}
+        self.mode_extents: dict[Index, int] = {}
         self.residuals: dict[int, Array] = {}
         self.residual_modes: tuple[Index, ...] = ()
         self.tree_number = {tree.name: k for k, tree in enumerate(forest.trees)}
@@ -217,7 +221,10 @@ class _Runner:
         self.run(schedule.items)
 
     def extent(self, mode: Index) -> int:
-        return self.sizing.mode_extent(mode)
+        extent = self.mode_extents.get(mode)
+        if extent is None:
+            extent = self.mode_extents[mode] = self.sizing.mode_extent(mode)
+        return extent
 
     def run(self, items: Sequence[Item]) -> None:
         for item in items:
@@ -251,7 +258,7 @@ class _Runner:
             self.frames.pop()
         del self.current[loop.instance]
         self.open.pop()
-        for buffer in self.buffers:
+        for buffer in self.written_by.pop(id(loop), ()):
             if buffer.writer is loop:
                 buffer.complete = True
 
@@ -323,7 +330,6 @@ class _Runner:
             len(self.frames) - 1,
         )
         self.frames[-1].buffers[buffer.value] = state
-        self.buffers.append(state)
 
     def write(self, write: Write) -> None:
         piece = self.frames[-1].pieces.pop(write.value, None)
@@ -350,7 +356,10 @@ class _Runner:
             buffer.stored.array[tuple(index)] += piece.array
         else:
             buffer.stored.array[tuple(index)] = piece.array
-        buffer.writer = self.open[depth]
+        writer = self.open[depth]
+        if buffer.writer is not writer:
+            buffer.writer = writer
+            self.written_by.setdefault(id(writer), []).append(buffer)
 
     def residual_write(self, write: Write) -> None:
         assert write.into is not None and write.tree is not None
