@@ -281,13 +281,7 @@ def schedule_expression(
     unbatched peak is the shared forest's (the plain evaluation it is
     compared with).
     """
-    from axisflow.sequant import (
-        BatchPolicy,
-        PolicyError,
-        build_forest,
-        check_options,
-        parse,
-    )
+    from axisflow.sequant import PolicyError, parse, to_model
 
     check_schedule_options(block, max_rounds)
     if share not in SHARE_CHOICES:
@@ -296,11 +290,15 @@ def schedule_expression(
         )
     if isinstance(expression, str):
         expression = parse(expression)
-    if isinstance(batch, Iterable) and not isinstance(batch, str):
-        batch = tuple(batch)  # a generator is read once, by the check and after
-    check_options(expression, batch, extents, elem, separate_instances, name)
-    policy = BatchPolicy.make(batch, extents, elem, separate_instances)
-    shared_model = build_forest(expression, policy, name, order)
+    shared_model = to_model(
+        expression,
+        batch,
+        extents=extents,
+        elem=elem,
+        separate_instances=separate_instances,
+        name=name,
+        order=order,
+    )
     layout: ResidualLayout | None = None
     try:
         layout = expression_layout(expression)

@@ -120,11 +120,38 @@ def to_module(
     """
     from axisflow.dialects.batch_model import forest_module
 
+    return forest_module(
+        to_model(
+            expression,
+            batch,
+            extents=extents,
+            elem=elem,
+            separate_instances=separate_instances,
+            name=name,
+            order=order,
+            share=share,
+        )
+    )
+
+
+def to_model(
+    expression: Expression,
+    batch: str | Iterable[str] = (),
+    *,
+    extents: str | Mapping[str, int] | None = None,
+    elem: int | None = None,
+    separate_instances: bool = False,
+    name: str = "sequant",
+    order: Order = "flops",
+    share: Share = "forest",
+) -> Forest:
+    """The forest model ``to_module`` prints: the options checked, the policy
+    made and the forest built (same arguments, same errors)."""
     if isinstance(batch, Iterable) and not isinstance(batch, str):
         batch = tuple(batch)  # a generator is read once, by the check and after
     check_options(expression, batch, extents, elem, separate_instances, name, share)
     policy = BatchPolicy.make(batch, extents, elem, separate_instances, share)
-    return forest_module(build_forest(expression, policy, name, order))
+    return build_forest(expression, policy, name, order)
 
 
 __all__ = [
@@ -143,5 +170,6 @@ __all__ = [
     "build_forest",
     "deparse",
     "parse",
+    "to_model",
     "to_module",
 ]
