@@ -76,7 +76,13 @@ class Operations:
         raise NotImplementedError
 
     def _origin(
-        self, operation: str, tensor: str, operands: Sequence[Tensor] = (), **kw: Any
+        self,
+        operation: str,
+        tensor: str,
+        operands: Sequence[Tensor] = (),
+        *,
+        detail: str | None = None,
+        site: object = None,
     ) -> Origin:
         raise NotImplementedError
 

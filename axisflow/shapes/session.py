@@ -727,15 +727,24 @@ class Session(Operations):
     # ---------------------------------------------------------------- helpers
 
     def _origin(
-        self, operation: str, tensor: str, operands: Sequence[Tensor] = (), **kw: Any
+        self,
+        operation: str,
+        tensor: str,
+        operands: Sequence[Tensor] = (),
+        *,
+        detail: str | None = None,
+        site: object = None,
     ) -> Origin:
         return Origin(
             operation,
             tensor,
-            tuple(t.name for t in operands),
-            scheme=self._scheme,
-            application=self._application,
-            **kw,
+            tuple([t.name for t in operands]),
+            None,
+            None,
+            detail,
+            self._scheme,
+            self._application,
+            site,
         )
 
     def _fail_input(self, message: str) -> NoReturn:

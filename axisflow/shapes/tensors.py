@@ -103,7 +103,9 @@ class Shape:
         # The closing count when the shape was registered (-1: never), so that
         # registering twice before one closing registers once.
         self.registered_at = -1
-        self._sides = sides if sides is not None else shape_sides(name)
+        self._sides: tuple[Side, Side, Side] | None = (
+            sides if sides is not None else shape_sides(name)
+        )
         self._fast: object = None
 
     @property
@@ -117,7 +119,10 @@ class Shape:
 
     def side(self, kind: Kind) -> Side:
         """The side naming this shape's row of one kind in constraint origins."""
-        return self._sides[KINDS.index(kind)]
+        sides = self._sides
+        if sides is None:  # a shape of the fast mode names its sides when asked
+            sides = self._sides = shape_sides(self.name)
+        return sides[KINDS.index(kind)]
 
     def row(self, kind: Kind | str) -> Row:
         """The stored row of one kind (``Kind.BATCH`` or ``"batch"``, ...)."""
@@ -199,7 +204,7 @@ class FastShape(Shape):
         self.discarded = False
         self.created_at = created_at
         self.registered_at = -1
-        self._sides = shape_sides(name)
+        self._sides = None  # see Shape.side
         self._fast = record
 
     @property
