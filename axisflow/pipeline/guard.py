@@ -30,6 +30,12 @@ is either
    remaining loop is dropped: the forest is evaluated without batching and
    the peak is the unbatched one.
 
+The drops are greedy and stop as soon as the peak is not above the unbatched
+one, so a finer first step can end higher than coarser ones would have: the
+guard runs the steps twice, with trees' loops only and with both kinds, and
+keeps the smaller final peak (then the fewer dropped groups; both kinds on a
+tie). A set of drops is scheduled once for both runs.
+
 So the returned schedule's peak is never above the unbatched peak, and the
 report lists every dropped group, whose it was, and the reason.
 """
@@ -237,54 +243,86 @@ def schedule_never_worse(
     unbatched = peak(
         lifetimes(forest, unbatched_schedule(forest, sizing, residual), sizing)
     ).bytes
-    guarded = GuardedSchedule(forest, result, current, unbatched, current)
-    drops: list[Cut] = []
-    model = forest
-    while enabled and guarded.scheduled_peak > unbatched:
-        remaining = _loops(model)
-        if not remaining:
-            break
-        best: tuple[int, Forest, ScheduleResult, Cut] | None = None
-        if len(guarded.dropped) < MAX_DROPS:
-            top = peak(lifetimes(model, guarded.result.schedule, sizing))
-            candidates = _tree_candidates(model, top)[:CANDIDATES]
-            if value_drops:
-                candidates = _value_candidates(model, top)[:CANDIDATES] + candidates
-            for candidate in candidates:
-                trial = without_loops(forest, [*drops, candidate])
-                try:
-                    trial_result, trial_peak, _ = attempt(trial)
-                except (SchedulingError, ModelError):
-                    continue  # this group cannot leave its loops alone
-                if best is None or trial_peak < best[0]:
-                    best = (trial_peak, trial, trial_result, candidate)
-        if best is None or best[0] >= guarded.scheduled_peak:
-            # nothing local helps: drop every remaining loop and evaluate as
-            # the unbatched forest does (its schedule, its peak)
-            trial = without_loops(forest, [*drops, *remaining])
-            plain = ScheduleResult(
-                unbatched_schedule(trial, sizing, residual), {}, Decisions()
-            )
-            for tree, space in sorted(remaining):
-                guarded.dropped.append(
-                    _dropped(
-                        model,
-                        Cut(space, tree=tree),
-                        guarded.scheduled_peak,
-                        unbatched,
-                        unbatched,
-                    )
+    first = GuardedSchedule(forest, result, current, unbatched, current)
+    if not enabled or current <= unbatched:
+        return first
+    tried: dict[frozenset[Cut], tuple[Forest, ScheduleResult, int] | None] = {}
+
+    def trial(drops: list[Cut]) -> tuple[Forest, ScheduleResult, int] | None:
+        """The forest without ``drops``, scheduled, and its peak (``None``
+        if it cannot be scheduled); each set of drops is tried once."""
+        key = frozenset(drops)
+        if key not in tried:
+            model = without_loops(forest, drops)
+            try:
+                result, trial_peak, _ = attempt(model)
+            except (SchedulingError, ModelError):
+                tried[key] = None  # this group cannot leave its loops alone
+            else:
+                tried[key] = (model, result, trial_peak)
+        return tried[key]
+
+    def drop_greedily(values: bool) -> GuardedSchedule:
+        guarded = GuardedSchedule(forest, result, current, unbatched, current)
+        drops: list[Cut] = []
+        model = forest
+        while guarded.scheduled_peak > unbatched:
+            remaining = _loops(model)
+            if not remaining:
+                break
+            best: tuple[int, Forest, ScheduleResult, Cut] | None = None
+            if len(guarded.dropped) < MAX_DROPS:
+                top = peak(lifetimes(model, guarded.result.schedule, sizing))
+                candidates = _tree_candidates(model, top)[:CANDIDATES]
+                if values:
+                    candidates = _value_candidates(model, top)[:CANDIDATES] + candidates
+                for candidate in candidates:
+                    found = trial([*drops, candidate])
+                    if found is not None and (best is None or found[2] < best[0]):
+                        best = (found[2], found[0], found[1], candidate)
+            if best is None or best[0] >= guarded.scheduled_peak:
+                # nothing local helps: drop every remaining loop and evaluate
+                # as the unbatched forest does (its schedule, its peak)
+                plain_forest = without_loops(forest, [*drops, *remaining])
+                plain = ScheduleResult(
+                    unbatched_schedule(plain_forest, sizing, residual), {}, Decisions()
                 )
-            model, guarded.result, guarded.scheduled_peak = trial, plain, unbatched
-            break
-        trial_peak, trial, trial_result, candidate = best
-        guarded.dropped.append(
-            _dropped(model, candidate, guarded.scheduled_peak, trial_peak, unbatched)
-        )
-        drops.append(candidate)
-        model, guarded.result, guarded.scheduled_peak = trial, trial_result, trial_peak
-    guarded.forest = model
-    return guarded
+                for tree, space in sorted(remaining):
+                    guarded.dropped.append(
+                        _dropped(
+                            model,
+                            Cut(space, tree=tree),
+                            guarded.scheduled_peak,
+                            unbatched,
+                            unbatched,
+                        )
+                    )
+                model, guarded.result = plain_forest, plain
+                guarded.scheduled_peak = unbatched
+                break
+            trial_peak, model_after, trial_result, candidate = best
+            guarded.dropped.append(
+                _dropped(
+                    model, candidate, guarded.scheduled_peak, trial_peak, unbatched
+                )
+            )
+            drops.append(candidate)
+            model, guarded.result = model_after, trial_result
+            guarded.scheduled_peak = trial_peak
+        guarded.forest = model
+        return guarded
+
+    trees_only = drop_greedily(values=False)
+    if not value_drops:
+        return trees_only
+    mixed = drop_greedily(values=True)
+    # the smaller peak, then fewer dropped groups; the finer drops on a tie
+    if (mixed.scheduled_peak, len(mixed.dropped)) <= (
+        trees_only.scheduled_peak,
+        len(trees_only.dropped),
+    ):
+        return mixed
+    return trees_only
 
 
 def _loops(forest: Forest) -> set[tuple[int, str]]:
