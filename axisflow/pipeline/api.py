@@ -17,6 +17,8 @@ is changed: on error nothing is written (roles included) and
 
 ``schedule_expression`` starts from SeQuant text (or a parsed expression) and
 a batching policy: the frontend builds the module, then ``schedule_module``.
+``plan_expression`` computes the same on the frontend's forest model, without
+the IR (what ``axisflow plan`` needs: no ops printed, verified or read back).
 """
 
 from __future__ import annotations
