@@ -71,7 +71,12 @@ def shared_modules(draw: st.DrawFn) -> Module:
     arity = draw(st.integers(1, 2))
     params = ", ".join(f"%fa{i}: !tprog.tensor" for i in range(arity))
     lines.append(f"tprog.func @f({params}) -> !tprog.tensor {{")
-    lines += draw(bodies(arity, anchors, "f"))
+    if draw(st.booleans()):
+        # A leaf made by the body: a terminal of its own at every application.
+        lines.append(f'  %fl = tprog.leaf "{draw(st.sampled_from(SPECS))}"')
+        lines += draw(bodies(arity, [*anchors, "%fl"], "f"))
+    else:
+        lines += draw(bodies(arity, anchors, "f"))
     lines.append("}")
     results: list[str] = []
     for call in range(draw(st.integers(2, 4))):
