@@ -158,7 +158,8 @@ class ProgramEvaluator:
     frame; extensions register more. ``share_calls``: apply a function called
     at several module-level sites through one trace of its body (a shape
     scheme held in memory) instead of re-evaluating it at each; any shape
-    error then raises :class:`RetryByReEvaluation`.
+    error then raises :class:`RetryByReEvaluation`. It reads false after
+    construction when no function can be shared.
     """
 
     module: ModuleOp
@@ -192,6 +193,9 @@ class ProgramEvaluator:
         }
         if self.share_calls:
             self._shareable = self.shareable_functions()
+            # Nothing to share: evaluate as re-evaluation does, errors included.
+            self.share_calls = bool(self._shareable)
+        if self.share_calls:
             # Errors reach evaluate (which asks for re-evaluation), cheaply.
             self.raw_errors += 1
         self.handlers.update(
@@ -248,10 +252,6 @@ class ProgramEvaluator:
             self._recording.append((value, shape))
             return
         self.body_shapes.setdefault(value, []).append(shape)
-
-    def shared_calls_possible(self) -> bool:
-        """Whether some call of the module is applied through a shared trace."""
-        return bool(self._shareable)
 
     def shareable_functions(self) -> set[str]:
         """The functions called at two or more module-level sites, bodies of
@@ -688,17 +688,19 @@ class CloseShapesPass(ModulePass):
         schemes' oracle); if anything fails, the module is evaluated again by
         re-evaluation, so the diagnostic is the one it reports.
         """
-        if self.calls == "shared":
-            sharing = ProgramEvaluator(
-                op, bytes_per_element=self.bytes_per_element, share_calls=True
-            )
-            if sharing.shared_calls_possible():
-                try:
-                    sharing.evaluate()
-                    return sharing
-                except (RetryByReEvaluation, DiagnosticException):
-                    pass
-        evaluator = ProgramEvaluator(op, bytes_per_element=self.bytes_per_element)
+        evaluator = ProgramEvaluator(
+            op,
+            bytes_per_element=self.bytes_per_element,
+            share_calls=self.calls == "shared",
+        )
+        if evaluator.share_calls:  # some function is called at several sites
+            try:
+                evaluator.evaluate()
+                return evaluator
+            except (RetryByReEvaluation, DiagnosticException):
+                evaluator = ProgramEvaluator(
+                    op, bytes_per_element=self.bytes_per_element
+                )
         evaluator.evaluate()
         return evaluator
 

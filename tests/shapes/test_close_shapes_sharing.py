@@ -181,7 +181,7 @@ tprog.func @once(%in: !tprog.tensor) -> !tprog.tensor {
 """
     evaluator = ProgramEvaluator(parse(text), share_calls=True)
     # A capture label is module-level state; a single call gains nothing.
-    assert not evaluator.shared_calls_possible()
+    assert not evaluator.share_calls
     assert outcome(text, "shared") == outcome(text, "re-evaluate")
 
 
@@ -198,7 +198,7 @@ tprog.func @pool(%in: !tprog.tensor) -> !tprog.tensor {
 %yb = tprog.call @pool(%b) at "b" : !tprog.tensor
 """
     evaluator = ProgramEvaluator(parse(text), share_calls=True)
-    assert evaluator.shared_calls_possible()
+    assert evaluator.share_calls
     evaluator.evaluate()
     assert not evaluator.shared  # refused once, then re-evaluated
     shared = outcome(text, "shared")
