@@ -90,6 +90,14 @@ def shared_modules(draw: st.DrawFn) -> Module:
                 args.append(leaf)
         if call and draw(st.integers(0, 4)) == 0:
             lines.append("tprog.close")
+        if anchors and draw(st.integers(0, 3)) == 0:
+            # Module-level use of an anchor between applications: what the
+            # body reads changes from one call to the next.
+            kind = draw(st.sampled_from(("pointwise", "compose")))
+            other = draw(st.sampled_from(args + results))
+            lines.append(
+                f"%u{call} = tprog.{kind} {draw(st.sampled_from(anchors))}, {other}"
+            )
         lines.append(
             f'%y{call} = tprog.call @f({", ".join(args)}) at "c{call}" : !tprog.tensor'
         )
