@@ -657,3 +657,92 @@ def test_the_memory_order_under_a_span_hook_against_every_binarization(
     assert plan.flops == min(f for f, p in every if p <= limit)
     # among the plans of those flops, the smallest peak
     assert plan.peak == min(p for f, p in every if p <= limit and f == plan.flops)
+
+
+# --------------------------------------------------------------------------
+# Kept groups: the peak inside a group counts for the whole plan
+# --------------------------------------------------------------------------
+
+i, j, k, m, n, p = (Index(key) for key in "ijkmnp")
+GROUP_EXTENTS = Extents.make({"i": 1, "j": 10, "k": 2, "m": 1, "n": 3, "p": 3})
+OUTSIDE = {frozenset({i, k}): 22, frozenset({j, m}): 20, frozenset({i, m}): 1}
+"""Sizes outside the group, as in ``three_chain`` of test_search_rules:
+(A*B)*C peaks at 22 with 20 + 2 multiply-adds, A*(B*C) at 20 with 20 + 10
+(22 is beyond the tolerance of 20)."""
+
+
+def _group_plan(
+    leaves: list[list[Index]],
+    groups: list[tuple[int, ...]],
+    operands: tuple[int, ...],
+    inside: dict[frozenset[Index], int],
+    by_span: dict[frozenset[Index], int] | None = None,
+) -> Plan:
+    """A[i j] B[j k] times a group C with result [k m], ``inside`` sizing the
+    values made in the group (by ``by_span``: the modes of the leaves below
+    them, for those given there)."""
+    sizes = {**OUTSIDE, **inside}
+
+    def size(kept: frozenset[Index], span: frozenset[Index]) -> int:
+        if by_span and span in by_span:
+            return by_span[span]
+        return sizes.get(kept, 1000)
+
+    costs = Costs(GROUP_EXTENTS, size)
+    return plan_product(leaves, [i, m], costs, "memory", groups, operands)
+
+
+CHEAPEST = "(A*B)*C"
+SMALLEST = "A*(B*C)"
+
+
+def _outer_choice(plan: Plan, group_node: int) -> str:
+    last = plan.steps[-2:]
+    if last == ((0, 1), (len(plan.steps) + plan.leaves - 2, group_node)):
+        return CHEAPEST
+    assert last == ((1, group_node), (0, len(plan.steps) + plan.leaves - 2))
+    return SMALLEST
+
+
+def test_a_large_intermediate_early_in_a_group_bounds_every_peak() -> None:
+    """C = C1*C2*C3 folded as written: C1*C2 keeps {k, p}, sized 1000, the
+    group's result {k, m} only 5. Every plan peaks at 1000 inside the group,
+    so the fewest multiply-adds outside it win."""
+    leaves = [[i, j], [j, k], [k, n], [n, p], [p, m]]
+    inside = {frozenset({k, p}): 1000, frozenset({k, m}): 5}
+    plan = _group_plan(leaves, [(2, 3, 4)], (0, 1, ~0), inside)
+    assert plan.steps[:2] == ((2, 3), (5, 4)) and plan.peak == 1000
+    assert _outer_choice(plan, 6) == CHEAPEST
+    # with that intermediate small too, the smaller peak outside wins
+    inside[frozenset({k, p})] = 5
+    small = _group_plan(leaves, [(2, 3, 4)], (0, 1, ~0), inside)
+    assert _outer_choice(small, 6) == SMALLEST
+
+
+def test_the_peak_of_a_group_inside_a_group_counts() -> None:
+    """C = C0*(C1*C2): the inner group keeps {n, m}, sized 1000; folding it
+    into the outer group keeps its peak."""
+    leaves = [[i, j], [j, k], [k, n], [n, p], [p, m]]
+    inside = {frozenset({n, m}): 1000, frozenset({k, m}): 5}
+    plan = _group_plan(leaves, [(3, 4), (2, ~0)], (0, 1, ~1), inside)
+    assert plan.steps[:2] == ((3, 4), (2, 5)) and plan.peak == 1000
+    assert _outer_choice(plan, 6) == CHEAPEST
+    inside[frozenset({n, m})] = 5
+    small = _group_plan(leaves, [(3, 4), (2, ~0)], (0, 1, ~1), inside)
+    assert _outer_choice(small, 6) == SMALLEST
+
+
+def test_a_groups_result_is_sized_by_the_leaves_below_it() -> None:
+    """C = C1*C2 with result {k, m}: a hook that sizes a value made from
+    the leaves of modes {k, n, m} at 1000 (5 by its kept modes alone) sizes
+    the group's result so."""
+    leaves = [[i, j], [j, k], [k, n], [n, m]]
+    inside = {frozenset({k, m}): 5}
+    plan = _group_plan(
+        leaves, [(2, 3)], (0, 1, ~0), inside, {frozenset({k, n, m}): 1000}
+    )
+    assert plan.steps[0] == (2, 3) and plan.peak == 1000
+    assert _outer_choice(plan, 4) == CHEAPEST
+    assert (
+        _outer_choice(_group_plan(leaves, [(2, 3)], (0, 1, ~0), inside), 4) == SMALLEST
+    )
