@@ -263,6 +263,32 @@ def test_a_product_at_exactly_the_pair_budget_is_searched_connected(
     assert list(at.steps) == list(over[1].steps) == fold
 
 
+def test_the_cache_keeps_the_enumerations_it_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shared = PlanCache()
+    assert shared.all_pairs(5) is shared.all_pairs(5)
+    assert shared.all_pairs(4) == list(search._all_pairs(4))
+    adjacent = GRAPHS["cycle6"]
+    pairs = shared.connected_pairs(adjacent)
+    assert shared.connected_pairs(list(adjacent)) is pairs
+    # a graph over the budget is enumerated once, and refused every time
+    calls: list[tuple[int, ...]] = []
+    enumerate_pairs = search._connected_pairs
+
+    def counted(adjacent: list[int], budget: int) -> list[tuple[int, int]]:
+        calls.append(tuple(adjacent))
+        return enumerate_pairs(adjacent, budget)
+
+    monkeypatch.setattr(search, "_connected_pairs", counted)
+    monkeypatch.setattr(search, "PAIR_BUDGET", 3)
+    for _ in range(2):
+        with pytest.raises(search._BudgetExceeded):
+            shared.connected_pairs(GRAPHS["chain5"])
+    assert calls == [tuple(GRAPHS["chain5"])]
+    assert shared.connected_pairs(adjacent) is pairs
+
+
 # --------------------------------------------------------------------------
 # The plan cache: its key, part by part
 # --------------------------------------------------------------------------
