@@ -772,3 +772,55 @@ def test_a_groups_result_is_sized_by_the_leaves_below_it() -> None:
     assert (
         _outer_choice(_group_plan(leaves, [(2, 3)], (0, 1, ~0), inside), 4) == SMALLEST
     )
+
+
+# --------------------------------------------------------------------------
+# The thresholds between the searches, at exactly their values
+# --------------------------------------------------------------------------
+
+
+def _chain(count: int) -> tuple[list[list[Index]], list[Index]]:
+    bonds = [Index("i", n) for n in range(count + 1)]
+    return [[bonds[k], bonds[k + 1]] for k in range(count)], [bonds[0], bonds[count]]
+
+
+@pytest.mark.parametrize(
+    ("count", "method"),
+    [
+        (EXACT_ALL_MAX, "exact"),
+        (EXACT_ALL_MAX + 1, "connected"),
+        (CONNECTED_MAX, "connected"),
+        (CONNECTED_MAX + 1, "greedy"),
+    ],
+)
+def test_the_search_by_the_number_of_operands(count: int, method: str) -> None:
+    leaves, externals = _chain(count)
+    extents = Extents.make({"i": 3})
+    for order in ("flops", "memory"):
+        plan = plan_product(leaves, externals, Costs(extents), order)
+        assert plan.method == method
+        # equal matrices: every search keeps the left-to-right fold
+        assert list(plan.steps) == [(0, 1)] + [
+            (count + k, k + 2) for k in range(count - 2)
+        ]
+
+
+def _parts(lone: int) -> tuple[list[list[Index]], list[Index], Extents]:
+    """A chain of three matrices and ``lone`` vectors of growing size:
+    ``lone + 1`` components."""
+    leaves, externals = _chain(3)
+    vectors = [[Index("v", n + 1)] for n in range(lone)]
+    extents = Extents.make({"i": 2, "v": 3})
+    return leaves + vectors, externals + [v[0] for v in vectors], extents
+
+
+@pytest.mark.parametrize(("lone", "method"), [(7, "connected"), (8, "greedy")])
+def test_components_are_joined_exactly_up_to_the_all_splits_limit(
+    lone: int, method: str
+) -> None:
+    leaves, externals, extents = _parts(lone)
+    assert lone + 1 in (EXACT_ALL_MAX, EXACT_ALL_MAX + 1)
+    plan = plan_product(leaves, externals, Costs(extents), "flops")
+    assert plan.method == method
+    oracle = Oracle(leaves, externals, extents)
+    assert (plan.flops, plan.peak) == oracle.replay(plan.steps)
