@@ -824,3 +824,33 @@ def test_components_are_joined_exactly_up_to_the_all_splits_limit(
     assert plan.method == method
     oracle = Oracle(leaves, externals, extents)
     assert (plan.flops, plan.peak) == oracle.replay(plan.steps)
+
+
+def _scattered_hook(seed: int) -> Hook:
+    """Sizes that have nothing to do with the multiply-adds (a seeded number
+    from 1 to 999 per set of modes kept), so that the fronts of (peak,
+    multiply-adds) hold many points and are extended point by point."""
+
+    def size(kept: frozenset[Index], span: frozenset[Index]) -> int:
+        names = ",".join(sorted(str(mode) for mode in kept))
+        return random.Random(f"{seed}:{names}").randint(1, 999)
+
+    return size
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_the_memory_order_with_scattered_sizes_against_every_binarization(
+    seed: int,
+) -> None:
+    leaves, externals, extents = _small(seed)
+    leaves.append([Index("i", 1), Index("μ", 1)])  # at least four operands
+    hook = _scattered_hook(seed)
+    oracle = HookedOracle(leaves, externals, extents, hook)
+    every = oracle.all_costs()
+    plan = plan_product(leaves, externals, Costs(extents, hook), "memory")
+    assert (plan.flops, plan.peak) == oracle.replay(plan.steps)
+    smallest = min(peak for _, peak in every)
+    limit = smallest * (1 + MEMORY_TOLERANCE)
+    assert plan.peak <= limit
+    assert plan.flops == min(f for f, p in every if p <= limit)
+    assert plan.peak == min(p for f, p in every if p <= limit and f == plan.flops)
