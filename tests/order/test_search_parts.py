@@ -854,3 +854,33 @@ def test_the_memory_order_with_scattered_sizes_against_every_binarization(
     assert plan.peak <= limit
     assert plan.flops == min(f for f, p in every if p <= limit)
     assert plan.peak == min(p for f, p in every if p <= limit and f == plan.flops)
+
+
+# --------------------------------------------------------------------------
+# A mode only one leaf carries
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("order", ["flops", "memory"])
+def test_a_mode_on_one_leaf_only_is_summed_where_that_leaf_is_contracted(
+    order: str,
+) -> None:
+    """A[i j] B[j k z] C[k m] D[m q] -> [i q] with z on B alone: a single
+    leaf keeps all of its modes (the cost model), so B costs with z until
+    it is contracted. Counted so, the plan contracts C*D, then B, then A;
+    without z (what a search that drops B's own mode sees) A*B and C*D
+    first would be cheaper."""
+    i, j, k, m, q, z = (Index(key) for key in "ijkmqz")
+    leaves = [[i, j], [j, k, z], [k, m], [m, q]]
+    extents = Extents.make({"i": 9, "j": 8, "k": 2, "m": 9, "q": 5, "z": 8})
+    oracle = Oracle(leaves, [i, q], extents)
+    every = oracle.all_costs()
+    assert order in ("flops", "memory")
+    plan = plan_product(leaves, [i, q], Costs(extents), order)
+    assert (plan.flops, plan.peak) == oracle.replay(plan.steps)
+    assert plan.steps == ((2, 3), (1, 4), (0, 5))
+    if order == "flops":
+        assert plan.flops == min(f for f, _ in every)
+    else:
+        limit = min(p for _, p in every) * (1 + MEMORY_TOLERANCE)
+        assert plan.flops == min(f for f, p in every if p <= limit)
