@@ -884,3 +884,38 @@ def test_a_mode_on_one_leaf_only_is_summed_where_that_leaf_is_contracted(
     else:
         limit = min(p for _, p in every) * (1 + MEMORY_TOLERANCE)
         assert plan.flops == min(f for f, p in every if p <= limit)
+
+
+# --------------------------------------------------------------------------
+# Components: the peak inside a component counts when they are joined
+# --------------------------------------------------------------------------
+
+
+def test_a_large_intermediate_inside_a_component_bounds_every_peak() -> None:
+    """A chain X = L0[a b] L1[b c] L2[c d] and six lone vectors (nine
+    operands: the connected search, seven parts joined by all splits). Both
+    intermediates X can make are sized 1000, larger than anything the
+    joins make (seeded sizes below 1000), so every plan peaks at 1000 and
+    the memory order takes the fewest multiply-adds, those of the flops
+    order. With X's intermediates small, the joins' peaks decide instead."""
+    a, b, c, d = (Index(key, 1) for key in "abcd")
+    vectors = [Index("v", n) for n in range(1, 7)]
+    leaves = [[a, b], [b, c], [c, d]] + [[v] for v in vectors]
+    externals = [a, d, *vectors]
+    extents = Extents.make({"a": 2, "b": 3, "c": 3, "d": 2, "v": 2})
+    scattered = _scattered_hook(14)
+
+    def hook(internal: int) -> Costs:
+        def size(kept: frozenset[Index], span: frozenset[Index]) -> int:
+            if kept in ({a, c}, {b, d}):
+                return internal
+            return scattered(kept, span)
+
+        return Costs(extents, size)
+
+    fewest = plan_product(leaves, externals, hook(1000), "flops").flops
+    large = plan_product(leaves, externals, hook(1000), "memory")
+    assert large.method == "connected"
+    assert (large.peak, large.flops) == (1000, fewest)
+    small = plan_product(leaves, externals, hook(5), "memory")
+    assert small.flops > fewest and small.peak < 1000
