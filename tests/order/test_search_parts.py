@@ -891,18 +891,24 @@ def test_a_mode_on_one_leaf_only_is_summed_where_that_leaf_is_contracted(
 # --------------------------------------------------------------------------
 
 
-def test_a_large_intermediate_inside_a_component_bounds_every_peak() -> None:
+@pytest.mark.parametrize("wide_a", [False, True])
+def test_a_large_intermediate_inside_a_component_bounds_every_peak(
+    wide_a: bool,
+) -> None:
     """A chain X = L0[a b] L1[b c] L2[c d] and six lone vectors (nine
     operands: the connected search, seven parts joined by all splits). Both
     intermediates X can make are sized 1000, larger than anything the
     joins make (seeded sizes below 1000), so every plan peaks at 1000 and
     the memory order takes the fewest multiply-adds, those of the flops
-    order. With X's intermediates small, the joins' peaks decide instead."""
+    order. With X's intermediates small, the joins' peaks decide instead.
+    X is (L0*L1)*L2 (the intermediate on the left) with a = 2, d = 2, and
+    L0*(L1*L2) (on the right) with a = 5, d = 1."""
     a, b, c, d = (Index(key, 1) for key in "abcd")
     vectors = [Index("v", n) for n in range(1, 7)]
     leaves = [[a, b], [b, c], [c, d]] + [[v] for v in vectors]
     externals = [a, d, *vectors]
-    extents = Extents.make({"a": 2, "b": 3, "c": 3, "d": 2, "v": 2})
+    ends = {"a": 5, "d": 1} if wide_a else {"a": 2, "d": 2}
+    extents = Extents.make({**ends, "b": 3, "c": 3, "v": 2})
     scattered = _scattered_hook(14)
 
     def hook(internal: int) -> Costs:
@@ -917,5 +923,7 @@ def test_a_large_intermediate_inside_a_component_bounds_every_peak() -> None:
     large = plan_product(leaves, externals, hook(1000), "memory")
     assert large.method == "connected"
     assert (large.peak, large.flops) == (1000, fewest)
+    inner = (1, 2) if wide_a else (0, 1)
+    assert frozenset(inner) in clusters(large)
     small = plan_product(leaves, externals, hook(5), "memory")
     assert small.flops > fewest and small.peak < 1000
