@@ -927,3 +927,20 @@ def test_a_large_intermediate_inside_a_component_bounds_every_peak(
     assert frozenset(inner) in clusters(large)
     small = plan_product(leaves, externals, hook(5), "memory")
     assert small.flops > fewest and small.peak < 1000
+
+
+def test_the_size_hook_is_asked_once_per_value() -> None:
+    """The search remembers what the hook said for each pair of (modes kept,
+    modes of the leaves below): a hook that counts its calls is asked once
+    per pair, however often the search compares that value."""
+    leaves, externals, extents = _small(3)
+    asked: dict[tuple[frozenset[Index], frozenset[Index]], int] = {}
+    scattered = _scattered_hook(3)
+
+    def size(kept: frozenset[Index], span: frozenset[Index]) -> int:
+        asked[kept, span] = asked.get((kept, span), 0) + 1
+        return scattered(kept, span)
+
+    plan_product(leaves, externals, Costs(extents, size), "memory")
+    assert len(leaves) >= 4 and len(asked) > len(leaves)
+    assert set(asked.values()) == {1}
