@@ -390,7 +390,8 @@ def test_a_network_met_again_is_planned_once(monkeypatch: pytest.MonkeyPatch) ->
     first = plan_product(CHAIN, [x, y], Costs(EXTENTS), "flops", cache=shared)
     again = plan_product(renamed, outer, Costs(EXTENTS), "flops", cache=shared)
     assert calls == [3]
-    assert (again.steps, again.flops, again.peak, again.method) == (
+    assert (again.leaves, again.steps, again.flops, again.peak, again.method) == (
+        first.leaves,
         first.steps,
         first.flops,
         first.peak,
@@ -944,3 +945,15 @@ def test_the_size_hook_is_asked_once_per_value() -> None:
     plan_product(leaves, externals, Costs(extents, size), "memory")
     assert len(leaves) >= 4 and len(asked) > len(leaves)
     assert set(asked.values()) == {1}
+
+
+def test_plans_without_a_search_report_their_leaves() -> None:
+    i, j = Index("i"), Index("j")
+    costs = Costs(Extents.make({"i": 3, "j": 5}))
+    single = plan_product([[i, j]], [i], costs, "flops")
+    assert (single.leaves, single.steps, single.method) == (1, (), "single")
+    kept = plan_product(
+        [[i], [i, j], [j]], [], costs, "memory", groups=[(0, 1, 2)], operands=(~0,)
+    )
+    assert (kept.leaves, kept.steps, kept.method) == (3, ((0, 1), (3, 2)), "kept")
+    assert kept.root == 4
