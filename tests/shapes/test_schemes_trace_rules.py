@@ -1,0 +1,190 @@
+"""Tracing a scheme (``scheme/trace.py``): exact refusals and what they carry.
+
+Each test pins one outcome a mutation review found unchecked: the exact text
+of every refusal of ``trace`` and the origins an error keeps when the trace
+re-raises it, the refusals of pending axis equations, capture references made
+before the trace given back their binding once it is done, and dim facts the
+body adds by hand carried into the scheme with their origins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+
+import pytest
+
+from axisflow.shapes import (
+    DimIneq,
+    Kind,
+    Origin,
+    Session,
+    ShapeError,
+    Side,
+    Size,
+    Tensor,
+    UntraceableScheme,
+    scheme,
+)
+from tests.shapes.test_schemes import apply, traced
+
+
+def describe(error: ShapeError) -> list[str]:
+    return [origin.describe() for origin in error.origins]
+
+
+def test_trace_needs_a_session() -> None:
+    with pytest.raises(ShapeError) as info:
+        scheme.trace(3, var_mark=0, label="f", args=[], f=list)  # type: ignore[arg-type]
+    assert str(info.value) == "tracing the shape scheme f: needs a Session, got 3"
+
+
+def test_trace_needs_a_rewind_window() -> None:
+    s = Session()
+    with pytest.raises(ShapeError) as info:
+        scheme.trace(s, var_mark=0, label="f", args=[], f=list)
+    assert str(info.value) == (
+        "tracing the shape scheme f: trace must run inside session.rewind(), which "
+        "undoes the trace; open a window first"
+    )
+
+
+def test_the_same_tracer_twice_is_refused_exactly() -> None:
+    s = Session()
+    with s.rewind():
+        mark = s.var_mark()
+        x = s.fresh("x")
+        with pytest.raises(ShapeError) as info:
+            scheme.trace(s, var_mark=mark, label="f", args=[x, x], f=lambda: [x])
+    assert str(info.value) == (
+        "tracing the shape scheme f: the same shape is given as two arguments"
+    )
+
+
+def test_a_contradiction_keeps_its_origins() -> None:
+    s = Session()
+    with pytest.raises(ShapeError) as info:
+        traced(s, lambda xs: [s.pointwise("y", s.leaf("p", "3"), s.leaf("q", "4"))])
+    assert describe(info.value) == ["pointwise 'y' of p, q"]
+
+
+def test_a_refused_pending_equation_keeps_the_origin_of_the_failure() -> None:
+    """The body swallows the refusal and then fails: the untraceable-scheme
+    error has the refusal's text and the failure's origins."""
+    s = Session()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        with contextlib.suppress(UntraceableScheme):
+            s.einsum("y", "2*o=>o", xs[0])
+        return [s.pointwise("z", s.leaf("p", "3"), s.leaf("q", "4"))]
+
+    with pytest.raises(UntraceableScheme) as info:
+        traced(s, body)
+    assert str(info.value) == (
+        "tracing the shape scheme f: einsum 'y' of a0 (spec '2*o=>o') has an affine "
+        "or concatenated axis '2*o'; shape schemes do not carry these pending equations yet "
+        "(evaluate the function at each call instead: close-shapes without "
+        "generalize-shapes)"
+    )
+    assert describe(info.value) == ["pointwise 'z' of p, q"]
+
+
+def test_axes_written_before_a_row_variable_are_refused_exactly() -> None:
+    s = Session()
+    with pytest.raises(UntraceableScheme) as info:
+        traced(s, lambda xs: [s.einsum("y", "a, ..r.. => ..r.., a", xs[0])])
+    assert str(info.value) == (
+        "tracing the shape scheme f: einsum 'y' of a0 (spec 'a, ..r.. => ..r.., a') "
+        "has axes written before a row variable; shape schemes do not carry these "
+        "pending equations yet (evaluate the function at each call instead: "
+        "close-shapes without generalize-shapes)"
+    )
+
+
+def test_a_nested_refusal_keeps_its_origins() -> None:
+    """A trace inside the traced function refuses because its body fails
+    after a swallowed refusal: the outer trace re-raises it with its origins."""
+    s = Session()
+
+    def inner(xs: Sequence[Tensor]) -> list[Tensor]:
+        with contextlib.suppress(UntraceableScheme):
+            s.einsum("y", "2*o=>o", xs[0])
+        return [s.pointwise("z", s.leaf("p", "3"), s.leaf("q", "4"))]
+
+    def outer(xs: Sequence[Tensor]) -> list[Tensor]:
+        traced(s, inner, label="in")
+        return [xs[0]]
+
+    with pytest.raises(UntraceableScheme) as info:
+        traced(s, outer, label="out")
+    assert str(info.value).startswith(
+        "tracing the shape scheme out: tracing the shape scheme in: einsum 'y'"
+    )
+    assert describe(info.value) == ["pointwise 'z' of p, q"]
+
+
+def test_a_swallowed_contradiction_is_raised_at_the_end_with_its_origins() -> None:
+    s = Session()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        with contextlib.suppress(ShapeError):
+            s.pointwise("y", s.leaf("p", "3"), s.leaf("q", "4"))
+        return [xs[0]]
+
+    with pytest.raises(ShapeError) as info:
+        traced(s, body)
+    assert not isinstance(info.value, UntraceableScheme)
+    assert str(info.value).startswith("tracing the shape scheme f: pointwise 'y'")
+    assert describe(info.value) == ["pointwise 'y' of p, q"]
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_a_reference_bound_before_the_trace_is_bound_again_after_it(
+    closed: bool,
+) -> None:
+    """Bound to its variable (before a closing) or to its size (after one)."""
+    s = Session()
+    ref = s.dim_ref("h")
+    s.einsum("e", "h=>h", s.leaf("x", "5"), capture_dims=[ref])
+    if closed:
+        s.close()
+    var, size = ref.var, ref.size
+    assert (var is None, size is None) == ((True, False) if closed else (False, True))
+    with s.rewind():
+        mark = s.var_mark()
+        t = s.fresh("t")
+        seen: list[object] = []
+
+        def body() -> list[Tensor]:
+            seen.append((ref.var, ref.size))
+            return [s.pointwise("y", t)]
+
+        scheme.trace(s, var_mark=mark, label="f", args=[t], f=body)
+        assert seen == [(None, None)]  # unbound while the function ran
+        assert (ref.var, ref.size) == (var, size)
+
+
+DIM_ORIGIN = Origin(
+    "check", "w", lhs=Side("w", Kind.OUTPUT), rhs=Side("a0", Kind.OUTPUT)
+)
+
+
+def test_a_dim_inequality_the_body_adds_is_in_the_scheme_with_its_origin() -> None:
+    s = Session()
+    w = s.param("w", "3")
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.einsum("y", "i=>i", xs[0])
+        (dim,) = s.solver.norm_row(y.shape.row(Kind.OUTPUT)).dims
+        s.add(DimIneq(Size(3), dim, DIM_ORIGIN))
+        return [s.pointwise("z", y, w)]
+
+    sc = traced(s, body)
+    assert (
+        "dim_ineq 3 <= d1 ('check' 'w' lhs 'w'.output rhs 'a0'.output)" in sc.to_lines()
+    )
+    # An application whose argument breaks it fails with that origin.
+    x = s.leaf("x", "4")
+    with pytest.raises(ShapeError) as info:
+        apply(sc, "site", x)
+    assert "check 'w'" in describe(info.value)[0]
