@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import pytest
 
 from axisflow.shapes import (
+    DimEq,
     DimIneq,
     Kind,
     Origin,
@@ -188,3 +189,100 @@ def test_a_dim_inequality_the_body_adds_is_in_the_scheme_with_its_origin() -> No
     with pytest.raises(ShapeError) as info:
         apply(sc, "site", x)
     assert "check 'w'" in describe(info.value)[0]
+
+
+def test_a_swallowed_contradiction_in_a_tainted_session_fails_at_the_replay() -> None:
+    """The session was tainted before the window opened, so the trace cannot
+    tell the body's contradiction by the taint: replaying the body's
+    constraints finds it, and the error is the body's, with its origins."""
+    s = Session()
+    with contextlib.suppress(ShapeError):
+        s.pointwise("early", s.leaf("e", "2"), s.leaf("f", "5"))
+    assert s.tainted
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        with contextlib.suppress(ShapeError):
+            s.pointwise("y", xs[0], s.leaf("p", "3"), s.leaf("q", "4"))
+        return [xs[0]]
+
+    with pytest.raises(ShapeError) as info:
+        traced(s, body)
+    assert not isinstance(info.value, UntraceableScheme)
+    assert str(info.value).startswith("tracing the shape scheme f: pointwise 'y'")
+    assert describe(info.value) == ["pointwise 'y' of a0, p, q"]
+
+
+# ------------------------------------------------- what the scheme reads off
+
+
+def test_relations_of_open_dims_are_read_off_once_each() -> None:
+    """Two open dims broadcast to a third: one inequality each, none twice
+    when the same dim is read twice (``y`` and ``y2`` are one dim)."""
+    s = Session()
+
+    def two(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.einsum("y", "i=>i", xs[0])
+        return [s.pointwise("z", y, s.einsum("w", "j=>j", xs[1]))]
+
+    assert traced(s, two, arity=2).to_lines()[-5:] == [
+        "dim_ineq d3 <= d1 ('pointwise' 'z' of 'y', 'w' lhs 'z'.output rhs 'y'.output)",
+        "dim_ineq d3 <= d2 ('pointwise' 'z' of 'y', 'w' lhs 'z'.output rhs 'w'.output)",
+        "mark used_in_pointwise r2",
+        "mark safe_to_guess r3",
+        "gen r3 1",
+    ]
+
+    def same(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.einsum("y", "i=>i", xs[0])
+        return [s.pointwise("z", y, s.einsum("y2", "i=>i", xs[0]))]
+
+    dim_facts = [
+        line for line in traced(s, same).to_lines() if line.startswith("dim_ineq")
+    ]
+    assert dim_facts == [
+        "dim_ineq d2 <= d1 ('pointwise' 'z' of 'y', 'y2' lhs 'z'.output rhs 'y'.output)"
+    ]
+
+
+def test_bounds_and_relations_of_rows_are_read_off_once_each() -> None:
+    """The same tracer twice among a pointwise's operands: each row relation
+    and the lower bound it gets are facts once; the template the leaf's axes
+    put in front of the result's tail is its depth."""
+    s = Session()
+    sc = traced(s, lambda xs: [s.pointwise("y", xs[0], xs[0], s.leaf("c", "2,3"))])
+    of = "('pointwise' 'y' of 'a0', 'a0', 'c'"
+    assert sc.to_lines() == [
+        "generalized r1, r2, r3, r4, r5, r6",
+        "fixed (none)",
+        "arg 0 'a0' [...r1] | [...r2] -> [...r3]",
+        "result 0 'y' [...r4] | [...r5] -> [...r6, 2, 3]",
+        "internal 0 'c' [] | [] -> [2, 3]",
+        "internal 1 'y' [...r4] | [...r5] -> [...r6, 2, 3]",
+        f"ineq [...r4] <= [...r1] {of} lhs 'y'.batch rhs 'a0'.batch)",
+        f"ineq [...r5] <= [...r2] {of} lhs 'y'.input rhs 'a0'.input)",
+        f"ineq [...r6, 2, 3] <= [...r3] {of} lhs 'y'.output rhs 'a0'.output)",
+        "mark used_in_pointwise r2",
+        "mark used_in_pointwise r5",
+        "mark safe_to_guess r6",
+        "gen r6 2",
+    ]
+
+
+def test_an_old_dim_equated_in_the_body_is_a_loose_fixed_dim() -> None:
+    s = Session()
+    old = s.fresh_dim_var()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.einsum("y", "i=>i", xs[0])
+        (dim,) = s.solver.norm_row(y.shape.row(Kind.OUTPUT)).dims
+        s.add(DimEq(dim, old, Origin("eq", "y")))
+        return [y]
+
+    assert traced(s, body).to_lines() == [
+        "generalized (none)",
+        "fixed d1",
+        "arg 0 'a0' [] | [] -> [d1]",
+        "result 0 'y' [] | [] -> [d1]",
+        "internal 0 'y' [] | [] -> [d1]",
+        f"loose d1 = old {old!r}",
+    ]
