@@ -286,3 +286,62 @@ def test_an_old_dim_equated_in_the_body_is_a_loose_fixed_dim() -> None:
         "internal 0 'y' [] | [] -> [d1]",
         f"loose d1 = old {old!r}",
     ]
+
+
+def test_a_pre_existing_tensor_read_twice_is_one_anchor() -> None:
+    s = Session()
+    w = s.param("w", "3")
+    sc = traced(s, lambda xs: [s.pointwise("y", xs[0], w, s.pointwise("v", w))])
+    assert [line for line in sc.to_lines() if line.startswith("anchor")] == [
+        "anchor 0 'w' [] | [] -> [3]"
+    ]
+
+
+def test_a_capture_input_bound_twice_keeps_the_origin_of_its_first_binding() -> None:
+    s = Session()
+    ref = s.dim_ref("h")
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.einsum("y", "h=>h", xs[0], capture_dims=[ref])
+        s.einsum("y2", "h=>h", xs[0], capture_dims=[ref])
+        return [y]
+
+    assert [
+        line for line in traced(s, body).to_lines() if line.startswith("capture")
+    ] == ["capture 'h' d1 ('einsum' 'y' of 'a0' detail 'spec ''h=>h''')"]
+
+
+def test_a_dim_only_a_fact_mentions_is_declared() -> None:
+    s = Session()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        s.add(DimIneq(Size(3), s.fresh_dim_var(), Origin("lone", "f")))
+        return [xs[0]]
+
+    assert traced(s, body).to_lines() == [
+        "generalized r1, r2, r3, d1",
+        "fixed (none)",
+        "arg 0 'a0' [...r1] | [...r2] -> [...r3]",
+        "result 0 'a0' [...r1] | [...r2] -> [...r3]",
+        "dim_ineq 3 <= d1 ('lone' 'f')",
+    ]
+
+
+def test_two_old_dims_equated_in_the_body_are_one_loose_fixed_dim() -> None:
+    """The dim they become is in no row and no fact: only the loose items
+    mention it, and it is declared fixed."""
+    s = Session()
+    first, second = s.fresh_dim_var(), s.fresh_dim_var()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        s.add(DimEq(first, second, Origin("olds", "ab")))
+        return [xs[0]]
+
+    assert traced(s, body).to_lines() == [
+        "generalized r1, r2, r3",
+        "fixed d1",
+        "arg 0 'a0' [...r1] | [...r2] -> [...r3]",
+        "result 0 'a0' [...r1] | [...r2] -> [...r3]",
+        f"loose d1 = old {first!r}",
+        f"loose d1 = old {second!r}",
+    ]
