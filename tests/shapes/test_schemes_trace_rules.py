@@ -17,6 +17,7 @@ import pytest
 from axisflow.shapes import (
     DimEq,
     DimIneq,
+    DimVar,
     Kind,
     Origin,
     Session,
@@ -345,3 +346,61 @@ def test_two_old_dims_equated_in_the_body_are_one_loose_fixed_dim() -> None:
         f"loose d1 = old {first!r}",
         f"loose d1 = old {second!r}",
     ]
+
+
+def test_an_old_dim_solved_in_the_window_before_the_trace_is_its_size() -> None:
+    """Solved inside the rewind window but before the trace began: the scheme
+    reads it as solved (the trace's start, not the window's, is "before")."""
+    s = Session()
+    w = s.param("w")
+    s.einsum("q", "i;ij=>j", s.leaf("x0", "3"), w)
+    dim = s.solver.norm_row(w.shape.row(Kind.OUTPUT)).dims[1]
+    assert type(dim) is DimVar
+    with s.rewind():
+        s.add(DimEq(dim, Size(5), Origin("fix", "w")))
+        mark = s.var_mark()
+        x = s.fresh("x")
+        sc = scheme.trace(
+            s, var_mark=mark, label="f", args=[x], f=lambda: [s.pointwise("y", w, x)]
+        )
+    lines = sc.to_lines()
+    assert lines[1] == "fixed (none)"
+    assert "anchor 0 'w' [] | [] -> [3, 5]" in lines
+
+
+def test_an_old_dim_the_body_solves_reads_as_that_size() -> None:
+    """The body's own equation replays on the old dim's placeholder, so the
+    scheme reads the size the body gave it."""
+    s = Session()
+    w = s.param("w")
+    s.einsum("q", "i;ij=>j", s.leaf("x0", "3"), w)
+    dim = s.solver.norm_row(w.shape.row(Kind.OUTPUT)).dims[1]
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        s.add(DimEq(dim, Size(5), Origin("fix", "w")))
+        return [s.pointwise("y", w, xs[0])]
+
+    lines = traced(s, body).to_lines()
+    assert lines[1] == "fixed (none)"
+    assert "anchor 0 'w' [] | [] -> [3, 5]" in lines
+
+
+def test_a_capture_input_bound_to_a_dim_solved_before_the_trace_is_its_size() -> None:
+    """The label's dim is that of a tensor made (and sized) before the trace:
+    the capture binds a fresh variable equal to it, which the scheme reads as
+    the size, and an application publishes it."""
+    s = Session()
+    ref = s.dim_ref("h")
+    w = s.leaf("w", "5")
+    sc = traced(
+        s,
+        lambda xs: [
+            s.pointwise("z", s.einsum("y", "h=>h", w, capture_dims=[ref]), xs[0])
+        ],
+    )
+    assert sc.to_lines()[-1] == (
+        "capture 'h' 5 ('einsum' 'y' of 'w' detail 'spec ''h=>h''')"
+    )
+    apply(sc, "site", s.leaf("x", "5"))
+    s.close()
+    assert ref.value == 5
