@@ -142,3 +142,23 @@ def test_an_undeclared_variable_is_refused() -> None:
             ref=s.dim_ref,
         )
     assert str(info.value) == "the shape scheme lay uses d4, which it does not declare"
+
+
+def test_loose_variables_need_both_lookups_of_the_old_session() -> None:
+    s = Session()
+    first, second = s.fresh_dim_var(), s.fresh_dim_var()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        s.add(DimEq(first, second, Origin("olds", "ab")))
+        return [xs[0]]
+
+    sc = traced(s, body, label="lay")
+    with pytest.raises(SchemeTextError, match="depends on the open variable"):
+        build_scheme(
+            parse_scheme_text(sc.to_lines()),
+            session=s,
+            label="lay",
+            anchors=[],
+            ref=s.dim_ref,
+            old_dim=DimVar,
+        )
