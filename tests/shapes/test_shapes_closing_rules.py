@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from axisflow.shapes import (
+    DimIneq,
     Kind,
     Origin,
     Row,
@@ -74,4 +75,21 @@ def test_a_total_broken_by_a_leaf_closed_to_its_bound_names_the_leaf() -> None:
     assert str(info.value) == (
         "test 't': the axes [3] cannot hold 4 elements (their known sizes multiply "
         "to 3) (found while solving leaf 'x')"
+    )
+
+
+def test_a_total_broken_by_a_leaf_dim_closed_to_its_bound_names_the_leaf() -> None:
+    """A leaf dim with lower bound 3 in a total of 7 elements over two dims:
+    closing the dim to its bound breaks the total; the error is the total's,
+    found while solving the leaf's decision."""
+    s = Session()
+    dim, other = s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(Terminal(Row((dim,)), False, LEAF))
+    s.add(DimIneq(Size(3), dim, ORIGIN))
+    s.add(TotalElems((Row((dim, other)),), 7, ORIGIN))
+    with pytest.raises(ShapeError) as info:
+        s.close()
+    assert str(info.value) == (
+        f"test 't': the axes [3, d{other.id}] cannot hold 7 elements (their known "
+        f"sizes multiply to 3) (found while solving leaf 'x')"
     )
