@@ -476,3 +476,55 @@ def test_minimal_protos_refuses_a_mismatched_relabelling() -> None:
         FrameError, match=r"^relabelling: 2 labels for a value with 1 indices$"
     ):
         minimal_protos(labels("i_1"), labels("i_1 i_2"), {})
+
+
+def test_mismatched_proto_groups_are_refused() -> None:
+    # Both sides have two i protos and one j proto, or one i and two j: the
+    # groups of one space do not pair up.
+    with pytest.raises(
+        FrameError,
+        match=r"^at X: the protos of a_1<i_1,i_2,j_1> and a_2<i_3,j_2,j_3> do not "
+        r"match$",
+    ):
+        mode_map(labels("a_1<i_1,i_2,j_1>"), labels("a_2<i_3,j_2,j_3>"), where="at X")
+
+
+# c's pairing is ambiguous until a's forced j pairing (made in the first pass
+# over the composites, a itself still ambiguous in i) fixes c's j_1.
+FORCED_LATER_FRAME = "c_1<j_1,j_3> a_1<i_1,i_2,j_1>"
+FORCED_LATER_HERE = "c_2<j_2,j_4> a_2<i_3,i_4,j_2>"
+
+
+def test_a_forced_pairing_counts_as_progress_before_the_ambiguity_is_reported() -> None:
+    # Only a stays ambiguous: the error names a, not c (which a resolved).
+    with pytest.raises(
+        FrameError,
+        match=r"^at X: the pairing of the protos i_1, i_2 of a_1<i_1,i_2,j_1> with "
+        r"those of a_2<i_3,i_4,j_2> is ambiguous",
+    ):
+        mode_map(labels(FORCED_LATER_FRAME), labels(FORCED_LATER_HERE), where="at X")
+    # With the i pairing given, everything else is forced.
+    found = mode_map(
+        labels(FORCED_LATER_FRAME), labels(FORCED_LATER_HERE), [(i("i_1"), i("i_4"))]
+    )
+    assert [(str(a), str(b)) for a, b in found.items()] == [
+        ("c_1<j_1,j_3>", "c_2<j_2,j_4>"),
+        ("a_1<i_1,i_2,j_1>", "a_2<i_3,i_4,j_2>"),
+        ("j_1", "j_2"),
+        ("j_3", "j_4"),
+        ("i_1", "i_4"),
+        ("i_2", "i_3"),
+    ]
+    # The minimal pairs hold only the i choice: c's j pairing follows.
+    assert minimal_protos(
+        labels(FORCED_LATER_FRAME), labels(FORCED_LATER_HERE), found
+    ) == ((i("i_1"), i("i_4")),)
+
+
+def test_a_proto_met_twice_inside_one_composite_is_renamed_once() -> None:
+    # i_9 is a proto of c_4 and of its proto b_6: the walks meet it twice.
+    renaming = canonical_renaming([labels("a_3<c_4<i_9,b_6<i_9>>>")])
+    assert renaming[i("a_3<c_4<i_9,b_6<i_9>>>")] == i("a_1<c_1<i_1,b_1<i_1>>>")
+    assert renaming[i("c_4<i_9,b_6<i_9>>")] == i("c_1<i_1,b_1<i_1>>")
+    assert renaming[i("b_6<i_9>")] == i("b_1<i_1>")
+    assert renaming[i("i_9")] == i("i_1")
