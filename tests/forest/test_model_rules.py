@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import pytest
 
+from axisflow.forest import frames
 from axisflow.forest.builder import ForestBuilder, labels, loop, use
 from axisflow.forest.frames import (
     FrameError,
@@ -37,6 +38,15 @@ from axisflow.forest.model import (
 from axisflow.roles import Index, LoopRole
 
 i = Index.parse
+
+
+@pytest.fixture(autouse=True)
+def fresh_mode_maps() -> None:
+    """Every test derives its mode maps afresh: ``mode_map`` memoises per
+    process, and a mutation campaign's test runs start from a process whose
+    memo the first, unmutated run filled (a mutant of the derivation would
+    go unseen)."""
+    frames._MODE_MAPS.clear()  # pyright: ignore[reportPrivateUsage]
 
 
 def chain() -> Forest:
