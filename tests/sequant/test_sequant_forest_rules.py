@@ -275,3 +275,37 @@ def test_a_proto_a_later_tensor_needs_stays_a_mode_and_sites_are_linked() -> Non
         (3, "B_0", 1, (), ((L("i_1"), L("i_1")),)),
         (4, "C_0", 0, (), ()),
     ]
+
+
+def test_the_extent_of_a_composite_kind_chooses_the_pairing() -> None:
+    # The ring with a_1<i_1> for i_1: only the extent of a<1> differs.
+    text = "A{a_1<i_1>;j_1} * B{j_1;k_1} * C{k_1;m_1} * D{m_1;a_1<i_1>}"
+
+    def pairs(extents: str) -> list[list[str]]:
+        forest = build_forest(parse(text), BatchPolicy.make(extents=extents))
+        return [
+            [f.value for f in v.factors] for v in forest.values.values() if v.factors
+        ]
+
+    assert pairs("a<1>=2,i=2,j=100,k=2,m=100") == [
+        ["A_0", "B_0"],
+        ["C_0", "D_0"],
+        ["v0", "v1"],
+    ]
+    assert pairs("a<1>=10000,i=2,j=100,k=2,m=100") == [
+        ["A_0", "B_0"],
+        ["v0", "D_0"],
+        ["v1", "C_0"],
+    ]
+
+
+def test_policy_share_default_name_and_external_alias() -> None:
+    assert BatchPolicy.make(share="tree").share == "tree"
+    expression = parse("A{i_1;Κ_1} * B{Κ_1;i_2}")
+    forest = build_forest(expression, BatchPolicy.make("Kappa:external"))
+    assert forest.name == "sequant"
+    # Κ_1 is summed: external-only batching over Κ (spelled by its alias)
+    # gives it no loop.
+    root = forest.trees[0].root
+    assert root is not None and forest.sites[root].loops == ()
+    assert build_forest(expression, BatchPolicy.make("Kappa")).sites[root].loops
