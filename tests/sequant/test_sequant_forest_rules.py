@@ -309,3 +309,20 @@ def test_policy_share_default_name_and_external_alias() -> None:
     root = forest.trees[0].root
     assert root is not None and forest.sites[root].loops == ()
     assert build_forest(expression, BatchPolicy.make("Kappa")).sites[root].loops
+
+
+def test_a_parenthesized_group_is_built_first() -> None:
+    def pairs(text: str) -> list[list[str]]:
+        forest = build_forest(parse(text), order="file")
+        return [
+            [f.value for f in v.factors] for v in forest.values.values() if v.factors
+        ]
+
+    assert pairs("A{i_1;j_1} * (B{j_1;k_1} * C{k_1;m_1})") == [
+        ["B_0", "C_0"],
+        ["A_0", "v0"],
+    ]
+    assert pairs("A{i_1;j_1} * B{j_1;k_1} * C{k_1;m_1}") == [
+        ["A_0", "B_0"],
+        ["v0", "C_0"],
+    ]
