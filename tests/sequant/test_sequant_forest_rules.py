@@ -326,3 +326,21 @@ def test_a_parenthesized_group_is_built_first() -> None:
         ["A_0", "B_0"],
         ["v0", "C_0"],
     ]
+
+
+def test_loops_are_instances_of_their_slots_and_trees_keep_operators() -> None:
+    forest = build_forest(
+        parse("1/4 Ŝ{i_1;a_1} * t{a_1;i_1} + A{i_1;Κ_1} * B{Κ_1;i_2}"),
+        BatchPolicy.make("i,Kappa"),
+    )
+    assert [t.operators for t in forest.trees] == [("Ŝ{i_1;a_1}",), ()]
+    loops = [
+        [(lp.instance, lp.slot, str(lp.label)) for lp in forest.sites[t.root].loops]
+        for t in forest.trees
+        if t.root is not None
+    ]
+    # The k-th loop of a space shares its slot across trees.
+    assert loops == [
+        [(0, 0, "i_1")],
+        [(0, 0, "i_1"), (1, 1, "i_2"), (2, 2, "Κ_1")],
+    ]
