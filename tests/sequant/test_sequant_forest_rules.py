@@ -344,3 +344,40 @@ def test_loops_are_instances_of_their_slots_and_trees_keep_operators() -> None:
         [(0, 0, "i_1")],
         [(0, 0, "i_1"), (1, 1, "i_2"), (2, 2, "Κ_1")],
     ]
+
+
+def test_ascii_aliases_need_a_greek_letter_with_a_unicode_name() -> None:
+    # LATIN SMALL LETTER ALPHA ends in a Greek letter's name but is no Greek
+    # letter; U+0378 has no name at all.
+    assert ascii_alias("ɑ") is None
+    assert ascii_alias("\u0378") is None
+
+
+def test_an_operator_sequant_refuses_is_located_at_its_term() -> None:
+    text = "t{a_1;i_1}\n + Ŝ{i_1,i_2;a_1} * t{a_1;i_1} * u{;i_2}"
+    with pytest.raises(SequantError) as caught:
+        build_forest(parse(text, "eq.txt"))
+    assert str(caught.value) == (
+        "eq.txt:2:2: Ŝ{i_1,i_2;a_1}: the particle symmetrizer needs as many bra "
+        "as ket indices (columns), got 2 and 1"
+    )
+
+
+def test_share_tree_rebuilds_shared_values_per_tree() -> None:
+    expression = parse("A{i_1;a_1} * B{a_1;i_2} + A{i_3;a_3} * B{a_3;i_4}")
+    shared = build_forest(expression, BatchPolicy.make("i"))
+    rebuilt = build_forest(expression, BatchPolicy.make("i", share="tree"))
+    assert [(s.value, s.tree) for s in shared.sites if s.parent is None] == [
+        ("v0", 0),
+        ("v0", 1),
+    ]
+    assert [(s.value, s.tree) for s in rebuilt.sites if s.parent is None] == [
+        ("v0", 0),
+        ("v0_term1", 1),
+    ]
+
+
+def test_one_batch_loop_makes_a_slotted_forest() -> None:
+    forest = build_forest(parse("A{i_1;Κ_1} * B{Κ_1;i_2}"), BatchPolicy.make("Kappa"))
+    assert forest.has_slots
+    assert not build_forest(parse("A{i_1;Κ_1} * B{Κ_1;i_2}")).has_slots
