@@ -81,3 +81,26 @@ def test_the_trusted_entry_decides_like_the_checked_one() -> None:
     assert checked == trusted
     assert checked.role is LoopRole.LOOP_CARRIED
     assert classify_axis([I_1], [], SPACE_I, occurrences) is LoopRole.LOOP_LOCAL
+
+
+UNTYPED_OCCURRENCE: Any = Occurrence
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ((["i_1"], []), "Occurrence carried must be Index objects, got ('i_1',)"),
+        (("i_1", []), "Occurrence carried must be Index objects, got ('i', '_', '1')"),
+        (
+            ([I_1], [I_1, "i"]),
+            "Occurrence ectx must be Index objects, got (Index('i_1'), 'i')",
+        ),
+        (([I_1], [], (), 3), "Occurrence site must be a str, got 3"),
+    ],
+)
+def test_an_occurrence_checks_its_fields(
+    arguments: tuple[object, ...], message: str
+) -> None:
+    with pytest.raises(TypeError) as caught:
+        UNTYPED_OCCURRENCE(*arguments)
+    assert str(caught.value) == message
