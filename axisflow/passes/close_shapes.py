@@ -720,29 +720,6 @@ def _set_type(value: SSAValue, new_type: Attribute) -> None:
     """
     value._type = new_type  # pyright: ignore[reportPrivateUsage]
 
-    def _evaluate(self, op: ModuleOp) -> ProgramEvaluator:
-        """The evaluated module: calls shared when they can be, else re-evaluated.
-
-        Sharing gives every value the shapes re-evaluation gives (the shape
-        schemes' oracle); if anything fails, the module is evaluated again by
-        re-evaluation, so the diagnostic is the one it reports.
-        """
-        evaluator = ProgramEvaluator(
-            op,
-            bytes_per_element=self.bytes_per_element,
-            share_calls=self.calls == "shared",
-        )
-        if evaluator.share_calls:  # some function is called at several sites
-            try:
-                evaluator.evaluate()
-                return evaluator
-            except (RetryByReEvaluation, DiagnosticException):
-                evaluator = ProgramEvaluator(
-                    op, bytes_per_element=self.bytes_per_element
-                )
-        evaluator.evaluate()
-        return evaluator
-
 
 def _update_signature(func: FuncOp) -> None:
     """Make the signature agree with the (re)typed arguments and returned values."""
