@@ -38,7 +38,7 @@ from axisflow.dialects.batch import (
     labels_of,
     ops_of,
 )
-from axisflow.forest.frames import FrameError, ProtoPairs, minimal_protos, mode_map
+from axisflow.forest.frames import minimal_protos
 from axisflow.forest.model import (
     Factor,
     Forest,
@@ -191,18 +191,6 @@ def _layout(op: ValueOp) -> tuple[int, int, int] | None:
     return (int(parts[0]), int(parts[1]), int(parts[2]))
 
 
-def _site_map(
-    frame: tuple[Index, ...], labels: tuple[Index, ...], protos: ProtoPairs
-) -> dict[Index, Index] | None:
-    """The mode map of a use-site, or ``None`` if it does not derive (then
-    ``Forest.finish`` derives it again and reports the error where it
-    checks the site)."""
-    try:
-        return mode_map(frame, labels, protos)
-    except FrameError:
-        return None
-
-
 def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
     """The model of a verified ``batch.forest`` (one linear walk).
 
@@ -266,11 +254,6 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
     )
     unslotted = 0
     sites = model.sites
-    # Mode maps of use-sites per (value result, carried list, proto map)
-    # attributes: use-sites repeat them (the attributes are shared and
-    # immutable; the ops keep them alive while the model is read). A map
-    # that does not derive is left to ``Forest.finish``, which reports it.
-    site_maps: dict[tuple[int, int, int], dict[Index, Index] | None] = {}
     for number, tree_op in enumerate(tree_ops):
         tree = Tree(tree_op.tree_name, tree_op.coeff, None, tree_op.operator_texts)
         model.trees.append(tree)
@@ -298,18 +281,6 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
                     parent,
                     protos=() if protos is None else protos.pairs,
                 )
-                value_op = value_ops.get(name)
-                if value_op is not None:
-                    result = value_op.properties["result"]
-                    key = (id(result), id(carried), id(protos))
-                    if key in site_maps:
-                        known = site_maps[key]
-                    else:
-                        known = site_maps[key] = _site_map(
-                            values[name].result, site.labels, site.protos
-                        )
-                    if known:
-                        site.mode_map = known
                 sites.append(site)
                 if parent is None:
                     roots.append(site.number)

@@ -270,11 +270,15 @@ class Forest:
         if value is None:
             raise ModelError(f"{self._site_where(site)}: unknown value @{site.value}")
         try:
-            site.mode_map = mode_map(
-                value.result, site.labels, site.protos, self._site_where(site)
-            )
-        except FrameError as error:
-            raise ModelError(str(error)) from None
+            site.mode_map = mode_map(value.result, site.labels, site.protos)
+        except FrameError:
+            # Derived again with the site named (a message per site costs
+            # more than the memoised map, and only an error needs it).
+            try:
+                mode_map(value.result, site.labels, site.protos, self._site_where(site))
+            except FrameError as error:
+                raise ModelError(str(error)) from None
+            raise AssertionError("mode_map is deterministic") from None
 
     def _finish_where(self, site: Site, value: Value) -> str:
         return f"use-site of @{value.name} in tree @{self.trees[site.tree].name}"
