@@ -91,13 +91,18 @@ class GuardedSchedule:
 def without_loops(forest: Forest, drops: set[tuple[int, str]]) -> Forest:
     """A copy of ``forest`` whose trees listed in ``drops`` (tree number,
     space) have no loops over those spaces; roles recomputed. Values are
-    shared (scheduling does not change them)."""
+    shared (scheduling does not change them), and so are the use-sites that
+    keep all their loops (nothing changes a site once the model is finished;
+    a trial then costs the sites it changes, not a copy of the forest)."""
     new = copy.copy(forest)
     new.sites = []
     for site in forest.sites:
         kept = tuple(
             loop for loop in site.loops if (site.tree, loop.space) not in drops
         )
+        if len(kept) == len(site.loops):
+            new.sites.append(site)
+            continue
         clone = copy.copy(site)
         clone.loops = kept
         new.sites.append(clone)
@@ -157,6 +162,8 @@ def schedule_never_worse(
                 trial_result, trial_peak, _ = attempt(trial)
                 if best is None or trial_peak < best[0]:
                     best = (trial_peak, trial, trial_result, candidate)
+                # Only the best trial stays alive while the next is built.
+                del trial, trial_result
         if best is None or best[0] >= guarded.scheduled_peak:
             # nothing local helps: drop every remaining loop and evaluate as
             # the unbatched forest does (its schedule, its peak)
