@@ -124,11 +124,12 @@ def plan_policy(
     """Run the pipeline on ``text`` batched over ``spaces``, each term's
     product in ``order`` (``file|flops|memory``), values shared or rebuilt
     per tree by ``share`` (``auto``: whichever gives the smaller peak)."""
-    from axisflow.pipeline.api import schedule_expression
+    from axisflow.pipeline.api import plan_expression
     from axisflow.sequant import parse
 
     expression = parse(text, source=source)
-    forest = schedule_expression(
+    # the pipeline without its IR round trip: the figures are the same
+    forest = plan_expression(
         expression,
         spaces,
         extents=extents,

@@ -15,7 +15,9 @@ Printed per policy:
   scheduled   the peak after the guard (never above unbatched)
   ratio       scheduled / unbatched
   no-acc      the scheduled peak without residual accumulation (guarded)
-  dropped     (tree, space) loop groups the guard dropped
+  dropped     loop groups the guard dropped: (tree, space) and, after
+              "v", how many of them were (value, space) groups (a value
+              computed whole, its readers keeping their loops)
   rebuilt     the scheduled peak with shared values rebuilt per tree
   +madds      the multiply-adds that rebuilding adds
   best        min(scheduled, rebuilt) / unbatched: what share=auto keeps
@@ -42,6 +44,7 @@ from axisflow.forest.sharing import rebuild_per_tree, shared_values
 from axisflow.pipeline import schedule_expression, schedule_module
 from axisflow.pipeline.api import expression_layout
 from axisflow.pipeline.evaluate import RESIDUAL, compare
+from axisflow.pipeline.guard import DroppedLoop
 from axisflow.pipeline.memory import Sizing, forest_flops, format_bytes
 from axisflow.planning import policies
 from axisflow.sequant import BatchPolicy, PolicyError, build_forest, parse
@@ -72,6 +75,7 @@ def planning_table(name: str, label: str, extents: str) -> None:
     print("  " + "  ".join(f"{h:>10}" for h in header))
     best: tuple[int, str] | None = None
     unbatched = 0
+    value_drops: list[str] = []
     for policy in POLICIES:
         start = time.perf_counter()
         try:
@@ -83,9 +87,10 @@ def planning_table(name: str, label: str, extents: str) -> None:
         plain = schedule_expression(
             text, policy, extents=extents, elem=8, accumulate=False
         )
-        rebuilt = schedule_expression(
+        rebuilt_plan = schedule_expression(
             text, policy, extents=extents, elem=8, share="tree"
-        ).report
+        )
+        rebuilt = rebuilt_plan.report
         report = planned.report
         unbatched = report.unbatched_peak
         chosen = min(report.scheduled_peak, rebuilt.scheduled_peak)
@@ -97,13 +102,19 @@ def planning_table(name: str, label: str, extents: str) -> None:
             format_bytes(report.scheduled_peak),
             f"{report.scheduled_peak / report.unbatched_peak:#.3g}x",
             format_bytes(plain.report.scheduled_peak),
-            str(len(planned.dropped)),
+            dropped_cell(planned.dropped),
             format_bytes(rebuilt.scheduled_peak),
             f"{rebuilt.extra_flops / shared_flops:+.1%}",
             f"{chosen / report.unbatched_peak:#.3g}x",
             f"{seconds:.2f}",
         )
         print("  " + "  ".join(f"{cell:>10}" for cell in row))
+        for how, result in (("shared", planned), ("rebuilt", rebuilt_plan)):
+            value_drops.extend(
+                f"{policy or 'none'} {how}: {drop}"
+                for drop in result.dropped
+                if drop.kind == "value"
+            )
         assert report.scheduled_peak <= report.unbatched_peak
         assert rebuilt.scheduled_peak <= rebuilt.unbatched_peak
         assert chosen <= report.unbatched_peak
@@ -112,6 +123,15 @@ def planning_table(name: str, label: str, extents: str) -> None:
             best = (chosen, f"{policy or 'none'} (values {how})")
     assert best is not None
     print(f"  best: {best[1]}, {unbatched / best[0]:.3g}x below unbatched")
+    print(f"  values' loops dropped ({len(value_drops)}):")
+    for line in value_drops or ["none"]:
+        print(f"    {line}")
+
+
+def dropped_cell(dropped: list[DroppedLoop]) -> str:
+    """``N`` groups dropped, ``N vK`` when K of them were values' loops."""
+    values = sum(1 for drop in dropped if drop.kind == "value")
+    return f"{len(dropped)} v{values}" if values else str(len(dropped))
 
 
 def trade_off(label: str, extents: str, policy: str) -> None:

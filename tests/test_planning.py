@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from axisflow.pipeline.api import plan_expression, schedule_expression
 from axisflow.pipeline.memory import Lifetime, peak
+from axisflow.pipeline.options import ShareChoice
 from axisflow.planning import live_curve, main, plan_policy, policies
+from axisflow.sequant import PolicyError
 from tests.conftest import EXAMPLES
 
 ENERGY = EXAMPLES / "sequant" / "csv_ccsd_energy_df.txt"
@@ -133,3 +136,36 @@ def test_share_forest_keeps_values_shared(capsys: pytest.CaptureFixture[str]) ->
     assert status == 0
     rows = out.splitlines()[2:4]
     assert [row.split()[2] for row in rows] == ["shared", "shared"]
+
+
+@pytest.mark.parametrize(
+    ("name", "batch", "extents", "share"),
+    [
+        ("csv_ccsd_energy_df", "Κ", REAL, "auto"),
+        ("csv_ccsd_singles_residual_df", "i,Κ", REAL, "auto"),
+        ("csv_ccsd_singles_residual_df", "μ̃", REAL + ",a<1>=60", "tree"),
+        ("csv_ccsd_doubles_residual_df", "Κ", "i=3,a=4,μ̃=4,Κ=5", "forest"),
+    ],
+)
+def test_planning_without_ir_gives_what_the_pipeline_gives(
+    name: str, batch: str, extents: str, share: ShareChoice
+) -> None:
+    # axisflow plan skips the IR round trip (print, verify, read back, the
+    # schedule op): the same models, schedules, reports and drops
+    text = (EXAMPLES / "sequant" / f"{name}.txt").read_text(encoding="utf-8")
+    through_ir = schedule_expression(text, batch, extents=extents, share=share)
+    direct = plan_expression(text, batch, extents=extents, share=share)
+    assert direct.report.json_text() == through_ir.report.json_text()
+    assert direct.schedule == through_ir.schedule
+    assert direct.dropped == through_ir.dropped
+    assert direct.share == through_ir.share
+    assert direct.model.roles == through_ir.model.roles
+    assert direct.residual == through_ir.residual
+
+
+def test_planning_without_ir_reports_errors_as_the_pipeline_does() -> None:
+    with pytest.raises(PolicyError) as through_ir:
+        schedule_expression("t{i_1;a_1}", "Κ")
+    with pytest.raises(PolicyError) as direct:
+        plan_expression("t{i_1;a_1}", "Κ")
+    assert str(direct.value) == str(through_ir.value)

@@ -17,13 +17,15 @@ is changed: on error nothing is written (roles included) and
 
 ``schedule_expression`` starts from SeQuant text (or a parsed expression) and
 a batching policy: the frontend builds the module, then ``schedule_module``.
+``plan_expression`` computes the same on the frontend's forest model, without
+the IR (what ``axisflow plan`` needs: no ops printed, verified or read back).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
@@ -79,6 +81,21 @@ class ForestSchedule:
 
 
 @dataclass
+class ModelPlan:
+    """The pipeline's result for one forest model, without IR
+    (``plan_expression``): ``ForestSchedule`` without the ops."""
+
+    model: Forest
+    """The forest as scheduled, with its roles."""
+    schedule: Schedule
+    decisions: Decisions
+    report: MemoryReport
+    dropped: list[DroppedLoop]
+    residual: ResidualLayout | None
+    share: str = "forest"
+
+
+@dataclass
 class PipelineResult:
     """Every forest of a module, scheduled."""
 
@@ -121,28 +138,60 @@ def plan_forest(
     try:
         if model is None:
             model = forest_model(forest)
-        if not accumulate:
-            residual = None
-        elif residual is None:
-            residual = forest_layout(model)
-        guarded = schedule_never_worse(
+        plan = plan_model(
             model,
             block=block,
             max_rounds=max_rounds,
             extents=extents,
             residual=residual,
-            enabled=never_worse,
+            accumulate=accumulate,
+            never_worse=never_worse,
         )
     except (ModelError, SchedulingError, ResidualError) as error:
         raise PipelineError(f"{forest_label(forest)}: {error}") from None
+    return ForestSchedule(
+        forest,
+        schedule_to_op(plan.schedule),
+        plan.model,
+        plan.schedule,
+        plan.decisions,
+        plan.report,
+        plan.dropped,
+        plan.residual,
+    )
+
+
+def plan_model(
+    model: Forest,
+    *,
+    block: int | Mapping[str, int] = 1,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    extents: Mapping[str, int] | None = None,
+    residual: ResidualLayout | None = None,
+    accumulate: bool = True,
+    never_worse: bool = True,
+) -> ModelPlan:
+    """What ``plan_forest`` computes, on a classified forest model (no IR):
+    the guarded schedule and its report. Raises ``ModelError``,
+    ``SchedulingError`` or ``ResidualError``."""
+    if not accumulate:
+        residual = None
+    elif residual is None:
+        residual = forest_layout(model)
+    guarded = schedule_never_worse(
+        model,
+        block=block,
+        max_rounds=max_rounds,
+        extents=extents,
+        residual=residual,
+        enabled=never_worse,
+    )
     result, scheduled = guarded.result, guarded.forest
     sizing = Sizing(scheduled, extents)
     report = memory_report(scheduled, result.schedule, sizing, residual)
     report.dropped = [d.to_json() for d in guarded.dropped]
     report.first_peak = guarded.first_peak
-    return ForestSchedule(
-        forest,
-        schedule_to_op(result.schedule),
+    return ModelPlan(
         scheduled,
         result.schedule,
         result.decisions,
@@ -281,9 +330,100 @@ def schedule_expression(
     unbatched peak is the shared forest's (the plain evaluation it is
     compared with).
     """
+    check_schedule_options(block, max_rounds)
+
+    def run(model: Forest, how: Share) -> ForestSchedule:
+        result = schedule_module(
+            forest_module(model),
+            block=block,
+            max_rounds=max_rounds,
+            residual=layout,
+            accumulate=accumulate,
+            never_worse=never_worse,
+        )
+        planned = result.forests[0]
+        planned.share = planned.report.share = how
+        return planned
+
+    shared_model, layout = _expression_model(
+        expression,
+        batch,
+        extents=extents,
+        elem=elem,
+        separate_instances=separate_instances,
+        name=name,
+        order=order,
+        share=share,
+    )
+    return _choose_sharing(shared_model, share, run)
+
+
+def plan_expression(
+    expression: Expression | str,
+    batch: str | Iterable[str] = (),
+    *,
+    extents: str | Mapping[str, int] | None = None,
+    elem: int | None = None,
+    separate_instances: bool = False,
+    name: str = "sequant",
+    block: int | Mapping[str, int] = 1,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    order: Order = "flops",
+    accumulate: bool = True,
+    never_worse: bool = True,
+    share: ShareChoice = "forest",
+) -> ModelPlan:
+    """``schedule_expression`` without IR: the same arguments, errors,
+    models, schedules and reports, with no ``batch.forest`` printed, verified
+    and read back, and no ``sched.schedule`` op made (what ``axisflow plan``
+    needs). The frontend's model is classified directly."""
+    check_schedule_options(block, max_rounds)
+
+    def run(model: Forest, how: Share) -> ModelPlan:
+        try:
+            classify(model)
+            planned = plan_model(
+                model,
+                block=block,
+                max_rounds=max_rounds,
+                residual=layout,
+                accumulate=accumulate,
+                never_worse=never_worse,
+            )
+        except (ModelError, SchedulingError, ResidualError) as error:
+            raise PipelineError(f"batch.forest @{model.name}: {error}") from None
+        planned.share = planned.report.share = how
+        return planned
+
+    shared_model, layout = _expression_model(
+        expression,
+        batch,
+        extents=extents,
+        elem=elem,
+        separate_instances=separate_instances,
+        name=name,
+        order=order,
+        share=share,
+    )
+    return _choose_sharing(shared_model, share, run)
+
+
+def _expression_model(
+    expression: Expression | str,
+    batch: str | Iterable[str],
+    *,
+    extents: str | Mapping[str, int] | None,
+    elem: int | None,
+    separate_instances: bool,
+    name: str,
+    order: Order,
+    share: ShareChoice,
+) -> tuple[Forest, ResidualLayout | None]:
+    """The frontend's forest (values shared) and the expression's residual
+    layout (``None`` for terms that are no one residual and have no
+    operator): the first steps of ``schedule_expression``."""
     from axisflow.sequant import PolicyError, parse, to_model
 
-    check_schedule_options(block, max_rounds)
     if share not in SHARE_CHOICES:
         raise PolicyError(
             f"share must be one of {', '.join(SHARE_CHOICES)}, got {share!r}"
@@ -308,20 +448,17 @@ def schedule_expression(
             raise expression.error(
                 error.reason, _term_offset(expression, error)
             ) from None
+    return shared_model, layout
 
-    def run(model: Forest, how: Share) -> ForestSchedule:
-        result = schedule_module(
-            forest_module(model),
-            block=block,
-            max_rounds=max_rounds,
-            residual=layout,
-            accumulate=accumulate,
-            never_worse=never_worse,
-        )
-        planned = result.forests[0]
-        planned.share = planned.report.share = how
-        return planned
 
+_Planned = TypeVar("_Planned", ForestSchedule, ModelPlan)
+
+
+def _choose_sharing(
+    shared_model: Forest, share: ShareChoice, run: Callable[[Forest, Share], _Planned]
+) -> _Planned:
+    """``share``'s choice (``schedule_expression``), ``run`` scheduling a
+    forest: the shared one, the one rebuilt per tree, or the smaller peak."""
     if share == "forest":
         return run(shared_model, "forest")
     rebuilt = run(rebuild_per_tree(shared_model), "tree")
