@@ -26,19 +26,21 @@ docs/benchmarks-phases.md); importing the plugin changes nothing.
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import IO, NoReturn
+from typing import IO, Any, Literal, NoReturn, get_args, get_origin, get_type_hints
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import IRNode, Operation
 from xdsl.parser import Parser
+from xdsl.utils.arg_spec import ArgSpec, parse_pipeline, parse_spec
 from xdsl.utils.diagnostic import Diagnostic
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.utils.lexer import Input, Span
@@ -155,13 +157,28 @@ class AxisflowOptMain(xDSLOptMain):
         self.temporary_output: str | None = None
         super().__init__(args=args)
 
+    def setup_pipeline(self) -> None:
+        try:
+            super().setup_pipeline()
+        except ValueError as error:
+            specs = list(parse_pipeline(self.args.passes))
+            raise ValueError(
+                explain_option_error(specs, self.available_passes, error)
+            ) from None
+
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
     ) -> ModuleOp | None:
         frontend = self.args.frontend or file_extension
         if frontend != "mlir":
             self.source = None
-            return super().parse_chunk(chunk, file_extension, start_offset)
+            try:
+                return super().parse_chunk(chunk, file_extension, start_offset)
+            except ValueError as error:
+                spec = parse_spec(frontend)
+                raise ValueError(
+                    explain_option_error([spec], self.available_frontends, error)
+                ) from None
         name = self.get_input_name()
         text = check_mlir_text(chunk.read(), name)  # xDSL adds the line offset
         self.source = Input(text, name)
@@ -211,6 +228,62 @@ class AxisflowOptMain(xDSLOptMain):
         end = word.end() if word is not None else start + 1
         span = Span(start, end, self.source, self.line_offset)
         return span.print_with_context(str(error))
+
+
+def _describe_type(expected: Any) -> str:
+    """What an option of type ``expected`` accepts, in words."""
+    origin = get_origin(expected)
+    if origin is Literal:
+        return "one of " + ", ".join(str(choice) for choice in get_args(expected))
+    if origin is tuple:
+        item = get_args(expected)[0]
+        plural = {bool: "booleans", int: "integers", float: "numbers", str: "strings"}
+        return "a comma-separated list of " + plural.get(item, _describe_type(item))
+    members = [member for member in get_args(expected) if member is not type(None)]
+    if members:
+        return " or ".join(_describe_type(member) for member in members)
+    names = {
+        bool: "true or false",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+    }
+    return names.get(expected, getattr(expected, "__name__", str(expected)))
+
+
+def explain_option_error(
+    specs: list[ArgSpec],
+    available: Mapping[str, Callable[..., Any]],
+    error: ValueError,
+) -> str:
+    """xDSL's message for an option of the wrong type (``Incompatible types:
+    given ('x',), expected ...``) names neither the pass nor the option: find
+    the first option of ``specs`` whose value its field's type refuses and
+    name both, with the value and what the field accepts. Any other error
+    keeps its message."""
+    if not str(error).startswith("Incompatible types"):
+        return str(error)
+    for spec in specs:
+        factory = available.get(spec.name)
+        if factory is None or inspect.signature(factory).parameters:
+            continue  # unknown, or an old-style frontend without options
+        entry = factory()
+        hints = get_type_hints(entry) if isinstance(entry, type) else {}
+        for name, value in spec.normalize_parameter_names().parameters.items():
+            if name not in hints:
+                continue
+            try:
+                entry.from_spec(ArgSpec(spec.name, {name: value}))
+            except ValueError as refused:
+                if not str(refused).startswith("Incompatible types"):
+                    continue
+                shown = ",".join(str(item) for item in value)
+                option = name.replace("_", "-")
+                return (
+                    f"{spec.name}: option {option}={shown} is not valid: "
+                    f"expected {_describe_type(hints[name])}"
+                )
+    return str(error)
 
 
 def _output_mode(target: str) -> int:

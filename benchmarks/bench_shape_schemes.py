@@ -9,9 +9,11 @@ once and instantiate the scheme at every call. Two levels:
 
 * the engine's Python API: Stage 1 (all calls; for schemes including the one
   trace), the closing, and the ratios re-evaluation / schemes;
-* the IR passes: ``close-shapes`` (which re-evaluates every ``tprog.call``, the
-  baseline issue 5 set for schemes) vs ``generalize-shapes`` then
-  ``close-shapes`` on the same module (parsing excluded).
+* the IR passes: ``close-shapes{calls=re-evaluate}`` (which re-evaluates
+  every ``tprog.call``, the baseline set for schemes) vs ``generalize-shapes``
+  then ``close-shapes`` on the same module (parsing excluded), and the default
+  ``close-shapes``, which traces a function called at several sites once and
+  applies its scheme at each call.
 
 Goal: schemes at least 5x faster at 100 sites and more.
 
@@ -284,24 +286,32 @@ def main() -> None:
         )
     print()
     print(
-        "# IR passes: close-shapes (re-evaluates calls) vs generalize-shapes,close-shapes"
+        "# IR passes: close-shapes{calls=re-evaluate} vs generalize-shapes,close-shapes;"
+        " shared: close-shapes as it runs by default (one trace per function)"
     )
     header = (
-        f"{'sites':>6}  {'close-shapes s':>14}  {'with schemes s':>14}  {'ratio':>6}"
+        f"{'sites':>6}  {'re-evaluate s':>14}  {'with schemes s':>14}  {'ratio':>6}"
+        f"  {'shared s':>9}  {'ratio':>6}"
     )
     print(header)
     print("-" * len(header))
     for sites in sites_list:
-        baseline, schemes = [], []
+        baseline, schemes, shared = [], [], []
         for _ in range(options.repeat):
-            baseline.append(ir_pipeline(sites, [CloseShapesPass()]))
+            baseline.append(ir_pipeline(sites, [CloseShapesPass(calls="re-evaluate")]))
             schemes.append(
                 ir_pipeline(sites, [GeneralizeShapesPass(), CloseShapesPass()])
             )
+            shared.append(ir_pipeline(sites, [CloseShapesPass()]))
         assert baseline[0][1] == schemes[0][1], "schemes and re-evaluation disagree"
+        assert baseline[0][1] == shared[0][1], "shared calls and re-evaluation disagree"
         base = min(t for t, _ in baseline)
         through = min(t for t, _ in schemes)
-        print(f"{sites:>6}  {base:>14.3f}  {through:>14.3f}  {base / through:>5.1f}x")
+        by_sharing = min(t for t, _ in shared)
+        print(
+            f"{sites:>6}  {base:>14.3f}  {through:>14.3f}  {base / through:>5.1f}x"
+            f"  {by_sharing:>9.3f}  {base / by_sharing:>5.1f}x"
+        )
     print()
     print(f"# check: {options.checks} checks per run, sessions measured in turn")
     header = f"{'open constraints':>16}  {'ms per check':>12}  {'ratio':>6}"

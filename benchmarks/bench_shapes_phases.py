@@ -13,10 +13,11 @@ Four measurements, each on generated programs:
   with ``bench_shape_schemes.py``'s 50-operation function applied at 10 call
   sites that do not read the chain: the share of ``generalize-shapes``.
 * **memory**: the peak of memory allocated (``tracemalloc``) while
-  ``close-shapes`` re-evaluates ``bench_shape_schemes.py``'s function at two
-  numbers of call sites (``--sites``); per call site is the difference over
-  the difference of sites (what one more call site costs, without the
-  module's fixed part).
+  ``close-shapes`` applies ``bench_shape_schemes.py``'s function at two
+  numbers of call sites (``--sites``): on the calls as users run it,
+  re-evaluating every call (``calls=re-evaluate``), and after
+  ``generalize-shapes``; per call site is the difference over the difference
+  of sites (what one more call site costs, without the module's fixed part).
 
 Every measurement runs in a subprocess (``--worker``) with a tree's
 directory first on ``sys.path``: this tree's, and with ``--baseline PATH``
@@ -184,22 +185,40 @@ def generalize_figures(n: int) -> dict[str, Any]:
 
 
 def memory_figures(sites: list[int]) -> dict[str, Any]:
-    """Peak memory ``close-shapes`` allocates at two numbers of call sites."""
+    """Peak memory ``close-shapes`` allocates at two numbers of call sites.
+
+    Three ways: the pass as users run it on the calls (this tree shares a
+    function's trace between its calls; the baseline re-evaluates them),
+    ``calls=re-evaluate`` (every call runs the body; the baseline has no
+    option and does that anyway), and after ``generalize-shapes``.
+    """
+    import dataclasses
+
     from bench_shape_schemes import module_text  # type: ignore[import-not-found]
 
     from axisflow.passes.close_shapes import CloseShapesPass
     from axisflow.passes.generalize_shapes import GeneralizeShapesPass
 
+    has_calls_option = "calls" in {f.name for f in dataclasses.fields(CloseShapesPass)}
+    re_evaluating: Any = (
+        CloseShapesPass(calls="re-evaluate")  # type: ignore[call-arg]
+        if has_calls_option
+        else CloseShapesPass()
+    )
     figures: dict[str, Any] = {}
     low, high = sites
-    for how, generalize in (("re-evaluating calls", False), ("after generalize", True)):
+    for how, close, generalize in (
+        ("on calls", CloseShapesPass(), False),
+        ("calls=re-evaluate", re_evaluating, False),
+        ("after generalize", CloseShapesPass(), True),
+    ):
         peaks = []
         for count in sites:
             module = parse(module_text(count))
             if generalize:
                 apply(GeneralizeShapesPass(), module)
             tracemalloc.start()
-            apply(CloseShapesPass(), module)
+            apply(close, module)
             peaks.append(tracemalloc.get_traced_memory()[1])
             tracemalloc.stop()
             del module

@@ -2,10 +2,24 @@
 
 The pass runs the shape engine (:mod:`axisflow.shapes`) over a ``tprog``
 program: it evaluates the module's top-level operations in order, creating a
-tensor per value; a ``tprog.call`` re-evaluates the callee's body on the call's
-arguments (OCANNL's behaviour today, and the baseline shape schemes are
-measured against), with origins naming the application site. Then it closes
-the session and rewrites every result type to ``!tprog.tensor<"...">``.
+tensor per value; a ``tprog.call`` gives its results the shapes re-evaluating
+the callee's body on the call's arguments gives (OCANNL's behaviour today, and
+the baseline shape schemes are measured against), with origins naming the
+application site. Then it closes the session and rewrites every result type to
+``!tprog.tensor<"...">``.
+
+How calls are evaluated (``calls``): ``re-evaluate`` runs the body at every
+call, keeping every constraint and variable of every run until closing.
+``shared`` (the default) traces a function called at two or more module-level
+sites once, in a rewind window, into a shape scheme held in memory, and
+instantiates it at each call, so a call site keeps what its application adds
+(presolved rows, renamed open state) instead of a re-run body. The typed
+module is the same (the shape schemes' oracle, and a hypothesis test comparing
+the two modes byte for byte). Functions whose bodies reach outside an
+application (calls, capture labels, ``set_dim``, counts, closings) and
+functions a scheme cannot carry are re-evaluated; and if anything fails while
+sharing, the module is evaluated again by re-evaluation, so every diagnostic
+is re-evaluation's.
 
 A value inside a function body gets a concrete type when every application
 gives it the same shape (and ``annotate-functions`` is on); otherwise it keeps
@@ -32,9 +46,10 @@ to.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Literal, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FunctionType, ModuleOp
@@ -72,6 +87,7 @@ from axisflow.shapes import (
     Shape,
     ShapeError,
     Tensor,
+    UntraceableScheme,
     scheme,
 )
 from axisflow.shapes.scheme.read import build_scheme
@@ -97,11 +113,53 @@ class Frame:
 
 
 @dataclass
+class SharedBody:
+    """A function's body traced once, applied at each of its module-level calls.
+
+    ``values``: each body value with where it stands in an application
+    (``"arg"``, ``"internal"`` or ``"anchor"`` and the index), for annotating
+    the body as re-evaluation would.
+    """
+
+    scheme: Scheme
+    values: list[tuple[SSAValue, str, int]]
+
+
+SHAREABLE_OPS: tuple[type[Operation], ...] = (
+    LeafOp,
+    ParamOp,
+    PointwiseOp,
+    ComposeOp,
+    TransposeOp,
+    EinsumOp,
+    ReturnOp,
+)
+"""The operations a body applied through a shared trace may hold.
+
+Everything else (a call, a capture label, ``set_dim``, a count, a closing)
+reads or writes state outside the application, which the shape scheme
+carries differently (or refuses); such a function is re-evaluated.
+"""
+
+
+class RetryByReEvaluation(Exception):
+    """A shared application or its closing failed: evaluate again, re-evaluating.
+
+    Raised instead of a diagnostic while calls are shared, so the error a
+    user sees is always the one re-evaluation reports, not the scheme's.
+    """
+
+
+@dataclass
 class ProgramEvaluator:
     """Evaluates a ``tprog`` module into a shape session.
 
     ``handlers`` maps an operation class to a function evaluating it in a
-    frame; extensions register more.
+    frame; extensions register more. ``share_calls``: apply a function called
+    at several module-level sites through one trace of its body (a shape
+    scheme held in memory) instead of re-evaluating it at each; any shape
+    error then raises :class:`RetryByReEvaluation`. It reads false after
+    construction when no function can be shared.
     """
 
     module: ModuleOp
@@ -124,11 +182,22 @@ class ProgramEvaluator:
     # Inside a trace, shape errors must reach the trace (which prefixes them)
     # instead of becoming diagnostics at the failing operation.
     raw_errors: int = 0
+    share_calls: bool = False
+    shared: dict[str, SharedBody] = field(default_factory=dict)
+    _shareable: set[str] = field(default_factory=set)
+    _recording: list[tuple[SSAValue, Shape]] | None = None
 
     def __post_init__(self) -> None:
         self._functions = {
             op.sym_name.data: op for op in self.module.ops if isinstance(op, FuncOp)
         }
+        if self.share_calls:
+            self._shareable = self.shareable_functions()
+            # Nothing to share: evaluate as re-evaluation does, errors included.
+            self.share_calls = bool(self._shareable)
+        if self.share_calls:
+            # Errors reach evaluate (which asks for re-evaluation), cheaply.
+            self.raw_errors += 1
         self.handlers.update(
             {
                 LeafOp: self._leaf,
@@ -179,7 +248,31 @@ class ProgramEvaluator:
 
     def note_body_shape(self, value: SSAValue, shape: Shape) -> None:
         """A value of a function body has ``shape`` in one application."""
+        if self._recording is not None:
+            self._recording.append((value, shape))
+            return
         self.body_shapes.setdefault(value, []).append(shape)
+
+    def shareable_functions(self) -> set[str]:
+        """The functions called at two or more module-level sites, bodies of
+        :data:`SHAREABLE_OPS` only (einsums without capture labels)."""
+        calls = Counter(
+            op.callee.root_reference.data
+            for op in self.module.ops
+            if isinstance(op, CallOp)
+        )
+        found: set[str] = set()
+        for name, count in calls.items():
+            func = self._functions.get(name)
+            if func is None or count < 2:
+                continue
+            if all(
+                type(body_op) in SHAREABLE_OPS
+                and not (isinstance(body_op, EinsumOp) and body_op.capture_labels)
+                for body_op in func.body.block.ops
+            ):
+                found.add(name)
+        return found
 
     def ref(self, label: str) -> DimRef:
         """The module's capture reference for an einsum label."""
@@ -192,6 +285,14 @@ class ProgramEvaluator:
 
     def evaluate(self) -> None:
         """Evaluate the module's top-level operations, then close the session."""
+        if self.share_calls:
+            try:
+                for op in self.module.ops:
+                    self.evaluate_op(op, self.top)
+                self.session.close()
+            except ShapeError as error:
+                raise RetryByReEvaluation() from error
+            return
         for op in self.module.ops:
             self.evaluate_op(op, self.top)
         try:
@@ -279,6 +380,14 @@ class ProgramEvaluator:
         func = self._functions.get(callee)
         if func is None:
             fail_at(op, f"{op.name}: no tprog.func named @{callee}")
+        if frame is self.top and callee in self._shareable:
+            try:
+                self._call_shared(op, func)
+                return
+            except UntraceableScheme:
+                # What a scheme cannot carry (a pending equation, say): the
+                # trace wrote nothing (its window is rewound); re-evaluate.
+                self._shareable.discard(callee)
         if callee in self._active_calls:
             chain = " -> ".join(f"@{name}" for name in (*self._active_calls, callee))
             fail_at(op, f"{op.name}: recursive call {chain} cannot be evaluated")
@@ -301,6 +410,67 @@ class ProgramEvaluator:
         )
         for result, value in zip(op.res, ret.values, strict=True):
             self.define(frame, result, self.tensor(ret, value, inner))
+
+    def _call_shared(self, op: CallOp, func: FuncOp) -> None:
+        """Apply ``func``'s traced body at this call (tracing it at its first)."""
+        name = func.sym_name.data
+        shared = self.shared.get(name)
+        if shared is None or scheme.stale(shared.scheme):
+            # A closing since the trace may have made it stale: trace anew.
+            shared = self.shared[name] = self._trace_shared(func)
+        arguments = [self.tensor(op, v, self.top) for v in op.arguments]
+        applied = self.apply_scheme(
+            op, self.top, shared.scheme, None, arguments, op.application.data
+        )
+        for value, where, index in shared.values:
+            if where == "arg":
+                shape = arguments[index].shape
+            elif where == "internal":
+                shape = applied.internal[index]
+            else:
+                shape = shared.scheme.anchors[index].shape
+            self.note_body_shape(value, shape)
+
+    def _trace_shared(self, func: FuncOp) -> SharedBody:
+        """Trace ``func``'s body once, in a rewind window, into a shape scheme."""
+        block = func.body.block
+        session = self.session
+        recorded: list[tuple[SSAValue, Shape]] = []
+        with session.rewind():
+            mark = session.var_mark()
+            tracers = [
+                session.fresh(self.name_of(arg), site=func) for arg in block.args
+            ]
+            frame = Frame({})
+            for arg, tracer in zip(block.args, tracers, strict=True):
+                frame.values[arg] = tracer
+                recorded.append((arg, tracer.shape))
+
+            def body() -> list[Tensor]:
+                self.evaluate_block(block, frame)
+                ret = block.last_op
+                assert isinstance(ret, ReturnOp), "verified: a body ends with return"
+                return [self.tensor(ret, value, frame) for value in ret.values]
+
+            # A shape error propagates (raw_errors): evaluate() asks for
+            # re-evaluation, whose diagnostic the user gets.
+            self._recording = recorded
+            try:
+                traced = scheme.trace(
+                    session,
+                    var_mark=mark,
+                    label=func.sym_name.data,
+                    args=tracers,
+                    f=body,
+                )
+            finally:
+                self._recording = None
+        values = [
+            (value, where[0], where[1])
+            for value, shape in recorded
+            if (where := traced.locate(shape)) is not None and where[0] != "result"
+        ]
+        return SharedBody(traced, values)
 
     def _total_elems(self, op: Operation, frame: Frame) -> None:
         assert isinstance(op, TotalElemsOp)
@@ -461,17 +631,21 @@ class ConcreteTypes:
 
 @dataclass(frozen=True)
 class CloseShapesPass(ModulePass):
-    """Infer every tensor's shape (calls by re-evaluation) and write it as its type.
+    """Infer every tensor's shape and write it as its type.
 
     ``annotate_functions``: also type the values inside function bodies when
     all applications agree on their shape. ``bytes_per_element``: the
     precision that turns ``tprog.total_elems ... bytes`` into elements.
+    ``calls``: ``shared`` (one trace per function called at several sites,
+    its scheme instantiated at each) or ``re-evaluate`` (the body runs at
+    every call); both write the same types and diagnostics.
     """
 
     name = "close-shapes"
 
     annotate_functions: bool = True
     bytes_per_element: int = 4
+    calls: Literal["shared", "re-evaluate"] = "shared"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.bytes_per_element < 1:
@@ -482,8 +656,7 @@ class CloseShapesPass(ModulePass):
             self._apply(op)
 
     def _apply(self, op: ModuleOp) -> None:
-        evaluator = ProgramEvaluator(op, bytes_per_element=self.bytes_per_element)
-        evaluator.evaluate()
+        evaluator = self._evaluate(op)
         types = ConcreteTypes()
         updates: list[tuple[SSAValue, Attribute]] = [
             (value, types.of(tensor.shape))
@@ -507,6 +680,29 @@ class CloseShapesPass(ModulePass):
             for func in op.ops:
                 if isinstance(func, FuncOp):
                     _update_signature(func)
+
+    def _evaluate(self, op: ModuleOp) -> ProgramEvaluator:
+        """The evaluated module: calls shared when they can be, else re-evaluated.
+
+        Sharing gives every value the shapes re-evaluation gives (the shape
+        schemes' oracle); if anything fails, the module is evaluated again by
+        re-evaluation, so the diagnostic is the one it reports.
+        """
+        evaluator = ProgramEvaluator(
+            op,
+            bytes_per_element=self.bytes_per_element,
+            share_calls=self.calls == "shared",
+        )
+        if evaluator.share_calls:  # some function is called at several sites
+            try:
+                evaluator.evaluate()
+                return evaluator
+            except (RetryByReEvaluation, DiagnosticException):
+                evaluator = ProgramEvaluator(
+                    op, bytes_per_element=self.bytes_per_element
+                )
+        evaluator.evaluate()
+        return evaluator
 
 
 def _update_signature(func: FuncOp) -> None:

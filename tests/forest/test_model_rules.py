@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import pytest
 
+from axisflow.forest import frames
 from axisflow.forest.builder import ForestBuilder, labels, loop, use
 from axisflow.forest.frames import (
     FrameError,
@@ -37,6 +38,15 @@ from axisflow.forest.model import (
 from axisflow.roles import Index, LoopRole
 
 i = Index.parse
+
+
+@pytest.fixture(autouse=True)
+def fresh_mode_maps() -> None:
+    """Every test derives its mode maps afresh: ``mode_map`` memoises per
+    process, and a mutation campaign's test runs start from a process whose
+    memo the first, unmutated run filled (a mutant of the derivation would
+    go unseen)."""
+    frames._MODE_MAPS.clear()  # pyright: ignore[reportPrivateUsage]
 
 
 def chain() -> Forest:
@@ -476,3 +486,182 @@ def test_minimal_protos_refuses_a_mismatched_relabelling() -> None:
         FrameError, match=r"^relabelling: 2 labels for a value with 1 indices$"
     ):
         minimal_protos(labels("i_1"), labels("i_1 i_2"), {})
+
+
+def test_mismatched_proto_groups_are_refused() -> None:
+    # Both sides have two i protos and one j proto, or one i and two j: the
+    # groups of one space do not pair up.
+    with pytest.raises(
+        FrameError,
+        match=r"^at X: the protos of a_1<i_1,i_2,j_1> and a_2<i_3,j_2,j_3> do not "
+        r"match$",
+    ):
+        mode_map(labels("a_1<i_1,i_2,j_1>"), labels("a_2<i_3,j_2,j_3>"), where="at X")
+
+
+# c's pairing is ambiguous until a's forced j pairing (made in the first pass
+# over the composites, a itself still ambiguous in i) fixes c's j_1.
+FORCED_LATER_FRAME = "c_1<j_1,j_3> a_1<i_1,i_2,j_1>"
+FORCED_LATER_HERE = "c_2<j_2,j_4> a_2<i_3,i_4,j_2>"
+
+
+def test_a_forced_pairing_counts_as_progress_before_the_ambiguity_is_reported() -> None:
+    # Only a stays ambiguous: the error names a, not c (which a resolved).
+    with pytest.raises(
+        FrameError,
+        match=r"^at X: the pairing of the protos i_1, i_2 of a_1<i_1,i_2,j_1> with "
+        r"those of a_2<i_3,i_4,j_2> is ambiguous",
+    ):
+        mode_map(labels(FORCED_LATER_FRAME), labels(FORCED_LATER_HERE), where="at X")
+    # With the i pairing given, everything else is forced.
+    found = mode_map(
+        labels(FORCED_LATER_FRAME), labels(FORCED_LATER_HERE), [(i("i_1"), i("i_4"))]
+    )
+    assert [(str(a), str(b)) for a, b in found.items()] == [
+        ("c_1<j_1,j_3>", "c_2<j_2,j_4>"),
+        ("a_1<i_1,i_2,j_1>", "a_2<i_3,i_4,j_2>"),
+        ("j_1", "j_2"),
+        ("j_3", "j_4"),
+        ("i_1", "i_4"),
+        ("i_2", "i_3"),
+    ]
+    # The minimal pairs hold only the i choice: c's j pairing follows.
+    assert minimal_protos(
+        labels(FORCED_LATER_FRAME), labels(FORCED_LATER_HERE), found
+    ) == ((i("i_1"), i("i_4")),)
+
+
+def test_a_proto_met_twice_inside_one_composite_is_renamed_once() -> None:
+    # i_9 is a proto of c_4 and of its proto x_6 (listed after i_9, so the
+    # walks reach x_6's i_9 first and meet c_4's i_9 again afterwards).
+    renaming = canonical_renaming([labels("a_3<c_4<i_9,x_6<i_9>>>")])
+    assert renaming[i("a_3<c_4<i_9,x_6<i_9>>>")] == i("a_1<c_1<i_1,x_1<i_1>>>")
+    assert renaming[i("c_4<i_9,x_6<i_9>>")] == i("c_1<i_1,x_1<i_1>>")
+    assert renaming[i("x_6<i_9>")] == i("x_1<i_1>")
+    assert renaming[i("i_9")] == i("i_1")
+
+
+def test_more_mode_map_refusals_name_the_place() -> None:
+    # A composite read as a plain label, and a composite proto explicitly
+    # paired with a plain label: proto lists of different lengths.
+    with pytest.raises(
+        FrameError,
+        match=r"^at X: a_2<i_1> and a_1 have proto lists of different lengths$",
+    ):
+        mode_map(labels("a_1"), labels("a_2<i_1>"), where="at X")
+    with pytest.raises(
+        FrameError,
+        match=r"^at X: b_2 and b_1<i_1> have proto lists of different lengths$",
+    ):
+        mode_map(
+            labels("a_1<b_1<i_1>>"),
+            labels("a_2<b_2>"),
+            [(i("b_1<i_1>"), i("b_2"))],
+            where="at X",
+        )
+    # The whole text of the two binder messages that end in the frame.
+    with pytest.raises(
+        FrameError,
+        match=r"^at X: label i_3 stands for both i_1 and i_2 of the value's frame$",
+    ):
+        mode_map(labels("i_1 i_2"), labels("i_3 i_3"), where="at X")
+    # Without a place, the message starts with "relabelling".
+    with pytest.raises(
+        FrameError, match=r"^relabelling: 2 labels for a value with 1 indices$"
+    ):
+        mode_map(labels("i_1"), labels("i_1 i_2"))
+
+
+def test_mode_maps_are_shared_between_equal_readings() -> None:
+    # Documented: one map per distinct (frame, labels, protos); callers key
+    # derived labels by the map's identity.
+    first = mode_map(labels("a_1<i_1> j_1"), labels("a_4<i_2> j_3"))
+    again = mode_map(labels("a_1<i_1> j_1"), labels("a_4<i_2> j_3"))
+    assert again is first
+    assert first == {
+        i("a_1<i_1>"): i("a_4<i_2>"),
+        i("j_1"): i("j_3"),
+        i("i_1"): i("i_2"),
+    }
+    assert mode_map(labels("j_1"), labels("j_3")) is not first
+
+
+def test_node_labels_check_every_factor_mode() -> None:
+    # A mode every map already names, labelled differently by the factor.
+    with pytest.raises(
+        FrameError,
+        match=r"^X: the value's index i_1 is labelled both i_7 and i_8 here$",
+    ):
+        node_labels(
+            {i("i_1"): i("i_7")}, [{i("i_1"): i("i_1")}], [{i("i_1"): i("i_8")}], "X"
+        )
+    # A summed mode labelled with a fresh label of another index space.
+    with pytest.raises(
+        FrameError,
+        match=r"^X: index k_3 stands for j_1 of the value's frame, which is of "
+        r"another index space$",
+    ):
+        node_labels(
+            {i("i_1"): i("i_7")},
+            [{i("i_1"): i("i_1"), i("j_1"): i("j_1")}],
+            [{i("i_1"): i("i_7"), i("j_1"): i("k_3")}],
+            "X",
+        )
+    # A summed mode only the second factor has is labelled too.
+    found = node_labels(
+        {i("i_1"): i("i_7")},
+        [{i("i_1"): i("i_1")}, {i("i_1"): i("i_1"), i("j_1"): i("j_1")}],
+        [{i("i_1"): i("i_7")}, {i("i_1"): i("i_7"), i("j_1"): i("j_4")}],
+        "X",
+    )
+    assert found == {i("i_1"): i("i_7"), i("j_1"): i("j_4")}
+
+
+def test_values_listed_before_their_factors_are_finished() -> None:
+    # Y and X come before the leaves they read, and X is met again (as Y's
+    # factor) before the walk reaches it as a root.
+    a, b = Value("A", labels("i_1 j_1")), Value("B", labels("j_1"))
+    x = Value(
+        "X",
+        labels("i_1"),
+        factors=(Factor("A", labels("i_1 j_1")), Factor("B", labels("j_1"))),
+    )
+    y = Value("Y", labels("i_1"), factors=(Factor("X", labels("i_1")),))
+    z = Value("Z", labels("j_1"), factors=(Factor("B", labels("j_1")),))
+    forest = forest_of([y, a, x, z, b], [])
+    forest.finish()
+    assert (x.node_modes, y.node_modes, z.node_modes) == (
+        labels("i_1 j_1"),
+        labels("i_1"),
+        labels("j_1"),
+    )
+
+
+def test_a_cycle_below_the_first_value_is_refused() -> None:
+    # X reads V, V and W read each other: found from X, named at V.
+    values = [
+        Value("X", labels("i_1"), factors=(Factor("V", labels("i_1")),)),
+        Value("V", labels("i_1"), factors=(Factor("W", labels("i_1")),)),
+        Value("W", labels("i_1"), factors=(Factor("V", labels("i_1")),)),
+    ]
+    with pytest.raises(ModelError, match=r"^value @V depends on itself$"):
+        forest_of(values, []).finish()
+
+
+def test_a_second_site_whose_labels_disagree_with_equal_factors_is_refused() -> None:
+    # Two sites of V whose factor sites read A alike: the first agrees, the
+    # second labels V's i_1 as i_5 while A's i_1 is i_1 there.
+    a = Value("A", labels("i_1 j_1"))
+    v = Value("V", labels("i_1"), factors=(Factor("A", labels("i_1 j_1")),))
+    sites = [
+        Site(0, "V", 0, labels("i_1"), (), None, children=(1,)),
+        Site(1, "A", 0, labels("i_1 j_1"), (), 0),
+        Site(2, "V", 1, labels("i_5"), (), None, children=(3,)),
+        Site(3, "A", 1, labels("i_1 j_1"), (), 2),
+    ]
+    with pytest.raises(
+        ModelError,
+        match=r"^use-site of @V in tree @t1: the value's index i_1 is labelled both "
+        r"i_5 and i_1 here$",
+    ):
+        forest_of([a, v], sites, trees=2).finish()

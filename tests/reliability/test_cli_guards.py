@@ -136,3 +136,38 @@ def test_unwritable_output_names_the_file(tmp_path: Path) -> None:
     status, _, err = run_args(str(FOUR_TENSOR), "-o", str(target))
     assert status == 1
     assert err == f"error: cannot write {target}: No such file or directory\n"
+
+
+def test_an_option_of_the_wrong_type_names_the_pass_option_and_value(
+    tmp_path: Path,
+) -> None:
+    # xDSL's own message ("Incompatible types: given ('bogus',), expected
+    # typing.Literal[...]") names neither the pass nor the option.
+    cases = {
+        "close-shapes{calls=bogus}": (
+            "error: close-shapes: option calls=bogus is not valid: "
+            "expected one of shared, re-evaluate"
+        ),
+        "classify-axes,schedule-batches{max-rounds=x}": (
+            "error: schedule-batches: option max-rounds=x is not valid: "
+            "expected an integer"
+        ),
+        "schedule-batches{never-worse=3}": (
+            "error: schedule-batches: option never-worse=3 is not valid: "
+            "expected true or false"
+        ),
+    }
+    for pipeline, message in cases.items():
+        status, out, err = run(tmp_path, "builtin.module {}\n", "-p", pipeline)
+        assert (status, out, err) == (1, "", message + "\n"), pipeline
+
+
+def test_a_frontend_option_of_the_wrong_type_names_the_option(tmp_path: Path) -> None:
+    source = tmp_path / "eq.txt"
+    source.write_text("R{a_1;i_1} = f{a_1;i_1}\n", encoding="utf-8")
+    status, out, err = run_args(str(source), "-f", "sequant{batch=3}")
+    assert (status, out) == (1, "")
+    assert err == (
+        "error: sequant: option batch=3 is not valid: "
+        "expected a comma-separated list of strings\n"
+    )

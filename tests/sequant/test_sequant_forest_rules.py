@@ -11,10 +11,11 @@ import pytest
 from axisflow.forest.model import Forest
 from axisflow.order import Costs, Extents, plan_product
 from axisflow.roles import Index
-from axisflow.sequant import BatchPolicy, PolicyError, build_forest, parse
+from axisflow.sequant import BatchPolicy, PolicyError, SequantError, build_forest, parse
 from axisflow.sequant.forest import (
     ascii_alias,
     binarize,
+    canonical_term,
     parse_extents,
     plan_pairing,
     symbol_name,
@@ -177,3 +178,206 @@ def test_the_pairing_of_a_plan_and_of_the_file_order() -> None:
     assert plan_pairing(plan) == ((0, 1), (2, 3))
     single = plan_product([[i]], [i], Costs(extents))
     assert plan_pairing(single) == 0
+
+
+def test_policy_boundaries() -> None:
+    # Extents and element sizes of 1 are fine; only 0 and below are refused.
+    policy = BatchPolicy.make("i", extents={"i": 1}, elem=1)
+    assert (policy.extents, policy.elem) == ((("i", 1),), 1)
+    with pytest.raises(PolicyError) as caught:
+        BatchPolicy.make(share="x")
+    assert str(caught.value) == "share must be one of forest, tree, got 'x'"
+
+
+def test_terms_that_cannot_be_trees_have_exact_messages() -> None:
+    for text, message in [
+        (
+            "t{a_1;i_1}\n - g{i_2,i_2;a_1}",
+            "eq.txt:2:4: index i_2 appears twice in tensor g: traces and diagonals "
+            "are not supported (a tensor's indices must be distinct)",
+        ),
+        (
+            "Â{a_1;} * t{a_1;i_1}",
+            "eq.txt:1:11: index i_1 of tensor t appears once in its term but no "
+            "operator of the term lists it as a result index",
+        ),
+    ]:
+        with pytest.raises(SequantError) as caught:
+            build_forest(parse(text, "eq.txt"))
+        assert str(caught.value) == message
+
+
+def test_a_character_without_a_unicode_name_is_spelled_by_its_code_point() -> None:
+    assert symbol_name("a\u0378") == "au0378"  # U+0378 is unassigned
+
+
+def test_leaves_keep_their_symmetry() -> None:
+    forest = build_forest(parse("g{i_1;a_1}:N-S * t{a_1;i_1}"))
+    assert {name: v.symmetry for name, v in forest.values.items()} == {
+        "g_0": "N-S",
+        "t_0": None,
+        "v0": None,
+    }
+
+
+def test_canonical_term_renames_by_first_appearance() -> None:
+    (term,) = parse("A{i_7;a_3} * B{a_3;i_5}:N-S").terms
+    tensors, renaming = canonical_term(term.tensors)
+    assert renaming == {L("i_7"): L("i_1"), L("a_3"): L("a_1"), L("i_5"): L("i_2")}
+    assert [(t.label, t.bra, t.ket, t.symmetry) for t in tensors] == [
+        ("A", (L("i_1"),), (L("a_1"),), None),
+        ("B", (L("a_1"),), (L("i_2"),), "N-S"),
+    ]
+    # A renaming given is used as it is.
+    given = {L("i_7"): L("i_4"), L("a_3"): L("a_2"), L("i_5"): L("i_3")}
+    tensors, same = canonical_term(term.tensors, given)
+    assert same is given and tensors[0].bra == (L("i_4"),)
+
+
+def test_the_extents_choose_the_pairing_of_a_ring() -> None:
+    # A ring of four matrices: pair the two products over the large indices.
+    text = "A{i_1;j_1} * B{j_1;k_1} * C{k_1;m_1} * D{m_1;i_1}"
+
+    def pairs(extents: str) -> list[tuple[str, list[str]]]:
+        forest = build_forest(parse(text), BatchPolicy.make(extents=extents))
+        return [
+            (v.name, [f.value for f in v.factors])
+            for v in forest.values.values()
+            if v.factors
+        ]
+
+    assert pairs("i=2,j=100,k=2,m=100") == [
+        ("v0", ["A_0", "B_0"]),
+        ("v1", ["C_0", "D_0"]),
+        ("v2", ["v0", "v1"]),
+    ]
+    assert pairs("i=100,j=2,k=100,m=2") == [
+        ("v0", ["A_0", "D_0"]),
+        ("v1", ["B_0", "C_0"]),
+        ("v2", ["v0", "v1"]),
+    ]
+
+
+def test_a_proto_a_later_tensor_needs_stays_a_mode_and_sites_are_linked() -> None:
+    # A and B contract a_1<i_1> and j_1, but C still carries i_1: v0 keeps
+    # i_1 as an index of its own.
+    forest = build_forest(
+        parse("A{a_1<i_1>;j_1} * B{j_1;a_1<i_1>} * C{i_1;k_1}"), order="file"
+    )
+    v0, v1 = forest.values["v0"], forest.values["v1"]
+    assert (v0.result, v0.contracted) == ((L("i_1"),), (L("a_1<i_1>"), L("j_1")))
+    assert [f.value for f in v1.factors] == ["v0", "C_0"]
+    sites = [(s.number, s.value, s.parent, s.children, s.protos) for s in forest.sites]
+    assert sites == [
+        (0, "v1", None, (1, 4), ()),
+        (1, "v0", 0, (2, 3), ()),
+        (2, "A_0", 1, (), ((L("i_1"), L("i_1")),)),
+        (3, "B_0", 1, (), ((L("i_1"), L("i_1")),)),
+        (4, "C_0", 0, (), ()),
+    ]
+
+
+def test_the_extent_of_a_composite_kind_chooses_the_pairing() -> None:
+    # The ring with a_1<i_1> for i_1: only the extent of a<1> differs.
+    text = "A{a_1<i_1>;j_1} * B{j_1;k_1} * C{k_1;m_1} * D{m_1;a_1<i_1>}"
+
+    def pairs(extents: str) -> list[list[str]]:
+        forest = build_forest(parse(text), BatchPolicy.make(extents=extents))
+        return [
+            [f.value for f in v.factors] for v in forest.values.values() if v.factors
+        ]
+
+    assert pairs("a<1>=2,i=2,j=100,k=2,m=100") == [
+        ["A_0", "B_0"],
+        ["C_0", "D_0"],
+        ["v0", "v1"],
+    ]
+    assert pairs("a<1>=10000,i=2,j=100,k=2,m=100") == [
+        ["A_0", "B_0"],
+        ["v0", "D_0"],
+        ["v1", "C_0"],
+    ]
+
+
+def test_policy_share_default_name_and_external_alias() -> None:
+    assert BatchPolicy.make(share="tree").share == "tree"
+    expression = parse("A{i_1;Κ_1} * B{Κ_1;i_2}")
+    forest = build_forest(expression, BatchPolicy.make("Kappa:external"))
+    assert forest.name == "sequant"
+    # Κ_1 is summed: external-only batching over Κ (spelled by its alias)
+    # gives it no loop.
+    root = forest.trees[0].root
+    assert root is not None and forest.sites[root].loops == ()
+    assert build_forest(expression, BatchPolicy.make("Kappa")).sites[root].loops
+
+
+def test_a_parenthesized_group_is_built_first() -> None:
+    def pairs(text: str) -> list[list[str]]:
+        forest = build_forest(parse(text), order="file")
+        return [
+            [f.value for f in v.factors] for v in forest.values.values() if v.factors
+        ]
+
+    assert pairs("A{i_1;j_1} * (B{j_1;k_1} * C{k_1;m_1})") == [
+        ["B_0", "C_0"],
+        ["A_0", "v0"],
+    ]
+    assert pairs("A{i_1;j_1} * B{j_1;k_1} * C{k_1;m_1}") == [
+        ["A_0", "B_0"],
+        ["v0", "C_0"],
+    ]
+
+
+def test_loops_are_instances_of_their_slots_and_trees_keep_operators() -> None:
+    forest = build_forest(
+        parse("1/4 Ŝ{i_1;a_1} * t{a_1;i_1} + A{i_1;Κ_1} * B{Κ_1;i_2}"),
+        BatchPolicy.make("i,Kappa"),
+    )
+    assert [t.operators for t in forest.trees] == [("Ŝ{i_1;a_1}",), ()]
+    loops = [
+        [(lp.instance, lp.slot, str(lp.label)) for lp in forest.sites[t.root].loops]
+        for t in forest.trees
+        if t.root is not None
+    ]
+    # The k-th loop of a space shares its slot across trees.
+    assert loops == [
+        [(0, 0, "i_1")],
+        [(0, 0, "i_1"), (1, 1, "i_2"), (2, 2, "Κ_1")],
+    ]
+
+
+def test_ascii_aliases_need_a_greek_letter_with_a_unicode_name() -> None:
+    # LATIN SMALL LETTER ALPHA ends in a Greek letter's name but is no Greek
+    # letter; U+0378 has no name at all.
+    assert ascii_alias("ɑ") is None
+    assert ascii_alias("\u0378") is None
+
+
+def test_an_operator_sequant_refuses_is_located_at_its_term() -> None:
+    text = "t{a_1;i_1}\n + Ŝ{i_1,i_2;a_1} * t{a_1;i_1} * u{;i_2}"
+    with pytest.raises(SequantError) as caught:
+        build_forest(parse(text, "eq.txt"))
+    assert str(caught.value) == (
+        "eq.txt:2:2: Ŝ{i_1,i_2;a_1}: the particle symmetrizer needs as many bra "
+        "as ket indices (columns), got 2 and 1"
+    )
+
+
+def test_share_tree_rebuilds_shared_values_per_tree() -> None:
+    expression = parse("A{i_1;a_1} * B{a_1;i_2} + A{i_3;a_3} * B{a_3;i_4}")
+    shared = build_forest(expression, BatchPolicy.make("i"))
+    rebuilt = build_forest(expression, BatchPolicy.make("i", share="tree"))
+    assert [(s.value, s.tree) for s in shared.sites if s.parent is None] == [
+        ("v0", 0),
+        ("v0", 1),
+    ]
+    assert [(s.value, s.tree) for s in rebuilt.sites if s.parent is None] == [
+        ("v0", 0),
+        ("v0_term1", 1),
+    ]
+
+
+def test_one_batch_loop_makes_a_slotted_forest() -> None:
+    forest = build_forest(parse("A{i_1;Κ_1} * B{Κ_1;i_2}"), BatchPolicy.make("Kappa"))
+    assert forest.has_slots
+    assert not build_forest(parse("A{i_1;Κ_1} * B{Κ_1;i_2}")).has_slots
