@@ -21,6 +21,12 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from axisflow.gc_pause import collector_paused
+from axisflow.shapes.concrete import (
+    broadcast,
+    concrete_rows,
+    concrete_spec_rows,
+    fits,
+)
 from axisflow.shapes.constraints import (
     CaptureBind,
     Constraint,
@@ -35,13 +41,14 @@ from axisflow.shapes.constraints import (
 )
 from axisflow.shapes.refs import DimRef
 from axisflow.shapes.spec import (
+    ShapeSpec,
     einsum_rows,
     item_text,
     parse_einsum_spec,
     parse_shape_spec,
     unpadded_convolution,
 )
-from axisflow.shapes.tensors import Role, Shape, Tensor
+from axisflow.shapes.tensors import FastShape, Role, Shape, Tensor
 from axisflow.shapes.terms import (
     KINDS,
     DimVar,
@@ -69,7 +76,13 @@ class Operations:
         raise NotImplementedError
 
     def _origin(
-        self, operation: str, tensor: str, operands: Sequence[Tensor] = (), **kw: Any
+        self,
+        operation: str,
+        tensor: str,
+        operands: Sequence[Tensor] = (),
+        *,
+        detail: str | None = None,
+        site: object = None,
     ) -> Origin:
         raise NotImplementedError
 
@@ -85,6 +98,24 @@ class Operations:
         raise NotImplementedError
 
     def _new_shape(self, name: str) -> Shape:
+        raise NotImplementedError
+
+    def _leave_fast_mode(self) -> None:
+        raise NotImplementedError
+
+    def _fast_allowed(self) -> bool:
+        raise NotImplementedError
+
+    def _fast_result(
+        self,
+        op: str,
+        name: str,
+        args: object,
+        origin: Origin,
+        rows: tuple[Row, Row, Row],
+        provisional: bool,
+        mints: int,
+    ) -> FastShape:
         raise NotImplementedError
 
     def fresh_dim_var(self) -> DimVar:
@@ -108,7 +139,20 @@ class Operations:
         origin = self._origin(
             role, name, detail=None if spec is None else f"spec {spec!r}", site=site
         )
+        if spec is not None and self._fast_allowed():
+            rows = concrete_spec_rows(spec)
+            if rows is not None:
+                shape = self._fast_result(role, name, spec, origin, rows, False, 0)
+                return Tensor(name, shape, role, origin)
+        self._leave_fast_mode()
         shape = self._new_shape(name)
+        self._emit_terminal(shape, parsed, is_param, origin)
+        return Tensor(name, shape, role, origin)
+
+    def _emit_terminal(
+        self, shape: Shape, parsed: ShapeSpec | None, is_param: bool, origin: Origin
+    ) -> None:
+        """The general path of a leaf or parameter: its rows equal its spec's, terminal."""
         for kind in KINDS:
             row = shape.row(kind)
             if parsed is not None:
@@ -125,7 +169,6 @@ class Operations:
             self._add(
                 Terminal(row, is_param, origin.with_sides(shape.side(kind), None))
             )
-        return Tensor(name, shape, role, origin)
 
     @collector_paused
     def leaf(
@@ -144,6 +187,7 @@ class Operations:
     @collector_paused
     def fresh(self, name: str, *, site: object = None) -> Tensor:
         """A tensor with all three rows open and no constraint (tracers, placeholders)."""
+        self._leave_fast_mode()
         self._check_text("fresh", "name", name)
         origin = self._origin("fresh", name, site=site)
         return Tensor(name, self._new_shape(name), "fresh", origin)
@@ -157,8 +201,33 @@ class Operations:
             self._fail_input(f"pointwise '{name}' needs at least one operand")
         self._check_operands("pointwise", name, operands)
         origin = self._origin("pointwise", name, operands, site=site)
+        if self._fast_allowed():
+            known = [concrete_rows(operand.shape) for operand in operands]
+            if None not in known:
+                found = [rows for rows, _ in known]  # type: ignore[misc]
+                solved = [broadcast([rows[k].dims for rows in found]) for k in range(3)]
+                if None not in solved:
+                    (batch, b_ids), (input_, i_ids), (output, o_ids) = solved  # type: ignore[misc]
+                    shape = self._fast_result(
+                        "pointwise",
+                        name,
+                        tuple(operand.shape for operand in operands),
+                        origin,
+                        (Row(batch), Row(input_), Row(output)),
+                        True,
+                        b_ids + i_ids + o_ids,
+                    )
+                    return Tensor(name, shape, "result", origin)
+        self._leave_fast_mode()
         result = self._new_shape(name)
-        for shape in (result, *(t.shape for t in operands)):
+        self._emit_pointwise(origin, result, [t.shape for t in operands])
+        return Tensor(name, result, "result", origin)
+
+    def _emit_pointwise(
+        self, origin: Origin, result: Shape, operands: Sequence[Shape]
+    ) -> None:
+        """The general path of ``pointwise``: marks, then ``C_k ⊑ X_k``."""
+        for shape in (result, *operands):
             self._add(
                 PolicyMark(
                     shape.input,
@@ -168,8 +237,7 @@ class Operations:
             )
         for kind in KINDS:
             for operand in operands:
-                self._ineq(origin, result, kind, operand.shape, kind)
-        return Tensor(name, result, "result", origin)
+                self._ineq(origin, result, kind, operand, kind)
 
     def _ineq(
         self, origin: Origin, res: Shape, res_kind: Kind, opnd: Shape, opnd_kind: Kind
@@ -189,31 +257,79 @@ class Operations:
         """``a * b``, matrix-style: ``a``'s input axes contract with ``b``'s output axes."""
         self._check_operands("compose", name, (a, b))
         origin = self._origin("compose", name, (a, b), site=site)
+        if self._fast_allowed():
+            known_a, known_b = concrete_rows(a.shape), concrete_rows(b.shape)
+            # ``a``'s input row is the result side of ``a.input ⊑ b.output``:
+            # a result's open rows could take axes there (general path only).
+            if known_a is not None and known_b is not None and not known_a[1]:
+                rows_a, rows_b = known_a[0], known_b[0]
+                batch = broadcast((rows_a[0].dims, rows_b[0].dims))
+                input_ = rows_b[1].dims
+                output = rows_a[2].dims
+                if batch is not None and fits(rows_a[1].dims, rows_b[2].dims):
+                    ids = batch[1]
+                    ids += len(input_) + 1 if input_ else 0
+                    ids += len(output) + 1 if output else 0
+                    shape = self._fast_result(
+                        "compose",
+                        name,
+                        (a.shape, b.shape),
+                        origin,
+                        (Row(batch[0]), rows_b[1], rows_a[2]),
+                        True,
+                        ids,
+                    )
+                    return Tensor(name, shape, "result", origin)
+        self._leave_fast_mode()
         result = self._new_shape(name)
+        self._emit_compose(origin, result, a.shape, b.shape)
+        return Tensor(name, result, "result", origin)
+
+    def _emit_compose(self, origin: Origin, result: Shape, a: Shape, b: Shape) -> None:
+        """The general path of ``compose``."""
         self._add(
             PolicyMark(
-                a.shape.input,
+                a.input,
                 Mark.USED_IN_SPEC_OR_COMPOSE,
                 origin,
             )
         )
-        self._ineq(origin, a.shape, Kind.INPUT, b.shape, Kind.OUTPUT)
-        self._ineq(origin, result, Kind.BATCH, a.shape, Kind.BATCH)
-        self._ineq(origin, result, Kind.BATCH, b.shape, Kind.BATCH)
-        self._ineq(origin, result, Kind.INPUT, b.shape, Kind.INPUT)
-        self._ineq(origin, result, Kind.OUTPUT, a.shape, Kind.OUTPUT)
-        return Tensor(name, result, "result", origin)
+        self._ineq(origin, a, Kind.INPUT, b, Kind.OUTPUT)
+        self._ineq(origin, result, Kind.BATCH, a, Kind.BATCH)
+        self._ineq(origin, result, Kind.BATCH, b, Kind.BATCH)
+        self._ineq(origin, result, Kind.INPUT, b, Kind.INPUT)
+        self._ineq(origin, result, Kind.OUTPUT, a, Kind.OUTPUT)
 
     @collector_paused
     def transpose(self, name: str, a: Tensor, *, site: object = None) -> Tensor:
         """Swap the input and output rows of ``a``."""
         self._check_operands("transpose", name, (a,))
         origin = self._origin("transpose", name, (a,), site=site)
+        if self._fast_allowed():
+            known = concrete_rows(a.shape)
+            if known is not None:
+                batch, input_, output = known[0]
+                ids = sum(len(row.dims) + 1 for row in known[0] if row.dims)
+                shape = self._fast_result(
+                    "transpose",
+                    name,
+                    (a.shape,),
+                    origin,
+                    (batch, output, input_),
+                    True,
+                    ids,
+                )
+                return Tensor(name, shape, "result", origin)
+        self._leave_fast_mode()
         result = self._new_shape(name)
-        self._ineq(origin, result, Kind.BATCH, a.shape, Kind.BATCH)
-        self._ineq(origin, result, Kind.INPUT, a.shape, Kind.OUTPUT)
-        self._ineq(origin, result, Kind.OUTPUT, a.shape, Kind.INPUT)
+        self._emit_transpose(origin, result, a.shape)
         return Tensor(name, result, "result", origin)
+
+    def _emit_transpose(self, origin: Origin, result: Shape, a: Shape) -> None:
+        """The general path of ``transpose``."""
+        self._ineq(origin, result, Kind.BATCH, a, Kind.BATCH)
+        self._ineq(origin, result, Kind.INPUT, a, Kind.OUTPUT)
+        self._ineq(origin, result, Kind.OUTPUT, a, Kind.INPUT)
 
     @collector_paused
     def einsum(
@@ -230,6 +346,7 @@ class Operations:
         per kind, ``..name..`` a fresh row variable per name. Each capture
         reference is bound to the variable of its label.
         """
+        self._leave_fast_mode()
         self._check_text("einsum", "name", name)
         self._check_text(f"einsum '{name}'", "spec", spec)
         if isinstance(capture_dims, str) or not isinstance(capture_dims, Sequence):

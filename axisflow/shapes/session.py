@@ -39,6 +39,7 @@ from typing import Any, NoReturn
 
 from axisflow.gc_pause import collector_paused
 from axisflow.shapes.closing import close as close_open_state
+from axisflow.shapes.concrete import FastRecord
 from axisflow.shapes.constraints import (
     CaptureBind,
     Constraint,
@@ -60,7 +61,8 @@ from axisflow.shapes.errors import ShapeError
 from axisflow.shapes.operations import Operations
 from axisflow.shapes.refs import DimRef
 from axisflow.shapes.solver import DimBounds, RowBounds, Solver
-from axisflow.shapes.tensors import ROW_ATTRS, Shape, Tensor
+from axisflow.shapes.spec import parse_shape_spec
+from axisflow.shapes.tensors import ROW_ATTRS, FastShape, Shape, Tensor
 from axisflow.shapes.terms import (
     DEFAULT_BASIS,
     KINDS,
@@ -179,11 +181,18 @@ class Session(Operations):
     (((), (3,), (4,)), ((), (), (4,)))
     """
 
-    def __init__(self, *, keep_log: bool = False) -> None:
+    def __init__(
+        self, *, keep_log: bool = False, concrete_fast_path: bool = True
+    ) -> None:
         self._next_id = 0
-        self.trail = Trail()
-        self.solver = Solver(self.trail, self._mint)
+        self._trail = Trail()
+        self._solver = Solver(self._trail, self._mint)
         self._keep_log = keep_log
+        # The concrete fast path (axisflow.shapes.concrete): the operations
+        # made in the fast mode, or None once the session left it (until the
+        # next closing). A kept log needs every constraint built: no fast mode.
+        self._fast_enabled = concrete_fast_path and not keep_log
+        self._fast: list[FastRecord] | None = [] if self._fast_enabled else None
         self._log: list[Constraint] = []
         self._shapes: list[Shape] = []
         self._refs: list[DimRef] = []
@@ -210,11 +219,154 @@ class Session(Operations):
 
     def fresh_dim_var(self) -> DimVar:
         """A new dim variable."""
+        if self._fast is not None:
+            self._leave_fast_mode()  # general state is being built from here
         return DimVar(self._mint())
 
     def fresh_row_var(self) -> RowVar:
         """A new row variable."""
+        if self._fast is not None:
+            self._leave_fast_mode()
         return RowVar(self._mint())
+
+    # ------------------------------------------------------ the fast mode
+
+    def _fast_allowed(self) -> bool:
+        """Whether an operation may take the concrete fast path now.
+
+        Only in the fast mode, and only when nothing reads constraints or
+        uses as they are made (guards, use observers, rewind windows).
+        """
+        return (
+            self._fast is not None
+            and not self._constraint_guards
+            and not self._use_observers
+            and not self._trail.depth
+        )
+
+    def _fast_result(
+        self,
+        op: str,
+        name: str,
+        args: object,
+        origin: Origin,
+        rows: tuple[Row, Row, Row],
+        provisional: bool,
+        mints: int,
+    ) -> FastShape:
+        """Record an operation of the fast mode and make its shape.
+
+        Reserves the ids the general path would mint: three row variables,
+        the creation tick, and ``mints`` for its templates.
+        """
+        records = self._fast
+        assert records is not None
+        first = self._next_id
+        end = first + 4 + mints
+        self._next_id = end
+        record = FastRecord(op, args, origin, rows, provisional, first, end)
+        shape = FastShape(self, name, first + 3, record)
+        record.shape = shape
+        shape.registered_at = self._closings
+        self._shapes.append(shape)
+        records.append(record)
+        return shape
+
+    def _leave_fast_mode(self) -> None:
+        """Build the general path's state of every operation of the fast mode.
+
+        Each recorded operation runs its general path again, into its own
+        shape and with the ids it reserved, in the order they were made: the
+        state is the one the general path would have built from the start.
+        The session stays out of the fast mode until its next closing.
+        """
+        records = self._fast
+        if records is None:
+            return
+        self._fast = None
+        if not records:
+            return
+        resume = self._next_id
+        for record in records:
+            self._replay(record)
+        assert self._next_id == resume, "the fast path reserved other ids"
+
+    def _replay(self, record: FastRecord) -> None:
+        shape = record.shape
+        assert shape is not None
+        shape.__class__ = Shape
+        shape._fast = None  # pyright: ignore[reportPrivateUsage]
+        first = record.first_id
+        shape.batch = Row((), RowVar(first))
+        shape.input = Row((), RowVar(first + 1))
+        shape.output = Row((), RowVar(first + 2))
+        self._next_id = first + 4  # first + 3 is the shape's creation tick
+        op, origin, args = record.op, record.origin, record.args
+        if op == "pointwise":
+            assert isinstance(args, tuple)
+            self._emit_pointwise(origin, shape, args)
+        elif op == "compose":
+            assert isinstance(args, tuple)
+            self._emit_compose(origin, shape, *args)
+        elif op == "transpose":
+            assert isinstance(args, tuple)
+            self._emit_transpose(origin, shape, *args)
+        else:
+            assert isinstance(args, str)
+            self._emit_terminal(shape, parse_shape_spec(args), op == "param", origin)
+        assert self._next_id == record.end_id, (
+            f"the fast path reserved other ids ({op})"
+        )
+
+    def _close_fast(self) -> None:
+        """Closing in the fast mode: every shape takes its concrete rows.
+
+        The general path's closing would give every open tail no axes and
+        every free dim 1 (no leaf row is open): the rows computed already.
+        """
+        records = self._fast
+        assert records is not None
+        for record in records:
+            shape = record.shape
+            assert shape is not None
+            shape.__class__ = Shape
+            shape._fast = None  # pyright: ignore[reportPrivateUsage]
+            shape.batch, shape.input, shape.output = record.rows
+        self._fast = []
+        self._solver.reset()
+        self._shapes = []
+        self._closings += 1
+
+    @property
+    def trail(self) -> Trail:
+        """The session's undo trail (reading it leaves the fast mode)."""
+        self._leave_fast_mode()
+        return self._trail
+
+    @trail.setter
+    def trail(self, trail: Trail) -> None:
+        self._leave_fast_mode()
+        self._trail = trail
+
+    @property
+    def row_reader(self) -> Solver:
+        """The solver, for shapes reading their rows through it.
+
+        Does not leave the fast mode: a shape that is not of the fast mode
+        (closed earlier, or made since leaving it) reads only solved rows.
+        """
+        return self._solver
+
+    @property
+    def solver(self) -> Solver:
+        """The session's solver (reading it leaves the fast mode)."""
+        self._leave_fast_mode()
+        return self._solver
+
+    @solver.setter
+    def solver(self, solver: Solver) -> None:
+        self._leave_fast_mode()
+        self._solver = solver
 
     # ----------------------------------------------------------------- state
 
@@ -262,7 +414,8 @@ class Session(Operations):
 
     def dim_entry(self, var: DimVar) -> DimEntry:
         """What the solver knows about a dim variable."""
-        solver = self.solver
+        self._leave_fast_mode()
+        solver = self._solver
         link = solver.dim_subst.get(var.id)
         bounds = solver.dim_bounds.get(var.id)
         if bounds is None:
@@ -278,7 +431,8 @@ class Session(Operations):
 
     def row_entry(self, var: RowVar) -> RowEntry:
         """What the solver knows about a row variable."""
-        solver = self.solver
+        self._leave_fast_mode()
+        solver = self._solver
         value = solver.row_subst.get(var.id)
         bounds = solver.row_bounds.get(var.id)
         marks = solver.marks(var)
@@ -298,7 +452,8 @@ class Session(Operations):
 
         Reads raw state (no path compression), so reading it changes nothing.
         """
-        solver = self.solver
+        self._leave_fast_mode()
+        solver = self._solver
         return {
             "dim_subst": dict(solver.dim_subst),
             "dim_bounds": {
@@ -362,6 +517,7 @@ class Session(Operations):
         A shape-scheme trace uses this to refuse what a scheme cannot carry
         before it is written (the innermost guard runs).
         """
+        self._leave_fast_mode()
         self._constraint_guards.append(guard)
         try:
             yield
@@ -376,6 +532,7 @@ class Session(Operations):
         are applied to. A trace uses this to find the pre-existing shapes its
         function reads (the innermost observer is called).
         """
+        self._leave_fast_mode()
         self._use_observers.append(observer)
         try:
             yield
@@ -402,7 +559,8 @@ class Session(Operations):
 
         The variable counter is not rewound. Windows nest.
         """
-        trail = self.trail
+        self._leave_fast_mode()
+        trail = self._trail
         start = len(trail.entries)
         trail.depth += 1
         window = Window(self, start, len(self._log))
@@ -438,15 +596,16 @@ class Session(Operations):
 
         A ``ShapeError`` raised while solving taints the session.
         """
+        self._leave_fast_mode()
         self._add(constraint)
 
     def _add(self, constraint: Constraint) -> None:
         # ``add`` without pausing the collector: operations call it, paused already.
         if self._constraint_guards:
             self._constraint_guards[-1](constraint)
-        if self._keep_log or self.trail.depth:
-            self.trail.append(self._log, constraint)
-        solver = self.solver
+        if self._keep_log or self._trail.depth:
+            self._trail.append(self._log, constraint)
+        solver = self._solver
         solver.trigger = constraint.origin
         try:
             # The operations' most frequent constraints that queue no work first.
@@ -473,10 +632,10 @@ class Session(Operations):
         directly: building it and dispatching on its type cost more than
         solving most of them.
         """
-        if self._constraint_guards or self._keep_log or self.trail.depth:
+        if self._constraint_guards or self._keep_log or self._trail.depth:
             self._add(constraint(a, b, origin))
             return
-        solver = self.solver
+        solver = self._solver
         solver.trigger = origin
         try:
             if constraint is RowIneq:
@@ -491,11 +650,11 @@ class Session(Operations):
 
     def _taint(self, error: ShapeError) -> None:
         if not self._tainted:
-            self.trail.set_attr(self, "_tainted", True)
-            self.trail.set_attr(self, "_taint_error", error)
+            self._trail.set_attr(self, "_tainted", True)
+            self._trail.set_attr(self, "_taint_error", error)
 
     def _dispatch(self, c: Constraint) -> None:
-        solver = self.solver
+        solver = self._solver
         if isinstance(c, RowIneq):
             solver.push_row_ineq(c.res, c.opnd, c.origin)
         elif isinstance(c, RowEq):
@@ -527,11 +686,11 @@ class Session(Operations):
             Side(f"label '{ref.label}'"), Side(f"capture reference '{ref.label}'")
         )
         if ref.var is not None:
-            self.solver.push_dim_eq(c.var, ref.var, origin)
+            self._solver.push_dim_eq(c.var, ref.var, origin)
             return
-        self.trail.set_attr(ref, "var", c.var)
+        self._trail.set_attr(ref, "var", c.var)
         if ref.size is not None:
-            self.solver.push_dim_eq(c.var, ref.size, origin)
+            self._solver.push_dim_eq(c.var, ref.size, origin)
 
     def _set(self, c: SetDim) -> None:
         ref = c.ref
@@ -540,11 +699,11 @@ class Session(Operations):
                 Side(f"capture reference '{ref.label}'"),
                 Side(f"set_dim({ref.label!r})"),
             )
-            self.solver.push_dim_eq(ref.var, c.size, origin)
+            self._solver.push_dim_eq(ref.var, c.size, origin)
         elif ref.size is None:
-            self.trail.set_attr(ref, "size", c.size)
+            self._trail.set_attr(ref, "size", c.size)
         elif ref.size != c.size:
-            self.solver.fail(
+            self._solver.fail(
                 f"the capture reference '{ref.label}' already stands for size "
                 f"{ref.size!r}, not {c.size!r}",
                 c.origin,
@@ -555,10 +714,11 @@ class Session(Operations):
 
         Registering a shape again before the next closing changes nothing.
         """
+        self._leave_fast_mode()
         if shape.registered_at == self._closings:
             return
-        self.trail.set_attr(shape, "registered_at", self._closings)
-        self.trail.append(self._shapes, shape)
+        self._trail.set_attr(shape, "registered_at", self._closings)
+        self._trail.append(self._shapes, shape)
 
     def is_registered(self, shape: Shape) -> bool:
         """Whether the next closing will solve the shape."""
@@ -567,15 +727,24 @@ class Session(Operations):
     # ---------------------------------------------------------------- helpers
 
     def _origin(
-        self, operation: str, tensor: str, operands: Sequence[Tensor] = (), **kw: Any
+        self,
+        operation: str,
+        tensor: str,
+        operands: Sequence[Tensor] = (),
+        *,
+        detail: str | None = None,
+        site: object = None,
     ) -> Origin:
         return Origin(
             operation,
             tensor,
-            tuple(t.name for t in operands),
-            scheme=self._scheme,
-            application=self._application,
-            **kw,
+            tuple([t.name for t in operands]),
+            None,
+            None,
+            detail,
+            self._scheme,
+            self._application,
+            site,
         )
 
     def _fail_input(self, message: str) -> NoReturn:
@@ -632,24 +801,26 @@ class Session(Operations):
         ``register``: have the next closing solve it. ``sides`` may share the
         sides of another shape of the same name (they only name its rows).
         """
+        self._leave_fast_mode()
         shape = Shape(self, name, batch, input_, output, sides)
         if register:
             # A new shape is registered directly: if a rewind drops it from
             # the list, it is discarded as well, so its epoch needs no undo.
             shape.registered_at = self._closings
-            self.trail.append(self._shapes, shape)
-        if self.trail.depth:
-            self.trail.on_undo(lambda: setattr(shape, "discarded", True))
+            self._trail.append(self._shapes, shape)
+        if self._trail.depth:
+            self._trail.on_undo(lambda: setattr(shape, "discarded", True))
         return shape
 
     # ----------------------------------------------------------------- leaves
 
     def dim_ref(self, label: str) -> DimRef:
         """A capture reference for the einsum label ``label``."""
+        self._leave_fast_mode()
         self._check_text("dim_ref", "label", label)
         ref = DimRef(self, label, self.var_mark())
-        self.trail.append(self._refs, ref)
-        self.trail.on_undo(lambda: setattr(ref, "discarded", True))
+        self._trail.append(self._refs, ref)
+        self._trail.on_undo(lambda: setattr(ref, "discarded", True))
         return ref
 
     @collector_paused
@@ -657,6 +828,7 @@ class Session(Operations):
         self, ref: DimRef, n: int, *, basis: str = DEFAULT_BASIS, site: object = None
     ) -> None:
         """Fix the size the capture reference stands for."""
+        self._leave_fast_mode()
         if not isinstance(ref, DimRef) or ref._session is not self:
             self._fail_input(f"set_dim needs a dim_ref() of this session, got {ref!r}")
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -680,6 +852,7 @@ class Session(Operations):
         A :class:`~axisflow.shapes.constraints.DeferredCount` is resolved at
         closing (e.g. a count that depends on the precision).
         """
+        self._leave_fast_mode()
         if not isinstance(tensor, Tensor):
             raise TypeError(f"total_elems: tensor must be a Tensor, got {tensor!r}")
         self._check_operands("total_elems", tensor.name, (tensor,))
@@ -706,12 +879,15 @@ class Session(Operations):
         publish their sizes, and the session forgets its open state.
         """
         self.check_forcing("closing the session")
+        if self._fast is not None:
+            self._close_fast()
+            return
         if self._tainted:
             raise ShapeError(
                 "cannot close: an earlier shape error left this session with "
                 "half-applied constraints (it is tainted); rewind or start a new session"
             )
-        solver = self.solver
+        solver = self._solver
         norm_row = solver.norm_row
         # Rows already concrete (most, after Stage 1) have nothing to close:
         # only the open ones go to the solver, in registration order.
@@ -741,7 +917,7 @@ class Session(Operations):
             raise
         finally:
             solver.trigger = None
-        set_attr = self.trail.set_attr
+        set_attr = self._trail.set_attr
         for shape, attr, concrete in solved:
             set_attr(shape, attr, concrete)
         for shape, attr, row in open_rows:
@@ -757,3 +933,6 @@ class Session(Operations):
         solver.reset()
         set_attr(self, "_shapes", [])
         set_attr(self, "_closings", self._closings + 1)
+        if self._fast_enabled and not self._trail.depth:
+            # Nothing is left open: the next operations may take the fast path.
+            self._fast = []

@@ -33,9 +33,11 @@ class ShapeOwner(Protocol):
     """The session a shape belongs to, as the shape sees it."""
 
     @property
-    def solver(self) -> RowReader: ...
+    def row_reader(self) -> RowReader: ...
 
     def _mint(self) -> int: ...
+
+    def _leave_fast_mode(self) -> None: ...
 
     def check_alive(self, shape: Shape) -> None: ...
 
@@ -66,6 +68,7 @@ class Shape:
     """
 
     __slots__ = (
+        "_fast",
         "_session",
         "_sides",
         "batch",
@@ -100,7 +103,10 @@ class Shape:
         # The closing count when the shape was registered (-1: never), so that
         # registering twice before one closing registers once.
         self.registered_at = -1
-        self._sides = sides if sides is not None else shape_sides(name)
+        self._sides: tuple[Side, Side, Side] | None = (
+            sides if sides is not None else shape_sides(name)
+        )
+        self._fast: object = None
 
     @property
     def session(self) -> ShapeOwner:
@@ -113,7 +119,10 @@ class Shape:
 
     def side(self, kind: Kind) -> Side:
         """The side naming this shape's row of one kind in constraint origins."""
-        return self._sides[KINDS.index(kind)]
+        sides = self._sides
+        if sides is None:  # a shape of the fast mode names its sides when asked
+            sides = self._sides = shape_sides(self.name)
+        return sides[KINDS.index(kind)]
 
     def row(self, kind: Kind | str) -> Row:
         """The stored row of one kind (``Kind.BATCH`` or ``"batch"``, ...)."""
@@ -130,7 +139,7 @@ class Shape:
     def current(self) -> tuple[Row, Row, Row]:
         """The rows with everything solved so far substituted."""
         self._session.check_alive(self)
-        norm_row = self._session.solver.norm_row
+        norm_row = self._session.row_reader.norm_row
         return (norm_row(self.batch), norm_row(self.input), norm_row(self.output))
 
     def describe(self) -> str:
@@ -163,3 +172,55 @@ class Tensor:
     shape: Shape
     role: Role
     origin: Origin
+
+
+_BATCH_SLOT = Shape.__dict__["batch"]
+_INPUT_SLOT = Shape.__dict__["input"]
+_OUTPUT_SLOT = Shape.__dict__["output"]
+
+
+class FastShape(Shape):
+    """A shape the concrete fast path made (:mod:`axisflow.shapes.concrete`).
+
+    Its rows are known concretely, but the session has not built the
+    variables and constraints the general path would have: they are built
+    (the session *leaves the fast mode*) the first time anything reads the
+    rows as stored, which is when they could differ. Reading ``batch``,
+    ``input`` or ``output`` (and so ``rows``, ``row``, ``current``, ``dims``,
+    ``describe``) does that; afterwards the object is a plain :class:`Shape`
+    (its class is switched back), with exactly the rows the general path gives
+    it. Closing in the fast mode switches it back with its concrete rows.
+    """
+
+    __slots__ = ()
+
+    def __init__(  # pyright: ignore[reportMissingSuperCall]
+        self, session: ShapeOwner, name: str, created_at: int, record: object
+    ) -> None:
+        # Not Shape.__init__: the rows are not stored (reading them builds
+        # them), and the creation tick is one the fast path reserved.
+        self._session = session
+        self.name = name
+        self.discarded = False
+        self.created_at = created_at
+        self.registered_at = -1
+        self._sides = None  # see Shape.side
+        self._fast = record
+
+    @property
+    def batch(self) -> Row:  # type: ignore[override]
+        """The stored batch row (leaves the session's fast mode)."""
+        self._session._leave_fast_mode()
+        return _BATCH_SLOT.__get__(self, Shape)
+
+    @property
+    def input(self) -> Row:  # type: ignore[override]
+        """The stored input row (leaves the session's fast mode)."""
+        self._session._leave_fast_mode()
+        return _INPUT_SLOT.__get__(self, Shape)
+
+    @property
+    def output(self) -> Row:  # type: ignore[override]
+        """The stored output row (leaves the session's fast mode)."""
+        self._session._leave_fast_mode()
+        return _OUTPUT_SLOT.__get__(self, Shape)
