@@ -427,6 +427,12 @@ class LabelListConstraint(AttrConstraint[ArrayAttr[IndexAttr]]):
         default_factory=lambda: irdl_to_attr_constraint(ArrayAttr[IndexAttr])
     )
 
+    @property
+    def fast_equivalent(self) -> AttrConstraint:
+        """What this constraint accepts, for ``fast_verify`` (which checks an
+        array of instances inline)."""
+        return self.elements
+
     def verify(self, attr: Attribute, constraint_context: VerificationContext) -> None:
         if isinstance(attr, ArrayAttr) and attr.__dict__.get("_label_list"):
             return
@@ -498,6 +504,49 @@ def shared_factor(
     return found
 
 
+class ConsistentShapes:
+    """Tuples of immutable attributes already found consistent by a check,
+    kept across verifications (xdsl-opt verifies after parsing and after
+    every pass; a pass such as ``classify-axes`` leaves the checked
+    attributes as they were).
+
+    An entry is looked up by the identities of its attributes and keeps the
+    attributes themselves alive: while it exists no other object can have
+    one of those identities, so a key matches only the very attributes it was
+    made from, and attributes never change. Only successes are kept: a shape
+    that fails is checked again and reports its error every time. Bounded
+    (cleared when full)."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[int, ...], tuple[object, ...]] = {}
+
+    def __contains__(self, shape: tuple[object, ...]) -> bool:
+        return tuple(map(id, shape)) in self.entries
+
+    def add(self, shape: tuple[object, ...]) -> None:
+        """Record ``shape`` (a tuple of attributes) as consistent."""
+        if len(self.entries) >= _SHARED_LIMIT:
+            self.entries.clear()
+        self.entries[tuple(map(id, shape))] = shape
+
+
+_Labels = ArrayAttr[IndexAttr]
+_Factors = ArrayAttr[FactorAttr]
+
+_CONSISTENT_VALUES = ConsistentShapes()
+"""``batch.value`` frames found consistent: result, contracted, leaf or
+not, the factor attributes (``ValueOp._check_frame`` reads only these)."""
+_CONSISTENT_FACTORS = ConsistentShapes()
+"""Factor lists whose factor maps derive: the list, then each factor
+value's result (``ForestTable.check_factors``)."""
+_CONSISTENT_USES = ConsistentShapes()
+"""Use-sites found consistent: the value's result and factor list, the
+use-site's carried list and proto map, then per factor use-site its symbol,
+carried list, proto map and its value's result (all ``_check_use`` reads)."""
+
+
 def labels_of(array: ArrayAttr[IndexAttr]) -> tuple[Index, ...]:
     """The parsed labels of a label list (raises ``ValueError`` for a
     malformed one), kept on the (immutable, usually shared) attribute."""
@@ -506,6 +555,19 @@ def labels_of(array: ArrayAttr[IndexAttr]) -> tuple[Index, ...]:
         found = tuple(a.index for a in array.data)
         # A cache, not a parameter: attributes are frozen dataclasses.
         object.__setattr__(array, "_labels", found)
+    return found
+
+
+def ops_of(region: Region) -> list[Operation]:
+    """The ops of the first block of ``region`` (none without a block), in
+    order: the linked list read directly, without xDSL's view and iterator
+    objects (the reader and the verifier visit every op of a forest)."""
+    found: list[Operation] = []
+    block = region.first_block
+    op = None if block is None else block.first_op
+    while op is not None:
+        found.append(op)
+        op = op.next_op
     return found
 
 
@@ -764,19 +826,17 @@ class ValueOp(FastVerifiedOp):
         return self.tensor is not None
 
     def verify_own(self) -> None:
-        table = ForestTable.active[-1] if ForestTable.active else None
         # The rules below depend only on these (shared, immutable) attributes.
         shape = (
-            id(self.result),
-            id(self.contracted),
+            self.result,
+            self.contracted,
             self.tensor is None,
-            *(id(f) for f in self.factors.data),
+            *self.factors.data,
         )
-        if table is not None and shape in table.checked_values:
+        if shape in _CONSISTENT_VALUES:
             return
         self._check_frame()
-        if table is not None:
-            table.checked_values.add(shape)
+        _CONSISTENT_VALUES.add(shape)
 
     def _check_frame(self) -> None:
         name = f"batch.value @{self.value_name}"
@@ -982,8 +1042,7 @@ class TreeOp(FastVerifiedOp):
 
     def items(self) -> Iterator[Operation]:
         """The top-level items (uses and loops) of the tree."""
-        block = self.body.blocks.first
-        return iter(()) if block is None else iter(block.ops)
+        return iter(ops_of(self.regions[0]))
 
     def verify_own(self) -> None:
         _at_most_one_block(self, self.body)
@@ -1085,8 +1144,7 @@ class LoopOp(FastVerifiedOp):
 
     def items(self) -> Iterator[Operation]:
         """The items (uses and loops) directly inside the loop."""
-        block = self.body.blocks.first
-        return iter(()) if block is None else iter(block.ops)
+        return iter(ops_of(self.regions[0]))
 
     def verify_own(self) -> None:
         _at_most_one_block(self, self.body)
@@ -1184,34 +1242,36 @@ class UseOp(FastVerifiedOp):
 
     def items(self) -> Iterator[Operation]:
         """The items (uses and loops) directly inside the use-site's region."""
-        block = self.body.blocks.first
-        return iter(()) if block is None else iter(block.ops)
+        return iter(ops_of(self.regions[0]))
 
     def factor_uses(self) -> list[UseOp]:
         """The use-sites of the factors, looking through loops."""
         found: list[UseOp] = []
-        stack = list(self.items())
+        stack = ops_of(self.regions[0])
         stack.reverse()
         while stack:
             item = stack.pop()
             if isinstance(item, UseOp):
                 found.append(item)
             elif isinstance(item, LoopOp):
-                inner = list(item.items())
+                inner = ops_of(item.regions[0])
                 inner.reverse()
                 stack.extend(inner)
         return found
 
     def verify_own(self) -> None:
-        _at_most_one_block(self, self.body)
-        name = f"batch.use @{self.value_name}"
-        carried = _checked_indices(self, "the carried indices", self.carried)
+        _at_most_one_block(self, self.regions[0])
+        properties = self.properties
+        carried = _checked_indices(
+            self, "the carried indices", cast(_Labels, properties["carried"])
+        )
         table = ForestTable.of(self)
         if table is None:
             return
-        value = table.values.get(self.value_name)
+        name = cast(SymbolRefAttr, properties["value"]).root_reference.data
+        value = table.values.get(name)
         if value is None:
-            raise VerifyException(f"{name}: use of unknown value @{self.value_name}")
+            raise VerifyException(f"batch.use @{name}: use of unknown value @{name}")
         table.check_use(self, value, carried)
 
     @classmethod
@@ -1329,19 +1389,6 @@ class ForestTable:
     )
     """Mode maps of use-sites, by the identities of the value's result list
     and the use-site's carried list and proto map (``site_map``)."""
-    checked_values: set[tuple[object, ...]] = field(
-        default_factory=set[tuple[object, ...]]
-    )
-    """Value shapes already found consistent during this verification (the
-    identities of the result and contracted lists and of the factors, and
-    whether the value is a leaf)."""
-    checked_uses: set[tuple[object, ...]] = field(
-        default_factory=set[tuple[object, ...]]
-    )
-    """Use-site shapes already found consistent during this verification: the
-    value, then the identities of the (shared, immutable) carried list and
-    proto map of the use-site and of each factor use-site. Use-sites repeat;
-    their check depends on nothing else."""
 
     active: ClassVar[list[ForestTable]] = []
     """Tables of the forests being verified (innermost last)."""
@@ -1386,8 +1433,16 @@ class ForestTable:
 
     def check_factors(self) -> None:
         """Every factor names a known value; no value depends on itself."""
+        # Per value with factors: the attributes its factor maps derive from
+        # (its factor list, each factor value's result), in the order of the
+        # values; the maps of a shape found consistent before are.
+        shapes: list[tuple[ValueOp, tuple[object, ...]]] = []
         for value in self.values.values():
-            for factor in value.factors.data:
+            factors = cast(_Factors, value.properties["factors"])
+            if not factors.data:
+                continue
+            shape: list[object] = [factors]
+            for factor in factors.data:
                 known = self.values.get(factor.symbol)
                 if known is None:
                     _fail_at(
@@ -1395,20 +1450,26 @@ class ForestTable:
                         f"batch.value @{value.value_name}: factor names unknown value "
                         f"@{factor.symbol}",
                     )
-                if len(factor.indices.data) != len(known.result.data):
+                known_result = cast(_Labels, known.properties["result"])
+                if len(factor.indices.data) != len(known_result.data):
                     _fail_at(
                         value,
                         f"batch.value @{value.value_name}: factor @{factor.symbol} "
                         f"carries {len(factor.indices.data)} indices, but the value "
-                        f"has {len(known.result.data)}",
+                        f"has {len(known_result.data)}",
                     )
+                shape.append(known_result)
+            shapes.append((value, tuple(shape)))
         self._check_acyclic()
-        for value in self.values.values():
+        for value, attributes in shapes:
+            if attributes in _CONSISTENT_FACTORS:
+                continue
             for factor in value.factors.data:
                 try:
                     self.factor_map(value, factor)
                 except FrameError as error:
                     _fail_at(value, str(error))
+            _CONSISTENT_FACTORS.add(attributes)
 
     def factor_map(self, value: ValueOp, factor: FactorAttr) -> dict[Index, Index]:
         """Factor modes -> the value's node modes (cached per factor)."""
@@ -1446,7 +1507,7 @@ class ForestTable:
             state[root] = 1
             while stack:
                 name, position = stack[-1]
-                factors = self.values[name].factors.data
+                factors = cast(_Factors, self.values[name].properties["factors"]).data
                 if position == len(factors):
                     state[name] = 2
                     stack.pop()
@@ -1464,24 +1525,45 @@ class ForestTable:
 
     def check_use(self, use: UseOp, value: ValueOp, carried: list[Index]) -> None:
         """A use-site matches its value: arity, factor use-sites, relabelling."""
-        name = f"batch.use @{value.value_name}"
-        result = value.result_indices
+        # Properties read from the dictionaries (every use-site of every
+        # verification comes here; the accessors cost a call each).
+        value_properties = value.properties
+        result = labels_of(cast(_Labels, value_properties["result"]))
         if len(carried) != len(result):
             raise VerifyException(
-                f"{name}: carries {len(carried)} indices, but @{value.value_name} "
-                f"has {len(result)} ({print_index_list(result)})"
+                f"batch.use @{value.value_name}: carries {len(carried)} indices, "
+                f"but @{value.value_name} has {len(result)} "
+                f"({print_index_list(result)})"
             )
         factor_uses = use.factor_uses()
-        shape = (
-            value.value_name,
-            id(use.carried),
-            id(use.protos),
-            *((u.value_name, id(u.carried), id(u.protos)) for u in factor_uses),
-        )
-        if shape in self.checked_uses:
+        use_properties = use.properties
+        # The check reads only these (shared, immutable) attributes: found
+        # consistent once, in this verification or an earlier one, they are.
+        shape: list[object] = [
+            value_properties["result"],
+            value_properties["factors"],
+            use_properties["carried"],
+            use_properties.get("protos"),
+        ]
+        values = self.values
+        for factor_use in factor_uses:
+            factor_properties = factor_use.properties
+            symbol = cast(SymbolRefAttr, factor_properties["value"])
+            factor_value = values.get(symbol.root_reference.data)
+            if factor_value is None:  # reported at the factor use-site
+                self._check_use(use, value, factor_uses)
+                return
+            shape += (
+                symbol,
+                factor_properties["carried"],
+                factor_properties.get("protos"),
+                factor_value.properties["result"],
+            )
+        consistent = tuple(shape)
+        if consistent in _CONSISTENT_USES:
             return
         self._check_use(use, value, factor_uses)
-        self.checked_uses.add(shape)
+        _CONSISTENT_USES.add(consistent)
 
     def _check_use(
         self,

@@ -14,8 +14,9 @@ Nothing else converts between the two; the reader and the emitter round-trip
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Block, Operation, Region
 
 from axisflow.dialects.batch import (
@@ -28,11 +29,14 @@ from axisflow.dialects.batch import (
     ForestOp,
     IndexAttr,
     LoopOp,
+    ProtoMapAttr,
     SpaceOp,
+    TextAttr,
     TreeOp,
     UseOp,
     ValueOp,
     labels_of,
+    ops_of,
 )
 from axisflow.forest.frames import minimal_protos
 from axisflow.forest.model import (
@@ -194,31 +198,52 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
     by the scheduler when it needs them). Raises ``ModelError`` for a forest
     the model cannot hold (for example a tree with two roots).
     """
+    space_ops: list[SpaceOp] = []
+    value_ops: dict[str, ValueOp] = {}
+    tree_ops: list[TreeOp] = []
+    for op in ops_of(forest.regions[0]):  # one pass over the forest's body
+        if isinstance(op, ValueOp):
+            value_ops[op.value_name] = op
+        elif isinstance(op, TreeOp):
+            tree_ops.append(op)
+        elif isinstance(op, SpaceOp):
+            space_ops.append(op)
     spaces = {
         op.space_key: Space(
             op.space_key, op.extent_value, op.elem_value, op.composite_extents
         )
-        for op in forest.spaces()
+        for op in space_ops
     }
     values: dict[str, Value] = {}
     roles: dict[tuple[str, str], LoopRole] = {}
-    for op in forest.values():
-        values[op.value_name] = Value(
-            op.value_name,
-            op.result_indices,
-            op.contracted_indices,
-            tuple(
-                Factor(f.symbol, labels_of(f.indices), f.protos.pairs)
-                for f in op.factors.data
-            ),
-            None if op.tensor is None else op.tensor.data,
-            None if op.symmetry is None else op.symmetry.data,
-            _layout(op),
+    # One (immutable) Factor per factor attribute: values share them.
+    factor_models: dict[int, Factor] = {}
+    for name, op in value_ops.items():
+        properties = op.properties
+        factors: list[Factor] = []
+        for f in cast(ArrayAttr[FactorAttr], properties["factors"]).data:
+            factor = factor_models.get(id(f))
+            if factor is None:
+                factor = factor_models[id(f)] = Factor(
+                    f.symbol, labels_of(f.indices), f.protos.pairs
+                )
+            factors.append(factor)
+        tensor = cast(TextAttr | None, properties.get("tensor"))
+        symmetry = cast(TextAttr | None, properties.get("symmetry"))
+        values[name] = Value(
+            name,
+            labels_of(cast(ArrayAttr[IndexAttr], properties["result"])),
+            labels_of(cast(ArrayAttr[IndexAttr], properties["contracted"])),
+            tuple(factors),
+            None if tensor is None else tensor.data,
+            None if symmetry is None else symmetry.data,
+            _layout(op) if op.attributes else None,
         )
-        attr = op.attributes.get(ROLES_ATTR)
-        if with_roles and isinstance(attr, AxisRolesAttr):
-            for axis, role in attr.as_dict().items():
-                roles[(op.value_name, axis.base_key)] = role
+        if with_roles:
+            attr = op.attributes.get(ROLES_ATTR)
+            if isinstance(attr, AxisRolesAttr):
+                for axis, role in attr.as_dict().items():
+                    roles[(name, axis.base_key)] = role
     model = Forest(
         forest.sym_name.data if forest.sym_name is not None else None,
         spaces,
@@ -228,18 +253,44 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
         roles,
     )
     unslotted = 0
-    for number, tree_op in enumerate(forest.trees()):
+    sites = model.sites
+    for number, tree_op in enumerate(tree_ops):
         tree = Tree(tree_op.tree_name, tree_op.coeff, None, tree_op.operator_texts)
         model.trees.append(tree)
         roots: list[int] = []
         # (item, loops around it, consumer site)
+        items = ops_of(tree_op.regions[0])
+        items.reverse()
         stack: list[tuple[Operation, tuple[Loop, ...], int | None]] = [
-            (item, (), None) for item in reversed(list(tree_op.items()))
+            (item, (), None) for item in items
         ]
         children: dict[int, list[int]] = {}
         while stack:
             item, loops, parent = stack.pop()
-            if isinstance(item, LoopOp):
+            if isinstance(item, UseOp):
+                properties = item.properties
+                carried = cast(ArrayAttr[IndexAttr], properties["carried"])
+                protos = cast(ProtoMapAttr | None, properties.get("protos"))
+                name = cast(SymbolRefAttr, properties["value"]).root_reference.data
+                site = Site(
+                    len(sites),
+                    name,
+                    number,
+                    labels_of(carried),
+                    loops,
+                    parent,
+                    protos=() if protos is None else protos.pairs,
+                )
+                sites.append(site)
+                if parent is None:
+                    roots.append(site.number)
+                else:
+                    children.setdefault(parent, []).append(site.number)
+                inner = ops_of(item.regions[0])
+                if inner:
+                    inner.reverse()
+                    stack.extend((child, loops, site.number) for child in inner)
+            elif isinstance(item, LoopOp):
                 slot = item.slot_value
                 if slot is None:
                     unslotted += 1
@@ -247,31 +298,12 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
                 else:
                     model.has_slots = True
                     instance = slot
-                inner = (*loops, Loop(instance, item.loop_index, slot))
-                stack.extend(
-                    (child, inner, parent) for child in reversed(list(item.items()))
-                )
-            elif isinstance(item, UseOp):
-                site = Site(
-                    len(model.sites),
-                    item.value_name,
-                    number,
-                    item.carried_indices,
-                    loops,
-                    parent,
-                    protos=item.proto_pairs,
-                )
-                model.sites.append(site)
-                if parent is None:
-                    roots.append(site.number)
-                else:
-                    children.setdefault(parent, []).append(site.number)
-                stack.extend(
-                    (child, loops, site.number)
-                    for child in reversed(list(item.items()))
-                )
+                inner_loops = (*loops, Loop(instance, item.loop_index, slot))
+                inner = ops_of(item.regions[0])
+                inner.reverse()
+                stack.extend((child, inner_loops, parent) for child in inner)
         for parent, found in children.items():
-            model.sites[parent].children = tuple(found)
+            sites[parent].children = tuple(found)
         if len(roots) > 1:
             raise ModelError(
                 f"tree @{tree.name} has {len(roots)} root use-sites; a tree has one"

@@ -23,6 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    ArrayOfConstraint,
+    FlatSymbolRefAttr,
+    SymbolRefAttr,
+)
 from xdsl.ir import Attribute, Operation
 from xdsl.irdl import (
     AttrConstraint,
@@ -31,9 +37,11 @@ from xdsl.irdl import (
     OpDef,
     OptionalDef,
     OptPropertyDef,
+    RangeOf,
     SingleBlockRegionDef,
     VariadicDef,
     VerificationContext,
+    irdl_to_attr_constraint,
 )
 from xdsl.traits import HasParent, NoTerminator, OpTrait
 from xdsl.utils.exceptions import VerifyException
@@ -44,14 +52,51 @@ accepted it (a cache, not a parameter: attributes are frozen dataclasses; the
 constraints belong to op definitions, which live as long as the process)."""
 
 
+_BASE = 0
+"""Property kind: an instance of a class (xDSL's ``BaseAttr``)."""
+_ARRAY = 1
+"""Property kind: an ``ArrayAttr`` of instances of a class (xDSL's
+``ArrayOfConstraint`` over ``RangeOf(BaseAttr(...))``)."""
+_FLAT_SYMBOL = 2
+"""Property kind: a ``SymbolRefAttr`` without nested references (xDSL's
+``FlatSymbolRefAttr`` constraint)."""
+_OTHER = 3
+"""Property kind: any other constraint, checked once per attribute."""
+
+_FLAT_SYMBOL_CONSTRAINT = irdl_to_attr_constraint(FlatSymbolRefAttr)
+
+
+def _kind_of(constraint: AttrConstraint) -> tuple[int, type[Attribute] | None]:
+    """How the fast check tests a property of ``constraint``: a kind above
+    and its class. Each kind accepts exactly what xDSL's constraint accepts
+    (a constraint may name such an equivalent as ``fast_equivalent``)."""
+    equivalent = getattr(constraint, "fast_equivalent", None)
+    if isinstance(equivalent, AttrConstraint):
+        constraint = equivalent
+    if isinstance(constraint, BaseAttr):
+        return _BASE, constraint.attr
+    if (
+        isinstance(constraint, ArrayOfConstraint)
+        and isinstance(constraint.elem_range_constraint, RangeOf)
+        and type(constraint.elem_range_constraint) is RangeOf
+        and isinstance(constraint.elem_range_constraint.constr, BaseAttr)
+    ):
+        return _ARRAY, constraint.elem_range_constraint.constr.attr
+    if constraint == _FLAT_SYMBOL_CONSTRAINT:
+        return _FLAT_SYMBOL, None
+    return _OTHER, None
+
+
 @dataclass(frozen=True)
 class _Shape:
     """What an op definition allows, precomputed for the fast check."""
 
-    properties: tuple[tuple[str, type[Attribute] | None, AttrConstraint, bool], ...]
-    """(name, base class, constraint, optional) per property of the
-    definition; the base class when the constraint is just "an instance of
-    it" (checked inline), else ``None``."""
+    properties: tuple[
+        tuple[str, int, type[Attribute] | None, AttrConstraint, bool], ...
+    ]
+    """(name, kind, class, constraint, optional) per property of the
+    definition (``_kind_of``: the kinds other than ``_OTHER`` are checked
+    inline)."""
     names: frozenset[str]
     regions: int
     single_block: tuple[bool, ...]
@@ -86,7 +131,7 @@ def _shape_of(op_def: OpDef) -> _Shape:
         tuple(
             (
                 name,
-                prop.constr.attr if isinstance(prop.constr, BaseAttr) else None,
+                *_kind_of(prop.constr),
                 prop.constr,
                 isinstance(prop, OptPropertyDef),
             )
@@ -148,15 +193,27 @@ def _structure_ok(op: Operation, shape: _Shape) -> bool:
         return False
     properties = op.properties
     present = 0
-    for name, base, constraint, optional in shape.properties:
+    for name, kind, base, constraint, optional in shape.properties:
         attr = properties.get(name)
         if attr is None:
             if optional:
                 continue
             return False
         present += 1
-        if base is not None:
-            if not isinstance(attr, base):
+        if kind == _BASE:
+            if not isinstance(attr, base):  # pyright: ignore[reportArgumentType]
+                return False
+        elif kind == _ARRAY:
+            if not isinstance(attr, ArrayAttr):
+                return False
+            for element in attr.data:  # pyright: ignore[reportUnknownVariableType]
+                if not isinstance(element, base):  # pyright: ignore[reportArgumentType]
+                    return False
+        elif kind == _FLAT_SYMBOL:
+            if not isinstance(attr, SymbolRefAttr):
+                return False
+            nested = attr.nested_references
+            if not isinstance(nested, ArrayAttr) or nested.data:
                 return False
         elif not _accepts(constraint, attr):
             return False

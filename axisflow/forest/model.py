@@ -121,6 +121,13 @@ class Loop:
         return self.label.base_key
 
 
+def _no_modes() -> dict[Index, Index]:
+    """An empty mode map: a site's default before ``Forest.finish`` (a plain
+    function: calling the alias ``dict[Index, Index]`` costs several times
+    more, once per site)."""
+    return {}
+
+
 @dataclass
 class Site:
     """One use-site (``batch.use``) of a value."""
@@ -138,9 +145,9 @@ class Site:
     """The factors' sites, in factor order."""
     protos: ProtoPairs = ()
     """Explicit pairings: the value's proto mode -> tree label here."""
-    mode_map: dict[Index, Index] = field(default_factory=dict[Index, Index])
+    mode_map: dict[Index, Index] = field(default_factory=_no_modes)
     """Mode of the value -> tree label here (filled by ``Forest.finish``)."""
-    mode_labels: dict[Index, Index] = field(default_factory=dict[Index, Index])
+    mode_labels: dict[Index, Index] = field(default_factory=_no_modes)
     """Node mode of the value -> tree label here (filled by ``Forest.finish``;
     shared between sites with the same value and mode maps: do not change)."""
 
@@ -263,41 +270,57 @@ class Forest:
         if value is None:
             raise ModelError(f"{self._site_where(site)}: unknown value @{site.value}")
         try:
-            site.mode_map = mode_map(
-                value.result, site.labels, site.protos, self._site_where(site)
-            )
-        except FrameError as error:
-            raise ModelError(str(error)) from None
+            site.mode_map = mode_map(value.result, site.labels, site.protos)
+        except FrameError:
+            # Derived again with the site named (a message per site costs
+            # more than the memoised map, and only an error needs it).
+            try:
+                mode_map(value.result, site.labels, site.protos, self._site_where(site))
+            except FrameError as error:
+                raise ModelError(str(error)) from None
+            raise AssertionError("mode_map is deterministic") from None
+
+    def _finish_where(self, site: Site, value: Value) -> str:
+        return f"use-site of @{value.name} in tree @{self.trees[site.tree].name}"
 
     def _finish_site(
         self, site: Site, labels: dict[tuple[object, ...], dict[Index, Index]]
     ) -> None:
         value = self.values[site.value]
-        tree = self.trees[site.tree].name
-        where = f"use-site of @{value.name} in tree @{tree}"
-        if len(site.children) != len(value.factors):
+        factors = value.factors
+        sites = self.sites
+        if len(site.children) != len(factors):
             raise ModelError(
-                f"{where}: {len(site.children)} factor use-sites for "
-                f"{len(value.factors)} factors"
+                f"{self._finish_where(site, value)}: {len(site.children)} factor use-sites "
+                f"for {len(factors)} factors"
             )
-        for factor, number in zip(value.factors, site.children, strict=True):
-            if self.sites[number].value != factor.value:
+        child_maps: list[dict[Index, Index]] = []
+        for factor, number in zip(factors, site.children, strict=True):
+            child = sites[number]
+            if child.value != factor.value:
                 raise ModelError(
-                    f"{where}: factor use-site names @{self.sites[number].value}, "
-                    f"but @{value.name} is built from @{factor.value}"
+                    f"{self._finish_where(site, value)}: factor use-site names "
+                    f"@{child.value}, but @{value.name} is built from @{factor.value}"
                 )
-        child_maps = [self.sites[number].mode_map for number in site.children]
+            child_maps.append(child.mode_map)
         key = (value.name, id(site.mode_map), *map(id, child_maps))
         found = labels.get(key)
         if found is None:
             try:
-                found = node_labels(site.mode_map, value.factor_maps, child_maps, where)
+                found = node_labels(
+                    site.mode_map,
+                    value.factor_maps,
+                    child_maps,
+                    self._finish_where(site, value),
+                )
             except FrameError as error:
                 raise ModelError(str(error)) from None
             labels[key] = found
         site.mode_labels = found
+        instance_spaces = self.instance_spaces
         for loop in site.loops:
-            self.instance_spaces.setdefault(loop.instance, loop.space)
+            if loop.instance not in instance_spaces:
+                instance_spaces[loop.instance] = loop.space
 
     def check_loops(self) -> Forest:
         """What scheduling needs of the loops: no loop nested in a loop over

@@ -53,15 +53,24 @@ def classify(forest: Forest, *, explain: bool = False) -> Verdicts:
     # share the tuple (keyed by identity; the sites keep the tuples alive).
     loop_keys: dict[int, tuple[tuple[Index, ...], tuple[int, ...]]] = {}
     no_loops: tuple[tuple[Index, ...], tuple[int, ...]] = ((), ())
+    # Proto modes per result tuple (values share them; alive with the values).
+    protos_of: dict[int, tuple[Index, ...]] = {}
     for name, sites in forest.sites_of().items():
         axes: dict[Index, None] = {}
+        seen_loops: set[int] = set()  # loop tuples are shared by sibling sites
         for site in sites:
-            for loop in site.loops:
-                axes.setdefault(loop.label, None)
+            loops = site.loops
+            if loops and id(loops) not in seen_loops:
+                seen_loops.add(id(loops))
+                for loop in loops:
+                    if loop.label not in axes:
+                        axes[loop.label] = None
         if not axes:
             continue
         value = forest.values[name]
-        protos = proto_modes(value.result)
+        protos = protos_of.get(id(value.result))
+        if protos is None:
+            protos = protos_of[id(value.result)] = proto_modes(value.result)
         contexts = [
             () if site.parent is None else all_sites[site.parent].loops
             for site in sites
@@ -84,14 +93,18 @@ def classify(forest: Forest, *, explain: bool = False) -> Verdicts:
                     )
             else:
                 keys = no_loops
-            mode_map = site.mode_map
+            if sliced_modes:
+                mode_map = site.mode_map
+                pairs = tuple((mode, mode_map[mode]) for mode in sliced_modes)
+            else:
+                pairs = ()
             occurrences.append(
                 Occurrence.trusted(
                     site.labels,
                     keys[0],
                     keys[1],
                     describe_site(forest, site, number) if explain else "",
-                    tuple((mode, mode_map[mode]) for mode in sliced_modes),
+                    pairs,
                 )
             )
         per_space: dict[str, Verdict] = {}

@@ -154,7 +154,10 @@ def without_loops(forest: Forest, drops: Collection[tuple[int, str] | Cut]) -> F
     """A copy of ``forest`` without the loops of ``drops``: (tree number,
     space) pairs or ``Cut``s (a tree's loops over the space from all its
     use-sites; a value's from its use-sites and those below them); roles
-    recomputed. Values are shared (scheduling does not change them)."""
+    recomputed. Values are shared (scheduling does not change them), and so
+    are the use-sites that keep all their loops (nothing changes a site once
+    the model is finished; a trial then costs the sites it changes, not a
+    copy of the forest)."""
     trees: set[tuple[int, str]] = set()
     values: list[Cut] = []
     for drop in drops:
@@ -176,6 +179,9 @@ def without_loops(forest: Forest, drops: Collection[tuple[int, str] | Cut]) -> F
             for loop in site.loops
             if (site.tree, loop.space) not in trees and loop.space not in spaces
         )
+        if len(kept) == len(site.loops):
+            new.sites.append(site)
+            continue
         clone = copy.copy(site)
         clone.loops = kept
         new.sites.append(clone)

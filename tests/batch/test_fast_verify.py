@@ -165,3 +165,42 @@ def test_plain_ops_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(OpDef, "verify", spy)
     module.verify()
     assert generic == ["builtin.module"]
+
+
+def _verdict(module: object) -> str:
+    try:
+        module.verify()  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+    except (VerifyException, ValueError) as error:
+        return f"{type(error).__name__}: {error}"
+    return "ok"
+
+
+@pytest.mark.parametrize(
+    ("property_name", "labels"),
+    [
+        ("carried", ["a", "c", "i"]),  # wrong arity at the use-site
+        ("carried", ["a", "k", "i", "c"]),  # c and k swapped: frames disagree
+    ],
+)
+def test_consistent_shapes_remembered_across_verifications_stay_sound(
+    property_name: str, labels: list[str]
+) -> None:
+    """A use-site found consistent in one verification and then changed (a
+    new attribute in place of the old one, as a pass would write it) is
+    checked again: the second verification gives the verdict and message a
+    fresh parse of the changed IR gives."""
+    from xdsl.dialects.builtin import ArrayAttr
+
+    from axisflow.dialects.batch import IndexAttr, UseOp
+
+    module = Parser(_context(), FOREST).parse_module()
+    assert _verdict(module) == "ok"
+    assert _verdict(module) == "ok"  # the remembered shapes accept again
+    use = next(
+        op for op in module.walk() if isinstance(op, UseOp) and op.value_name == "A"
+    )
+    use.properties[property_name] = ArrayAttr([IndexAttr(n) for n in labels])
+    changed = _verdict(module)
+    fresh = _verdict(Parser(_context(), str(module)).parse_module())
+    assert changed != "ok"
+    assert changed == fresh

@@ -189,6 +189,29 @@ def test_the_join_is_the_least_row_every_bound_broadcasts_to(
         assert tuple(d.n for d in joined.dims) == expected  # type: ignore[union-attr]
 
 
+ALL_SHORT_ROWS = [
+    row for length in range(3) for row in itertools.product((1, 2, 3), repeat=length)
+]
+
+
+@pytest.mark.parametrize("first", ALL_SHORT_ROWS)
+def test_the_join_of_every_pair_of_short_rows_is_the_brute_force_one(
+    first: tuple[int, ...],
+) -> None:
+    """Exhaustive over rows of up to two sizes from {1, 2, 3}, alone and in
+    pairs (the deterministic counterpart of the search above)."""
+    for rows in [[first]] + [[first, second] for second in ALL_SHORT_ROWS]:
+        joined = scheme_module.join_concrete(
+            [Row(tuple(Size(n) for n in r)) for r in rows]
+        )
+        expected = brute_force_join(rows)
+        if expected is None:
+            assert joined is None, rows
+        else:
+            assert joined is not None, rows
+            assert tuple(d.n for d in joined.dims) == expected, rows  # type: ignore[union-attr]
+
+
 def test_the_oracle_catches_a_wrong_join(monkeypatch: pytest.MonkeyPatch) -> None:
     """Negative control: presolving to the first bound instead of the join."""
     program = Program(

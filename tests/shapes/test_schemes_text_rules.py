@@ -1,0 +1,254 @@
+"""The text form of a scheme, line kind by line kind (``scheme/text.py``).
+
+Every kind of line the module docstring lists is printed from a scheme made
+by hand (so that each item, including those a traced body rarely makes, is
+there), compared with the exact expected lines, parsed back and compared
+item by item. Malformed lines are refused at the offending token with the
+exact message, including wrong punctuation where other punctuation is
+expected (a parser that accepted any would misread the next item).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from axisflow.shapes import (
+    DimAtLeast,
+    DimIneq,
+    DimVar,
+    Kind,
+    Mark,
+    Origin,
+    Row,
+    RowIneq,
+    RowVar,
+    Session,
+    ShapeError,
+    Side,
+    Size,
+    Terminal,
+    TotalElems,
+)
+from axisflow.shapes.scheme.data import (
+    Anchor,
+    CaptureInput,
+    Fact,
+    InternalRows,
+    LooseVariable,
+    Rows,
+)
+from axisflow.shapes.scheme.text import (
+    SchemeTextError,
+    VarName,
+    parse_scheme_text,
+    scheme_lines,
+)
+
+
+@dataclass
+class Parts:
+    """A scheme's printed parts, written by hand (``SchemeParts``)."""
+
+    generalized: tuple[DimVar | RowVar, ...] = ()
+    fixed: tuple[DimVar | RowVar, ...] = ()
+    args: tuple[Rows, ...] = ()
+    arg_names: tuple[str, ...] = ()
+    results: tuple[Rows, ...] = ()
+    result_names: tuple[str, ...] = ()
+    anchors: tuple[Anchor, ...] = ()
+    internal: tuple[InternalRows, ...] = ()
+    facts: tuple[Fact, ...] = ()
+    marks: tuple[tuple[RowVar, Mark], ...] = ()
+    gens: tuple[tuple[RowVar, int], ...] = ()
+    captures: tuple[CaptureInput, ...] = ()
+    loose: tuple[LooseVariable, ...] = field(default_factory=tuple)
+
+
+EMPTY = Row(())
+PLAIN = Origin("op", "t")
+SIDED = Origin("op", "t", ("u",), Side("x"), Side("y", Kind.INPUT))
+
+
+def every_item() -> tuple[Parts, list[str]]:
+    """A scheme with one item of every kind, and its exact text form."""
+    s = Session()
+    d1, d2 = s.fresh_dim_var(), s.fresh_dim_var()
+    r1, r2, r3 = s.fresh_row_var(), s.fresh_row_var(), s.fresh_row_var()
+    old_dim, old_row = s.fresh_dim_var(), s.fresh_row_var()
+    x = s.leaf("x", "2")
+    parts = Parts(
+        generalized=(d1, r1, r2),
+        fixed=(d2, r3),
+        args=((Row((), r1), EMPTY, Row((d1,), r2)),),
+        arg_names=("a",),
+        results=((EMPTY, EMPTY, Row((Size(4), d2))),),
+        result_names=("b",),
+        anchors=(Anchor(x.shape, (EMPTY, EMPTY, Row((Size(2),)))),),
+        internal=(InternalRows("h", (Row((), r3), EMPTY, EMPTY)),),
+        facts=(
+            TotalElems((Row((), r1), Row((d1, Size(3)), r2)), 12, PLAIN),
+            Terminal(Row((), r1), False, SIDED),
+            Terminal(Row((d1,), r2), True, PLAIN),
+            DimAtLeast(d2, 3, Origin("op", "t", scheme="sc")),
+            DimIneq(Size(2), d1, Origin("op", "t", application="site")),
+            RowIneq(Row((), r1), Row((), r2), Origin("op", "t", ("u", "v"))),
+        ),
+        marks=((r2, Mark.SAFE_TO_GUESS),),
+        gens=((r2, 2),),
+        captures=(CaptureInput(s.dim_ref("j"), d1, PLAIN),),
+        loose=(LooseVariable(old_dim, d2), LooseVariable(old_row, Row((d1,), r3))),
+    )
+    lines = [
+        "generalized d1, r1, r2",
+        "fixed d2, r3",
+        "arg 0 'a' [...r1] | [] -> [...r2, d1]",
+        "result 0 'b' [] | [] -> [4, d2]",
+        "anchor 0 'x' [] | [] -> [2]",
+        "internal 0 'h' [...r3] | [] -> []",
+        "total [...r1], [...r2, d1, 3] = 12 ('op' 't')",
+        "leaf [...r1] ('op' 't' of 'u' lhs 'x' rhs 'y'.input)",
+        "param [...r2, d1] ('op' 't')",
+        "at_least d2 3 ('op' 't' scheme 'sc')",
+        "dim_ineq 2 <= d1 ('op' 't' at 'site')",
+        "ineq [...r1] <= [...r2] ('op' 't' of 'u', 'v')",
+        "mark safe_to_guess r2",
+        "gen r2 2",
+        "capture 'j' d1 ('op' 't')",
+        f"loose d2 = old {old_dim!r}",
+        f"loose [...r3, d1] = old {old_row!r}",
+    ]
+    return parts, lines
+
+
+def test_every_kind_of_line_prints_exactly() -> None:
+    parts, lines = every_item()
+    assert scheme_lines(parts) == lines
+
+
+def test_every_kind_of_line_parses_back_item_by_item() -> None:
+    _, lines = every_item()
+    text = parse_scheme_text(lines)
+    d1, d2 = VarName("d", 1), VarName("d", 2)
+    r1, r2, r3 = VarName("r", 1), VarName("r", 2), VarName("r", 3)
+    none: tuple[tuple[()], None] = ((), None)
+    assert text.generalized == [d1, r1, r2]
+    assert text.fixed == [d2, r3]
+    assert text.args == [("a", (((), r1), none, ((d1,), r2)))]
+    assert text.results == [("b", (none, none, ((Size(4), d2), None)))]
+    assert text.anchors == [("x", (none, none, ((Size(2),), None)))]
+    assert text.internal == [("h", (((), r3), none, none))]
+    kinds = [kind for kind, _, _ in text.facts]
+    assert kinds == ["total", "leaf", "param", "at_least", "dim_ineq", "ineq"]
+    payloads = [payload for _, payload, _ in text.facts]
+    assert payloads == [
+        ((((), r1), ((d1, Size(3)), r2)), 12),
+        (((), r1),),
+        (((d1,), r2),),
+        (d2, 3),
+        (Size(2), d1),
+        (((), r1), ((), r2)),
+    ]
+    origins = [origin for _, _, origin in text.facts]
+    assert [o.operands for o in origins] == [(), ("u",), (), (), (), ("u", "v")]
+    leaf = origins[1]
+    assert leaf.lhs is not None and leaf.lhs.tensor == "x" and leaf.lhs.kind is None
+    assert leaf.rhs is not None and leaf.rhs.tensor == "y"
+    assert leaf.rhs.kind is Kind.INPUT
+    assert [(o.scheme, o.application) for o in origins] == [
+        (None, None),
+        (None, None),
+        (None, None),
+        ("sc", None),
+        (None, "site"),
+        (None, None),
+    ]
+    assert text.marks == [(r2, Mark.SAFE_TO_GUESS)]
+    assert text.gens == [(r2, 2)]
+    ((label, dim, origin),) = text.captures
+    assert (label, dim, origin.operation, origin.tensor) == ("j", d1, "op", "t")
+    old_dim, old_row = (int(line.rsplit(" ", 1)[1][1:]) for line in lines[-2:])
+    assert text.loose == [
+        (d2, VarName("d", old_dim)),
+        (((d1,), r3), VarName("r", old_row)),
+    ]
+
+
+def test_a_variable_the_scheme_does_not_declare_is_refused_when_printing() -> None:
+    s = Session()
+    stray = s.fresh_row_var()
+    parts = Parts(args=((Row((), stray), EMPTY, EMPTY),), arg_names=("a",))
+    with pytest.raises(ShapeError) as info:
+        scheme_lines(parts)
+    assert str(info.value) == (
+        f"the scheme mentions {stray!r}, which it does not declare"
+    )
+
+
+def test_blanks_after_the_last_item_of_a_line_are_ignored() -> None:
+    text = parse_scheme_text(["generalized r1, d1   ", "fixed (none) ", "gen r1 3\t"])
+    assert text.generalized == [VarName("r", 1), VarName("d", 1)]
+    assert text.fixed == []
+    assert text.gens == [(VarName("r", 1), 3)]
+
+
+def test_a_variable_declared_twice_is_refused() -> None:
+    with pytest.raises(SchemeTextError) as info:
+        parse_scheme_text(["generalized r1, d1", "fixed r1"])
+    assert str(info.value) == "malformed shape scheme: a variable is declared twice"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        # An origin opens with '(' and separates its operands with ','.
+        ("leaf [] ['op' 't')", "at column 8: expected '(', got '['"),
+        ("leaf [] ('op' 't' of 'u' | 'v')", "at column 25: expected ')', got '|'"),
+        # After 'detail', 'scheme' and 'at' nothing but ')' may follow.
+        ("leaf [] ('op' 't' bogus 'x')", "at column 18: expected ')', got 'bogus'"),
+        ("leaf [] ('op' 't' at 'x' at 'y')", "at column 25: expected ')', got 'at'"),
+        # A side's kind follows a '.'.
+        ("leaf [] ('op' 't' lhs 'x' | input)", "at column 26: expected ')', got '|'"),
+        # Rows open with '[', close with ']', and a '|' separates three of them.
+        ("leaf (] ('op' 't')", "at column 5: expected '[', got '('"),
+        ("leaf [, 2] ('op' 't')", "at column 6: expected word, got ','"),
+        ("leaf [2, 3) ('op' 't')", "at column 10: expected ']', got ')'"),
+        ("arg 0 'a' [] , [] -> []", "at column 13: expected '|', got ','"),
+        ("arg 0 a [] | [] -> []", "at column 6: expected quoted, got 'a'"),
+        ("result 1 'b' [] | [] -> []", "at column 7: expected result 0, got result 1"),
+        ("anchor 2 'b' [] | [] -> []", "at column 7: expected anchor 0, got anchor 2"),
+        (
+            "internal 1 'b' [] | [] -> []",
+            "at column 9: expected internal 0, got internal 1",
+        ),
+        # A total's rows are separated by ',' and end at '='.
+        ("total [] | [] = 2 ('op' 't')", "at column 9: expected '=', got '|'"),
+        ("total [], [] , 2 ('op' 't')", "at column 15: expected '[', got '2'"),
+        ("total [] ; 2 ('op' 't')", "at column 9: unexpected character"),
+        # Marks and template depths belong to row variables.
+        ("mark safe_to_guess d1", "at column 19: expected a row variable, got 'd1'"),
+        ("gen d1 2", "at column 4: expected a row variable, got 'd1'"),
+        ("gen r1 x", "at column 7: expected int, got 'x'"),
+        ("capture j d1 ('op' 't')", "at column 8: expected quoted, got 'j'"),
+        (
+            "capture 'j' r1 ('op' 't')",
+            "at column 12: expected a dim variable, got 'r1'",
+        ),
+        ("loose d1 old r3", "at column 9: expected '=', got 'old'"),
+        ("loose d1 = new r3", "at column 11: expected 'old', got 'new'"),
+        ("loose [d1] : old r3", "at column 11: unexpected character"),
+        ("loose d1 = old 3", "at column 15: expected word, got '3'"),
+        ("loose d1 = old x3", "at column 15: expected a  variable, got 'x3'"),
+        # The variable lists.
+        ("fixed r1 | r2", "at column 9: unexpected text at the end of the line"),
+        ("fixed [none]", "at column 6: expected word, got '['"),
+        ("fixed (none]", "at column 11: expected ')', got ']'"),
+    ],
+)
+def test_a_malformed_line_is_refused_at_the_offending_token(
+    line: str, message: str
+) -> None:
+    with pytest.raises(SchemeTextError) as info:
+        parse_scheme_text(["generalized r1, r2, d1", line])
+    assert str(info.value) == f"malformed shape scheme line 2 {message} in {line!r}"

@@ -1,0 +1,406 @@
+"""Tracing a scheme (``scheme/trace.py``): exact refusals and what they carry.
+
+Each test pins one outcome a mutation review found unchecked: the exact text
+of every refusal of ``trace`` and the origins an error keeps when the trace
+re-raises it, the refusals of pending axis equations, capture references made
+before the trace given back their binding once it is done, and dim facts the
+body adds by hand carried into the scheme with their origins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+
+import pytest
+
+from axisflow.shapes import (
+    DimEq,
+    DimIneq,
+    DimVar,
+    Kind,
+    Origin,
+    Session,
+    ShapeError,
+    Side,
+    Size,
+    Tensor,
+    UntraceableScheme,
+    scheme,
+)
+from tests.shapes.test_schemes import apply, traced
+
+
+def describe(error: ShapeError) -> list[str]:
+    return [origin.describe() for origin in error.origins]
+
+
+def test_trace_needs_a_session() -> None:
+    with pytest.raises(ShapeError) as info:
+        scheme.trace(3, var_mark=0, label="f", args=[], f=list)  # type: ignore[arg-type]
+    assert str(info.value) == "tracing the shape scheme f: needs a Session, got 3"
+
+
+def test_trace_needs_a_rewind_window() -> None:
+    s = Session()
+    with pytest.raises(ShapeError) as info:
+        scheme.trace(s, var_mark=0, label="f", args=[], f=list)
+    assert str(info.value) == (
+        "tracing the shape scheme f: trace must run inside session.rewind(), which "
+        "undoes the trace; open a window first"
+    )
+
+
+def test_the_same_tracer_twice_is_refused_exactly() -> None:
+    s = Session()
+    with s.rewind():
+        mark = s.var_mark()
+        x = s.fresh("x")
+        with pytest.raises(ShapeError) as info:
+            scheme.trace(s, var_mark=mark, label="f", args=[x, x], f=lambda: [x])
+    assert str(info.value) == (
+        "tracing the shape scheme f: the same shape is given as two arguments"
+    )
+
+
+def test_a_contradiction_keeps_its_origins() -> None:
+    s = Session()
+    with pytest.raises(ShapeError) as info:
+        traced(s, lambda xs: [s.pointwise("y", s.leaf("p", "3"), s.leaf("q", "4"))])
+    assert describe(info.value) == ["pointwise 'y' of p, q"]
+
+
+def test_a_refused_pending_equation_keeps_the_origin_of_the_failure() -> None:
+    """The body swallows the refusal and then fails: the untraceable-scheme
+    error has the refusal's text and the failure's origins."""
+    s = Session()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        with contextlib.suppress(UntraceableScheme):
+            s.einsum("y", "2*o=>o", xs[0])
+        return [s.pointwise("z", s.leaf("p", "3"), s.leaf("q", "4"))]
+
+    with pytest.raises(UntraceableScheme) as info:
+        traced(s, body)
+    assert str(info.value) == (
+        "tracing the shape scheme f: einsum 'y' of a0 (spec '2*o=>o') has an affine "
+        "or concatenated axis '2*o'; shape schemes do not carry these pending equations yet "
+        "(evaluate the function at each call instead: close-shapes without "
+        "generalize-shapes)"
+    )
+    assert describe(info.value) == ["pointwise 'z' of p, q"]
+
+
+def test_axes_written_before_a_row_variable_are_refused_exactly() -> None:
+    s = Session()
+    with pytest.raises(UntraceableScheme) as info:
+        traced(s, lambda xs: [s.einsum("y", "a, ..r.. => ..r.., a", xs[0])])
+    assert str(info.value) == (
+        "tracing the shape scheme f: einsum 'y' of a0 (spec 'a, ..r.. => ..r.., a') "
+        "has axes written before a row variable; shape schemes do not carry these "
+        "pending equations yet (evaluate the function at each call instead: "
+        "close-shapes without generalize-shapes)"
+    )
+
+
+def test_a_nested_refusal_keeps_its_origins() -> None:
+    """A trace inside the traced function refuses because its body fails
+    after a swallowed refusal: the outer trace re-raises it with its origins."""
+    s = Session()
+
+    def inner(xs: Sequence[Tensor]) -> list[Tensor]:
+        with contextlib.suppress(UntraceableScheme):
+            s.einsum("y", "2*o=>o", xs[0])
+        return [s.pointwise("z", s.leaf("p", "3"), s.leaf("q", "4"))]
+
+    def outer(xs: Sequence[Tensor]) -> list[Tensor]:
+        traced(s, inner, label="in")
+        return [xs[0]]
+
+    with pytest.raises(UntraceableScheme) as info:
+        traced(s, outer, label="out")
+    assert str(info.value).startswith(
+        "tracing the shape scheme out: tracing the shape scheme in: einsum 'y'"
+    )
+    assert describe(info.value) == ["pointwise 'z' of p, q"]
+
+
+def test_a_swallowed_contradiction_is_raised_at_the_end_with_its_origins() -> None:
+    s = Session()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        with contextlib.suppress(ShapeError):
+            s.pointwise("y", s.leaf("p", "3"), s.leaf("q", "4"))
+        return [xs[0]]
+
+    with pytest.raises(ShapeError) as info:
+        traced(s, body)
+    assert not isinstance(info.value, UntraceableScheme)
+    assert str(info.value).startswith("tracing the shape scheme f: pointwise 'y'")
+    assert describe(info.value) == ["pointwise 'y' of p, q"]
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_a_reference_bound_before_the_trace_is_bound_again_after_it(
+    closed: bool,
+) -> None:
+    """Bound to its variable (before a closing) or to its size (after one)."""
+    s = Session()
+    ref = s.dim_ref("h")
+    s.einsum("e", "h=>h", s.leaf("x", "5"), capture_dims=[ref])
+    if closed:
+        s.close()
+    var, size = ref.var, ref.size
+    assert (var is None, size is None) == ((True, False) if closed else (False, True))
+    with s.rewind():
+        mark = s.var_mark()
+        t = s.fresh("t")
+        seen: list[object] = []
+
+        def body() -> list[Tensor]:
+            seen.append((ref.var, ref.size))
+            return [s.pointwise("y", t)]
+
+        scheme.trace(s, var_mark=mark, label="f", args=[t], f=body)
+        assert seen == [(None, None)]  # unbound while the function ran
+        assert (ref.var, ref.size) == (var, size)
+
+
+DIM_ORIGIN = Origin(
+    "check", "w", lhs=Side("w", Kind.OUTPUT), rhs=Side("a0", Kind.OUTPUT)
+)
+
+
+def test_a_dim_inequality_the_body_adds_is_in_the_scheme_with_its_origin() -> None:
+    s = Session()
+    w = s.param("w", "3")
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.einsum("y", "i=>i", xs[0])
+        (dim,) = s.solver.norm_row(y.shape.row(Kind.OUTPUT)).dims
+        s.add(DimIneq(Size(3), dim, DIM_ORIGIN))
+        return [s.pointwise("z", y, w)]
+
+    sc = traced(s, body)
+    assert (
+        "dim_ineq 3 <= d1 ('check' 'w' lhs 'w'.output rhs 'a0'.output)" in sc.to_lines()
+    )
+    # An application whose argument breaks it fails with that origin.
+    x = s.leaf("x", "4")
+    with pytest.raises(ShapeError) as info:
+        apply(sc, "site", x)
+    assert "check 'w'" in describe(info.value)[0]
+
+
+def test_a_swallowed_contradiction_in_a_tainted_session_fails_at_the_replay() -> None:
+    """The session was tainted before the window opened, so the trace cannot
+    tell the body's contradiction by the taint: replaying the body's
+    constraints finds it, and the error is the body's, with its origins."""
+    s = Session()
+    with contextlib.suppress(ShapeError):
+        s.pointwise("early", s.leaf("e", "2"), s.leaf("f", "5"))
+    assert s.tainted
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        with contextlib.suppress(ShapeError):
+            s.pointwise("y", xs[0], s.leaf("p", "3"), s.leaf("q", "4"))
+        return [xs[0]]
+
+    with pytest.raises(ShapeError) as info:
+        traced(s, body)
+    assert not isinstance(info.value, UntraceableScheme)
+    assert str(info.value).startswith("tracing the shape scheme f: pointwise 'y'")
+    assert describe(info.value) == ["pointwise 'y' of a0, p, q"]
+
+
+# ------------------------------------------------- what the scheme reads off
+
+
+def test_relations_of_open_dims_are_read_off_once_each() -> None:
+    """Two open dims broadcast to a third: one inequality each, none twice
+    when the same dim is read twice (``y`` and ``y2`` are one dim)."""
+    s = Session()
+
+    def two(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.einsum("y", "i=>i", xs[0])
+        return [s.pointwise("z", y, s.einsum("w", "j=>j", xs[1]))]
+
+    assert traced(s, two, arity=2).to_lines()[-5:] == [
+        "dim_ineq d3 <= d1 ('pointwise' 'z' of 'y', 'w' lhs 'z'.output rhs 'y'.output)",
+        "dim_ineq d3 <= d2 ('pointwise' 'z' of 'y', 'w' lhs 'z'.output rhs 'w'.output)",
+        "mark used_in_pointwise r2",
+        "mark safe_to_guess r3",
+        "gen r3 1",
+    ]
+
+    def same(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.einsum("y", "i=>i", xs[0])
+        return [s.pointwise("z", y, s.einsum("y2", "i=>i", xs[0]))]
+
+    dim_facts = [
+        line for line in traced(s, same).to_lines() if line.startswith("dim_ineq")
+    ]
+    assert dim_facts == [
+        "dim_ineq d2 <= d1 ('pointwise' 'z' of 'y', 'y2' lhs 'z'.output rhs 'y'.output)"
+    ]
+
+
+def test_bounds_and_relations_of_rows_are_read_off_once_each() -> None:
+    """The same tracer twice among a pointwise's operands: each row relation
+    and the lower bound it gets are facts once; the template the leaf's axes
+    put in front of the result's tail is its depth."""
+    s = Session()
+    sc = traced(s, lambda xs: [s.pointwise("y", xs[0], xs[0], s.leaf("c", "2,3"))])
+    of = "('pointwise' 'y' of 'a0', 'a0', 'c'"
+    assert sc.to_lines() == [
+        "generalized r1, r2, r3, r4, r5, r6",
+        "fixed (none)",
+        "arg 0 'a0' [...r1] | [...r2] -> [...r3]",
+        "result 0 'y' [...r4] | [...r5] -> [...r6, 2, 3]",
+        "internal 0 'c' [] | [] -> [2, 3]",
+        "internal 1 'y' [...r4] | [...r5] -> [...r6, 2, 3]",
+        f"ineq [...r4] <= [...r1] {of} lhs 'y'.batch rhs 'a0'.batch)",
+        f"ineq [...r5] <= [...r2] {of} lhs 'y'.input rhs 'a0'.input)",
+        f"ineq [...r6, 2, 3] <= [...r3] {of} lhs 'y'.output rhs 'a0'.output)",
+        "mark used_in_pointwise r2",
+        "mark used_in_pointwise r5",
+        "mark safe_to_guess r6",
+        "gen r6 2",
+    ]
+
+
+def test_an_old_dim_equated_in_the_body_is_a_loose_fixed_dim() -> None:
+    s = Session()
+    old = s.fresh_dim_var()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.einsum("y", "i=>i", xs[0])
+        (dim,) = s.solver.norm_row(y.shape.row(Kind.OUTPUT)).dims
+        s.add(DimEq(dim, old, Origin("eq", "y")))
+        return [y]
+
+    assert traced(s, body).to_lines() == [
+        "generalized (none)",
+        "fixed d1",
+        "arg 0 'a0' [] | [] -> [d1]",
+        "result 0 'y' [] | [] -> [d1]",
+        "internal 0 'y' [] | [] -> [d1]",
+        f"loose d1 = old {old!r}",
+    ]
+
+
+def test_a_pre_existing_tensor_read_twice_is_one_anchor() -> None:
+    s = Session()
+    w = s.param("w", "3")
+    sc = traced(s, lambda xs: [s.pointwise("y", xs[0], w, s.pointwise("v", w))])
+    assert [line for line in sc.to_lines() if line.startswith("anchor")] == [
+        "anchor 0 'w' [] | [] -> [3]"
+    ]
+
+
+def test_a_capture_input_bound_twice_keeps_the_origin_of_its_first_binding() -> None:
+    s = Session()
+    ref = s.dim_ref("h")
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.einsum("y", "h=>h", xs[0], capture_dims=[ref])
+        s.einsum("y2", "h=>h", xs[0], capture_dims=[ref])
+        return [y]
+
+    assert [
+        line for line in traced(s, body).to_lines() if line.startswith("capture")
+    ] == ["capture 'h' d1 ('einsum' 'y' of 'a0' detail 'spec ''h=>h''')"]
+
+
+def test_a_dim_only_a_fact_mentions_is_declared() -> None:
+    s = Session()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        s.add(DimIneq(Size(3), s.fresh_dim_var(), Origin("lone", "f")))
+        return [xs[0]]
+
+    assert traced(s, body).to_lines() == [
+        "generalized r1, r2, r3, d1",
+        "fixed (none)",
+        "arg 0 'a0' [...r1] | [...r2] -> [...r3]",
+        "result 0 'a0' [...r1] | [...r2] -> [...r3]",
+        "dim_ineq 3 <= d1 ('lone' 'f')",
+    ]
+
+
+def test_two_old_dims_equated_in_the_body_are_one_loose_fixed_dim() -> None:
+    """The dim they become is in no row and no fact: only the loose items
+    mention it, and it is declared fixed."""
+    s = Session()
+    first, second = s.fresh_dim_var(), s.fresh_dim_var()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        s.add(DimEq(first, second, Origin("olds", "ab")))
+        return [xs[0]]
+
+    assert traced(s, body).to_lines() == [
+        "generalized r1, r2, r3",
+        "fixed d1",
+        "arg 0 'a0' [...r1] | [...r2] -> [...r3]",
+        "result 0 'a0' [...r1] | [...r2] -> [...r3]",
+        f"loose d1 = old {first!r}",
+        f"loose d1 = old {second!r}",
+    ]
+
+
+def test_an_old_dim_solved_in_the_window_before_the_trace_is_its_size() -> None:
+    """Solved inside the rewind window but before the trace began: the scheme
+    reads it as solved (the trace's start, not the window's, is "before")."""
+    s = Session()
+    w = s.param("w")
+    s.einsum("q", "i;ij=>j", s.leaf("x0", "3"), w)
+    dim = s.solver.norm_row(w.shape.row(Kind.OUTPUT)).dims[1]
+    assert type(dim) is DimVar
+    with s.rewind():
+        s.add(DimEq(dim, Size(5), Origin("fix", "w")))
+        mark = s.var_mark()
+        x = s.fresh("x")
+        sc = scheme.trace(
+            s, var_mark=mark, label="f", args=[x], f=lambda: [s.pointwise("y", w, x)]
+        )
+    lines = sc.to_lines()
+    assert lines[1] == "fixed (none)"
+    assert "anchor 0 'w' [] | [] -> [3, 5]" in lines
+
+
+def test_an_old_dim_the_body_solves_reads_as_that_size() -> None:
+    """The body's own equation replays on the old dim's placeholder, so the
+    scheme reads the size the body gave it."""
+    s = Session()
+    w = s.param("w")
+    s.einsum("q", "i;ij=>j", s.leaf("x0", "3"), w)
+    dim = s.solver.norm_row(w.shape.row(Kind.OUTPUT)).dims[1]
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        s.add(DimEq(dim, Size(5), Origin("fix", "w")))
+        return [s.pointwise("y", w, xs[0])]
+
+    lines = traced(s, body).to_lines()
+    assert lines[1] == "fixed (none)"
+    assert "anchor 0 'w' [] | [] -> [3, 5]" in lines
+
+
+def test_a_capture_input_bound_to_a_dim_solved_before_the_trace_is_its_size() -> None:
+    """The label's dim is that of a tensor made (and sized) before the trace:
+    the capture binds a fresh variable equal to it, which the scheme reads as
+    the size, and an application publishes it."""
+    s = Session()
+    ref = s.dim_ref("h")
+    w = s.leaf("w", "5")
+    sc = traced(
+        s,
+        lambda xs: [
+            s.pointwise("z", s.einsum("y", "h=>h", w, capture_dims=[ref]), xs[0])
+        ],
+    )
+    assert sc.to_lines()[-1] == (
+        "capture 'h' 5 ('einsum' 'y' of 'w' detail 'spec ''h=>h''')"
+    )
+    apply(sc, "site", s.leaf("x", "5"))
+    s.close()
+    assert ref.value == 5
