@@ -545,6 +545,23 @@ def test_the_table_of_a_report_by_hand() -> None:
     )
 
 
+def test_the_table_says_what_rebuilding_shared_values_cost() -> None:
+    # share="tree": 1234567 multiply-adds of which 234567 are the rebuilt
+    # copies, +23.5% of the 1000000 the shared forest needs.
+    table = hand_report(share="tree", extra_flops=234567).table()
+    assert (
+        "  multiply-adds: 1.235e+06 (1234567) (values shared by several trees "
+        "rebuilt in each: 234567 more, +23.5%)\n"
+    ) in table
+    # Nothing shared before rebuilding (every multiply-add is a copy): "+0".
+    everything = hand_report(share="tree", extra_flops=1234567).table()
+    assert "rebuilt in each: 1.235e+06 (1234567) more, +0)\n" in everything
+    # share="forest" (or unknown) prints no such note.
+    for share in ("forest", None):
+        plain = hand_report(share=share, extra_flops=234567).table()
+        assert "  multiply-adds: 1.235e+06 (1234567)\n" in plain
+
+
 def test_the_table_of_an_empty_report_with_dropped_loops() -> None:
     dropped = [{"reason": f"loop {k} dropped"} for k in range(10)]
     report = hand_report(
