@@ -184,7 +184,8 @@ class ProgramEvaluator:
     share_calls: bool = False
     shared: dict[str, SharedBody] = field(default_factory=dict)
     _shareable: set[str] = field(default_factory=set)
-    _recording: list[tuple[SSAValue, Shape]] | None = None
+    # Inside traces (innermost last): where each body value had its shape.
+    _trace_values: list[list[tuple[SSAValue, Shape]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._functions = {
@@ -247,8 +248,8 @@ class ProgramEvaluator:
 
     def note_body_shape(self, value: SSAValue, shape: Shape) -> None:
         """A value of a function body has ``shape`` in one application."""
-        if self._recording is not None:
-            self._recording.append((value, shape))
+        if self._trace_values:
+            self._trace_values[-1].append((value, shape))
             return
         self.body_shapes.setdefault(value, []).append(shape)
 
@@ -430,8 +431,11 @@ class ProgramEvaluator:
                 shape = shared.scheme.anchors[index].shape
             self.note_body_shape(value, shape)
 
-    def _trace_shared(self, func: FuncOp) -> SharedBody:
-        """Trace ``func``'s body once, in a rewind window, into a shape scheme."""
+    def trace_body(self, func: FuncOp) -> tuple[Scheme, list[tuple[SSAValue, Shape]]]:
+        """Trace ``func``'s body once, in a rewind window, into a shape scheme
+        labelled with its name; with the scheme, where each value of the body
+        (arguments first) had its shape during the trace. Shape errors reach
+        the caller as ``ShapeError`` (the trace prefixes them)."""
         block = func.body.block
         session = self.session
         recorded: list[tuple[SSAValue, Shape]] = []
@@ -451,9 +455,8 @@ class ProgramEvaluator:
                 assert isinstance(ret, ReturnOp), "verified: a body ends with return"
                 return [self.tensor(ret, value, frame) for value in ret.values]
 
-            # A shape error propagates (raw_errors): evaluate() asks for
-            # re-evaluation, whose diagnostic the user gets.
-            self._recording = recorded
+            self._trace_values.append(recorded)
+            self.raw_errors += 1
             try:
                 traced = scheme.trace(
                     session,
@@ -463,7 +466,15 @@ class ProgramEvaluator:
                     f=body,
                 )
             finally:
-                self._recording = None
+                self.raw_errors -= 1
+                self._trace_values.pop()
+        return traced, recorded
+
+    def _trace_shared(self, func: FuncOp) -> SharedBody:
+        """Trace ``func``'s body once, in a rewind window, into a shape scheme."""
+        # A shape error propagates (raw_errors): evaluate() asks for
+        # re-evaluation, whose diagnostic the user gets.
+        traced, recorded = self.trace_body(func)
         values = [
             (value, where[0], where[1])
             for value, shape in recorded

@@ -49,7 +49,6 @@ from axisflow.dialects.tprog import (
     EinsumOp,
     FuncOp,
     InstantiateOp,
-    ReturnOp,
     SchemeOp,
     SetDimOp,
     ValueEntry,
@@ -78,7 +77,6 @@ class Generalizer(ProgramEvaluator):
     scheme_of_function: dict[str, str] = field(default_factory=dict)
     calls: list[CallOp] = field(default_factory=list)
     _tracing: list[str] = field(default_factory=list)
-    _trace_values: list[list[tuple[SSAValue, Shape]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -165,13 +163,6 @@ class Generalizer(ProgramEvaluator):
         needed = set(always)
         needed.update(op for op, nodes in nodes_of if find(nodes[0]) in roots)
         return needed
-
-    def note_body_shape(self, value: SSAValue, shape: Shape) -> None:
-        """Inside a trace, record where a body value stands (for ``values`` lines)."""
-        if self._trace_values:
-            self._trace_values[-1].append((value, shape))
-        else:
-            super().note_body_shape(value, shape)
 
     def _call_by_scheme(self, op: Operation, frame: Frame) -> None:
         assert isinstance(op, CallOp)
@@ -311,38 +302,12 @@ class Generalizer(ProgramEvaluator):
         return found[::-1]
 
     def _trace(self, func: FuncOp) -> tuple[Scheme, list[ValueEntry]]:
-        block = func.body.block
-        session = self.session
         name = func.sym_name.data
-        recorded: list[tuple[SSAValue, Shape]] = []
-        with session.rewind():
-            mark = session.var_mark()
-            tracers = [
-                session.fresh(self.name_of(arg), site=func) for arg in block.args
-            ]
-            frame = Frame({})
-            for arg, tracer in zip(block.args, tracers, strict=True):
-                frame.values[arg] = tracer
-                recorded.append((arg, tracer.shape))
-
-            def body() -> list[Tensor]:
-                self.evaluate_block(block, frame)
-                ret = block.last_op
-                assert isinstance(ret, ReturnOp), "verified: a body ends with return"
-                return [self.tensor(ret, value, frame) for value in ret.values]
-
-            self._trace_values.append(recorded)
-            self.raw_errors += 1
-            try:
-                traced = scheme.trace(
-                    session, var_mark=mark, label=name, args=tracers, f=body
-                )
-            except ShapeError as error:
-                fail_at(func, str(error))
-            finally:
-                self.raw_errors -= 1
-                self._trace_values.pop()
-            values = self._value_entries(traced, recorded)
+        try:
+            traced, recorded = self.trace_body(func)
+        except ShapeError as error:
+            fail_at(func, str(error))
+        values = self._value_entries(traced, recorded)
         if traced.loose:
             fail_at(
                 func,
