@@ -247,20 +247,22 @@ def test_no_generalization_writes_the_same_parts_on_the_schemes_own_variables() 
 
 
 def test_a_concrete_anchor_row_the_rewind_reopened_is_tied_again() -> None:
-    """The body composes w with a leaf of width 3, so at the end of the trace
-    w's input row is ``[3]`` (concrete); the trace's rewind reopens it. The
-    application must write the anchor's equality again (a concrete anchor
-    row is skipped only when it still holds), and w closes to width 3."""
+    """The body ties w's input row to ``[3]``, so at the end of the trace the
+    anchored row is concrete; the trace's rewind reopens it. The application
+    must write the anchor's equality again (a concrete anchor row is skipped
+    only when it still holds), and w closes to width 3."""
     s = Session()
     w = s.param("w", "...->4")
-    sc = traced(
-        s,
-        lambda xs: [s.pointwise("y", s.compose("h", w, s.leaf("c", "->3")), xs[0])],
-        label="lay",
-    )
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        s.add(RowEq(w.shape.row(Kind.INPUT), Row((Size(3),)), Origin("tie", "w")))
+        return [s.compose("y", w, xs[0])]
+
+    sc = traced(s, body, label="lay")
+    assert "anchor 0 'w' [] | [3] -> [4]" in sc.to_lines()
     assert w.shape.describe() == "...->4"
     y = s.fresh("y")
-    scheme.instantiate(sc, application="site", args=[s.leaf("x", "->4")], results=[y])
+    scheme.instantiate(sc, application="site", args=[s.leaf("x", "->3")], results=[y])
     s.close()
     assert (w.shape.dims(), y.shape.dims()) == (((), (3,), (4,)), ((), (), (4,)))
 
