@@ -37,7 +37,7 @@ def pair_scheme(s: Session) -> tuple[Tensor, DimRef, Scheme]:
 
     An anchored weight ``w`` (open input row), a loose dim and a loose row
     (old variables tied inside the body, held by no anchored shape), a
-    minimum from a fixed index (``2`` needs at least 3 axes positions), a
+    minimum from a fixed index (index ``2`` needs an axis of size 3 or more), a
     capture reference, policy marks, template depths, and internal rows of
     ``h`` that presolve (they occur only as operands).
     """
@@ -106,7 +106,7 @@ def written(
 # input row: its batch and output rows were concrete at the trace and still
 # are), the loose variables' ties, the compiled facts (the presolved rows of
 # ``h`` appear as their value ``[]``), the policy marks of the rows still
-# open and the capture binding. r92 onwards are the application's renamed
+# open and the capture binding. d92 onwards are the application's renamed
 # variables (r76 to r90 the leaves' and placeholders' rows, d5 and r6 the
 # loose old variables, r1 w's input row).
 WRITTEN = [
@@ -234,7 +234,7 @@ def test_an_application_writes_every_part_of_the_trace_with_its_origins() -> Non
 
 def test_no_generalization_writes_the_same_parts_on_the_schemes_own_variables() -> None:
     """Sabotaged, nothing is renamed (and nothing presolved): the same list
-    on the scheme's variables (r50 to d75), the same origins; one
+    on the scheme's variables (r50 to r75), the same origins; one
     application alone still closes to the same shapes."""
     lines, origins, sites, after = written(Sabotage.NO_GENERALIZATION)
     assert lines == WRITTEN_UNGENERALIZED
