@@ -310,3 +310,38 @@ def test_check_with_a_concrete_capture_input_binds_nothing() -> None:
     scheme.check(sc, application="probe", args=[x])
     assert s.fresh_dim_var().id == before + 1
     assert (ref.var, ref.size) == (None, None)
+
+
+def test_no_generalization_never_lowers_a_template_depth() -> None:
+    """Sabotaged, the applications share the scheme's own rows, so the
+    depth the scheme gives its row (1: y's output tail) can meet a depth the
+    session raised meanwhile: tying the row to q's output tail (depth 3, the
+    three axes of ``->5,4,3`` it was templated behind) raises it to 3. The
+    next application keeps 3: a depth only grows (it bounds the axes later
+    templates may add)."""
+    s = Session()
+    sc = traced(s, lambda xs: [s.pointwise("y", xs[0], s.leaf("c", "->3"))])
+    ((var, gen),) = sc.gens
+    sabotage = Sabotage.NO_GENERALIZATION
+    scheme.instantiate(
+        sc,
+        application="a0",
+        args=[s.fresh("x0")],
+        results=[s.fresh("r0")],
+        sabotage=sabotage,
+    )
+    q = s.pointwise("q", s.fresh("u"), s.leaf("e", "->5,4,3"))
+    tail = q.shape.current()[2].var
+    assert tail is not None
+    row_gen = s.state()["row_gen"]
+    assert (gen, row_gen[var.id], row_gen[tail.id]) == (1, 1, 3)
+    s.add(RowEq(Row((), tail), Row((), var), Origin("tie", "q")))
+    assert s.state()["row_gen"][var.id] == 3
+    scheme.instantiate(
+        sc,
+        application="a1",
+        args=[s.fresh("x1")],
+        results=[s.fresh("r1")],
+        sabotage=sabotage,
+    )
+    assert s.state()["row_gen"][var.id] == 3
