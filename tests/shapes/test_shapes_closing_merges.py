@@ -141,3 +141,58 @@ def test_a_relation_read_twice_keeps_its_origin_for_a_later_error() -> None:
         "infinitely many axes (more than 64 axes in one row: the inequalities are "
         "cyclic) (found while solving leaf 'y')"
     )
+
+
+def test_a_variable_equated_before_closing_is_no_second_operand() -> None:
+    """The leaf row ``v ⊑ x`` (``x`` bounded by ``[5]``) and ``v ⊑ w``, then
+    ``v = w`` before closing: the relation to ``w`` is one of ``v`` with
+    itself now, so ``x`` is ``v``'s only operand and they merge."""
+    s = Session()
+    leaf = s.leaf("v")
+    v = leaf.shape.row(Kind.OUTPUT)
+    x, w = bare(s), bare(s)
+    below(s, Row((Size(5),)), x)
+    below(s, v, x)
+    below(s, v, w)
+    s.add(RowEq(v, w, ORIGIN))
+    s.close()
+    assert leaf.shape.dims() == ((), (), (5,))
+
+
+def test_a_variable_equated_before_closing_is_no_second_result() -> None:
+    """The leaf row ``v ⊑ x`` (``x`` bounded by ``[5]``) and ``y ⊑ x``, then
+    ``x = y`` before closing: the relation of ``y`` is one of ``x`` with
+    itself now, so ``v`` is ``x``'s only result and they merge."""
+    s = Session()
+    leaf = s.leaf("v")
+    v = leaf.shape.row(Kind.OUTPUT)
+    x, y = bare(s), bare(s)
+    below(s, Row((Size(5),)), x)
+    below(s, v, x)
+    below(s, y, x)
+    s.add(RowEq(x, y, ORIGIN))
+    s.close()
+    assert leaf.shape.dims() == ((), (), (5,))
+
+
+def test_a_merge_that_makes_a_row_contain_itself_names_the_merged_relation() -> None:
+    """The leaf row ``v`` broadcasts from ``[...o, 5]`` and ``v ⊑ o`` (origin
+    ``merge``); ``o`` has one more relation than ``v`` (a bound ``[3]``), so
+    the merge solves ``v`` to ``o``, and ``v``'s lower bound becomes
+    ``[...o, 5] ⊑ o``: the error is that bound's, found while solving the
+    relation the merge equated."""
+    merge = Origin("merge", "m", lhs=Side("p", Kind.OUTPUT), rhs=Side("q", Kind.OUTPUT))
+    s = Session()
+    leaf = s.leaf("v")
+    v = leaf.shape.row(Kind.OUTPUT)
+    o = s.fresh_row_var()
+    below(s, Row((Size(5),), o), v)
+    below(s, v, Row((), o), merge)
+    below(s, Row((Size(3),)), Row((), o))
+    with pytest.raises(ShapeError) as info:
+        s.close()
+    assert str(info.value) == (
+        f"test 't': output axes cannot agree: p.output [...r{o.id}, 5] and q.output "
+        f"[...r{o.id}] would need infinitely many axes (a row variable would contain "
+        "itself) (found while solving merge 'm')"
+    )
