@@ -1,0 +1,347 @@
+"""What one application of a scheme writes (``scheme/apply.py``, ``_apply``).
+
+An application is the trace replayed on the call's shapes: the boundary
+equalities, the anchors' equalities, the loose variables' ties, the compiled
+facts (presolved ones skipped), the policy marks and template depths of the
+renamed rows, and the capture bindings, each with an origin that names the
+scheme, the application and the site. The tests pin that written list
+exactly (``Session(keep_log=True)`` keeps every constraint), each sabotage's
+exact effect on it, and the closed shapes it leads to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from axisflow.shapes import (
+    DimEq,
+    DimRef,
+    Kind,
+    Origin,
+    RowEq,
+    Sabotage,
+    Scheme,
+    Session,
+    Tensor,
+    scheme,
+)
+from axisflow.shapes.terms import Row, Size
+from tests.shapes.test_schemes import traced
+
+STAMPED = " in shape scheme pair at application 'site')"
+"""How every origin the application writes ends (its scheme and application)."""
+
+
+def pair_scheme(s: Session) -> tuple[Tensor, DimRef, Scheme]:
+    """A two-argument scheme with every kind of part an application writes.
+
+    An anchored weight ``w`` (open input row), a loose dim and a loose row
+    (old variables tied inside the body, held by no anchored shape), a
+    minimum from a fixed index (index ``2`` needs an axis of size 3 or more), a
+    capture reference, policy marks, template depths, and internal rows of
+    ``h`` that presolve (they occur only as operands).
+    """
+    w = s.param("w", "...->4")
+    ref = s.dim_ref("h")
+    old_dim, old_row = s.fresh_dim_var(), s.fresh_row_var()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        h = s.compose("h", w, xs[0])
+        s.einsum("y", "...,i,2=>...,i", xs[0])
+        g = s.einsum("g", "...|h=>...|h", xs[1], capture_dims=[ref])
+        (label,) = g.shape.current()[2].dims
+        s.add(DimEq(label, old_dim, Origin("tie", "g")))
+        s.add(RowEq(Row((), old_row), g.shape.current()[0], Origin("tie", "g")))
+        return [s.pointwise("z", h, xs[1]), g]
+
+    return w, ref, traced(s, body, arity=2, label="pair")
+
+
+def written(
+    sabotage: Sabotage | None,
+) -> tuple[list[str], list[str], set[object], dict[str, object]]:
+    """Apply the pair scheme at site ``"SITE"``: the constraints it wrote,
+    their distinct origins (in full, sides and detail included), the sites
+    they carry, and what the session knows afterwards."""
+    s = Session(keep_log=True)
+    w, ref, sc = pair_scheme(s)
+    x0, x1 = s.leaf("x0", "->2,6,5"), s.leaf("x1", "7|->4")
+    r0, r1 = s.fresh("r0"), s.fresh("r1")
+    start = len(s.log)
+    applied = scheme.instantiate(
+        sc,
+        application="site",
+        args=[x0, x1],
+        results=[r0, r1],
+        sabotage=sabotage,
+        site="SITE",
+    )
+    log = s.log[start:]
+    origins: list[Origin] = []
+    for constraint in log:
+        if constraint.origin not in origins:
+            origins.append(constraint.origin)
+    row_gen = dict(s.state()["row_gen"])
+    s.close()
+    after: dict[str, object] = {
+        "row_gen": row_gen,
+        "results": (r0.shape.dims(), r1.shape.dims()),
+        "w": w.shape.dims(),
+        "internal": [shape.dims() for shape in applied.internal],
+        "h": ref.value,
+    }
+    lines = [str(c) for c in log]
+    assert all(line.endswith(STAMPED) for line in lines)
+    return (
+        [line.removesuffix(STAMPED) for line in lines],
+        [repr(o) for o in origins],
+        {c.origin.site for c in log},
+        after,
+    )
+
+
+# The pair scheme applied to x0 ``->2,6,5`` and x1 ``7|->4`` in a fresh
+# session, in the order it is written: the boundary equalities (arguments,
+# then results, one per row kind), the anchor's equality (only w's open
+# input row: its batch and output rows were concrete at the trace and still
+# are), the loose variables' ties, the compiled facts (the presolved rows of
+# ``h`` appear as their value ``[]``), the policy marks of the rows still
+# open and the capture binding. d92 onwards are the application's renamed
+# variables (r76 to r90 the leaves' and placeholders' rows, d5 and r6 the
+# loose old variables, r1 w's input row).
+WRITTEN = [
+    "[] = [...r76]  (argument 'a0' of x0 (argument 0)",
+    "[] = [...r77]  (argument 'a0' of x0 (argument 0)",
+    "[...r97, d92, d93] = [...r78]  (argument 'a0' of x0 (argument 0)",
+    "[...r101] = [...r80]  (argument 'a1' of x1 (argument 1)",
+    "[] = [...r81]  (argument 'a1' of x1 (argument 1)",
+    "[d94] = [...r82]  (argument 'a1' of x1 (argument 1)",
+    "[...r98] = [...r84]  (result 'z' of r0 (result 0)",
+    "[...r99] = [...r85]  (result 'z' of r0 (result 0)",
+    "[...r100, 4] = [...r86]  (result 'z' of r0 (result 0)",
+    "[...r101] = [...r88]  (result 'g' of r1 (result 1)",
+    "[] = [...r89]  (result 'g' of r1 (result 1)",
+    "[d94] = [...r90]  (result 'g' of r1 (result 1)",
+    "[...r102, d95, d96] = [...r1]  (anchor 'w' (a pre-existing shape)",
+    "d94 = d5  (fixed variable 'd5'",
+    "[...r101] = [...r6]  (fixed variable 'r6'",
+    "d96 ⊑ d93  (compose 'h' of w, x0",
+    "d95 ⊑ d92  (compose 'h' of w, x0",
+    "4 ⊑ d94  (pointwise 'z' of h, x1",
+    "d93 >= 3  (einsum 'y' of x0 (spec '...,i,2=>...,i')",
+    "[...r98] ⊑ []  (pointwise 'z' of h, x1",
+    "[...r99] ⊑ []  (pointwise 'z' of h, x1",
+    "[...r100] ⊑ []  (pointwise 'z' of h, x1",
+    "[...r102] ⊑ [...r97]  (compose 'h' of w, x0",
+    "[...r98] ⊑ [...r101]  (pointwise 'z' of h, x1",
+    "used_in_pointwise [...r99]  (policy mark 'pair'",
+    "used_in_spec_or_compose [...r97]  (policy mark 'pair'",
+    "safe_to_guess [...r102]  (policy mark 'pair'",
+    "used_in_spec_or_compose [...r102]  (policy mark 'pair'",
+    "used_in_spec_or_compose [...r101]  (policy mark 'pair'",
+    "safe_to_guess [...r100]  (policy mark 'pair'",
+    "capture 'h' := d94  (einsum 'g' of x1 (spec '...|h=>...|h')",
+]
+
+WRITTEN_UNGENERALIZED = [
+    "[] = [...r76]  (argument 'a0' of x0 (argument 0)",
+    "[] = [...r77]  (argument 'a0' of x0 (argument 0)",
+    "[...r64, d66, d65] = [...r78]  (argument 'a0' of x0 (argument 0)",
+    "[...r70] = [...r80]  (argument 'a1' of x1 (argument 1)",
+    "[] = [...r81]  (argument 'a1' of x1 (argument 1)",
+    "[d72] = [...r82]  (argument 'a1' of x1 (argument 1)",
+    "[...r50] = [...r84]  (result 'z' of r0 (result 0)",
+    "[...r51] = [...r85]  (result 'z' of r0 (result 0)",
+    "[...r75, 4] = [...r86]  (result 'z' of r0 (result 0)",
+    "[...r70] = [...r88]  (result 'g' of r1 (result 1)",
+    "[] = [...r89]  (result 'g' of r1 (result 1)",
+    "[d72] = [...r90]  (result 'g' of r1 (result 1)",
+    "[...r69, d67, d68] = [...r1]  (anchor 'w' (a pre-existing shape)",
+    "d72 = d5  (fixed variable 'd5'",
+    "[...r70] = [...r6]  (fixed variable 'r6'",
+    "d68 ⊑ d65  (compose 'h' of w, x0",
+    "d67 ⊑ d66  (compose 'h' of w, x0",
+    "4 ⊑ d72  (pointwise 'z' of h, x1",
+    "d65 >= 3  (einsum 'y' of x0 (spec '...,i,2=>...,i')",
+    "[...r50] ⊑ [...r56]  (pointwise 'z' of h, x1",
+    "[...r51] ⊑ [...r57]  (pointwise 'z' of h, x1",
+    "[...r75] ⊑ [...r63]  (pointwise 'z' of h, x1",
+    "[...r69] ⊑ [...r64]  (compose 'h' of w, x0",
+    "[...r50] ⊑ [...r70]  (pointwise 'z' of h, x1",
+    "used_in_pointwise [...r51]  (policy mark 'pair'",
+    "used_in_pointwise [...r57]  (policy mark 'pair'",
+    "safe_to_guess [...r63]  (policy mark 'pair'",
+    "used_in_spec_or_compose [...r64]  (policy mark 'pair'",
+    "safe_to_guess [...r69]  (policy mark 'pair'",
+    "used_in_spec_or_compose [...r69]  (policy mark 'pair'",
+    "used_in_spec_or_compose [...r70]  (policy mark 'pair'",
+    "safe_to_guess [...r75]  (policy mark 'pair'",
+    "capture 'h' := d72  (einsum 'g' of x1 (spec '...|h=>...|h')",
+]
+
+ORIGINS = [
+    "Origin('argument', 'a0', ('x0',), Side('a0', <Kind.BATCH: 'batch'>), Side('x0', <Kind.BATCH: 'batch'>), 'argument 0', 'pair', 'site')",
+    "Origin('argument', 'a0', ('x0',), Side('a0', <Kind.INPUT: 'input'>), Side('x0', <Kind.INPUT: 'input'>), 'argument 0', 'pair', 'site')",
+    "Origin('argument', 'a0', ('x0',), Side('a0', <Kind.OUTPUT: 'output'>), Side('x0', <Kind.OUTPUT: 'output'>), 'argument 0', 'pair', 'site')",
+    "Origin('argument', 'a1', ('x1',), Side('a1', <Kind.BATCH: 'batch'>), Side('x1', <Kind.BATCH: 'batch'>), 'argument 1', 'pair', 'site')",
+    "Origin('argument', 'a1', ('x1',), Side('a1', <Kind.INPUT: 'input'>), Side('x1', <Kind.INPUT: 'input'>), 'argument 1', 'pair', 'site')",
+    "Origin('argument', 'a1', ('x1',), Side('a1', <Kind.OUTPUT: 'output'>), Side('x1', <Kind.OUTPUT: 'output'>), 'argument 1', 'pair', 'site')",
+    "Origin('result', 'z', ('r0',), Side('z', <Kind.BATCH: 'batch'>), Side('r0', <Kind.BATCH: 'batch'>), 'result 0', 'pair', 'site')",
+    "Origin('result', 'z', ('r0',), Side('z', <Kind.INPUT: 'input'>), Side('r0', <Kind.INPUT: 'input'>), 'result 0', 'pair', 'site')",
+    "Origin('result', 'z', ('r0',), Side('z', <Kind.OUTPUT: 'output'>), Side('r0', <Kind.OUTPUT: 'output'>), 'result 0', 'pair', 'site')",
+    "Origin('result', 'g', ('r1',), Side('g', <Kind.BATCH: 'batch'>), Side('r1', <Kind.BATCH: 'batch'>), 'result 1', 'pair', 'site')",
+    "Origin('result', 'g', ('r1',), Side('g', <Kind.INPUT: 'input'>), Side('r1', <Kind.INPUT: 'input'>), 'result 1', 'pair', 'site')",
+    "Origin('result', 'g', ('r1',), Side('g', <Kind.OUTPUT: 'output'>), Side('r1', <Kind.OUTPUT: 'output'>), 'result 1', 'pair', 'site')",
+    "Origin('anchor', 'w', (), Side('w as traced', <Kind.INPUT: 'input'>), Side('w', <Kind.INPUT: 'input'>), 'a pre-existing shape', 'pair', 'site')",
+    "Origin('fixed variable', 'd5', (), None, None, None, 'pair', 'site')",
+    "Origin('fixed variable', 'r6', (), None, None, None, 'pair', 'site')",
+    "Origin('compose', 'h', ('w', 'x0'), Side('w', <Kind.INPUT: 'input'>), Side('x0', <Kind.OUTPUT: 'output'>), None, 'pair', 'site')",
+    "Origin('pointwise', 'z', ('h', 'x1'), Side('z', <Kind.OUTPUT: 'output'>), Side('x1', <Kind.OUTPUT: 'output'>), None, 'pair', 'site')",
+    "Origin('einsum', 'y', ('x0',), None, None, \"spec '...,i,2=>...,i'\", 'pair', 'site')",
+    "Origin('pointwise', 'z', ('h', 'x1'), Side('z', <Kind.BATCH: 'batch'>), Side('h', <Kind.BATCH: 'batch'>), None, 'pair', 'site')",
+    "Origin('pointwise', 'z', ('h', 'x1'), Side('z', <Kind.INPUT: 'input'>), Side('h', <Kind.INPUT: 'input'>), None, 'pair', 'site')",
+    "Origin('pointwise', 'z', ('h', 'x1'), Side('z', <Kind.OUTPUT: 'output'>), Side('h', <Kind.OUTPUT: 'output'>), None, 'pair', 'site')",
+    "Origin('pointwise', 'z', ('h', 'x1'), Side('z', <Kind.BATCH: 'batch'>), Side('x1', <Kind.BATCH: 'batch'>), None, 'pair', 'site')",
+    "Origin('policy mark', 'pair', (), None, None, None, 'pair', 'site')",
+    "Origin('einsum', 'g', ('x1',), None, None, \"spec '...|h=>...|h'\", 'pair', 'site')",
+]
+
+
+AFTER = {
+    # The renamed rows keep the trace's template depths (r102 is w's input
+    # tail r9 at depth 2, r100 z's output tail r4 at 1; h's presolved rows
+    # take none); r108 and r110 inherit theirs when Stage 1 solves r102, r98.
+    "row_gen": {102: 2, 100: 1, 108: 3, 110: 1},
+    "results": (((7,), (), (4,)), ((7,), (), (4,))),
+    "w": ((), (2, 6, 5), (4,)),
+    "internal": [
+        ((), (), (4,)),
+        ((), (), (2, 6)),
+        ((7,), (), (4,)),
+        ((7,), (), (4,)),
+    ],
+    "h": 4,
+}
+
+
+def test_an_application_writes_every_part_of_the_trace_with_its_origins() -> None:
+    lines, origins, sites, after = written(None)
+    assert lines == WRITTEN
+    assert origins == ORIGINS
+    assert sites == {"SITE"}
+    assert after == AFTER
+
+
+def test_no_generalization_writes_the_same_parts_on_the_schemes_own_variables() -> None:
+    """Sabotaged, nothing is renamed (and nothing presolved): the same list
+    on the scheme's variables (r50 to r75), the same origins; one
+    application alone still closes to the same shapes."""
+    lines, origins, sites, after = written(Sabotage.NO_GENERALIZATION)
+    assert lines == WRITTEN_UNGENERALIZED
+    assert origins == ORIGINS
+    assert sites == {"SITE"}
+    assert after == {
+        **AFTER,
+        "row_gen": {63: 1, 69: 2, 75: 1, 97: 3, 99: 1},
+    }
+
+
+def test_a_concrete_anchor_row_the_rewind_reopened_is_tied_again() -> None:
+    """The body ties w's input row to ``[3]``, so at the end of the trace the
+    anchored row is concrete; the trace's rewind reopens it. The application
+    must write the anchor's equality again (a concrete anchor row is skipped
+    only when it still holds), and w closes to width 3."""
+    s = Session()
+    w = s.param("w", "...->4")
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        s.add(RowEq(w.shape.row(Kind.INPUT), Row((Size(3),)), Origin("tie", "w")))
+        return [s.compose("y", w, xs[0])]
+
+    sc = traced(s, body, label="lay")
+    assert "anchor 0 'w' [] | [3] -> [4]" in sc.to_lines()
+    assert w.shape.describe() == "...->4"
+    y = s.fresh("y")
+    scheme.instantiate(sc, application="site", args=[s.leaf("x", "->3")], results=[y])
+    s.close()
+    assert (w.shape.dims(), y.shape.dims()) == (((), (3,), (4,)), ((), (), (4,)))
+
+
+def test_a_row_presolving_leaves_open_keeps_its_inequality() -> None:
+    """``t`` is internal and bounded by the argument only, so it presolves
+    where that argument's row is concrete: x0's input and output rows are,
+    its batch row is not (it is tied to ``[5]`` only after the application).
+    The inequalities of t's presolved rows are skipped, the one of its open
+    batch row is written, so t's batch closes to x0's."""
+    s = Session()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        return [s.pointwise("y", s.pointwise("t", xs[0]), xs[1])]
+
+    sc = traced(s, body, arity=2, label="two")
+    x0, x1 = s.leaf("x0", "...|->3"), s.leaf("x1", "->3")
+    y = s.fresh("y")
+    applied = scheme.instantiate(sc, application="site", args=[x0, x1], results=[y])
+    s.add(RowEq(x0.shape.row(Kind.BATCH), Row((Size(5),)), Origin("test", "x0")))
+    s.close()
+    assert [shape.dims() for shape in applied.internal] == [
+        ((5,), (), (3,)),
+        ((5,), (), (3,)),
+    ]
+    assert y.shape.dims() == ((5,), (), (3,))
+
+
+def test_check_with_a_concrete_capture_input_binds_nothing() -> None:
+    """The capture input's label is 3 in the scheme and the reference is
+    unbound: check relates it to nothing and binds nothing. Nothing is
+    generalized either, so the check mints no variable at all (ids are
+    never reused: the next variable is the one after the last minted)."""
+    s = Session()
+    ref = s.dim_ref("h")
+    sc = traced(
+        s,
+        lambda xs: [
+            s.einsum("y", "h;h=>h", xs[0], s.leaf("three", "3"), capture_dims=[ref])
+        ],
+    )
+    assert (sc.generalized, sc.fixed) == ((), ())
+    x = s.leaf("x", "3")
+    before = s.fresh_dim_var().id
+    scheme.check(sc, application="probe", args=[x])
+    assert s.fresh_dim_var().id == before + 1
+    assert (ref.var, ref.size) == (None, None)
+
+
+def test_no_generalization_never_lowers_a_template_depth() -> None:
+    """Sabotaged, the applications share the scheme's own rows, so the
+    depth the scheme gives its row (1: y's output tail) can meet a depth the
+    session raised meanwhile: tying the row to q's output tail (depth 3, the
+    three axes of ``->5,4,3`` it was templated behind) raises it to 3. The
+    next application keeps 3: a depth only grows (it bounds the axes later
+    templates may add)."""
+    s = Session()
+    sc = traced(s, lambda xs: [s.pointwise("y", xs[0], s.leaf("c", "->3"))])
+    ((var, gen),) = sc.gens
+    sabotage = Sabotage.NO_GENERALIZATION
+    scheme.instantiate(
+        sc,
+        application="a0",
+        args=[s.fresh("x0")],
+        results=[s.fresh("r0")],
+        sabotage=sabotage,
+    )
+    q = s.pointwise("q", s.fresh("u"), s.leaf("e", "->5,4,3"))
+    tail = q.shape.current()[2].var
+    assert tail is not None
+    row_gen = s.state()["row_gen"]
+    assert (gen, row_gen[var.id], row_gen[tail.id]) == (1, 1, 3)
+    s.add(RowEq(Row((), tail), Row((), var), Origin("tie", "q")))
+    assert s.state()["row_gen"][var.id] == 3
+    scheme.instantiate(
+        sc,
+        application="a1",
+        args=[s.fresh("x1")],
+        results=[s.fresh("r1")],
+        sabotage=sabotage,
+    )
+    assert s.state()["row_gen"][var.id] == 3
