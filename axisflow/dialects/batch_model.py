@@ -303,8 +303,8 @@ class _TreeReader:
     def __init__(self, model: Forest) -> None:
         self.model = model
         self.unslotted = 0
-        # One Loop per (label attribute, slot) of slotted loops: a Loop is
-        # immutable, and the fused loops of a forest repeat few of them.
+        # One Loop per (slot, label) of slotted loops: a Loop is immutable,
+        # and the fused loops of a forest repeat few of them.
         self.slotted: dict[tuple[int, int], Loop] = {}
         # One Fraction per (numerator, denominator): most terms repeat few.
         self.coefficients: dict[tuple[int, int], Fraction] = {}
@@ -337,19 +337,20 @@ class _TreeReader:
             tree.root = roots[0] if roots else None
         return self.unslotted > 0
 
-    def _loop(self, op: LoopOp) -> Loop:
+    def _loop(self, op: Operation) -> Loop:
         properties: dict[str, Any] = op.properties
         index: IndexAttr = properties["index"]
         slot_attr: IntegerAttr | None = properties.get("slot")
         if slot_attr is None:
             self.unslotted += 1
             return Loop(-self.unslotted, index.index, None)
-        self.model.has_slots = True
+        label = index.index
         slot = slot_attr.value.data
-        key = (id(index), slot)
+        key = (slot, id(label))  # labels are shared (and alive with the IR)
         loop = self.slotted.get(key)
         if loop is None:
-            loop = self.slotted[key] = Loop(slot, index.index, slot)
+            loop = self.slotted[key] = Loop(slot, label, slot)
+            self.model.has_slots = True
         return loop
 
     def _sites(self, number: int, op: Operation | None) -> list[int]:
@@ -402,7 +403,7 @@ class _TreeReader:
                     op = block._first_op  # pyright: ignore[reportPrivateUsage]
                     continue
             elif kind is LoopOp or isinstance(op, LoopOp):
-                loop = self._loop(cast(LoopOp, op))
+                loop = self._loop(op)
                 block = op.regions[0]._first_block  # pyright: ignore[reportPrivateUsage]
                 if block is not None and block._first_op is not None:  # pyright: ignore[reportPrivateUsage]
                     resume.append((op._next_op, loops, parent, siblings))  # pyright: ignore[reportPrivateUsage]
