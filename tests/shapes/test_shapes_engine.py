@@ -19,6 +19,9 @@ from axisflow.shapes import (
     Size,
 )
 
+# Each test runs on the concrete fast path and on the solver (tests/shapes/conftest.py).
+pytestmark = pytest.mark.both_engine_paths
+
 # ---------------------------------------------------------------- worked examples
 
 

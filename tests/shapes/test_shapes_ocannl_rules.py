@@ -23,6 +23,9 @@ from axisflow.shapes import (
     scheme,
 )
 
+# Each test runs on the concrete fast path and on the solver (tests/shapes/conftest.py).
+pytestmark = pytest.mark.both_engine_paths
+
 
 def _mlp_layer(s: Session, x_spec: str, hid: int):
     """OCANNL's ``mlp_layer``: ``relu(({w} * x) + {b; o = [hid]})`` (lib/nn_blocks.ml)."""

@@ -1,0 +1,72 @@
+"""How an application binds a capture reference, as re-running the body would.
+
+The body's einsum binds the reference to its label's dim variable. An
+application binds it to the application's own variable for that label (no
+extra variable); when the scheme solved the label's size, to a fresh dim
+variable equal to that size: a reference is always bound to a variable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from axisflow.shapes import DimVar, Session, Size, Tensor
+from tests.shapes.test_schemes import apply, traced
+
+
+def test_a_capture_binds_the_applications_own_variable_for_the_label() -> None:
+    s = Session()
+    ref = s.dim_ref("h")
+    sc = traced(s, lambda xs: [s.einsum("y", "h=>h", xs[0], capture_dims=[ref])])
+    (capture,) = sc.captures
+    assert type(capture.dim) is DimVar  # open in the scheme
+    x = s.leaf("x")  # its output is open too
+    y = apply(sc, "call", x)[0]
+    ((), (), (output,)) = (row.dims for row in y.shape.current())
+    assert ref.var == output
+    assert x.shape.current()[2].dims == (output,)
+    assert ref.value is None
+    s.set_dim(ref, 7)
+    s.close()
+    assert y.shape.dims() == x.shape.dims() == ((), (), (7,))
+
+
+def test_a_capture_solved_in_the_scheme_binds_a_variable_of_that_size() -> None:
+    s = Session()
+    ref = s.dim_ref("h")
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        return [s.einsum("y", "h;h=>h", xs[0], s.leaf("five", "5"), capture_dims=[ref])]
+
+    sc = traced(s, body)
+    (capture,) = sc.captures
+    assert capture.dim == Size(5)  # solved in the scheme
+    y = apply(sc, "call", s.leaf("x"))[0]
+    assert type(ref.var) is DimVar
+    assert s.solver.find_dim(ref.var) == Size(5)
+    assert ref.value == 5  # published after Stage 1
+    s.close()
+    assert ref.value == 5 and y.shape.dims() == ((), (), (5,))
+
+
+def test_the_fresh_variable_of_a_solved_capture_is_tied_with_the_captures_origin() -> (
+    None
+):
+    """The log shows the equality and the binding, both named for the einsum."""
+    s = Session(keep_log=True)
+    ref = s.dim_ref("h")
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        return [s.einsum("y", "h;h=>h", xs[0], s.leaf("five", "5"), capture_dims=[ref])]
+
+    sc = traced(s, body)
+    x = s.leaf("x")
+    start = len(s.log)
+    apply(sc, "call", x)
+    where = (
+        "einsum 'y' of x, five (spec 'h;h=>h') in shape scheme f at application 'call'"
+    )
+    assert [str(c) for c in s.log[start:]][-2:] == [
+        f"{ref.var!r} = 5  ({where})",
+        f"capture 'h' := {ref.var!r}  ({where})",
+    ]

@@ -1,0 +1,65 @@
+"""What an application stamps on the scheme's origins: names, scheme, application, site.
+
+The scheme's own origins are restamped per application: the tracer names
+become the arguments' names, the scheme and application are added, and the
+site is the application's when it gives one, else the site the traced
+operation carried.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from axisflow.shapes import (
+    Kind,
+    Origin,
+    Session,
+    ShapeError,
+    Side,
+    scheme,
+)
+from tests.shapes.test_schemes import traced
+
+TRACED_SITE = object()
+CALL_SITE = object()
+
+
+def broadcast_failure(site: object) -> Origin:
+    """The origin of a traced pointwise that the call's argument contradicts."""
+    s = Session()
+    sc = traced(
+        s, lambda xs: [s.pointwise("y", xs[0], s.leaf("c", "3"), site=TRACED_SITE)]
+    )
+    with pytest.raises(ShapeError) as info:
+        scheme.instantiate(
+            sc,
+            application="call",
+            args=[s.leaf("x", "4")],
+            results=[s.fresh("q")],
+            site=site,
+        )
+    assert str(info.value) == (
+        "applying the shape scheme f to call: pointwise 'y' of x, c in shape scheme "
+        "f at application 'call': output axes disagree: x.output has size 4, which "
+        "does not broadcast to size 3 of y.output; only size 1 broadcasts"
+    )
+    (origin,) = info.value.origins
+    assert origin == Origin(
+        "pointwise",
+        "y",
+        ("x", "c"),
+        Side("y", Kind.OUTPUT),
+        Side("x", Kind.OUTPUT),
+        None,
+        "f",
+        "call",
+    )
+    return origin
+
+
+def test_an_application_without_a_site_keeps_the_traced_operations_site() -> None:
+    assert broadcast_failure(None).site is TRACED_SITE
+
+
+def test_an_application_site_replaces_the_traced_operations_site() -> None:
+    assert broadcast_failure(CALL_SITE).site is CALL_SITE
