@@ -14,10 +14,16 @@ Nothing else converts between the two; the reader and the emitter round-trip
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
+from fractions import Fraction
+from typing import Any, cast
 
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr
-from xdsl.ir import Block, Operation, Region
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, Region
 
 from axisflow.dialects.batch import (
     LAYOUT_ATTR,
@@ -36,7 +42,6 @@ from axisflow.dialects.batch import (
     UseOp,
     ValueOp,
     labels_of,
-    ops_of,
 )
 from axisflow.forest.frames import minimal_protos
 from axisflow.forest.model import (
@@ -51,7 +56,7 @@ from axisflow.forest.model import (
     renumber_unslotted,
 )
 from axisflow.forest.roles import Verdicts
-from axisflow.roles.decision import LoopRole
+from axisflow.roles.decision import LoopRole, Verdict
 from axisflow.roles.index import Index
 
 # --------------------------------------------------------------------------
@@ -198,52 +203,29 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
     by the scheduler when it needs them). Raises ``ModelError`` for a forest
     the model cannot hold (for example a tree with two roots).
     """
-    space_ops: list[SpaceOp] = []
-    value_ops: dict[str, ValueOp] = {}
-    tree_ops: list[TreeOp] = []
-    for op in ops_of(forest.regions[0]):  # one pass over the forest's body
-        if isinstance(op, ValueOp):
-            value_ops[op.value_name] = op
-        elif isinstance(op, TreeOp):
-            tree_ops.append(op)
-        elif isinstance(op, SpaceOp):
-            space_ops.append(op)
-    spaces = {
-        op.space_key: Space(
-            op.space_key, op.extent_value, op.elem_value, op.composite_extents
-        )
-        for op in space_ops
-    }
+    spaces: dict[str, Space] = {}
     values: dict[str, Value] = {}
     roles: dict[tuple[str, str], LoopRole] = {}
+    tree_ops: list[TreeOp] = []
     # One (immutable) Factor per factor attribute: values share them.
     factor_models: dict[int, Factor] = {}
-    for name, op in value_ops.items():
-        properties = op.properties
-        factors: list[Factor] = []
-        for f in cast(ArrayAttr[FactorAttr], properties["factors"]).data:
-            factor = factor_models.get(id(f))
-            if factor is None:
-                factor = factor_models[id(f)] = Factor(
-                    f.symbol, labels_of(f.indices), f.protos.pairs
-                )
-            factors.append(factor)
-        tensor = cast(TextAttr | None, properties.get("tensor"))
-        symmetry = cast(TextAttr | None, properties.get("symmetry"))
-        values[name] = Value(
-            name,
-            labels_of(cast(ArrayAttr[IndexAttr], properties["result"])),
-            labels_of(cast(ArrayAttr[IndexAttr], properties["contracted"])),
-            tuple(factors),
-            None if tensor is None else tensor.data,
-            None if symmetry is None else symmetry.data,
-            _layout(op) if op.attributes else None,
-        )
-        if with_roles:
-            attr = op.attributes.get(ROLES_ATTR)
-            if isinstance(attr, AxisRolesAttr):
-                for axis, role in attr.as_dict().items():
-                    roles[(name, axis.base_key)] = role
+    op = _first_op(forest.regions[0])
+    while op is not None:  # one pass over the forest's body
+        kind = type(op)
+        if kind is ValueOp or (kind is not TreeOp and isinstance(op, ValueOp)):
+            name = _read_value(cast(ValueOp, op), values, factor_models)
+            if with_roles:
+                attr = op.attributes.get(ROLES_ATTR)
+                if isinstance(attr, AxisRolesAttr):
+                    for axis, role in attr.as_dict().items():
+                        roles[(name, axis.base_key)] = role
+        elif kind is TreeOp or isinstance(op, TreeOp):
+            tree_ops.append(cast(TreeOp, op))
+        elif isinstance(op, SpaceOp):
+            spaces[op.space_key] = Space(
+                op.space_key, op.extent_value, op.elem_value, op.composite_extents
+            )
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
     model = Forest(
         forest.sym_name.data if forest.sym_name is not None else None,
         spaces,
@@ -252,65 +234,183 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
         [],
         roles,
     )
-    unslotted = 0
-    sites = model.sites
-    for number, tree_op in enumerate(tree_ops):
-        tree = Tree(tree_op.tree_name, tree_op.coeff, None, tree_op.operator_texts)
-        model.trees.append(tree)
+    if _TreeReader(model).read(tree_ops):
+        renumber_unslotted(model)
+    return model.finish()
+
+
+def _first_op(region: Region) -> Operation | None:
+    """The first op of the first block of ``region`` (``ops_of`` without the
+    list: the reader follows the linked list itself)."""
+    block = region._first_block  # pyright: ignore[reportPrivateUsage]
+    return None if block is None else block._first_op  # pyright: ignore[reportPrivateUsage]
+
+
+def _labels(array: Attribute) -> tuple[Index, ...]:
+    """``labels_of`` of a property the verifier checked to be a label list,
+    its kept result read inline (the common case)."""
+    found = array.__dict__.get("_labels")
+    if found is None:
+        found = labels_of(cast(ArrayAttr[IndexAttr], array))
+    return found
+
+
+def _read_value(
+    op: ValueOp, values: dict[str, Value], factor_models: dict[int, Factor]
+) -> str:
+    """Add the model of ``op`` to ``values``; return its name.
+
+    The properties are read from the op's dictionary: xDSL's accessors cost
+    more than the rest of the read. (``Any``: the verifier checked their
+    types.)"""
+    properties: dict[str, Any] = op.properties
+    name: str = properties["sym_name"].data
+    factors: tuple[Factor, ...] = ()
+    factor_attrs: tuple[FactorAttr, ...] = properties["factors"].data
+    if factor_attrs:
+        found: list[Factor] = []
+        for f in factor_attrs:
+            factor = factor_models.get(id(f))
+            if factor is None:
+                factor = factor_models[id(f)] = Factor(
+                    f.value.root_reference.data, _labels(f.indices), f.protos.pairs
+                )
+            found.append(factor)
+        factors = tuple(found)
+    tensor: TextAttr | None = properties.get("tensor")
+    symmetry: TextAttr | None = properties.get("symmetry")
+    values[name] = Value(
+        name,
+        _labels(properties["result"]),
+        _labels(properties["contracted"]),
+        factors,
+        None if tensor is None else tensor.data,
+        None if symmetry is None else symmetry.data,
+        _layout(op) if op.attributes else None,
+    )
+    return name
+
+
+_Resume = tuple[Operation | None, tuple[Loop, ...], int | None, list[int]]
+"""Where the walk goes on when a region ends: the next op, the loops around
+it, its consumer's site and the list of that consumer's factor sites."""
+
+
+class _TreeReader:
+    """The trees of a forest into ``model``: use-sites numbered in program
+    order (depth first), each with the loops around it and its consumer."""
+
+    def __init__(self, model: Forest) -> None:
+        self.model = model
+        self.unslotted = 0
+        # One Loop per (slot, label) of slotted loops: a Loop is immutable,
+        # and the fused loops of a forest repeat few of them.
+        self.slotted: dict[tuple[int, int], Loop] = {}
+        # One Fraction per (numerator, denominator): most terms repeat few.
+        self.coefficients: dict[tuple[int, int], Fraction] = {}
+
+    def read(self, tree_ops: list[TreeOp]) -> bool:
+        """Read every tree; whether some loop has no slot (its instance is a
+        negative placeholder for ``renumber_unslotted``)."""
+        trees = self.model.trees
+        for number, tree_op in enumerate(tree_ops):
+            properties: dict[str, Any] = tree_op.properties
+            key: tuple[int, int] = (
+                properties["coeff_num"].value.data,
+                properties["coeff_den"].value.data,
+            )
+            coeff = self.coefficients.get(key)
+            if coeff is None:
+                coeff = self.coefficients[key] = Fraction(*key)
+            tree = Tree(
+                properties["sym_name"].data,
+                coeff,
+                None,
+                tree_op.operator_texts if "operators" in properties else (),
+            )
+            trees.append(tree)
+            roots = self._sites(number, _first_op(tree_op.regions[0]))
+            if len(roots) > 1:
+                raise ModelError(
+                    f"tree @{tree.name} has {len(roots)} root use-sites; a tree has one"
+                )
+            tree.root = roots[0] if roots else None
+        return self.unslotted > 0
+
+    def _loop(self, op: Operation) -> Loop:
+        properties: dict[str, Any] = op.properties
+        index: IndexAttr = properties["index"]
+        slot_attr: IntegerAttr | None = properties.get("slot")
+        if slot_attr is None:
+            self.unslotted += 1
+            return Loop(-self.unslotted, index.index, None)
+        label = index.index
+        slot = slot_attr.value.data
+        key = (slot, id(label))  # labels are shared (and alive with the IR)
+        loop = self.slotted.get(key)
+        if loop is None:
+            loop = self.slotted[key] = Loop(slot, label, slot)
+            self.model.has_slots = True
+        return loop
+
+    def _sites(self, number: int, op: Operation | None) -> list[int]:
+        """The use-sites of tree ``number`` from its first item ``op``; the
+        root sites' numbers. Iterative: a saved position per open region;
+        each op's kind is told by its exact class first (``isinstance`` on
+        xDSL's op classes goes through ``ABCMeta`` when it fails)."""
+        sites = self.model.sites
         roots: list[int] = []
-        # (item, loops around it, consumer site)
-        items = ops_of(tree_op.regions[0])
-        items.reverse()
-        stack: list[tuple[Operation, tuple[Loop, ...], int | None]] = [
-            (item, (), None) for item in items
-        ]
-        children: dict[int, list[int]] = {}
-        while stack:
-            item, loops, parent = stack.pop()
-            if isinstance(item, UseOp):
-                properties = item.properties
-                carried = cast(ArrayAttr[IndexAttr], properties["carried"])
-                protos = cast(ProtoMapAttr | None, properties.get("protos"))
-                name = cast(SymbolRefAttr, properties["value"]).root_reference.data
+        resume: list[_Resume] = []
+        with_children: list[tuple[Site, list[int]]] = []
+        loops: tuple[Loop, ...] = ()
+        parent: int | None = None
+        siblings = roots
+        while True:
+            while op is None:
+                if not resume:
+                    for site, children in with_children:
+                        if children:
+                            site.children = tuple(children)
+                    return roots
+                op, loops, parent, siblings = resume.pop()
+            kind = type(op)
+            if kind is UseOp or (kind is not LoopOp and isinstance(op, UseOp)):
+                properties: dict[str, Any] = op.properties
+                carried = properties["carried"]
+                labels = carried.__dict__.get("_labels")
+                if labels is None:
+                    labels = labels_of(carried)
+                protos: ProtoMapAttr | None = properties.get("protos")
+                site_number = len(sites)
                 site = Site(
-                    len(sites),
-                    name,
+                    site_number,
+                    properties["value"].root_reference.data,
                     number,
-                    labels_of(carried),
+                    labels,
                     loops,
                     parent,
-                    protos=() if protos is None else protos.pairs,
+                    (),
+                    () if protos is None else protos.pairs,
                 )
                 sites.append(site)
-                if parent is None:
-                    roots.append(site.number)
-                else:
-                    children.setdefault(parent, []).append(site.number)
-                inner = ops_of(item.regions[0])
-                if inner:
-                    inner.reverse()
-                    stack.extend((child, loops, site.number) for child in inner)
-            elif isinstance(item, LoopOp):
-                slot = item.slot_value
-                if slot is None:
-                    unslotted += 1
-                    instance = -unslotted
-                else:
-                    model.has_slots = True
-                    instance = slot
-                inner_loops = (*loops, Loop(instance, item.loop_index, slot))
-                inner = ops_of(item.regions[0])
-                inner.reverse()
-                stack.extend((child, inner_loops, parent) for child in inner)
-        for parent, found in children.items():
-            sites[parent].children = tuple(found)
-        if len(roots) > 1:
-            raise ModelError(
-                f"tree @{tree.name} has {len(roots)} root use-sites; a tree has one"
-            )
-        tree.root = roots[0] if roots else None
-    renumber_unslotted(model)
-    return model.finish()
+                siblings.append(site_number)
+                block = op.regions[0]._first_block  # pyright: ignore[reportPrivateUsage]
+                if block is not None and block._first_op is not None:  # pyright: ignore[reportPrivateUsage]
+                    resume.append((op._next_op, loops, parent, siblings))  # pyright: ignore[reportPrivateUsage]
+                    siblings = []
+                    with_children.append((site, siblings))
+                    parent = site_number
+                    op = block._first_op  # pyright: ignore[reportPrivateUsage]
+                    continue
+            elif kind is LoopOp or isinstance(op, LoopOp):
+                loop = self._loop(op)
+                block = op.regions[0]._first_block  # pyright: ignore[reportPrivateUsage]
+                if block is not None and block._first_op is not None:  # pyright: ignore[reportPrivateUsage]
+                    resume.append((op._next_op, loops, parent, siblings))  # pyright: ignore[reportPrivateUsage]
+                    loops = (*loops, loop)
+                    op = block._first_op  # pyright: ignore[reportPrivateUsage]
+                    continue
+            op = op._next_op  # pyright: ignore[reportPrivateUsage]
 
 
 # --------------------------------------------------------------------------
@@ -321,21 +421,35 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
 def attach_roles(forest: ForestOp, verdicts: Verdicts, explain: bool = False) -> None:
     """Replace the ``roles`` (and ``why``) attributes of every value of
     ``forest`` by ``verdicts`` (values without verdicts get none)."""
-    role_maps: dict[tuple[tuple[Index, LoopRole], ...], AxisRolesAttr] = {}
-    for op in forest.values():
-        attributes = op.attributes
-        attributes.pop(ROLES_ATTR, None)
-        attributes.pop(WHY_ATTR, None)
-        found = verdicts.get(op.value_name)
-        if not found:
-            continue
-        ordered = sorted(found.items(), key=lambda item: item[0].sort_key())
-        key = tuple((axis, verdict.role) for axis, verdict in ordered)
-        roles = role_maps.get(key)
-        if roles is None:
-            roles = role_maps[key] = AxisRolesAttr(key)
-        attributes[ROLES_ATTR] = roles
-        if explain:
-            attributes[WHY_ATTR] = AxisReasonsAttr(
-                [(axis, verdict.reason) for axis, verdict in ordered]
-            )
+    # One attribute per distinct roles map, found by the identities of the
+    # verdicts' axes and roles in their order (alive with ``verdicts``; no
+    # hashing of labels, no sort per value): sorted once per distinct map.
+    role_maps: dict[tuple[int, ...], AxisRolesAttr] = {}
+    op = _first_op(forest.regions[0])
+    while op is not None:
+        kind = type(op)
+        if kind is ValueOp or (kind is not TreeOp and isinstance(op, ValueOp)):
+            attributes = op.attributes
+            if attributes:
+                attributes.pop(ROLES_ATTR, None)
+                attributes.pop(WHY_ATTR, None)
+            properties: dict[str, Any] = op.properties
+            found = verdicts.get(properties["sym_name"].data)
+            if found:
+                key = (*map(id, found), *[id(v.role) for v in found.values()])
+                roles = role_maps.get(key)
+                if roles is None:
+                    roles = role_maps[key] = AxisRolesAttr(
+                        [(axis, verdict.role) for axis, verdict in _sorted(found)]
+                    )
+                attributes[ROLES_ATTR] = roles
+                if explain:
+                    attributes[WHY_ATTR] = AxisReasonsAttr(
+                        [(axis, verdict.reason) for axis, verdict in _sorted(found)]
+                    )
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+
+
+def _sorted(found: dict[Index, Verdict]) -> list[tuple[Index, Verdict]]:
+    """The verdicts of one value, ordered by axis as the IR shows them."""
+    return sorted(found.items(), key=lambda item: item[0].sort_key())
