@@ -18,12 +18,11 @@ from fractions import Fraction
 from typing import Any, cast
 
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     IntegerAttr,
     ModuleOp,
     StringAttr,
 )
-from xdsl.ir import Attribute, Block, Operation, Region
+from xdsl.ir import Block, Operation, Region
 
 from axisflow.dialects.batch import (
     LAYOUT_ATTR,
@@ -246,15 +245,6 @@ def _first_op(region: Region) -> Operation | None:
     return None if block is None else block._first_op  # pyright: ignore[reportPrivateUsage]
 
 
-def _labels(array: Attribute) -> tuple[Index, ...]:
-    """``labels_of`` of a property the verifier checked to be a label list,
-    its kept result read inline (the common case)."""
-    found = array.__dict__.get("_labels")
-    if found is None:
-        found = labels_of(cast(ArrayAttr[IndexAttr], array))
-    return found
-
-
 def _read_value(
     op: ValueOp, values: dict[str, Value], factor_models: dict[int, Factor]
 ) -> str:
@@ -273,7 +263,7 @@ def _read_value(
             factor = factor_models.get(id(f))
             if factor is None:
                 factor = factor_models[id(f)] = Factor(
-                    f.value.root_reference.data, _labels(f.indices), f.protos.pairs
+                    f.value.root_reference.data, labels_of(f.indices), f.protos.pairs
                 )
             found.append(factor)
         factors = tuple(found)
@@ -281,8 +271,8 @@ def _read_value(
     symmetry: TextAttr | None = properties.get("symmetry")
     values[name] = Value(
         name,
-        _labels(properties["result"]),
-        _labels(properties["contracted"]),
+        labels_of(properties["result"]),
+        labels_of(properties["contracted"]),
         factors,
         None if tensor is None else tensor.data,
         None if symmetry is None else symmetry.data,
@@ -376,17 +366,13 @@ class _TreeReader:
             kind = type(op)
             if kind is UseOp or (kind is not LoopOp and isinstance(op, UseOp)):
                 properties: dict[str, Any] = op.properties
-                carried = properties["carried"]
-                labels = carried.__dict__.get("_labels")
-                if labels is None:
-                    labels = labels_of(carried)
                 protos: ProtoMapAttr | None = properties.get("protos")
                 site_number = len(sites)
                 site = Site(
                     site_number,
                     properties["value"].root_reference.data,
                     number,
-                    labels,
+                    labels_of(properties["carried"]),
                     loops,
                     parent,
                     (),
@@ -394,21 +380,21 @@ class _TreeReader:
                 )
                 sites.append(site)
                 siblings.append(site_number)
-                block = op.regions[0]._first_block  # pyright: ignore[reportPrivateUsage]
-                if block is not None and block._first_op is not None:  # pyright: ignore[reportPrivateUsage]
+                inner = _first_op(op.regions[0])
+                if inner is not None:
                     resume.append((op._next_op, loops, parent, siblings))  # pyright: ignore[reportPrivateUsage]
                     siblings = []
                     with_children.append((site, siblings))
                     parent = site_number
-                    op = block._first_op  # pyright: ignore[reportPrivateUsage]
+                    op = inner
                     continue
             elif kind is LoopOp or isinstance(op, LoopOp):
                 loop = self._loop(op)
-                block = op.regions[0]._first_block  # pyright: ignore[reportPrivateUsage]
-                if block is not None and block._first_op is not None:  # pyright: ignore[reportPrivateUsage]
+                inner = _first_op(op.regions[0])
+                if inner is not None:
                     resume.append((op._next_op, loops, parent, siblings))  # pyright: ignore[reportPrivateUsage]
                     loops = (*loops, loop)
-                    op = block._first_op  # pyright: ignore[reportPrivateUsage]
+                    op = inner
                     continue
             op = op._next_op  # pyright: ignore[reportPrivateUsage]
 
