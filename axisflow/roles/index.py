@@ -17,6 +17,7 @@ they are sorted on construction.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from weakref import WeakValueDictionary
 
 from axisflow.numerals import (
     MAX_DIGITS,
@@ -38,20 +39,24 @@ def is_key_char(char: str) -> bool:
 class Index:
     """An index label: base key, optional ordinal, sorted proto indices.
 
-    Equality and hashing are identity in SeQuant's sense: same base key, same
-    ordinal and equal proto lists (recursively). Nothing here recurses on the
-    proto depth (labels nested hundreds deep parse, print and compare).
+    Equality is identity in SeQuant's sense: same base key, same ordinal and
+    equal proto lists (recursively). Indices are interned: constructing an
+    index equal to a live one returns that very object, so equal indices are
+    identical, and equality and hashing are the object's identity (CPython's
+    own, no Python call: the forest passes hash labels millions of times).
+    Nothing here recurses on the proto depth (labels nested hundreds deep
+    parse, print and compare).
     """
 
-    __slots__ = ("_hash", "_sort_key", "base_key", "ordinal", "protos")
+    __slots__ = ("__weakref__", "_sort_key", "base_key", "ordinal", "protos")
 
     base_key: str
     ordinal: int | None
     protos: tuple[Index, ...]
 
-    def __init__(
-        self, base_key: str, ordinal: int | None = None, protos: Iterable[Index] = ()
-    ) -> None:
+    def __new__(
+        cls, base_key: str, ordinal: int | None = None, protos: Iterable[Index] = ()
+    ) -> Index:
         if not isinstance(base_key, str):
             raise TypeError(
                 f"Index base_key must be a str, got {type(base_key).__name__}"
@@ -79,11 +84,23 @@ class Index:
                 )
         if len(proto_list) > 1:
             proto_list.sort(key=Index.sort_key)
-        self.base_key = base_key
-        self.ordinal = ordinal
-        self.protos = tuple(proto_list)
-        self._hash = hash((base_key, ordinal, self.protos))
-        self._sort_key: tuple[object, ...] | None = None
+        # An int subclass is kept as the int it equals (the key compares so).
+        number = None if ordinal is None else int(ordinal)
+        key = (base_key, number, tuple(proto_list))
+        found = _INTERNED.get(key)
+        if found is not None:
+            return found
+        index = object.__new__(cls)
+        index.base_key = base_key
+        index.ordinal = number
+        index.protos = key[2]
+        index._sort_key = None
+        return _INTERNED.setdefault(key, index)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Copies and unpickled indices are interned again (never a second
+        # object equal to a live one).
+        return (Index, (self.base_key, self.ordinal, self.protos))
 
     # -- parsing -----------------------------------------------------------
 
@@ -237,29 +254,6 @@ class Index:
 
     # -- identity ----------------------------------------------------------
 
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, Index):
-            return NotImplemented
-        pending: list[tuple[Index, Index]] = [(self, other)]
-        while pending:
-            a, b = pending.pop()
-            if a is b:
-                continue
-            if (
-                a._hash != b._hash
-                or a.base_key != b.base_key
-                or a.ordinal != b.ordinal
-                or len(a.protos) != len(b.protos)
-            ):
-                return False
-            pending.extend(zip(a.protos, b.protos, strict=True))
-        return True
-
-    def __hash__(self) -> int:
-        return self._hash
-
     def __lt__(self, other: Index) -> bool:
         return self.sort_key() < other.sort_key()
 
@@ -295,6 +289,12 @@ def _parse_head(text: str, pos: int) -> tuple[str, int | None, int]:
         ) from None
     return base_key, ordinal, pos
 
+
+_INTERNED: WeakValueDictionary[tuple[str, int | None, tuple[Index, ...]], Index] = (
+    WeakValueDictionary()
+)
+"""Every live index by (base key, ordinal, protos): protos are interned, so
+the key hashes and compares by identities (no recursion on depth)."""
 
 _VALID_KEYS: set[str] = set()
 """Base keys checked already: a program has a handful (``i``, ``a``, ``Κ``)."""
