@@ -19,8 +19,9 @@ The cost is linear in the total size of the occurrences.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass
 from enum import StrEnum
+from typing import cast
 
 from axisflow.roles.index import Index
 
@@ -38,7 +39,7 @@ class LoopRole(StrEnum):
     """Untouched by the loop: it can be hoisted above it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Occurrence:
     """One use-site of a value.
 
@@ -102,9 +103,11 @@ class Occurrence:
     ) -> Occurrence:
         """Build from tuples already checked by the caller (hot paths)."""
         occurrence = object.__new__(cls)
-        occurrence.__dict__.update(
-            carried=carried, ectx=ectx, slots=slots, site=site, protos=protos
-        )
+        _set_carried(occurrence, carried)
+        _set_ectx(occurrence, ectx)
+        _set_slots(occurrence, slots)
+        _set_site(occurrence, site)
+        _set_protos(occurrence, protos)
         return occurrence
 
     def slot_of(self, loop_index: Index) -> int:
@@ -120,6 +123,13 @@ class Occurrence:
         return -1
 
 
+# The slots' own setters (a frozen occurrence refuses attribute assignment).
+_set_carried = Occurrence.__dict__["carried"].__set__
+_set_ectx = Occurrence.__dict__["ectx"].__set__
+_set_slots = Occurrence.__dict__["slots"].__set__
+_set_site = Occurrence.__dict__["site"].__set__
+_set_protos = Occurrence.__dict__["protos"].__set__
+
 EnclosingSlot = Callable[[Occurrence, Index], int]
 """``enclosing_slot(occurrence, loop_index) -> slot`` (``-1`` = unknown)."""
 
@@ -129,17 +139,156 @@ def occurrence_slot(occurrence: Occurrence, loop_index: Index) -> int:
     return occurrence.slot_of(loop_index)
 
 
-@dataclass(frozen=True)
 class Verdict:
-    """A role with the evidence that decided it (for ``explain``)."""
+    """A role with the evidence that decided it (for ``explain``).
+
+    Immutable. The decision tree states its ``reason`` lazily: the text is
+    formatted when read (``classify-axes`` reads it only to explain), so
+    deciding formats no labels. The role has a slot of its own and the rest
+    lives in one tuple, so building a verdict is two stores (the forest
+    passes build one per value and index space).
+    """
+
+    __slots__ = ("_state", "role")
 
     role: LoopRole
-    reason: str
-    occurrence: int | None = None
-    """Position of the deciding occurrence in the list, if one decided."""
-    index: Index | None = None
-    """The deciding index (unbound carried slot, contracted index)."""
-    details: tuple[str, ...] = field(default=())
+    """The role decided."""
+    _state: tuple[
+        int | None,
+        Index | None,
+        tuple[str, ...],
+        str | None,
+        Callable[..., str] | None,
+        tuple[object, ...],
+    ]
+    """occurrence, index, details, then the reason, or the function and the
+    arguments that state it."""
+
+    def __init__(
+        self,
+        role: LoopRole,
+        reason: str,
+        occurrence: int | None = None,
+        index: Index | None = None,
+        details: tuple[str, ...] = (),
+    ) -> None:
+        _set_role(self, role)
+        _set_state(self, (occurrence, index, details, reason, None, ()))
+
+    @property
+    def occurrence(self) -> int | None:
+        """Position of the deciding occurrence in the list, if one decided."""
+        return self._state[0]
+
+    @property
+    def index(self) -> Index | None:
+        """The deciding index (unbound carried slot, contracted index)."""
+        return self._state[1]
+
+    @property
+    def details(self) -> tuple[str, ...]:
+        """Further evidence, if any."""
+        return self._state[2]
+
+    @property
+    def reason(self) -> str:
+        """Why: the use-site and index that decided, in words."""
+        _, _, _, reason, because, arguments = self._state
+        if reason is not None:
+            return reason
+        return cast(Callable[..., str], because)(*arguments)
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.role, self.reason, self.occurrence, self.index, self.details)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == cast(Verdict, other)._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"Verdict(role={self.role!r}, reason={self.reason!r}, "
+            f"occurrence={self.occurrence!r}, index={self.index!r}, "
+            f"details={self.details!r})"
+        )
+
+
+_set_role = cast(Callable[[Verdict, LoopRole], None], Verdict.__dict__["role"].__set__)
+_set_state = cast(
+    Callable[[Verdict, tuple[object, ...]], None],
+    Verdict.__dict__["_state"].__set__,
+)
+"""Store a verdict's fields (the slots' own setters: ``Verdict`` refuses
+attribute assignment)."""
+_new = object.__new__
+
+
+def _stated(
+    role: LoopRole,
+    because: Callable[..., str],
+    arguments: tuple[object, ...],
+    occurrence: int | None = None,
+    index: Index | None = None,
+) -> Verdict:
+    """A verdict whose reason is ``because(*arguments)``, formatted when
+    read."""
+    verdict = _new(Verdict)
+    _set_role(verdict, role)
+    _set_state(verdict, (occurrence, index, (), None, because, arguments))
+    return verdict
+
+
+def _reduction_reason(index: Index) -> str:
+    return f"contracts {index} at its own node"
+
+
+def _invariant_reason(key: str) -> str:
+    return f"neither carries nor contracts an index of {key}"
+
+
+def _unbound_reason(occurrence: Occurrence, number: int, index: Index, key: str) -> str:
+    site = _site(occurrence, number)
+    return f"{site} carries {index}, bound by no enclosing loop of {key}"
+
+
+def _crossed_reason(
+    occurrence: Occurrence,
+    number: int,
+    index: Index,
+    slot: int,
+    first: Occurrence,
+    first_number: int,
+    first_slot: int,
+) -> str:
+    return (
+        f"{_site(occurrence, number)} reads {index} from loop instance {slot}, but "
+        f"{_site(first, first_number)} binds that slot in instance {first_slot}"
+    )
+
+
+def _unrelated_reason(occurrence: Occurrence, number: int, key: str) -> str:
+    return (
+        f"{_site(occurrence, number)} is under a loop of {key} but carries no "
+        f"{key} index (inconsistent relabelling; conservative answer)"
+    )
+
+
+def _free_reason(key: str) -> str:
+    return f"no enclosing loop of {key} at any use-site: a free result index"
+
+
+def _local_reason(key: str) -> str:
+    return f"every {key} slot is bound to an enclosing loop at every use-site"
 
 
 def _slots(
@@ -256,68 +405,100 @@ def decide_axis_trusted(
     """``decide_axis`` without its boundary check of the argument types, for
     callers that build the arguments themselves (the forest model's roles)."""
     key = axis.base_key
-    sliced_set = frozenset(sliced)
-    if next(_slots(carried, key, sliced_set), None) is None:
-        for index in contracted_below:
-            if index.base_key == key:
-                return Verdict(
-                    LoopRole.REDUCTION,
-                    f"contracts {index} at its own node",
-                    index=index,
-                )
-        return Verdict(
-            LoopRole.LOOP_INVARIANT, f"neither carries nor contracts an index of {key}"
-        )
+    if not sliced:
+        sliced_set = _NOTHING_SLICED
+    elif isinstance(sliced, frozenset):
+        sliced_set = cast(frozenset[Index], sliced)
+    else:
+        sliced_set = frozenset(sliced)
+    for index in carried:
+        if index.base_key == key:
+            break  # a plain carried slot (the common case, read in place)
+    else:
+        if not sliced_set or next(_slots(carried, key, sliced_set), None) is None:
+            return _uncarried(contracted_below, key)
 
     under_same_type_loop = False
     slot_of_position: dict[object, tuple[int, int]] = {}
+    several = len(occurrences) > 1
+    # Loop instances can disagree only between two use-sites (a slot
+    # position occurs once per use-site): one use-site needs no slot.
+    instances = enclosing_slot if several else None
+    # An occurrence object repeated in the list (callers share one between
+    # use-sites nothing tells apart) decides nothing the first time did not.
+    visited: set[int] | None = set() if several else None
     for number, occurrence in enumerate(occurrences):
-        loops = {loop for loop in occurrence.ectx if loop.base_key == key}
+        if visited is not None:
+            if id(occurrence) in visited:
+                continue
+            visited.add(id(occurrence))
+        loops: set[Index] = set()
+        for loop in occurrence.ectx:
+            if loop.base_key == key:
+                loops.add(loop)
         if not loops:
             continue  # Q2b skips use-sites with no loop of this type
         under_same_type_loop = True
-        site = _site(occurrence, number)
-        bound_any = False
-        for position, index in _occurrence_slots(occurrence, key, sliced_set):
-            bound_any = True
+        if sliced_set:
+            slots = list(_occurrence_slots(occurrence, key, sliced_set))
+        else:  # the plain carried indices only, read without a generator
+            slots = []
+            for position, index in enumerate(occurrence.carried):
+                if index.base_key == key:
+                    slots.append(((position, 0), index))
+        if not slots:
+            return _stated(
+                LoopRole.LOOP_CARRIED,
+                _unrelated_reason,
+                (occurrence, number, key),
+                occurrence=number,
+            )
+        for position, index in slots:
             if index not in loops:
-                return Verdict(
+                return _stated(
                     LoopRole.LOOP_CARRIED,
-                    f"{site} carries {index}, bound by no enclosing loop of {key}",
+                    _unbound_reason,
+                    (occurrence, number, index, key),
                     occurrence=number,
                     index=index,
                 )
-            if enclosing_slot is None:
+            if instances is None:
                 continue
-            slot = enclosing_slot(occurrence, index)
+            slot = instances(occurrence, index)
             if slot == -1:
                 continue
             first = slot_of_position.setdefault(position, (slot, number))
             if first[0] != slot:
-                return Verdict(
+                return _stated(
                     LoopRole.LOOP_CARRIED,
-                    f"{site} reads {index} from loop instance {slot}, but "
-                    f"{_site(occurrences[first[1]], first[1])} binds that slot "
-                    f"in instance {first[0]}",
+                    _crossed_reason,
+                    (
+                        occurrence,
+                        number,
+                        index,
+                        slot,
+                        occurrences[first[1]],
+                        first[1],
+                        first[0],
+                    ),
                     occurrence=number,
                     index=index,
                 )
-        if not bound_any:
-            return Verdict(
-                LoopRole.LOOP_CARRIED,
-                f"{site} is under a loop of {key} but carries no {key} index "
-                "(inconsistent relabelling; conservative answer)",
-                occurrence=number,
-            )
     if not under_same_type_loop:
-        return Verdict(
-            LoopRole.LOOP_CARRIED,
-            f"no enclosing loop of {key} at any use-site: a free result index",
-        )
-    return Verdict(
-        LoopRole.LOOP_LOCAL,
-        f"every {key} slot is bound to an enclosing loop at every use-site",
-    )
+        return _stated(LoopRole.LOOP_CARRIED, _free_reason, (key,))
+    return _stated(LoopRole.LOOP_LOCAL, _local_reason, (key,))
+
+
+_NOTHING_SLICED: frozenset[Index] = frozenset()
+
+
+def _uncarried(contracted_below: Sequence[Index], key: str) -> Verdict:
+    """The verdict for a value carrying no slot of ``key``: a reduction if it
+    contracts an index of ``key`` at its own node, else loop-invariant."""
+    for index in contracted_below:
+        if index.base_key == key:
+            return _stated(LoopRole.REDUCTION, _reduction_reason, (index,), index=index)
+    return _stated(LoopRole.LOOP_INVARIANT, _invariant_reason, (key,))
 
 
 def classify_axis(
@@ -335,7 +516,10 @@ def classify_axis(
     ``sliced``: the value's sliced modes (proto indices of a carried composite
     count as carried slots exactly when listed here); ``enclosing_slot``: the
     fusion slot of an enclosing loop at an occurrence (``-1`` = unknown),
-    making the lockstep test instance-aware per carried-slot position.
+    making the lockstep test instance-aware per carried-slot position (it is
+    consulted only to compare use-sites: never for a single occurrence).
+    An occurrence object repeated in ``occurrences`` is read once, at its
+    first position.
     """
     return decide_axis(
         carried, contracted_below, axis, occurrences, sliced, enclosing_slot
