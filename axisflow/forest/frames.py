@@ -51,16 +51,22 @@ def expand_modes(indices: Iterable[Index]) -> tuple[Index, ...]:
     proto indices at any depth, each once, in order of first appearance."""
     indices = tuple(indices)
     found: dict[Index, None] = dict.fromkeys(indices)
-    for proto in proto_closure(indices):
-        found.setdefault(proto, None)
+    for index in indices:
+        if index.protos:
+            for proto in proto_closure(indices):
+                found.setdefault(proto, None)
+            break
     return tuple(found)
 
 
 def proto_modes(indices: Sequence[Index]) -> tuple[Index, ...]:
     """The modes of ``indices`` that are not among the indices themselves:
     the modes a positional relabelling does not name directly."""
-    plain = set(indices)
-    return tuple(m for m in expand_modes(indices) if m not in plain)
+    for index in indices:
+        if index.protos:
+            plain = set(indices)
+            return tuple(m for m in expand_modes(indices) if m not in plain)
+    return ()
 
 
 class _Binder:

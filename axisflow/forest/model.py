@@ -25,8 +25,11 @@ ones).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import chain
+from typing import TypeVar
 
 from axisflow.forest.frames import (
     FrameError,
@@ -59,7 +62,7 @@ class Space:
     """Extents of composite kinds: (number of protos, extent), sorted."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Factor:
     """One factor of a contraction: a value and its modes in the consumer's
     frame (``labels`` for its carried indices, ``protos`` for proto modes)."""
@@ -70,7 +73,7 @@ class Factor:
     """Explicit pairings: factor-frame proto mode -> consumer-frame label."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Value:
     """A value in its own frame. Inputs (leaves and opaque values) have no
     factors; the pipeline never builds them, it reads them."""
@@ -103,7 +106,7 @@ class Value:
         return self.node_modes[len(self.modes) :]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Loop:
     """A batch loop of one tree: its physical instance and tree-frame label.
 
@@ -128,7 +131,7 @@ def _no_modes() -> dict[Index, Index]:
     return {}
 
 
-@dataclass
+@dataclass(slots=True)
 class Site:
     """One use-site (``batch.use``) of a value."""
 
@@ -158,7 +161,7 @@ class Site:
         return forest.sites[self.parent].loops
 
 
-@dataclass
+@dataclass(slots=True)
 class Tree:
     """One term: a coefficient and the root use-site (``None``: a bare number)."""
 
@@ -167,6 +170,46 @@ class Tree:
     root: int | None
     operators: tuple[str, ...] = ()
     """SeQuant operators applied to the term (``Ŝ{...}``), as printed."""
+
+
+_T = TypeVar("_T")
+
+
+def _derived(
+    derive: Callable[..., _T],
+    arguments: tuple[object, ...],
+    place: Callable[..., str],
+    place_arguments: tuple[object, ...],
+) -> _T:
+    """``derive(*arguments, where)`` with a generic place; if it fails, derived
+    again with the place named by ``place(*place_arguments)`` for the message
+    (a message per derivation costs more than a memoised result, and only an
+    error needs one), raised as ``ModelError``."""
+    try:
+        return derive(*arguments, "relabelling")
+    except FrameError:
+        try:
+            derive(*arguments, place(*place_arguments))
+        except FrameError as error:
+            raise ModelError(str(error)) from None
+        raise AssertionError("a derivation is deterministic") from None
+
+
+def _factor_place(value: str, factor: str) -> str:
+    return f"value @{value}, factor @{factor}"
+
+
+class _FinishMemo:
+    """What ``Forest.finish`` derived per identity of the (shared, alive)
+    objects it read: modes per result tuple, mode maps per (frame, labels,
+    protos) tuples, node labels per (value, site map, factor sites' maps)."""
+
+    __slots__ = ("labels", "maps", "modes")
+
+    def __init__(self) -> None:
+        self.modes: dict[int, tuple[Index, ...]] = {}
+        self.maps: dict[tuple[int, int, int], dict[Index, Index]] = {}
+        self.labels: dict[tuple[int, ...], dict[Index, Index]] = {}
 
 
 @dataclass
@@ -192,18 +235,38 @@ class Forest:
 
         Raises ``ModelError`` on an inconsistent forest. Returns ``self``.
         """
+        # Label tuples are shared by values, factors and sites (the reader
+        # keeps one per distinct list): derived once per tuple identity. The
+        # model keeps the tuples alive, so no two have the same identity.
+        memo = _FinishMemo()
         for value in self._values_factors_first():
-            self._finish_value(value)
+            self._finish_value(value, memo)
+        self._map_sites(memo)
+        # Loop tuples are shared by sibling sites: each is visited once.
+        seen_loops: set[int] = set()
+        for site in self.sites:
+            self._finish_site(site, memo)
+            loops = site.loops
+            if loops and id(loops) not in seen_loops:
+                seen_loops.add(id(loops))
+                for loop in loops:
+                    self.instance_spaces.setdefault(loop.instance, loop.space)
+        return self
+
+    def site_mode_map(self, site: Site) -> dict[Index, Index]:
+        """The mode map of ``site``, derived now if the forest is not
+        finished (the roles read it for values with proto modes only).
+
+        Raises ``ModelError`` for a use-site of an unknown value or one whose
+        labels do not relabel its value."""
+        if not site.mode_map:
+            self._map_site(site, _FinishMemo())
+        return site.mode_map
+
+    def _map_sites(self, memo: _FinishMemo) -> None:
         for site in self.sites:
             if not site.mode_map:  # a builder that knows the exact map sets it
-                self._map_site(site)
-        # Sites with the same value and mode maps get the same labels (the
-        # maps are shared, see ``frames.mode_map``): derived once, keyed by
-        # the maps' identities (alive with the sites for the whole loop).
-        labels: dict[tuple[object, ...], dict[Index, Index]] = {}
-        for site in self.sites:
-            self._finish_site(site, labels)
-        return self
+                self._map_site(site, memo)
 
     def _values_factors_first(self) -> list[Value]:
         """Every value, each after its factors (depth-first, linear)."""
@@ -233,69 +296,80 @@ class Forest:
                     stack.append((child, 0))
         return order
 
-    def _finish_value(self, value: Value) -> None:
-        value.modes = expand_modes(value.result)
-        where = f"value @{value.name}"
-        node: dict[Index, None] = dict.fromkeys(value.modes)
+    def _finish_value(self, value: Value, memo: _FinishMemo) -> None:
+        modes = memo.modes.get(id(value.result))
+        if modes is None:
+            modes = memo.modes[id(value.result)] = expand_modes(value.result)
+        value.modes = modes
+        if not value.factors:
+            value.factor_maps = ()
+            value.node_modes = modes
+            return
         maps: list[dict[Index, Index]] = []
+        values = self.values
         for factor in value.factors:
-            factor_value = self.values.get(factor.value)
+            factor_value = values.get(factor.value)
             if factor_value is None:
-                raise ModelError(f"{where}: unknown factor @{factor.value}")
-            try:
-                mapping = mode_map(
-                    factor_value.result,
-                    factor.labels,
-                    factor.protos,
-                    f"{where}, factor @{factor.value}",
-                )
-            except FrameError as error:
-                raise ModelError(str(error)) from None
+                raise ModelError(f"value @{value.name}: unknown factor @{factor.value}")
+            key = (id(factor_value.result), id(factor.labels), id(factor.protos))
+            mapping = memo.maps.get(key)
+            if mapping is not None:
+                maps.append(mapping)
+                continue
+            mapping = memo.maps[key] = _derived(
+                mode_map,
+                (factor_value.result, factor.labels, factor.protos),
+                _factor_place,
+                (value.name, factor.value),
+            )
             maps.append(mapping)
-            for mode in mapping.values():
-                node.setdefault(mode, None)
         value.factor_maps = tuple(maps)
-        if value.factors:
-            on_factors = {m for mapping in maps for m in mapping.values()}
-            for mode in value.modes:
+        # The node's modes: the result's, then the others of the factors in
+        # order of first appearance.
+        node = dict.fromkeys(chain(modes, *[mapping.values() for mapping in maps]))
+        on_factors = set(chain.from_iterable(mapping.values() for mapping in maps))
+        if not on_factors.issuperset(modes):
+            for mode in modes:
                 if mode not in on_factors:
-                    raise ModelError(f"{where}: result mode {mode} is on no factor")
+                    raise ModelError(
+                        f"value @{value.name}: result mode {mode} is on no factor"
+                    )
         value.node_modes = tuple(node)
 
     def _site_where(self, site: Site) -> str:
         return f"use-site of @{site.value} in tree @{self.trees[site.tree].name}"
 
-    def _map_site(self, site: Site) -> None:
+    def _map_site(self, site: Site, memo: _FinishMemo) -> None:
         value = self.values.get(site.value)
         if value is None:
             raise ModelError(f"{self._site_where(site)}: unknown value @{site.value}")
-        try:
-            site.mode_map = mode_map(value.result, site.labels, site.protos)
-        except FrameError:
-            # Derived again with the site named (a message per site costs
-            # more than the memoised map, and only an error needs it).
-            try:
-                mode_map(value.result, site.labels, site.protos, self._site_where(site))
-            except FrameError as error:
-                raise ModelError(str(error)) from None
-            raise AssertionError("mode_map is deterministic") from None
+        key = (id(value.result), id(site.labels), id(site.protos))
+        found = memo.maps.get(key)
+        if found is not None:
+            site.mode_map = found
+            return
+        site.mode_map = memo.maps[key] = _derived(
+            mode_map,
+            (value.result, site.labels, site.protos),
+            self._site_where,
+            (site,),
+        )
 
     def _finish_where(self, site: Site, value: Value) -> str:
         return f"use-site of @{value.name} in tree @{self.trees[site.tree].name}"
 
-    def _finish_site(
-        self, site: Site, labels: dict[tuple[object, ...], dict[Index, Index]]
-    ) -> None:
+    def _finish_site(self, site: Site, memo: _FinishMemo) -> None:
         value = self.values[site.value]
         factors = value.factors
-        sites = self.sites
-        if len(site.children) != len(factors):
+        children = site.children
+        if len(children) != len(factors):
             raise ModelError(
-                f"{self._finish_where(site, value)}: {len(site.children)} factor use-sites "
+                f"{self._finish_where(site, value)}: {len(children)} factor use-sites "
                 f"for {len(factors)} factors"
             )
+        sites = self.sites
         child_maps: list[dict[Index, Index]] = []
-        for factor, number in zip(factors, site.children, strict=True):
+        for factor, number in zip(factors, children, strict=True):
             child = sites[number]
             if child.value != factor.value:
                 raise ModelError(
@@ -303,24 +377,20 @@ class Forest:
                     f"@{child.value}, but @{value.name} is built from @{factor.value}"
                 )
             child_maps.append(child.mode_map)
-        key = (value.name, id(site.mode_map), *map(id, child_maps))
-        found = labels.get(key)
-        if found is None:
-            try:
-                found = node_labels(
-                    site.mode_map,
-                    value.factor_maps,
-                    child_maps,
-                    self._finish_where(site, value),
-                )
-            except FrameError as error:
-                raise ModelError(str(error)) from None
-            labels[key] = found
-        site.mode_labels = found
-        instance_spaces = self.instance_spaces
-        for loop in site.loops:
-            if loop.instance not in instance_spaces:
-                instance_spaces[loop.instance] = loop.space
+        # Sites with the same value and mode maps get the same labels (the
+        # maps are shared, see ``frames.mode_map``): derived once, keyed by
+        # the identities of the value and the maps (alive with the sites).
+        key = (id(value), id(site.mode_map), *map(id, child_maps))
+        found = memo.labels.get(key)
+        if found is not None:
+            site.mode_labels = found
+            return
+        site.mode_labels = memo.labels[key] = _derived(
+            node_labels,
+            (site.mode_map, value.factor_maps, child_maps),
+            self._finish_where,
+            (site, value),
+        )
 
     def check_loops(self) -> Forest:
         """What scheduling needs of the loops: no loop nested in a loop over
@@ -360,10 +430,16 @@ class Forest:
         ]
 
     def sites_of(self) -> dict[str, list[Site]]:
-        """Use-sites per value, in walk order."""
+        """Use-sites per value, in walk order. Raises ``ModelError`` for a
+        use-site of an unknown value."""
         found: dict[str, list[Site]] = {name: [] for name in self.values}
         for site in self.sites:
-            found[site.value].append(site)
+            of_value = found.get(site.value)
+            if of_value is None:
+                raise ModelError(
+                    f"{self._site_where(site)}: unknown value @{site.value}"
+                )
+            of_value.append(site)
         return found
 
     def role(self, value: str, space: str) -> LoopRole:

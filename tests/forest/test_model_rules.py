@@ -665,3 +665,102 @@ def test_a_second_site_whose_labels_disagree_with_equal_factors_is_refused() -> 
         r"i_5 and i_1 here$",
     ):
         forest_of([a, v], sites, trees=2).finish()
+
+
+# Finishing derives each map once per identity of the (shared) label tuples
+# it reads: the IR reader gives equal label lists one tuple. These forests
+# share tuples on purpose, to show every derivation keyed by all it reads.
+
+
+def test_factors_read_with_one_label_tuple_keep_their_own_maps() -> None:
+    shared = labels("i_3 i_4")
+    pairs = ((i("i_1"), i("i_3")), (i("i_2"), i("i_4")))
+    swapped = ((i("i_1"), i("i_4")), (i("i_2"), i("i_3")))
+    composite = labels("a_2<i_3,i_4>")
+    forest = forest_of(
+        [
+            Value("A", labels("i_1 i_2")),
+            Value("B", labels("i_2 i_1")),
+            Value("R", shared, factors=(Factor("A", shared), Factor("B", shared))),
+            Value("X", labels("a_1<i_1,i_2>")),
+            Value(
+                "S",
+                composite,
+                factors=(
+                    Factor("X", composite, pairs),
+                    Factor("X", composite, swapped),
+                ),
+            ),
+        ],
+        [],
+    ).finish()
+    assert forest.values["R"].factor_maps == (
+        {i("i_1"): i("i_3"), i("i_2"): i("i_4")},
+        {i("i_2"): i("i_3"), i("i_1"): i("i_4")},
+    )
+    first, second = forest.values["S"].factor_maps
+    assert (first[i("i_1")], second[i("i_1")]) == (i("i_3"), i("i_4"))
+
+
+def test_sites_read_with_one_label_tuple_keep_their_own_maps() -> None:
+    shared = labels("i_3 i_4")
+    composite = labels("a_2<i_3,i_4>")
+    pairs = ((i("i_1"), i("i_3")), (i("i_2"), i("i_4")))
+    swapped = ((i("i_1"), i("i_4")), (i("i_2"), i("i_3")))
+    forest = forest_of(
+        [
+            Value("A", labels("i_1 i_2")),
+            Value("B", labels("i_2 i_1")),
+            Value("X", labels("a_1<i_1,i_2>")),
+        ],
+        [
+            Site(0, "A", 0, shared, (), None),
+            Site(1, "B", 1, shared, (), None),
+            Site(2, "X", 2, composite, (), None, (), pairs),
+            Site(3, "X", 3, composite, (), None, (), swapped),
+        ],
+        trees=4,
+    ).finish()
+    maps = [site.mode_map for site in forest.sites]
+    assert maps[0] == {i("i_1"): i("i_3"), i("i_2"): i("i_4")}
+    assert maps[1] == {i("i_2"): i("i_3"), i("i_1"): i("i_4")}
+    assert (maps[2][i("i_1")], maps[3][i("i_1")]) == (i("i_3"), i("i_4"))
+
+
+def test_sites_of_two_values_with_equal_maps_keep_their_own_node_labels() -> None:
+    # R1 and R2 are read alike and built from A and B read alike, but they
+    # name the mode they sum differently (i_5, i_6): each site's node labels
+    # are its own value's, and a site equal to an earlier one shares them.
+    result, a_here, b_here = labels("i_3"), labels("i_3 i_4"), labels("i_4")
+    values = [
+        Value("A", labels("i_1 i_2")),
+        Value("B", labels("i_2")),
+        Value(
+            "R1",
+            labels("i_1"),
+            labels("i_5"),
+            (Factor("A", labels("i_1 i_5")), Factor("B", labels("i_5"))),
+        ),
+        Value(
+            "R2",
+            labels("i_1"),
+            labels("i_6"),
+            (Factor("A", labels("i_1 i_6")), Factor("B", labels("i_6"))),
+        ),
+    ]
+    sites: list[Site] = []
+    for tree, name in enumerate(["R1", "R2", "R1"]):
+        root = len(sites)
+        sites.append(Site(root, name, tree, result, (), None, (root + 1, root + 2)))
+        sites.append(Site(root + 1, "A", tree, a_here, (), root))
+        sites.append(Site(root + 2, "B", tree, b_here, (), root))
+    forest = Forest(
+        "f",
+        {"i": Space("i", 3)},
+        {v.name: v for v in values},
+        [Tree(f"t{k}", Fraction(1), 3 * k) for k in range(3)],
+        sites,
+    ).finish()
+    assert forest.sites[0].mode_labels == {i("i_1"): i("i_3"), i("i_5"): i("i_4")}
+    assert forest.sites[3].mode_labels == {i("i_1"): i("i_3"), i("i_6"): i("i_4")}
+    assert forest.sites[6].mode_labels == forest.sites[0].mode_labels
