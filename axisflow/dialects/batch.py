@@ -242,9 +242,11 @@ class AxisRolesAttr(ParametrizedAttribute):
     roles: ArrayAttr[RoleAttr]
 
     def __init__(self, entries: Sequence[tuple[Index, LoopRole]]) -> None:
+        # Shared arrays (one per distinct list): ``classify-axes`` writes a
+        # few hundred distinct maps over a handful of axis and role lists.
         super().__init__(
-            ArrayAttr(IndexAttr.of(axis) for axis, _ in entries),
-            ArrayAttr(_ROLE_ATTRS[role] for _, role in entries),
+            _index_array([axis for axis, _ in entries]),
+            _role_array(tuple([role for _, role in entries])),
         )
 
     def as_dict(self) -> dict[Index, LoopRole]:
@@ -479,6 +481,19 @@ def _index_array(indices: Sequence[Index | IndexAttr]) -> ArrayAttr[IndexAttr]:
     return ArrayAttr(
         i if isinstance(i, IndexAttr) else IndexAttr.of(i) for i in indices
     )
+
+
+_ROLE_ARRAYS: dict[tuple[LoopRole, ...], ArrayAttr[RoleAttr]] = {}
+
+
+def _role_array(roles: tuple[LoopRole, ...]) -> ArrayAttr[RoleAttr]:
+    """The (shared) array attribute of a list of roles."""
+    found = _ROLE_ARRAYS.get(roles)
+    if found is None:
+        if len(_ROLE_ARRAYS) >= _SHARED_LIMIT:
+            _ROLE_ARRAYS.clear()
+        found = _ROLE_ARRAYS[roles] = ArrayAttr([_ROLE_ATTRS[role] for role in roles])
+    return found
 
 
 def _symbol_ref(name: str) -> SymbolRefAttr:

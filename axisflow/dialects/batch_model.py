@@ -195,12 +195,16 @@ def _layout(op: ValueOp) -> tuple[int, int, int] | None:
     return (int(parts[0]), int(parts[1]), int(parts[2]))
 
 
-def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
+def forest_model(
+    forest: ForestOp, *, with_roles: bool = True, finish: bool = True
+) -> Forest:
     """The model of a verified ``batch.forest`` (one linear walk).
 
     ``with_roles``: read the ``roles`` attributes (absent roles are reported
-    by the scheduler when it needs them). Raises ``ModelError`` for a forest
-    the model cannot hold (for example a tree with two roots).
+    by the scheduler when it needs them). ``finish``: derive the model
+    (``Forest.finish``); without it the model is as read, for a caller that
+    derives only what it needs (``classify-axes``: the roles). Raises ``ModelError``
+    for a forest the model cannot hold (for example a tree with two roots).
     """
     spaces: dict[str, Space] = {}
     values: dict[str, Value] = {}
@@ -235,7 +239,7 @@ def forest_model(forest: ForestOp, *, with_roles: bool = True) -> Forest:
     )
     if _TreeReader(model).read(tree_ops):
         renumber_unslotted(model)
-    return model.finish()
+    return model.finish() if finish else model
 
 
 def _first_op(region: Region) -> Operation | None:
@@ -351,18 +355,18 @@ class _TreeReader:
         sites = self.model.sites
         roots: list[int] = []
         resume: list[_Resume] = []
-        with_children: list[tuple[Site, list[int]]] = []
         loops: tuple[Loop, ...] = ()
         parent: int | None = None
         siblings = roots
         while True:
             while op is None:
                 if not resume:
-                    for site, children in with_children:
-                        if children:
-                            site.children = tuple(children)
                     return roots
-                op, loops, parent, siblings = resume.pop()
+                inside = parent
+                op, loops, parent, siblings_out = resume.pop()
+                if inside != parent:  # a use-site's region ends: its factors
+                    sites[cast(int, inside)].children = tuple(siblings)
+                siblings = siblings_out
             kind = type(op)
             if kind is UseOp or (kind is not LoopOp and isinstance(op, UseOp)):
                 properties: dict[str, Any] = op.properties
@@ -377,6 +381,8 @@ class _TreeReader:
                     parent,
                     (),
                     () if protos is None else protos.pairs,
+                    {},  # the maps are derived by the model (finish)
+                    {},
                 )
                 sites.append(site)
                 siblings.append(site_number)
@@ -384,7 +390,6 @@ class _TreeReader:
                 if inner is not None:
                     resume.append((op._next_op, loops, parent, siblings))  # pyright: ignore[reportPrivateUsage]
                     siblings = []
-                    with_children.append((site, siblings))
                     parent = site_number
                     op = inner
                     continue
@@ -407,10 +412,9 @@ class _TreeReader:
 def attach_roles(forest: ForestOp, verdicts: Verdicts, explain: bool = False) -> None:
     """Replace the ``roles`` (and ``why``) attributes of every value of
     ``forest`` by ``verdicts`` (values without verdicts get none)."""
-    # One attribute per distinct roles map, found by the identities of the
-    # verdicts' axes and roles in their order (alive with ``verdicts``; no
-    # hashing of labels, no sort per value): sorted once per distinct map.
-    role_maps: dict[tuple[int, ...], AxisRolesAttr] = {}
+    # One attribute per distinct roles map, found by the verdicts' axes and
+    # roles in their order (no sort per value): sorted once per distinct map.
+    role_maps: dict[tuple[Index | LoopRole, ...], AxisRolesAttr] = {}
     op = _first_op(forest.regions[0])
     while op is not None:
         kind = type(op)
@@ -422,7 +426,9 @@ def attach_roles(forest: ForestOp, verdicts: Verdicts, explain: bool = False) ->
             properties: dict[str, Any] = op.properties
             found = verdicts.get(properties["sym_name"].data)
             if found:
-                key = (*map(id, found), *[id(v.role) for v in found.values()])
+                # Axes and roles compare by identity (interned labels, enum
+                # members): the key hashes without a Python call.
+                key = (*found, *[verdict.role for verdict in found.values()])
                 roles = role_maps.get(key)
                 if roles is None:
                     roles = role_maps[key] = AxisRolesAttr(

@@ -19,7 +19,7 @@ verdicts keyed by loop label, as the IR shows them.
 from __future__ import annotations
 
 from axisflow.forest.frames import expand_modes, proto_modes
-from axisflow.forest.model import Forest, Site
+from axisflow.forest.model import Forest, Loop, Site
 from axisflow.roles.decision import (
     Occurrence,
     Verdict,
@@ -44,65 +44,82 @@ def classify(forest: Forest, *, explain: bool = False) -> Verdicts:
     verdicts (with explanations naming the use-sites when ``explain``).
 
     Instance-aware (fusion slots compared per slot position) as soon as any
-    loop of the forest has a slot. Linear in the size of the forest.
+    loop of the forest has a slot. Linear in the size of the forest. The
+    forest may be finished or as read (``forest_model(..., finish=False)``):
+    the only derived data read, the mode maps of the use-sites of values
+    with proto modes, are derived here when missing (``ModelError`` if one
+    does not derive).
     """
     slot_of = occurrence_slot if forest.has_slots else None
     verdicts: Verdicts = {}
+    roles = forest.roles
+    values = forest.values
     all_sites = forest.sites
-    # Loop labels and slots per tuple of loops: sites under the same loops
-    # share the tuple (keyed by identity; the sites keep the tuples alive).
-    loop_keys: dict[int, tuple[tuple[Index, ...], tuple[int, ...]]] = {}
-    no_loops: tuple[tuple[Index, ...], tuple[int, ...]] = ((), ())
+    # Per tuple of loops (sites under the same loops share the tuple; keyed
+    # by identity, the sites keep the tuples alive): the loop labels, their
+    # slots, and the labels as the axes they make.
+    loop_info: dict[int, _LoopInfo] = {}
+    # One info per distinct (labels, slots): the trees repeat a few loop
+    # nests, and occurrences under equal loops are then found equal below.
+    distinct_info: dict[tuple[tuple[Index, ...], tuple[int, ...]], _LoopInfo] = {}
+    no_loops: _LoopInfo = ((), (), {})
+    # One occurrence per (labels, consumer loops) when there is nothing else
+    # to tell use-sites apart (no explanation, no sliced protos): the
+    # decision visits an occurrence repeated in its list once.
+    shared: dict[tuple[int, int], Occurrence] = {}
     # Proto modes per result tuple (values share them; alive with the values).
     protos_of: dict[int, tuple[Index, ...]] = {}
+    trusted = Occurrence.trusted
     for name, sites in forest.sites_of().items():
         axes: dict[Index, None] = {}
-        seen_loops: set[int] = set()  # loop tuples are shared by sibling sites
         for site in sites:
             loops = site.loops
-            if loops and id(loops) not in seen_loops:
-                seen_loops.add(id(loops))
-                for loop in loops:
-                    if loop.label not in axes:
-                        axes[loop.label] = None
+            if loops:
+                info = loop_info.get(id(loops))
+                if info is None:
+                    info = loop_info[id(loops)] = _loop_info(loops, distinct_info)
+                if axes:
+                    axes.update(info[2])
+                else:
+                    axes = info[2]  # read only (copied before an update)
+                    if len(sites) > 1:
+                        axes = dict(axes)
         if not axes:
             continue
-        value = forest.values[name]
+        value = values[name]
         protos = protos_of.get(id(value.result))
         if protos is None:
             protos = protos_of[id(value.result)] = proto_modes(value.result)
-        contexts = [
-            () if site.parent is None else all_sites[site.parent].loops
-            for site in sites
-        ]
-        sliced = set(protos)
-        for site, loops in zip(sites, contexts, strict=True):
-            if not sliced:
-                break
-            bound = set(expand_modes(loop.label for loop in loops))
-            sliced = {mode for mode in sliced if site.mode_map[mode] in bound}
-        sliced_modes = tuple(mode for mode in protos if mode in sliced)
+        sliced_modes = _sliced_modes(forest, protos, sites, all_sites) if protos else ()
         occurrences: list[Occurrence] = []
-        for number, (site, loops) in enumerate(zip(sites, contexts, strict=True)):
-            if loops:
-                keys = loop_keys.get(id(loops))
-                if keys is None:
-                    keys = loop_keys[id(loops)] = (
-                        tuple(loop.label for loop in loops),
-                        tuple(-1 if loop.slot is None else loop.slot for loop in loops),
-                    )
+        for number, site in enumerate(sites):
+            parent = site.parent
+            if parent is None:
+                info = no_loops
             else:
-                keys = no_loops
+                loops = all_sites[parent].loops
+                info = loop_info.get(id(loops))
+                if info is None:
+                    info = loop_info[id(loops)] = _loop_info(loops, distinct_info)
             if sliced_modes:
-                mode_map = site.mode_map
-                pairs = tuple((mode, mode_map[mode]) for mode in sliced_modes)
+                mode_map = forest.site_mode_map(site)
+                pairs = tuple([(mode, mode_map[mode]) for mode in sliced_modes])
+            elif not explain:
+                key = (id(site.labels), id(info))  # both alive with the forest
+                occurrence = shared.get(key)
+                if occurrence is None:
+                    occurrence = shared[key] = trusted(
+                        site.labels, info[0], info[1], "", ()
+                    )
+                occurrences.append(occurrence)
+                continue
             else:
                 pairs = ()
             occurrences.append(
-                Occurrence.trusted(
+                trusted(
                     site.labels,
-                    keys[0],
-                    keys[1],
+                    info[0],
+                    info[1],
                     describe_site(forest, site, number) if explain else "",
                     pairs,
                 )
@@ -110,9 +127,10 @@ def classify(forest: Forest, *, explain: bool = False) -> Verdicts:
         per_space: dict[str, Verdict] = {}
         found: dict[Index, Verdict] = {}
         for axis in axes:
-            verdict = per_space.get(axis.base_key)
+            space = axis.base_key
+            verdict = per_space.get(space)
             if verdict is None:
-                verdict = decide_axis_trusted(
+                verdict = per_space[space] = decide_axis_trusted(
                     value.result,
                     value.contracted,
                     axis,
@@ -120,8 +138,45 @@ def classify(forest: Forest, *, explain: bool = False) -> Verdicts:
                     sliced_modes,
                     slot_of,
                 )
-                per_space[axis.base_key] = verdict
-                forest.roles[(name, axis.base_key)] = verdict.role
+                roles[(name, space)] = verdict.role
             found[axis] = verdict
         verdicts[name] = found
     return verdicts
+
+
+_LoopInfo = tuple[tuple[Index, ...], tuple[int, ...], dict[Index, None]]
+
+
+def _loop_info(
+    loops: tuple[Loop, ...],
+    distinct: dict[tuple[tuple[Index, ...], tuple[int, ...]], _LoopInfo],
+) -> _LoopInfo:
+    """The labels, the slots (``-1``: none) and the axes (the labels, each
+    once, outermost first) of a tuple of loops; one per distinct labels and
+    slots in ``distinct``."""
+    labels = tuple([loop.label for loop in loops])
+    slots = tuple([-1 if loop.slot is None else loop.slot for loop in loops])
+    info = distinct.get((labels, slots))
+    if info is None:
+        info = distinct[(labels, slots)] = (labels, slots, dict.fromkeys(labels))
+    return info
+
+
+def _sliced_modes(
+    forest: Forest,
+    protos: tuple[Index, ...],
+    sites: list[Site],
+    all_sites: list[Site],
+) -> tuple[Index, ...]:
+    """The proto modes (of ``protos``) that every use-site's consumer loops
+    bind, read through each use-site's mode map, in mode order."""
+    sliced = set(protos)
+    for site in sites:
+        if not sliced:
+            break
+        parent = site.parent
+        loops = () if parent is None else all_sites[parent].loops
+        bound = set(expand_modes(loop.label for loop in loops))
+        mode_map = forest.site_mode_map(site)
+        sliced = {mode for mode in sliced if mode_map[mode] in bound}
+    return tuple(mode for mode in protos if mode in sliced)

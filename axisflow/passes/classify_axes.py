@@ -22,18 +22,25 @@ from xdsl.utils.exceptions import PassFailedException
 
 from axisflow.dialects.batch import ForestOp
 from axisflow.dialects.batch_model import attach_roles, forest_model
-from axisflow.forest.model import Forest, ModelError
-from axisflow.forest.roles import classify
+from axisflow.forest.model import ModelError
+from axisflow.forest.roles import Verdicts, classify
 from axisflow.gc_pause import gc_paused
 
 
-def classify_forest(forest: ForestOp, explain: bool = False) -> Forest:
+def classify_forest(forest: ForestOp, explain: bool = False) -> Verdicts:
     """Classify every value of ``forest``, attach the roles to the IR and
-    return the model (with its roles). Raises ``ModelError`` for a forest the
-    model cannot hold."""
-    model = forest_model(forest, with_roles=False)
-    attach_roles(forest, classify(model, explain=explain), explain)
-    return model
+    return the verdicts (value -> loop label -> role and reason). Raises
+    ``ModelError`` for a forest the model cannot hold.
+
+    ``forest`` must verify (as xDSL promises a pass: xdsl-opt verifies
+    before every pass). The model is not finished: the roles derive only the
+    mode maps they read (use-sites of values with proto modes); the
+    consistency of frames, factor maps and use-sites that ``Forest.finish``
+    would check again is the verifier's."""
+    model = forest_model(forest, with_roles=False, finish=False)
+    verdicts = classify(model, explain=explain)
+    attach_roles(forest, verdicts, explain)
+    return verdicts
 
 
 @dataclass(frozen=True)

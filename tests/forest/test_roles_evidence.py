@@ -91,3 +91,68 @@ def test_two_slots_for_one_position_make_the_value_loop_carried() -> None:
         "use-site 1 of @A in tree @u [i_2] reads i_2 from loop instance 1, but "
         "use-site 0 of @A in tree @t [i_1] binds that slot in instance 0"
     )
+
+
+def sliced_in_two_instances() -> Forest:
+    """``R(a_1<i_1>) = X(a_1<i_1>) Y(i_1)`` read in two trees under loops over
+    ``i_1`` in different fusion slots: ``X``'s proto ``i_1`` is sliced (every
+    consumer loop binds it), and the two use-sites read it from two loop
+    instances."""
+    builder = ForestBuilder("two").space("a", 2).space("i", 3)
+    builder.input("X", "a_1<i_1>").input("Y", "i_1")
+    builder.contraction("R", "a_1<i_1>", "X a_1<i_1>", "Y i_1")
+    for tree, slot in (("t1", 0), ("t2", 1)):
+        r = use("R", "a_1<i_1>", use("X", "a_1<i_1>"), use("Y", "i_1"))
+        builder.tree(tree, loop("i_1", slot, r))
+    return builder.finish()
+
+
+def test_sliced_protos_name_use_sites_only_when_explaining() -> None:
+    forest = sliced_in_two_instances()
+    axis = Index.parse("i_1")
+    plain = classify(forest)["X"][axis]
+    assert plain.role is LoopRole.LOOP_CARRIED
+    assert plain.reason == (
+        "use-site #1 reads i_1 from loop instance 1, but use-site #0 binds that "
+        "slot in instance 0"
+    )
+    explained = classify(forest, explain=True)["X"][axis]
+    assert explained.reason == (
+        "use-site 1 of @X in tree @t2 [a_1<i_1>] reads i_1 from loop instance 1, "
+        "but use-site 0 of @X in tree @t1 [a_1<i_1>] binds that slot in instance 0"
+    )
+
+
+def test_a_value_read_under_two_loop_nests_leaves_the_nests_alone() -> None:
+    # L is read under a loop over i_1 and under one over Κ_1; M only under a
+    # loop nest equal to L's first: M's axes are that nest's alone.
+    builder = ForestBuilder("nests").space("i", 2).space("Κ", 2)
+    builder.input("L", "i_1 Κ_1").input("M", "i_1")
+    builder.tree("t1", loop("i_1", 0, use("L", "i_1 Κ_1")))
+    builder.tree("t2", loop("Κ_1", 1, use("L", "i_1 Κ_1")))
+    builder.tree("t3", loop("i_1", 0, use("M", "i_1")))
+    verdicts = classify(builder.finish())
+    assert list(verdicts["L"]) == [Index.parse("i_1"), Index.parse("Κ_1")]
+    assert list(verdicts["M"]) == [Index.parse("i_1")]
+
+
+def test_a_role_is_decided_once_per_value_and_index_space(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Loops over i_1 and i_2 enclose X: one decision for the space i, one
+    # verdict shared by both loop labels.
+    from axisflow.forest import roles as roles_module
+
+    decided: list[tuple[str, str]] = []
+    decide = roles_module.decide_axis_trusted
+
+    def counting(carried, contracted, axis, occurrences, sliced, slot_of):  # type: ignore[no-untyped-def]
+        decided.append((str(carried), axis.base_key))
+        return decide(carried, contracted, axis, occurrences, sliced, slot_of)
+
+    builder = ForestBuilder("nested").space("i", 2).space("a", 2)
+    builder.input("X", "i_1 i_2 a_1")
+    builder.tree("t", loop("i_1", 0, loop("i_2", 1, use("X", "i_1 i_2 a_1"))))
+    forest = builder.finish()
+    monkeypatch.setattr(roles_module, "decide_axis_trusted", counting)
+    found = classify(forest)["X"]
+    assert decided == [("(Index('i_1'), Index('i_2'), Index('a_1'))", "i")]
+    assert found[Index.parse("i_1")] is found[Index.parse("i_2")]
