@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from axisflow.shapes import DimRef, Session, ShapeError, Tensor, scheme
@@ -292,8 +292,42 @@ def run(program: Program, through_schemes: bool) -> Outcome:
     )
 
 
+# Programs the search once found where presolving disagreed with
+# re-evaluation: an internal row presolved while a row it broadcasts to also
+# broadcasts from an open anchor row (an unspecified leaf shared by the
+# calls, a parameter with open rows), which the closing reads.
+ANCHOR_ABOVE_PRESOLVED = Program(
+    anchors=(("leaf", None), ("leaf", None)),
+    arity=2,
+    body=(
+        Op("total", (0,), count=1),
+        Op("transpose", (0,)),
+        Op("pointwise", (0,)),
+        Op("pointwise", (2, 4)),
+    ),
+    results=(0,),
+    calls=(
+        (("leaf", "...|...->1"), ("leaf", None)),
+        (("leaf", "...|...->...,1,1"), ("result", 0)),
+    ),
+    close_before=(False, False),
+    set_dim=None,
+)
+PARAMETER_ABOVE_PRESOLVED = Program(
+    anchors=(("param", "...|...->...,1"), ("leaf", None)),
+    arity=1,
+    body=(Op("pointwise", (0,)), Op("pointwise", (1, 3))),
+    results=(0,),
+    calls=((("leaf", "...,1|...->1"),),),
+    close_before=(False,),
+    set_dim=None,
+)
+
+
 @SETTINGS
 @given(programs())
+@example(ANCHOR_ABOVE_PRESOLVED)
+@example(PARAMETER_ABOVE_PRESOLVED)
 def test_instantiating_the_scheme_is_re_evaluating_the_body(program: Program) -> None:
     assert run(program, through_schemes=True) == run(program, through_schemes=False)
 

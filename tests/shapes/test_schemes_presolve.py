@@ -19,7 +19,13 @@ from hypothesis import strategies as st
 import axisflow.shapes.scheme.presolve as scheme_module
 from axisflow.shapes import Session, ShapeError, Tensor, scheme
 from axisflow.shapes.terms import Row, Size
-from tests.shapes.test_schemes_oracle import Op, Program, run
+from tests.shapes.test_schemes_oracle import (
+    ANCHOR_ABOVE_PRESOLVED,
+    PARAMETER_ABOVE_PRESOLVED,
+    Op,
+    Program,
+    run,
+)
 
 
 def residual(s: Session, x: Tensor, w: Tensor) -> list[Tensor]:
@@ -227,3 +233,40 @@ def test_the_oracle_catches_a_wrong_join(monkeypatch: pytest.MonkeyPatch) -> Non
     assert run(program, through_schemes=True) == expected
     monkeypatch.setattr(scheme_module, "join_concrete", lambda rows: rows[0])
     assert run(program, through_schemes=True) != expected
+
+
+@pytest.mark.parametrize("program", [ANCHOR_ABOVE_PRESOLVED, PARAMETER_ABOVE_PRESOLVED])
+def test_a_row_below_an_open_anchor_row_is_not_presolved(
+    program: Program, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An internal row that broadcasts to a row that also broadcasts from an
+    open anchor row (a leaf without spec, a parameter with open rows) is left
+    to the closing, which reads it; presolved anyway (no guards), the
+    application disagrees with re-evaluation."""
+    expected = run(program, through_schemes=False)
+    assert run(program, through_schemes=True) == expected
+    monkeypatch.setattr(
+        scheme_module,
+        "_guards",
+        lambda candidates, results_above, above, below: {
+            var: frozenset() for var in candidates
+        },
+    )
+    assert run(program, through_schemes=True) != expected
+
+
+def test_the_guards_name_what_lies_above() -> None:
+    """In the residual block every internal row is presolvable: the rows
+    above them are internal or the result's, and the guards of the first
+    internal rows include the argument's rows they are ultimately joined
+    with."""
+    s = Session()
+    sc, _ = traced(s)
+    plan = scheme_module.presolve_plan(sc)
+    assert plan is not None
+    assert len(plan.guards) == len(plan.order)
+    order = [var for var, _bounds, _gen in plan.order]
+    # Every guard is a source or another presolvable variable.
+    sources = {var for var, _ in plan.sources}
+    assert all(g in sources or g in order for guards in plan.guards for g in guards)
+    assert any(guards for guards in plan.guards)

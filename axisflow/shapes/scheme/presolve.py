@@ -50,12 +50,15 @@ class Presolve:
     application where that row is concrete the variable's value is known.
     ``order``: the presolvable variables in dependency order, each with its
     lower bounds and template depth. ``skipped``: for each compiled fact,
-    whether it only bounds a presolvable variable from below.
+    whether it only bounds a presolvable variable from below. ``guards``: for
+    each variable of ``order``, the variables that must be known at an
+    application for it to be presolved there (see :func:`_guards`).
     """
 
     sources: tuple[tuple[RowVar, tuple[tuple[int, int, int], ...]], ...]
     order: tuple[tuple[RowVar, tuple[LowerBound, ...], int], ...]
     skipped: tuple[RowVar | None, ...]
+    guards: tuple[frozenset[RowVar], ...]
 
 
 _PLANS: WeakKeyDictionary[Scheme, Presolve | None] = WeakKeyDictionary()
@@ -83,11 +86,15 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     sources are concrete, what closing will make of it is known at once: the
     broadcast join of its lower bounds (the longest, per axis the size other
     than 1, else 1), which is what Stage 1 plus closing computes through
-    templates one inequality at a time. ``None`` when there is nothing to
+    templates one inequality at a time, provided the closing cannot read
+    the row through what lies above it: the rows it broadcasts to must be
+    presolvable or the result's, and what they broadcast from known at the
+    application (:func:`_guards`). ``None`` when there is nothing to
     presolve.
     """
     places: dict[RowVar, list[tuple[int, int, int]]] = {}
     blocked: set[DimVar | RowVar] = set()
+    result_vars: set[DimVar | RowVar] = set()
     boundary = (
         (ARG, sc.args),
         (RESULT, sc.results),
@@ -96,7 +103,7 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     for where, shapes in boundary:
         for index, rows in enumerate(shapes):
             for kind_index, row in enumerate(rows):
-                blocked.update(row_vars(row))
+                (result_vars if where == RESULT else blocked).update(row_vars(row))
                 if row.var is not None and not row.dims:
                     places.setdefault(row.var, []).append((where, index, kind_index))
     for item in sc.loose:
@@ -105,19 +112,48 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     for capture in sc.captures:
         blocked.update(term_vars(capture.dim))
     lower: dict[RowVar, list[LowerBound]] = {}
+    # Every row inequality as a graph: the rows each row variable broadcasts
+    # to (``above``) and the row variables each row broadcasts from.
+    above: dict[RowVar, list[RowVar]] = {}
+    below: dict[RowVar, set[RowVar]] = {}
+    with_axes: set[RowVar] = set()  # results of inequalities with axes before the tail
     for fact in sc.facts:
         if isinstance(fact, RowIneq):
             res, opnd = fact.res, fact.opnd
             if res.var is None:
                 continue  # only an operand side: presolving keeps it
-            if res.dims or not all(type(d) is Size for d in opnd.dims):
+            if opnd.var is not None:
+                above.setdefault(opnd.var, []).append(res.var)
+                below.setdefault(res.var, set()).add(opnd.var)
+            if not all(type(d) is Size for d in opnd.dims):
                 blocked.add(res.var)
+            elif res.dims:
+                with_axes.add(res.var)
             else:
                 lower.setdefault(res.var, []).append((opnd.var, opnd.dims))  # type: ignore[arg-type]
         elif isinstance(fact, Terminal | TotalElems):
             for term in fact_terms(fact):
                 blocked.update(term_vars(term))
-    candidates = {v for v in sc.generalized if type(v) is RowVar and v not in blocked}
+    candidates = {
+        v
+        for v in sc.generalized
+        if type(v) is RowVar
+        and v not in blocked
+        and v not in with_axes
+        and v not in result_vars
+    }
+    # A result row (its sizes, then a tail read nowhere else) may lie above a
+    # presolved row.
+    results_above = {
+        row.var
+        for rows in sc.results
+        for row in rows
+        if row.var is not None
+        and row.var not in blocked
+        and all(type(d) is Size for d in row.dims)
+    }
+    guards = _guards(candidates, results_above, above, below)
+    candidates.intersection_update(guards)
     # Kahn's order over the bounds: a candidate is presolvable once each of its
     # bounds is closed, a source or presolvable itself. One bounded by anything
     # else, by itself or through a cycle never becomes ready, nor do its users.
@@ -151,6 +187,7 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
         for b in lower.get(var, ())
         if b[0] is not None and b[0] in places
     }
+    used_sources.update(g for var in order for g in guards[var] if g in places)
     presolvable = set(order)
     skipped: list[RowVar | None] = []
     for code, first, _second, _origin in sc._plan:
@@ -164,7 +201,56 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
             (var, tuple(lower.get(var, ())), gens.get(var, 0)) for var in order
         ),
         skipped=tuple(skipped),
+        guards=tuple(guards[var] for var in order),
     )
+
+
+def _guards(
+    candidates: set[RowVar],
+    results_above: set[RowVar],
+    above: dict[RowVar, list[RowVar]],
+    below: dict[RowVar, set[RowVar]],
+) -> dict[RowVar, frozenset[RowVar]]:
+    """What each candidate's presolving depends on besides its own bounds.
+
+    A presolved row is concrete from the application on, where re-running
+    the body leaves it open until closing, and closing reads open rows: its
+    first step (OCANNL's stage 2) equates a bare ``res ⊑ opnd`` pair that
+    are each other's only neighbour (the operand then takes the result's
+    other bounds), and a leaf row with no bounds of its own takes those of
+    the rows it broadcasts to. So a row is presolved only where everything
+    it can meet that way is settled at the application: every row above it
+    (transitively) is a candidate or a result row (sizes, then a tail read
+    nowhere else), and every row those
+    broadcast from, and every candidate among them, is known at the
+    application (a concrete source, or presolved itself). The guards are
+    those variables; a candidate above which lies any other row (an anchor's
+    row, a row with axes before its tail, a leaf's) is dropped (absent from
+    the map).
+    """
+    allowed = candidates | results_above
+    guards: dict[RowVar, frozenset[RowVar]] = {}
+    for var in candidates:
+        seen = {var}
+        stack = [var]
+        needed: set[RowVar] = set()
+        fine = True
+        while stack and fine:
+            row = stack.pop()
+            if row not in allowed:
+                fine = False
+                break
+            if row in candidates:
+                needed.add(row)
+            needed.update(below.get(row, ()))
+            for res in above.get(row, ()):
+                if res not in seen:
+                    seen.add(res)
+                    stack.append(res)
+        if fine:
+            needed.discard(var)
+            guards[var] = frozenset(needed)
+    return guards
 
 
 def join_concrete(rows: Sequence[Row]) -> Row | None:
@@ -261,4 +347,14 @@ def solve_presolvable(pre: Presolve, known: dict[RowVar, Row]) -> dict[RowVar, R
                 return {}
             known[var] = joined
             solved[var] = joined
+    # Keep a value only where its guards are known too; dropping one can
+    # unsettle others, so until nothing changes.
+    sources = {var for var, _ in pre.sources if var in known}
+    changed = True
+    while changed:
+        changed = False
+        for (var, _bounds, _gen), guards in zip(pre.order, pre.guards, strict=True):
+            if var in solved and not all(g in solved or g in sources for g in guards):
+                del solved[var]
+                changed = True
     return solved
