@@ -323,11 +323,26 @@ PARAMETER_ABOVE_PRESOLVED = Program(
     set_dim=None,
 )
 
+# A tracer's open input row took a template (its tail marked safe to guess)
+# where the argument's row already has the axis: re-evaluation makes no
+# template, the parameter's output row is not safe to guess, and closing
+# fails.
+TRACER_TEMPLATE_MARK = Program(
+    anchors=(("param", "...,1|...,1->...,1"),),
+    arity=1,
+    body=(Op("compose", (0, 1)),),
+    results=(0,),
+    calls=((("leaf", "...|...,1->..."),),),
+    close_before=(False,),
+    set_dim=None,
+)
+
 
 @SETTINGS
 @given(programs())
 @example(ANCHOR_ABOVE_PRESOLVED)
 @example(PARAMETER_ABOVE_PRESOLVED)
+@example(TRACER_TEMPLATE_MARK)
 def test_instantiating_the_scheme_is_re_evaluating_the_body(program: Program) -> None:
     assert run(program, through_schemes=True) == run(program, through_schemes=False)
 

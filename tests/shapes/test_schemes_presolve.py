@@ -16,12 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import axisflow.shapes.scheme.apply as apply_module
 import axisflow.shapes.scheme.presolve as scheme_module
 from axisflow.shapes import Session, ShapeError, Tensor, scheme
 from axisflow.shapes.terms import Row, Size
 from tests.shapes.test_schemes_oracle import (
     ANCHOR_ABOVE_PRESOLVED,
     PARAMETER_ABOVE_PRESOLVED,
+    TRACER_TEMPLATE_MARK,
     Op,
     Program,
     run,
@@ -270,3 +272,22 @@ def test_the_guards_name_what_lies_above() -> None:
     sources = {var for var, _ in plan.sources}
     assert all(g in sources or g in order for guards in plan.guards for g in guards)
     assert any(guards for guards in plan.guards)
+
+
+def test_a_tracer_template_mark_is_not_given_to_a_longer_argument(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The tracer's input row took a template whose tail is safe to guess;
+    the argument's row already has that axis, so re-evaluation makes no
+    template and the closing refuses to guess the parameter's output row.
+    Written anyway (the boundary equality passing the tracer's mark to the
+    argument's tail), the application closes where re-evaluation fails."""
+    expected = run(TRACER_TEMPLATE_MARK, through_schemes=False)
+    assert expected == ("closing failed",)
+    assert run(TRACER_TEMPLATE_MARK, through_schemes=True) == expected
+    monkeypatch.setattr(
+        apply_module,
+        "_untemplated_tails",
+        lambda sc, args, sabotages, norm_row: frozenset(),
+    )
+    assert run(TRACER_TEMPLATE_MARK, through_schemes=True) != expected

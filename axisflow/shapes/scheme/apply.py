@@ -15,6 +15,7 @@ from axisflow.shapes.constraints import (
     DimAtLeast,
     DimEq,
     DimIneq,
+    Mark,
     PolicyMark,
     RowEq,
     RowIneq,
@@ -307,6 +308,7 @@ def _apply(
     for shape in boundary:
         session.note_use(shape)
     add = session.add
+    untemplated = _untemplated_tails(sc, args, sabotages, solver.norm_row)
     try:
         # Template depths first: they bound the axes later templates may add.
         row_gen = solver.row_gen
@@ -379,6 +381,8 @@ def _apply(
             for var, mark in sc.marks:
                 if var in solved:
                     continue  # a closed row takes no marks
+                if mark is Mark.SAFE_TO_GUESS and var in untemplated:
+                    continue  # re-running the body would make no template here
                 add(PolicyMark(Row((), rows.get(var, var)), mark, mark_origin))
         if Sabotage.NO_REF_INPUTS not in sabotages:
             for capture in sc.captures:
@@ -386,6 +390,49 @@ def _apply(
     except ShapeError as error:
         raise ShapeError(prefix + error.message, error.origins) from error
     return internal
+
+
+def _untemplated_tails(
+    sc: Scheme,
+    args: tuple[Shape, ...],
+    sabotages: frozenset[Sabotage],
+    norm_row: Callable[[Row], Row],
+) -> frozenset[RowVar]:
+    """Tails of argument and anchor rows whose ``safe_to_guess`` mark must not be written.
+
+    Stage 1 marks the tail of a template ``safe_to_guess``: an open row that
+    must take more axes gets ``[...t, fresh dims]``. A tracer's rows are
+    wholly open, so the scheme's argument rows carry such tails; so may an
+    anchor row open at the trace. Re-running the body on an argument whose
+    row already has those axes (or more, or none open) makes no template, and
+    its own tail is no safer to guess; the boundary equality would give it
+    the mark nonetheless. So the mark is written only where the actual row is
+    open and shorter than the scheme's.
+    """
+    if not sc.marks:
+        return frozenset()
+    safe = {var for var, mark in sc.marks if mark is Mark.SAFE_TO_GUESS}
+    if not safe:
+        return frozenset()
+    pairs: list[tuple[Row, Row]] = [
+        (term, shape.row(kind))
+        for terms, shape in zip(sc.args, args, strict=True)
+        for kind, term in zip(KINDS, terms, strict=True)
+    ]
+    if Sabotage.SEVER_SHARED not in sabotages:
+        pairs.extend(
+            (term, anchor.shape.row(kind))
+            for anchor in sc.anchors
+            for kind, term in zip(KINDS, anchor.rows, strict=True)
+        )
+    untemplated: set[RowVar] = set()
+    for term, current in pairs:
+        if term.var is None or term.var not in safe:
+            continue
+        actual = norm_row(current)
+        if actual.var is None or len(actual.dims) >= len(term.dims):
+            untemplated.add(term.var)
+    return frozenset(untemplated)
 
 
 def _capture(
