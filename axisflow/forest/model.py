@@ -173,20 +173,28 @@ class Tree:
 
 
 _T = TypeVar("_T")
+_K = TypeVar("_K")
 
 
 def _derived(
+    memo: dict[_K, _T],
+    key: _K,
     derive: Callable[..., _T],
     arguments: tuple[object, ...],
     place: Callable[..., str],
     place_arguments: tuple[object, ...],
 ) -> _T:
-    """``derive(*arguments, where)`` with a generic place; if it fails, derived
-    again with the place named by ``place(*place_arguments)`` for the message
-    (a message per derivation costs more than a memoised result, and only an
-    error needs one), raised as ``ModelError``."""
+    """``memo[key]``, else ``derive(*arguments, where)`` with a generic place,
+    remembered there. If the derivation fails, it is made again with the
+    place named by ``place(*place_arguments)`` for the message (a message per
+    derivation costs more than a memoised result, and only an error needs
+    one), raised as ``ModelError``."""
+    found = memo.get(key)
+    if found is not None:
+        return found
     try:
-        return derive(*arguments, "relabelling")
+        found = memo[key] = derive(*arguments, "relabelling")
+        return found
     except FrameError:
         try:
             derive(*arguments, place(*place_arguments))
@@ -311,18 +319,16 @@ class Forest:
             factor_value = values.get(factor.value)
             if factor_value is None:
                 raise ModelError(f"value @{value.name}: unknown factor @{factor.value}")
-            key = (id(factor_value.result), id(factor.labels), id(factor.protos))
-            mapping = memo.maps.get(key)
-            if mapping is not None:
-                maps.append(mapping)
-                continue
-            mapping = memo.maps[key] = _derived(
-                mode_map,
-                (factor_value.result, factor.labels, factor.protos),
-                _factor_place,
-                (value.name, factor.value),
+            maps.append(
+                _derived(
+                    memo.maps,
+                    (id(factor_value.result), id(factor.labels), id(factor.protos)),
+                    mode_map,
+                    (factor_value.result, factor.labels, factor.protos),
+                    _factor_place,
+                    (value.name, factor.value),
+                )
             )
-            maps.append(mapping)
         value.factor_maps = tuple(maps)
         # The node's modes: the result's, then the others of the factors in
         # order of first appearance.
@@ -343,12 +349,9 @@ class Forest:
         value = self.values.get(site.value)
         if value is None:
             raise ModelError(f"{self._site_where(site)}: unknown value @{site.value}")
-        key = (id(value.result), id(site.labels), id(site.protos))
-        found = memo.maps.get(key)
-        if found is not None:
-            site.mode_map = found
-            return
-        site.mode_map = memo.maps[key] = _derived(
+        site.mode_map = _derived(
+            memo.maps,
+            (id(value.result), id(site.labels), id(site.protos)),
             mode_map,
             (value.result, site.labels, site.protos),
             self._site_where,
@@ -380,12 +383,9 @@ class Forest:
         # Sites with the same value and mode maps get the same labels (the
         # maps are shared, see ``frames.mode_map``): derived once, keyed by
         # the identities of the value and the maps (alive with the sites).
-        key = (id(value), id(site.mode_map), *map(id, child_maps))
-        found = memo.labels.get(key)
-        if found is not None:
-            site.mode_labels = found
-            return
-        site.mode_labels = memo.labels[key] = _derived(
+        site.mode_labels = _derived(
+            memo.labels,
+            (id(value), id(site.mode_map), *map(id, child_maps)),
             node_labels,
             (site.mode_map, value.factor_maps, child_maps),
             self._finish_where,
