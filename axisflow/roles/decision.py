@@ -310,6 +310,18 @@ def _slots(
                     yield (position, k), proto
 
 
+def _plain_slots(
+    carried: Sequence[Index], key: str
+) -> list[tuple[tuple[int, int], Index]]:
+    """The plain carried indices of ``key`` at their positions ``(position,
+    0)``: every slot when nothing is sliced (a list, no generator frame)."""
+    found: list[tuple[tuple[int, int], Index]] = []
+    for position, index in enumerate(carried):
+        if index.base_key == key:
+            found.append(((position, 0), index))
+    return found
+
+
 def _occurrence_slots(
     occurrence: Occurrence, key: str, sliced: frozenset[Index]
 ) -> Iterator[tuple[object, Index]]:
@@ -323,9 +335,7 @@ def _occurrence_slots(
     if occurrence.protos is None:
         yield from _slots(occurrence.carried, key, sliced)
         return
-    for position, index in enumerate(occurrence.carried):
-        if index.base_key == key:
-            yield (position, 0), index
+    yield from _plain_slots(occurrence.carried, key)
     for mode, label in occurrence.protos:
         if label.base_key == key and mode in sliced:
             yield mode, label
@@ -439,13 +449,11 @@ def decide_axis_trusted(
         if not loops:
             continue  # Q2b skips use-sites with no loop of this type
         under_same_type_loop = True
-        if sliced_set:
-            slots = list(_occurrence_slots(occurrence, key, sliced_set))
-        else:  # the plain carried indices only, read without a generator
-            slots = []
-            for position, index in enumerate(occurrence.carried):
-                if index.base_key == key:
-                    slots.append(((position, 0), index))
+        slots = (
+            list(_occurrence_slots(occurrence, key, sliced_set))
+            if sliced_set
+            else _plain_slots(occurrence.carried, key)
+        )
         if not slots:
             return _stated(
                 LoopRole.LOOP_CARRIED,
