@@ -75,9 +75,7 @@ def classify(forest: Forest, *, explain: bool = False) -> Verdicts:
         for site in sites:
             loops = site.loops
             if loops:
-                info = loop_info.get(id(loops))
-                if info is None:
-                    info = loop_info[id(loops)] = _loop_info(loops, distinct_info)
+                info = _loop_info(loops, loop_info, distinct_info)
                 if axes:
                     axes.update(info[2])
                 else:
@@ -97,10 +95,7 @@ def classify(forest: Forest, *, explain: bool = False) -> Verdicts:
             if parent is None:
                 info = no_loops
             else:
-                loops = all_sites[parent].loops
-                info = loop_info.get(id(loops))
-                if info is None:
-                    info = loop_info[id(loops)] = _loop_info(loops, distinct_info)
+                info = _loop_info(all_sites[parent].loops, loop_info, distinct_info)
             if sliced_modes:
                 mode_map = forest.site_mode_map(site)
                 pairs = tuple([(mode, mode_map[mode]) for mode in sliced_modes])
@@ -149,16 +144,22 @@ _LoopInfo = tuple[tuple[Index, ...], tuple[int, ...], dict[Index, None]]
 
 def _loop_info(
     loops: tuple[Loop, ...],
+    by_identity: dict[int, _LoopInfo],
     distinct: dict[tuple[tuple[Index, ...], tuple[int, ...]], _LoopInfo],
 ) -> _LoopInfo:
     """The labels, the slots (``-1``: none) and the axes (the labels, each
-    once, outermost first) of a tuple of loops; one per distinct labels and
-    slots in ``distinct``."""
+    once, outermost first) of a tuple of loops: remembered per tuple in
+    ``by_identity`` (the forest keeps the tuples alive), one per distinct
+    labels and slots in ``distinct``."""
+    found = by_identity.get(id(loops))
+    if found is not None:
+        return found
     labels = tuple([loop.label for loop in loops])
     slots = tuple([-1 if loop.slot is None else loop.slot for loop in loops])
     info = distinct.get((labels, slots))
     if info is None:
         info = distinct[(labels, slots)] = (labels, slots, dict.fromkeys(labels))
+    by_identity[id(loops)] = info
     return info
 
 
