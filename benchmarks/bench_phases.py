@@ -27,17 +27,17 @@ raised thresholds and the collector disabled (the ``axisflow-opt`` question).
 ``--parts`` prints only the parts of ``classify-axes`` on the forest (read,
 roles, write, free), in process.
 
-Run: ``.venv/bin/python benchmarks/bench_phases.py [--quick] [--profile] [--gc]``
+Run: ``.venv/bin/python benchmarks/bench_phases.py [--quick] [--runs N] [--profile] [--gc] [--parts]``
 or ``... bench_phases.py --parts``
 """
 
 from __future__ import annotations
 
+import argparse
 import cProfile
 import gc
 import io
 import pstats
-import sys
 import tempfile
 import time
 import tracemalloc
@@ -262,11 +262,29 @@ def classify_parts(name: str, text: str, runs: int) -> None:
 
 
 def main() -> None:
-    quick = "--quick" in sys.argv
-    profile = "--profile" in sys.argv
-    with_gc = "--gc" in sys.argv
-    parts_only = "--parts" in sys.argv
-    runs = 1 if quick else 3
+    parser = argparse.ArgumentParser(
+        description="One xdsl-opt run split by phase, in process (issue 17's targets)."
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="a 5k forest and the doubles x2, one run"
+    )
+    parser.add_argument(
+        "--runs", type=int, help="runs per input, the least total printed (default 3)"
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="also the top functions (cProfile)"
+    )
+    parser.add_argument(
+        "--gc", action="store_true", help="also compare the collector's settings"
+    )
+    parser.add_argument(
+        "--parts", action="store_true", help="only the parts of classify-axes"
+    )
+    args = parser.parse_args()
+    if args.runs is not None and args.runs < 1:
+        parser.error(f"--runs must be at least 1, got {args.runs}")
+    quick, profile, with_gc, parts_only = args.quick, args.profile, args.gc, args.parts
+    runs = args.runs or (1 if quick else 3)
     with tempfile.TemporaryDirectory() as tmp:
         forest = Path(tmp) / "forest.mlir"
         forest.write_text(generate(5_000 if quick else 50_000), encoding="utf-8")
@@ -274,7 +292,7 @@ def main() -> None:
             classify_parts(
                 "forest-5k" if quick else "forest-50k",
                 forest.read_text(encoding="utf-8"),
-                1 if quick else 5,
+                args.runs or (1 if quick else 5),
             )
             return
         doubles = parse(DOUBLES.read_text(encoding="utf-8"))
