@@ -347,14 +347,28 @@ def solve_presolvable(pre: Presolve, known: dict[RowVar, Row]) -> dict[RowVar, R
                 return {}
             known[var] = joined
             solved[var] = joined
-    # Keep a value only where its guards are known too; dropping one can
-    # unsettle others, so until nothing changes.
+    # Keep a value only where its guards are known too.
     sources = {var for var, _ in pre.sources if var in known}
-    changed = True
-    while changed:
-        changed = False
-        for (var, _bounds, _gen), guards in zip(pre.order, pre.guards, strict=True):
-            if var in solved and not all(g in solved or g in sources for g in guards):
-                del solved[var]
-                changed = True
+    unsettled = [
+        var
+        for (var, _bounds, _gen), guards in zip(pre.order, pre.guards, strict=True)
+        if var in solved and not all(g in solved or g in sources for g in guards)
+    ]
+    if unsettled:
+        _drop_unsettled(pre, solved, unsettled)
     return solved
+
+
+def _drop_unsettled(
+    pre: Presolve, solved: dict[RowVar, Row], unsettled: list[RowVar]
+) -> None:
+    """Drop ``unsettled`` from ``solved``, and every variable guarded by a
+    dropped one (once each: linear in the guards)."""
+    guarding: dict[RowVar, list[RowVar]] = {}
+    for (var, _bounds, _gen), guards in zip(pre.order, pre.guards, strict=True):
+        for guard in guards:
+            guarding.setdefault(guard, []).append(var)
+    while unsettled:
+        var = unsettled.pop()
+        if solved.pop(var, None) is not None:
+            unsettled.extend(guarding.get(var, ()))
