@@ -80,6 +80,7 @@ BUNDLED = [
     ("csv_ccsd_singles_residual_df", "Κ"),
     ("csv_ccsd_doubles_residual_df", "i"),
     ("legality_cross_iteration", "i"),
+    ("ccsd_doubles_residual_sf", "i"),
 ]
 
 
