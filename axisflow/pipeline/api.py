@@ -49,7 +49,8 @@ from axisflow.pipeline.scheduler import (
     Decisions,
     SchedulingError,
 )
-from axisflow.residual import ResidualError, ResidualLayout, residual_layout
+from axisflow.residual import ResidualError, ResidualLayout
+from axisflow.sequant.forest import expression_layout
 
 if TYPE_CHECKING:
     from axisflow.sequant import Expression, Share
@@ -472,26 +473,6 @@ def _choose_sharing(
     rebuilt.report.unbatched_peak = shared.report.unbatched_peak
     rebuilt.report.unbatched_live = shared.report.unbatched_live
     return rebuilt
-
-
-def expression_layout(expression: Expression) -> ResidualLayout:
-    """The residual of a SeQuant expression: its terms' externals and their
-    reserved operators (``axisflow.residual.residual_layout``)."""
-    from axisflow.residual import Operator, OperatorError
-
-    operators = []
-    for position, term in enumerate(expression.terms):
-        try:
-            operators.append(
-                tuple(Operator.make(o.label, o.bra, o.ket) for o in term.operators)
-            )
-        except OperatorError as error:
-            raise ResidualError(str(error), position) from None
-    return residual_layout(
-        [term.externals() for term in expression.terms],
-        operators,
-        None if expression.result is None else expression.result.indices,
-    )
 
 
 def _term_offset(expression: Expression, error: ResidualError) -> int:

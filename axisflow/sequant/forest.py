@@ -87,6 +87,7 @@ from axisflow.order import (
     split_kind,
 )
 from axisflow.order import parse_extents as _parse_extents
+from axisflow.residual import ResidualError, ResidualLayout, residual_layout
 from axisflow.residual.operators import Operator, OperatorError
 from axisflow.roles.index import Index
 from axisflow.sequant.ordering import batched_size
@@ -665,6 +666,25 @@ def build_forest(
     return forest
 
 
+def expression_layout(expression: Expression) -> ResidualLayout:
+    """The residual of a SeQuant expression: its terms' externals and their
+    reserved operators (``axisflow.residual.residual_layout``). Raises
+    ``ResidualError`` naming the term that does not fit."""
+    operators = []
+    for position, term in enumerate(expression.terms):
+        try:
+            operators.append(
+                tuple(Operator.make(o.label, o.bra, o.ket) for o in term.operators)
+            )
+        except OperatorError as error:
+            raise ResidualError(str(error), position) from None
+    return residual_layout(
+        [term.externals() for term in expression.terms],
+        operators,
+        None if expression.result is None else expression.result.indices,
+    )
+
+
 def _flatten(
     root: _Use,
     tree: int,
@@ -707,4 +727,5 @@ __all__ = [
     "Share",
     "binarize",
     "build_forest",
+    "expression_layout",
 ]
