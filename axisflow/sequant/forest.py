@@ -233,7 +233,18 @@ def parse_extents(text: str) -> dict[str, int]:
         raise PolicyError(str(error)) from None
 
 
-def _resolve_key(name: str, keys: Sequence[str], aliases: Mapping[str, str]) -> str:
+def space_aliases(keys: Iterable[str]) -> dict[str, str]:
+    """The ASCII alias of each space key that has one (``ascii_alias``),
+    mapped to the key."""
+    return {alias: key for key in keys if (alias := ascii_alias(key)) is not None}
+
+
+def resolve_space_key(
+    name: str, keys: Sequence[str], aliases: Mapping[str, str]
+) -> str:
+    """The space key ``name`` stands for: one of ``keys`` (an expression's
+    space keys), or the key of an ASCII alias (``aliases``, from
+    ``space_aliases``). Raises ``PolicyError`` listing the spaces."""
     if name in keys:
         return name
     if name in aliases:
@@ -581,9 +592,9 @@ def build_forest(
         raise PolicyError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     policy = policy or BatchPolicy()
     keys = expression.space_keys()
-    aliases = {alias: key for key in keys if (alias := ascii_alias(key)) is not None}
-    batch_keys = [_resolve_key(k, keys, aliases) for k in policy.spaces]
-    external_keys = {_resolve_key(k, keys, aliases) for k in policy.external}
+    aliases = space_aliases(keys)
+    batch_keys = [resolve_space_key(k, keys, aliases) for k in policy.spaces]
+    external_keys = {resolve_space_key(k, keys, aliases) for k in policy.external}
     if len(set(batch_keys)) != len(batch_keys):
         raise PolicyError(f"an index space is named twice in batch={policy.spaces}")
     extents: dict[str, int] = {}
@@ -593,7 +604,7 @@ def build_forest(
             base, protos = split_kind(key)
         except ExtentError as error:
             raise PolicyError(str(error)) from None
-        base = _resolve_key(base, keys, aliases)
+        base = resolve_space_key(base, keys, aliases)
         if protos is None:
             extents[base] = extent
         else:
@@ -728,4 +739,6 @@ __all__ = [
     "binarize",
     "build_forest",
     "expression_layout",
+    "resolve_space_key",
+    "space_aliases",
 ]
