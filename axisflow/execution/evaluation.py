@@ -37,7 +37,7 @@ from axisflow.pipeline.evaluate import (
 )
 from axisflow.pipeline.guard import DroppedLoop, schedule_never_worse
 from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.schedule import Schedule
+from axisflow.pipeline.schedule import LoopPass, Schedule
 from axisflow.pipeline.scheduler import DEFAULT_MAX_ROUNDS
 from axisflow.residual import ResidualError
 from axisflow.roles.index import Index
@@ -67,13 +67,25 @@ class Evaluation:
     """Loops the never-worse guard left out (``docs/planning.md``)."""
 
     @property
+    def loop_passes(self) -> int:
+        """The loop passes of the schedule run (0 when unbatched)."""
+        if self.schedule is None:
+            return 0
+        return sum(1 for item, _ in self.schedule.walk() if isinstance(item, LoopPass))
+
+    @property
     def labels(self) -> tuple[str, ...]:
         """The residual's axes as text (``("i_1", "i_2", "a_1", "a_2")``)."""
         return tuple(str(mode) for mode in self.modes)
 
 
 def _check_arguments(
-    batch: object, block: object, order: object, share: object, memory_limit: object
+    batch: object,
+    block: object,
+    order: object,
+    share: object,
+    flags: Mapping[str, object],
+    memory_limit: object,
 ) -> None:
     if not isinstance(batch, str) and not (
         isinstance(batch, Iterable) and all(isinstance(key, str) for key in batch)
@@ -90,6 +102,9 @@ def _check_arguments(
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     if share not in SHARES:
         raise ValueError(f"share must be one of {', '.join(SHARES)}, got {share!r}")
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False, got {flag!r}")
     if memory_limit is not None:
         check_count("memory_limit", memory_limit)
 
@@ -104,6 +119,7 @@ def evaluate_expression(
     order: Order = "flops",
     share: Share = "forest",
     assume_symmetric: bool = False,
+    never_worse: bool = True,
     memory_limit: int | None = None,
 ) -> Evaluation:
     """The residual of ``expression`` (SeQuant text or a parsed
@@ -119,6 +135,9 @@ def evaluate_expression(
     ``order``: each product's contraction order (``flops``, ``memory`` or
     ``file``); ``share``: ``forest`` or ``tree`` (``axisflow.sequant``).
     ``assume_symmetric``: skip the proto-symmetry check of the inputs.
+    ``never_worse``: drop the loops that would raise the peak above the
+    unbatched evaluation (``docs/planning.md``); ``False`` runs the
+    schedule of the policy as classified, every loop kept.
     ``memory_limit``: bytes the evaluation may hold (``None``: 2 GiB).
 
     Raises ``InputError`` for inputs that do not fit (naming the input,
@@ -128,7 +147,8 @@ def evaluate_expression(
     """
     if isinstance(batch, Iterable) and not isinstance(batch, str):
         batch = tuple(batch)  # a generator is read once, by the check and after
-    _check_arguments(batch, block, order, share, memory_limit)
+    flags = {"assume_symmetric": assume_symmetric, "never_worse": never_worse}
+    _check_arguments(batch, block, order, share, flags, memory_limit)
     if isinstance(expression, str):
         expression = parse(expression)
     elif not isinstance(expression, Expression):
@@ -151,7 +171,8 @@ def evaluate_expression(
         expression, batch, extents=checked.extents, order=order, share=share
     )
     sizing = Sizing(forest, checked.extents)
-    what = f"evaluating {len(expression.terms)} terms"
+    count = len(expression.terms)
+    what = f"evaluating {count} term{'' if count == 1 else 's'}"
     if not batch:
         check_memory(forest, sizing, what, memory_limit)
         results = evaluate_forest(forest, checked.leaf_arrays(forest))
@@ -164,6 +185,7 @@ def evaluate_expression(
         max_rounds=DEFAULT_MAX_ROUNDS,
         extents=checked.extents,
         residual=layout,
+        enabled=never_worse,
     )
     scheduled = guarded.forest
     sizing = Sizing(scheduled, checked.extents)

@@ -55,6 +55,7 @@ from __future__ import annotations
 import itertools
 import os
 import unicodedata
+import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -66,7 +67,7 @@ from numpy.typing import NDArray
 
 from axisflow.forest.frames import canonical_renaming, expand_modes, proto_ties
 from axisflow.forest.model import Forest
-from axisflow.numerals import NumeralError, check_count
+from axisflow.numerals import check_count
 from axisflow.order.extents import ExtentError, split_kind
 from axisflow.roles.index import Index
 from axisflow.sequant.forest import (
@@ -75,7 +76,7 @@ from axisflow.sequant.forest import (
     resolve_space_key,
     space_aliases,
 )
-from axisflow.sequant.syntax import Expression, Tensor, parse
+from axisflow.sequant.syntax import Expression, SequantError, Tensor, parse
 
 Array = NDArray[np.float64]
 
@@ -247,6 +248,10 @@ def _opened(inputs: object) -> Iterator[tuple[Mapping[str, object], bool]]:
     if not path.exists():
         raise InputError(f"inputs: no such file or directory: {str(path)!r}")
     if path.suffix == ".npz" and path.is_file():
+        if not zipfile.is_zipfile(path):
+            raise InputError(
+                f"inputs: {str(path)!r} is not a .npz file (no zip archive)"
+            )
         try:
             archive = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as error:
@@ -281,10 +286,6 @@ def _as_array(name: str, value: object) -> ArrayLike:
             f"array-like), got {type(value).__name__}"
         )
     return array
-
-
-def _normal_key(text: str) -> str:
-    return "".join(_nfc(text).split())
 
 
 # --------------------------------------------------------------------------
@@ -412,10 +413,7 @@ def _given_extents(
         for key, extent in extents.items():
             if not isinstance(key, str):
                 raise TypeError(f"extents keys must be space keys (str), got {key!r}")
-            try:
-                check_count(f"extents[{key!r}]", extent)
-            except NumeralError as error:
-                raise PolicyError(str(error)) from None
+            check_count(f"extents[{key!r}]", extent)
             parsed[key] = int(extent)
     else:
         raise TypeError(
@@ -435,6 +433,33 @@ def _given_extents(
     return resolved
 
 
+def _spelled(name: str) -> tuple[str, str]:
+    """What a name given for an input stands for: ``("label", label)``, or
+    the tensor it spells as ``("key", exact or short key)`` (any ordinals;
+    without ordinals, the short key; groups and symmetry as SeQuant reads
+    them), or ``("unknown", name)``."""
+    text = "".join(_nfc(name).split())
+    if "{" not in text:
+        return "label", text
+    try:
+        expression = parse(text)
+    except SequantError:
+        return "unknown", text
+    terms = expression.terms
+    if (
+        len(terms) != 1
+        or len(terms[0].tensors) != 1
+        or terms[0].operators
+        or terms[0].coefficient != 1
+    ):
+        return "unknown", text
+    tensor = terms[0].tensors[0]
+    if all(i.ordinal is not None for i in expand_modes(tensor.indices)):
+        return "key", signature_of(tensor)[0].exact_key
+    stripped = [_stripped(i) for i in tensor.indices]
+    return "key", _written(tensor.label, tensor.layout, stripped)
+
+
 def _match(
     signatures: Sequence[InputSignature],
     keys: Mapping[str, str],
@@ -442,20 +467,19 @@ def _match(
     from_store: bool,
 ) -> dict[str, ArrayLike]:
     """Each input's array (by exact key), from the names given."""
-    names: dict[str, list[InputSignature]] = {}
+    spellings: dict[tuple[str, str], list[InputSignature]] = {}
     for signature in signatures:
-        for name in {signature.exact_key, keys[signature.exact_key]}:
-            names.setdefault(name, []).append(signature)
-    shorts: dict[str, list[InputSignature]] = {}
-    labels: dict[str, list[InputSignature]] = {}
-    for signature in signatures:
-        shorts.setdefault(signature.short_key, []).append(signature)
-        labels.setdefault(signature.label, []).append(signature)
+        for spelling in {
+            ("key", signature.exact_key),
+            ("key", signature.short_key),
+            ("label", signature.label),
+        }:
+            spellings.setdefault(spelling, []).append(signature)
     arrays: dict[str, ArrayLike] = {}
     given_as: dict[str, str] = {}
     for name in given:
-        wanted = _normal_key(name)
-        found = names.get(wanted) or labels.get(wanted) or shorts.get(wanted)
+        kind, spelling = _spelled(name)
+        found = spellings.get((kind, spelling), [])
         if not found:
             if from_store:
                 continue
@@ -466,7 +490,6 @@ def _match(
             )
         if len(found) > 1:
             which = ", ".join(keys[s.exact_key] for s in found)
-            kind = "label" if wanted in labels else "key"
             raise InputError(
                 f"inputs[{name!r}]: the {kind} names {len(found)} inputs "
                 f"({which}); give one array per input, by its key"
@@ -480,14 +503,13 @@ def _match(
             )
         given_as[signature.exact_key] = name
         arrays[signature.exact_key] = _as_array(name, given[name])
-    missing = [keys[s.exact_key] for s in signatures if s.exact_key not in arrays]
+    missing = [
+        f"{keys[s.exact_key]} (axes {', '.join(map(str, s.modes))})"
+        for s in signatures
+        if s.exact_key not in arrays
+    ]
     if missing:
-        axes = "; ".join(
-            f"{keys[s.exact_key]} with axes ({', '.join(map(str, s.modes))})"
-            for s in signatures
-            if s.exact_key not in arrays
-        )
-        raise InputError(f"no array given for {', '.join(missing)} ({axes})")
+        raise InputError(f"no array given for {', '.join(missing)}")
     for signature in signatures:
         _check_dtype(keys[signature.exact_key], arrays[signature.exact_key])
     return arrays
