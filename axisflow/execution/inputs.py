@@ -60,7 +60,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 from numpy.typing import NDArray
@@ -672,19 +672,30 @@ def _carries(index: Index, proto: Index) -> bool:
 
 def _project(array: ArrayLike, kept: Sequence[int]) -> Array:
     """``array`` with every axis not in ``kept`` contracted with a random
-    standard-normal vector (seeded): the kept axes remain, in order."""
+    standard-normal vector (seeded): the kept axes remain, in order. A Dask
+    array (a Zarr array is read as one) is reduced chunk by chunk."""
     rng = np.random.default_rng(_PROJECTION_SEED)
-    data: object = array
+    data: Any = array  # NumPy, or Dask through NumPy's dispatch
     if type(array).__module__.startswith("zarr"):
         import dask.array
 
-        data = dask.array.from_zarr(array)  # type: ignore[arg-type]
+        data = dask.array.from_zarr(data)
     shape = tuple(int(n) for n in array.shape)
     vectors = {
         axis: rng.standard_normal(shape[axis])
         for axis in range(len(shape))
         if axis not in kept
     }
-    for axis in sorted(vectors, reverse=True):
-        data = np.tensordot(data, vectors[axis], axes=([axis], [0]))  # type: ignore[arg-type]
+    # Leading axes first and trailing ones next: contracting an outer axis of
+    # a C-ordered array is a matrix-vector product on the array as it is
+    # (no transposed copy); axes between kept ones last.
+    axes = list(range(len(shape)))  # the original axis of each current axis
+    while axes and axes[0] in vectors:
+        data = np.tensordot(vectors[axes.pop(0)], data, axes=([0], [0]))
+    while axes and axes[-1] in vectors:
+        data = np.tensordot(data, vectors[axes.pop()], axes=([len(axes)], [0]))
+    for position in reversed(range(len(axes))):
+        if axes[position] in vectors:
+            vector = vectors[axes.pop(position)]
+            data = np.tensordot(data, vector, axes=([position], [0]))
     return np.asarray(data, dtype=np.float64)
