@@ -46,9 +46,12 @@ from fractions import Fraction
 from typing import Literal
 
 from axisflow.forest.model import Forest, Value
-from axisflow.pipeline.assemble import AssemblyError, root_axes
-from axisflow.pipeline.memory import Sizing, residual_name
-from axisflow.pipeline.schedule import (
+from axisflow.residual import OperatorError
+from axisflow.residual.operators import axis_permutation
+from axisflow.roles.index import Index
+from axisflow.scheduling.assemble import AssemblyError, root_axes
+from axisflow.scheduling.memory import Sizing, residual_name
+from axisflow.scheduling.schedule import (
     Apply,
     Buffer,
     Build,
@@ -61,9 +64,6 @@ from axisflow.pipeline.schedule import (
     Write,
     loop_extents,
 )
-from axisflow.residual import OperatorError
-from axisflow.residual.operators import axis_permutation
-from axisflow.roles.index import Index
 
 
 class LoweringError(ValueError):

@@ -26,15 +26,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from axisflow.forest.model import Forest, Value
-from axisflow.pipeline.assemble import assemble_residual, root_axes, schedule_layout
-from axisflow.pipeline.contraction import (
+from axisflow.residual import apply_operators
+from axisflow.roles.index import Index
+from axisflow.scheduling.assemble import assemble_residual, root_axes, schedule_layout
+from axisflow.scheduling.contraction import (
     DEFAULT_MEMORY_LIMIT,
     Contraction,
     EvaluationMemoryError,
     MemoryGuard,
 )
-from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.schedule import (
+from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.schedule import (
     Apply,
     Bind,
     Buffer,
@@ -48,8 +50,6 @@ from axisflow.pipeline.schedule import (
     Write,
     loop_extents,
 )
-from axisflow.residual import apply_operators
-from axisflow.roles.index import Index
 
 Array = NDArray[np.float64]
 
@@ -90,7 +90,7 @@ def random_inputs(forest: Forest, sizing: Sizing, seed: int = 0) -> dict[str, Ar
 
 
 class _Contractions:
-    """Each value's compiled einsum (``pipeline.contraction``), made once."""
+    """Each value's compiled einsum (``scheduling.contraction``), made once."""
 
     def __init__(self) -> None:
         self.compiled: dict[str, Contraction] = {}

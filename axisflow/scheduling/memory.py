@@ -36,7 +36,9 @@ from axisflow.forest.model import Forest, Value, topological_order
 from axisflow.numerals import check_count
 from axisflow.order.extents import DEFAULT_EXTENT as DEFAULT_EXTENT
 from axisflow.order.extents import Extents, split_kind
-from axisflow.pipeline.schedule import (
+from axisflow.residual import ResidualLayout
+from axisflow.roles.index import Index
+from axisflow.scheduling.schedule import (
     Apply,
     Bind,
     Buffer,
@@ -48,8 +50,6 @@ from axisflow.pipeline.schedule import (
     Schedule,
     Write,
 )
-from axisflow.residual import ResidualLayout
-from axisflow.roles.index import Index
 
 DEFAULT_ELEM = 8
 """Element size in bytes when no space declares one."""

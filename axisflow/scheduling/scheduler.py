@@ -66,8 +66,11 @@ from axisflow.forest.model import (
     readers_of,
     topological_order,
 )
-from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.schedule import (
+from axisflow.residual import ResidualLayout
+from axisflow.roles.decision import LoopRole
+from axisflow.roles.index import Index
+from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.schedule import (
     Apply,
     Bind,
     Buffer,
@@ -80,9 +83,6 @@ from axisflow.pipeline.schedule import (
     Write,
     check_schedule,
 )
-from axisflow.residual import ResidualLayout
-from axisflow.roles.decision import LoopRole
-from axisflow.roles.index import Index
 
 DEFAULT_MAX_ROUNDS = 16
 """Bound on scheduling rounds (each round after the first follows a demotion)."""
