@@ -46,7 +46,7 @@ pass, and rebuilding the forest model each time cost more than the pass that
 made the schedule, which checks it already. The ``check-schedules`` pass
 (``axisflow.dialects.sched_model.check_schedule_op``) checks a schedule
 written or edited by hand against its forest
-(``axisflow.scheduling.schedule.check_schedule``, and every ``bytes`` against
+(``axisflow.scheduling.check.check_schedule``, and every ``bytes`` against
 the forest's sizes), reporting at the offending op.
 
 The schedule model (``axisflow.scheduling.schedule``) converts to and from

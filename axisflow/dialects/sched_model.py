@@ -36,12 +36,13 @@ from axisflow.dialects.sched import (
 )
 from axisflow.forest.model import ModelError
 from axisflow.scheduling import schedule as model
+from axisflow.scheduling.check import check_schedule
 from axisflow.scheduling.memory import Sizing
 
 
 def check_schedule_op(op: ScheduleOp) -> None:
     """The deep check of a schedule against its forest: the rules of
-    ``axisflow.scheduling.schedule.check_schedule`` and every ``bytes`` against
+    ``axisflow.scheduling.check.check_schedule`` and every ``bytes`` against
     the forest's sizes. Builds the forest model; raises ``VerifyException`` at
     the first offending op. ``schedule-batches`` checks what it makes, so
     this is for schedules written or edited by hand (``check-schedules``)."""
@@ -54,7 +55,7 @@ def check_schedule_op(op: ScheduleOp) -> None:
         message = f"sched.schedule: the forest cannot be scheduled: {error}"
         op.emit_error(message, VerifyException(message))
     schedule, origin = schedule_from_op(op)
-    for problem in model.check_schedule(forest_info, schedule):
+    for problem in check_schedule(forest_info, schedule):
         where = op if problem.item is None else origin[id(problem.item)]
         message = f"{where.name}: {problem.message}"
         where.emit_error(message, VerifyException(message))

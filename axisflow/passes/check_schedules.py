@@ -3,7 +3,7 @@
 The ``sched.schedule`` verifier (run by xdsl-opt after parsing and after
 every pass) checks structure only; this pass runs the deep check of
 ``axisflow.dialects.sched_model.check_schedule_op``: the scheduling rules of
-``axisflow.scheduling.schedule.check_schedule`` and every declared ``bytes``
+``axisflow.scheduling.check.check_schedule`` and every declared ``bytes``
 against the forest's sizes. Use it on schedules written or edited by hand
 (``xdsl-opt -p check-schedules file.mlir``); a broken rule is reported at the
 op that breaks it. The IR is not changed.

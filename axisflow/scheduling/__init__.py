@@ -1,8 +1,8 @@
 """Scheduling, pure (no xDSL): the schedule model and its rules, the
 scheduler, memory accounting, the NumPy evaluator and the never-worse guard.
 
-* ``schedule``: the schedule model (``Schedule``, its items) and
-  ``check_schedule``, the rules a valid schedule keeps;
+* ``schedule``: the schedule model (``Schedule``, its items);
+  ``check``: ``check_schedule``, the rules a valid schedule keeps;
 * ``walker``: the one walk over a schedule, its scope stack and storage
   rules, which the checker, the memory accounting, the evaluator and the
   lowering plan are clients of;

@@ -69,6 +69,7 @@ from axisflow.forest.model import (
 from axisflow.residual import ResidualLayout
 from axisflow.roles.decision import LoopRole
 from axisflow.roles.index import Index
+from axisflow.scheduling.check import check_schedule
 from axisflow.scheduling.memory import Sizing
 from axisflow.scheduling.schedule import (
     Apply,
@@ -81,7 +82,6 @@ from axisflow.scheduling.schedule import (
     Residual,
     Schedule,
     Write,
-    check_schedule,
 )
 
 DEFAULT_MAX_ROUNDS = 16

@@ -19,6 +19,8 @@ PURE = [
     "forest/builder.py",
     "scheduling/__init__.py",
     "scheduling/schedule.py",
+    "scheduling/walker.py",
+    "scheduling/check.py",
     "scheduling/scheduler.py",
     "scheduling/memory.py",
     "scheduling/evaluate.py",

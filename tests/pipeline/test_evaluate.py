@@ -13,6 +13,7 @@ from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest, Value
 from axisflow.passes.classify_axes import classify_forest
 from axisflow.scheduling import evaluate
+from axisflow.scheduling.check import check_schedule
 from axisflow.scheduling.evaluate import (
     TOLERANCE,
     Array,
@@ -28,7 +29,6 @@ from axisflow.scheduling.schedule import (
     LoopPass,
     Schedule,
     Write,
-    check_schedule,
 )
 from axisflow.scheduling.scheduler import schedule_forest
 from tests.conftest import example, only_forest

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest, Site
 from axisflow.pipeline import schedule_expression
+from axisflow.scheduling.check import check_schedule
 from axisflow.scheduling.evaluate import (
     TOLERANCE,
     compare,
@@ -25,7 +26,6 @@ from axisflow.scheduling.guard import (
     schedule_never_worse,
 )
 from axisflow.scheduling.memory import Sizing, memory_report
-from axisflow.scheduling.schedule import check_schedule
 from axisflow.sequant import parse
 from tests.conftest import EXAMPLES
 from tests.einsum_oracle import forest_inputs, oracle_residual

@@ -15,9 +15,9 @@ from axisflow.forest.builder import (
     use,
 )
 from axisflow.forest.model import Forest
+from axisflow.scheduling.check import check_schedule
 from axisflow.scheduling.evaluate import compare
 from axisflow.scheduling.memory import memory_report
-from axisflow.scheduling.schedule import check_schedule
 from axisflow.scheduling.scheduler import schedule_forest
 
 POOL = ["i_1", "i_2", "a_1", "a_2", "k_1"]

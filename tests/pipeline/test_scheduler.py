@@ -15,6 +15,7 @@ from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest, ModelError
 from axisflow.passes.classify_axes import classify_forest
 from axisflow.roles import Index
+from axisflow.scheduling.check import check_schedule
 from axisflow.scheduling.memory import Sizing
 from axisflow.scheduling.schedule import (
     Bind,
@@ -25,7 +26,6 @@ from axisflow.scheduling.schedule import (
     Output,
     Schedule,
     Write,
-    check_schedule,
 )
 from axisflow.scheduling.scheduler import (
     Disposition,

@@ -10,6 +10,7 @@ from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest
 from axisflow.residual import Operator, OperatorGroup, ResidualLayout
 from axisflow.roles.index import Index
+from axisflow.scheduling.check import check_schedule
 from axisflow.scheduling.memory import Sizing
 from axisflow.scheduling.schedule import (
     Apply,
@@ -21,7 +22,6 @@ from axisflow.scheduling.schedule import (
     Residual,
     Schedule,
     Write,
-    check_schedule,
 )
 from axisflow.scheduling.scheduler import Disposition, schedule_forest
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest
 from axisflow.roles.decision import LoopRole
-from axisflow.scheduling.schedule import Item, LoopPass, check_schedule
+from axisflow.scheduling.check import check_schedule
+from axisflow.scheduling.schedule import Item, LoopPass
 from axisflow.scheduling.scheduler import Disposition, schedule_forest
 
 Outline = list[object]

@@ -9,6 +9,7 @@ import pytest
 from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest
 from axisflow.roles import Index
+from axisflow.scheduling.check import check_schedule
 from axisflow.scheduling.memory import Sizing
 from axisflow.scheduling.schedule import (
     Bind,
@@ -19,7 +20,6 @@ from axisflow.scheduling.schedule import (
     Output,
     Schedule,
     Write,
-    check_schedule,
 )
 from axisflow.scheduling.scheduler import (
     Disposition,
