@@ -54,39 +54,44 @@ the body once.
   commits the write (the piece leaves its scope; the buffer's writer is
   set).
 * ``residual_write(write, piece)`` (``Write(into=g)``): ``take(piece)``
-  commits it; ``group(g)`` is the open group, if any.
+  commits it; ``groups`` holds every group opened, and whether it closed.
 * ``output(output)``; ``residual(residual)`` (the walker opens the group
   when the hook returns); ``apply(apply)`` (``close_group`` commits it).
 * ``unreadable(item, name, buffer)``: ``read`` failed (``buffer``: the
   incomplete buffer it found, or ``None``: the name is in no open scope).
-  The default raises ``UnreadableError``; a client raises its own error or
-  records the problem, and ``read`` then returns ``None``.
+  The default raises ``BrokenScheduleError``; a client raises its own error
+  or records the problem, and ``read`` then returns ``None``.
 
 ``walk(items)`` visits one list of items; a client may extend it to act
 between items (the lowering frees storage after its last mention), as long
-as it visits every item once, in order.
+as it visits every item once, in order. Besides ``read``, the hooks may ask
+``find`` (the lookup without the completion rule: the memory accounting
+measures any schedule, also a broken one), ``allocated`` (a buffer of a
+value in an open scope), ``in_loop``, ``open_loops`` and ``loops_left``
+(the passes a write into a buffer leaves).
 
 What the walker guarantees
 --------------------------
 * Items are visited in program order, exactly one hook per item; every
   ``visit_body`` opens a scope and closes it when the body is done.
 * Reads, writes and completion follow the rules above, whatever the
-  client: a client cannot read a buffer before its pass closed, nor write
-  a piece into a buffer of its own scope.
+  client: ``read`` never gives a buffer before its pass closed, and a
+  write is only ever offered a buffer of an enclosing scope.
 * Every operation costs at most the depth of the open scopes; a pass's
   closing completes the buffers it wrote in time proportional to their
   number (no scan of the buffers made so far: a client that visits bodies
   per block stays linear in the blocks).
 
-A task-per-block executor (issue 27) is one more client: its ``loop`` hook
-visits the body once per block of an outer batch loop with ``P`` and ``B``
-as task keys; ``fill`` records one block's contribution to a buffer, and
-the pass's closing is the point after which a read depends on every block.
+A task-per-block executor (one task per block of the outer batch loops) is
+one more client: its ``loop`` hook visits the body once per block of an
+outer loop with ``P`` and ``B`` as task keys; ``fill`` records one block's
+contribution to a buffer, and the pass's closing is the point after which a
+read of the buffer depends on every block's task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -108,9 +113,9 @@ B = TypeVar("B")
 """What a client keeps with a buffer."""
 
 
-class UnreadableError(ValueError):
-    """A read the schedule does not make available (the default of
-    ``ScheduleWalker.unreadable``)."""
+class BrokenScheduleError(ValueError):
+    """A schedule that breaks a storage rule, met by a client that trusts it
+    to be valid (``check_schedule`` names every broken rule)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -190,7 +195,7 @@ class ScheduleWalker(Generic[P, B]):
 
     # -- traversal ---------------------------------------------------------
 
-    def walk(self, items: Iterable[Item]) -> None:
+    def walk(self, items: Sequence[Item]) -> None:
         """Visit ``items`` in order."""
         for item in items:
             self.visit(item)
@@ -267,10 +272,10 @@ class ScheduleWalker(Generic[P, B]):
         """``item`` reads ``name``, which is in no open scope (``buffer`` is
         ``None``) or whose buffer is not complete."""
         if buffer is None:
-            raise UnreadableError(
+            raise BrokenScheduleError(
                 f"{reader(item)} reads @{name}, which is not available here"
             )
-        raise UnreadableError(
+        raise BrokenScheduleError(
             f"{reader(item)} reads @{name} before the loop producing it closed"
         )
 
@@ -280,17 +285,27 @@ class ScheduleWalker(Generic[P, B]):
         """What ``item`` reads of ``name``: its piece or complete buffer in
         the innermost scope that has either, or ``None`` once
         ``unreadable`` has been told."""
+        found = self.find(name)
+        if found is None:
+            self.unreadable(item, name, None)
+            return None
+        if isinstance(found, BufferState) and not found.complete:
+            self.unreadable(item, name, found)
+            return None
+        return found
+
+    def find(self, name: str) -> Piece[P] | BufferState[B] | None:
+        """Where ``name`` is stored: its piece or buffer in the innermost
+        scope that has either, complete or not. ``read`` is this with the
+        rule of completion; the memory accounting, which measures any
+        schedule (also one that breaks the rules), looks up with ``find``."""
         for scope in reversed(self.scopes):
             piece = scope.pieces.get(name)
             if piece is not None:
                 return piece
             buffer = scope.buffers.get(name)
             if buffer is not None:
-                if buffer.complete:
-                    return buffer
-                self.unreadable(item, name, buffer)
-                return None
-        self.unreadable(item, name, None)
+                return buffer
         return None
 
     def keep_piece(self, build: Build, data: P) -> Piece[P]:
@@ -322,14 +337,12 @@ class ScheduleWalker(Generic[P, B]):
         """Commit a residual write: the piece leaves its scope."""
         del self.scopes[-1].pieces[piece.build.value]
 
-    def group(self, number: int) -> Group | None:
-        """Residual group ``number`` while it is open."""
-        group = self.groups.get(number)
-        return None if group is None or group.applied else group
-
     def close_group(self, number: int) -> None:
-        """Commit an operator step: group ``number`` closes."""
-        self.groups[number].applied = True
+        """Commit an operator step: group ``number`` closes (if it was
+        opened)."""
+        group = self.groups.get(number)
+        if group is not None:
+            group.applied = True
 
     # -- where the walk is -------------------------------------------------
 
