@@ -278,7 +278,7 @@ class _Planner(ScheduleWalker[int, int]):
         """The tensors the item list being visited allocated, by value."""
         self.inputs: dict[str, int] = {}
         self.blocks: dict[int, int] = {}
-        self.memo: dict[int, frozenset[str]] = {}
+        self.memo: dict[int, tuple[str, ...]] = {}
         self.outputs: dict[str, int] = {}
         self.residual_modes: tuple[Index, ...] = schedule.residual_modes() or ()
         self.residuals: dict[int, int] = {}
@@ -346,21 +346,25 @@ class _Planner(ScheduleWalker[int, int]):
         self.tensors.append(tensor)
         return tensor
 
-    def mentions(self, item: Item) -> frozenset[str]:
-        """Every value an item (with its body) builds, writes or reads."""
+    def mentions(self, item: Item) -> tuple[str, ...]:
+        """Every value an item (with its body) builds, writes or reads, each
+        once, in the order of first mention (the order the frees after it
+        are emitted in: a set's order would change from run to run)."""
         found = self.memo.get(id(item))
         if found is not None:
             return found
-        names: set[str] = set()
+        names: dict[str, None] = {}
         if isinstance(item, LoopPass):
             for child in item.body:
-                names |= self.mentions(child)
+                names.update(dict.fromkeys(self.mentions(child)))
         elif isinstance(item, Build):
-            names.add(item.value)
-            names.update(f.value for f in self.forest.values[item.value].factors)
+            names[item.value] = None
+            names.update(
+                dict.fromkeys(f.value for f in self.forest.values[item.value].factors)
+            )
         elif isinstance(item, Buffer | Write | Output) and item.value is not None:
-            names.add(item.value)  # a buffer, write or output
-        found = self.memo[id(item)] = frozenset(names)
+            names[item.value] = None  # a buffer, write or output
+        found = self.memo[id(item)] = tuple(names)
         return found
 
     # -- the walk ----------------------------------------------------------
