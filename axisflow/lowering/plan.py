@@ -34,6 +34,12 @@ is decided here, with plain integers:
   last reads each storage object (a piece or buffer is freed right after the
   last item of its own body that mentions it).
 
+The planner is a client of the schedule walker (``axisflow.scheduling.walker``):
+where a piece or buffer lives and which buffer a write fills are the
+walker's rules, the same the checker, the memory accounting and the
+evaluator follow; the planner visits each loop body once per static block
+size.
+
 Pure (no xDSL). ``LoweringError`` names what cannot be lowered: a space
 without extent, a tensor larger than a memref can index.
 """
