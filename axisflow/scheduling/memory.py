@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from axisflow.forest.model import Forest, Value, topological_order
@@ -220,9 +220,11 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
         self.loop_starts: list[int] = []
         self.position = 0
 
-    def visit(self, item: Item) -> None:
-        self.position += 1
-        super().visit(item)
+    def walk(self, items: Sequence[Item]) -> None:
+        visit = self.visit
+        for item in items:
+            self.position += 1
+            visit(item)
 
     def touch(self, group: int) -> None:
         """A residual is live from its first write (from the start of the
@@ -250,8 +252,11 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
 
     def build(self, build: Build) -> None:
         value = self.forest.values[build.value]
+        find, position = self.find, self.position
         for factor in value.factors:
-            self.read_until_now(factor.value)
+            stored = find(factor.value)  # inputs are stored nowhere
+            if stored is not None:
+                stored.data.end = position
         kind = "piece" if self.in_loop else "value"
         size = self.sizing.bytes(value, build.slices, self.blocks)
         life = Lifetime(build.value, kind, size, self.position, self.position)
