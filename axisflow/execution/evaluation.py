@@ -4,7 +4,7 @@ Pure Python and NumPy, no xDSL. ``evaluate_expression`` reads and checks
 the inputs (``axisflow.execution.inputs``), builds the forest with the
 frontend (``axisflow.sequant.to_model``) at the extents the inputs give,
 and computes the residual with the NumPy reference evaluator
-(``axisflow.pipeline.evaluate``): unbatched (every value once, whole), or,
+(``axisflow.scheduling.evaluate``): unbatched (every value once, whole), or,
 with ``batch``, through the schedule of that policy (classified, scheduled
 and guarded as ``axisflow plan`` does), block by block. Either way the
 terms are assembled into the expression's residual and its ``Ŝ``/``Â``/
@@ -27,20 +27,20 @@ from axisflow.forest.model import Forest
 from axisflow.forest.roles import classify
 from axisflow.numerals import check_count
 from axisflow.order import ORDERS, Order
-from axisflow.pipeline.assemble import assemble_residual
-from axisflow.pipeline.contraction import MemoryGuard
-from axisflow.pipeline.evaluate import (
+from axisflow.residual import ResidualError
+from axisflow.roles.index import Index
+from axisflow.scheduling.assemble import assemble_residual
+from axisflow.scheduling.contraction import MemoryGuard
+from axisflow.scheduling.evaluate import (
     check_memory,
     evaluate_forest,
     input_bytes,
     run_residual,
 )
-from axisflow.pipeline.guard import DroppedLoop, schedule_never_worse
-from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.schedule import LoopPass, Schedule
-from axisflow.pipeline.scheduler import DEFAULT_MAX_ROUNDS
-from axisflow.residual import ResidualError
-from axisflow.roles.index import Index
+from axisflow.scheduling.guard import DroppedLoop, schedule_never_worse
+from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.schedule import LoopPass, Schedule
+from axisflow.scheduling.scheduler import DEFAULT_MAX_ROUNDS
 from axisflow.sequant import Expression, Share, expression_layout, parse, to_model
 from axisflow.sequant.forest import SHARES
 

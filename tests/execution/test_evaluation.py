@@ -12,8 +12,8 @@ from axisflow.execution import (
     input_keys,
     input_signatures,
 )
-from axisflow.pipeline.contraction import EvaluationMemoryError
-from axisflow.pipeline.evaluate import relative_difference
+from axisflow.scheduling.contraction import EvaluationMemoryError
+from axisflow.scheduling.evaluate import relative_difference
 from axisflow.sequant import PolicyError, SequantError, parse
 from tests.conftest import EXAMPLES
 from tests.einsum_oracle import oracle_inputs, oracle_residual
