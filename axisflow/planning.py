@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from axisflow.numerals import significant
 from axisflow.order import ORDERS, Order
 from axisflow.pipeline.memory import (
     Lifetime,
@@ -192,7 +193,7 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
     rows = [
         (
             p.label,
-            f"{p.flops:.3g}",
+            significant(p.flops, 3),
             _sharing(p),
             format_bytes(p.unbatched_peak),
             format_bytes(p.scheduled_peak),

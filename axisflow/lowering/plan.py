@@ -47,7 +47,7 @@ from typing import Literal
 
 from axisflow.forest.model import Forest, Value
 from axisflow.pipeline.assemble import AssemblyError, root_axes
-from axisflow.pipeline.memory import Sizing, residual_name
+from axisflow.pipeline.memory import Sizing, format_count, residual_name
 from axisflow.pipeline.schedule import (
     Apply,
     Buffer,
@@ -333,7 +333,7 @@ class _Planner:
             elements *= extent
         if elements > MAX_ELEMENTS:
             raise LoweringError(
-                f"@{name} would be a memref of {elements:.3e} elements "
+                f"@{name} would be a memref of {format_count(elements)} elements "
                 f"({'x'.join(map(str, shape))} over {' '.join(map(str, modes))}): "
                 "more than a memref can index (2^63 - 1); lower at smaller extents"
             )
