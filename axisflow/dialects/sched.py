@@ -78,7 +78,7 @@ from xdsl.utils.exceptions import VerifyException
 from axisflow.dialects.batch import ForestOp, IndexAttr, TextAttr
 from axisflow.dialects.batch_model import forest_model
 from axisflow.dialects.fast_verify import FastVerifiedOp
-from axisflow.dialects.integers import count_attr, count_value
+from axisflow.dialects.integers import count_attr, count_value, parse_int
 from axisflow.dialects.keywords import reject_unknown_keyword
 from axisflow.dialects.labels import (
     parse_index,
@@ -146,9 +146,7 @@ def _parse_binds(parser: Parser) -> list[model.Bind]:
     while True:
         mode = parse_index(parser)
         parser.parse_punctuation(":", " after a mode (mode:instance)")
-        instance = parser.parse_integer(
-            allow_boolean=False, allow_negative=False, context_msg=" (loop instance)"
-        )
+        instance = parse_int(parser, "a loop instance", allow_negative=False)
         binds.append(model.Bind(mode, instance))
         if parser.parse_optional_punctuation(",") is None:
             parser.parse_punctuation("]", " to close the list")
@@ -165,15 +163,13 @@ def _print_binds(printer: Printer, keyword: str, binds: ArrayAttr[BindAttr]) -> 
 def _parse_int_list(parser: Parser) -> list[int]:
     return parser.parse_comma_separated_list(
         parser.Delimiter.SQUARE,
-        lambda: parser.parse_integer(allow_boolean=False, allow_negative=False),
+        lambda: parse_int(parser, "a demoted instance", allow_negative=False),
     )
 
 
 def _parse_bytes(parser: Parser) -> int:
     parser.parse_keyword("bytes")
-    return parser.parse_integer(
-        allow_boolean=False, allow_negative=False, context_msg=" (size in bytes)"
-    )
+    return parse_int(parser, "a size in bytes", None, allow_negative=False)
 
 
 def _symbol(op_value: FlatSymbolRefAttr) -> str:
@@ -367,7 +363,7 @@ class _WriteOp(FastVerifiedOp):
         value = parser.parse_symbol_name().data
         into = tree = None
         if parser.parse_optional_keyword("into") is not None:
-            into = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            into = parse_int(parser, "a residual group", None, allow_negative=False)
             parser.parse_keyword("for")
             tree = parser.parse_symbol_name().data
         op = cls(value, into, tree)
@@ -443,7 +439,7 @@ class OutputOp(FastVerifiedOp):
             value = parser.parse_symbol_name().data
         into = None
         if parser.parse_optional_keyword("into") is not None:
-            into = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            into = parse_int(parser, "sched.output group", None, allow_negative=False)
         direct = parser.parse_optional_keyword("direct") is not None
         op = cls(tree, value, into, direct)
         op.attributes |= parser.parse_optional_attr_dict()
@@ -491,7 +487,7 @@ class ResidualOp(FastVerifiedOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> ResidualOp:
-        group = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        group = parse_int(parser, "sched.residual group", None, allow_negative=False)
         modes = parse_index_list(parser)
         size = _parse_bytes(parser)
         op = cls(model.Residual(group, tuple(modes), size))
@@ -543,7 +539,7 @@ class ApplyOp(FastVerifiedOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> ApplyOp:
-        group = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        group = parse_int(parser, "sched.apply group", None, allow_negative=False)
         texts = parser.parse_comma_separated_list(
             parser.Delimiter.SQUARE, lambda: parse_text(parser, "an operator")
         )
@@ -620,7 +616,7 @@ class LoopOp(FastVerifiedOp):
         for keyword in ("instance", "pass", "block"):
             parser.parse_keyword(keyword)
             numbers.append(
-                parser.parse_integer(allow_boolean=False, allow_negative=False)
+                parse_int(parser, f"sched.loop {keyword}", allow_negative=False)
             )
         region = parser.parse_region()
         if not region.blocks:
@@ -673,7 +669,7 @@ class ScheduleOp(FastVerifiedOp):
     @classmethod
     def parse(cls, parser: Parser) -> ScheduleOp:
         parser.parse_keyword("rounds")
-        rounds = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        rounds = parse_int(parser, "sched.schedule rounds", allow_negative=False)
         region = parser.parse_region()
         if not region.blocks:
             region.add_block(Block())
@@ -728,8 +724,9 @@ def check_structure(op: ScheduleOp, forest: ForestOp) -> None:
 
 def check_schedule_op(op: ScheduleOp) -> None:
     """The deep check of a schedule against its forest: the rules of
-    ``axisflow.pipeline.schedule.check_schedule`` and every ``bytes`` against
-    the forest's sizes. Builds the forest model; raises ``VerifyException`` at
+    ``axisflow.pipeline.schedule.check_schedule``, one extent per loop
+    instance (``loop_extents``) and every ``bytes`` against the forest's
+    sizes: what the lowering and the evaluator rely on. Builds the forest model; raises ``VerifyException`` at
     the first offending op. ``schedule-batches`` checks what it makes, so
     this is for schedules written or edited by hand (``check-schedules``)."""
     forest = op.parent_op()
@@ -746,6 +743,11 @@ def check_schedule_op(op: ScheduleOp) -> None:
         message = f"{where.name}: {problem.message}"
         where.emit_error(message, VerifyException(message))
     sizing = Sizing(forest_info)
+    try:  # one range per loop, as the lowering and the evaluator run them
+        model.loop_extents(schedule, sizing.mode_extent, sizing.extent)
+    except model.LoopExtentError as error:
+        message = f"sched.schedule: {error}"
+        op.emit_error(message, VerifyException(message))
     blocks = schedule.blocks()
     for item, _ in schedule.walk():
         if isinstance(item, model.Build | model.Buffer):

@@ -41,7 +41,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from axisflow.forest.model import Forest, Value
-from axisflow.residual import Operator
+from axisflow.residual import Operator, OperatorError
+from axisflow.residual.operators import axis_permutation
 from axisflow.roles.index import Index
 
 
@@ -567,6 +568,7 @@ class _Checker:
             return
         if tree.name in self.direct:
             self.fail(write, f"tree @{tree.name} is written into the residual twice")
+        self.check_root_fits(write, tree.name, self.residuals[write.into])
         self.direct[tree.name] = write.value
         left = [f.loop for f in self.frames[1:] if f.loop is not None]
         bound = set(stored.slices.values()) | {b.instance for b in build.sums}
@@ -588,7 +590,26 @@ class _Checker:
             return
         if apply.group != 0 and 0 not in self.residuals:
             self.fail(apply, "another group is added into group 0, which has no buffer")
+        for operator in apply.operators:  # each relabelling permutes the modes
+            try:
+                for _, mapping in operator.relabellings():
+                    axis_permutation(residual.modes, mapping, operator)
+            except OperatorError as error:
+                self.fail(apply, str(error))
         self.applied.add(apply.group)
+
+    def check_root_fits(self, item: Item, tree: str, residual: Residual) -> None:
+        """Tree ``tree``'s root lands on the residual's modes, as the
+        lowering and the evaluator map it (``assemble.root_axes``)."""
+        from axisflow.pipeline.assemble import AssemblyError, root_axes
+
+        number = next(k for k, t in enumerate(self.forest.trees) if t.name == tree)
+        if self.forest.trees[number].root is None:
+            return  # a bare number: added to every element
+        try:
+            root_axes(self.forest, number, residual.modes)
+        except AssemblyError as error:
+            self.fail(item, str(error))
 
     def visit_output(self, output: Output) -> None:
         tree = next((t for t in self.forest.trees if t.name == output.tree), None)
@@ -608,8 +629,12 @@ class _Checker:
         if len(self.frames) > 1:
             self.fail(output, "outputs belong outside every loop")
             return
-        if output.into is not None and self.open_residual(output, output.into) is None:
-            return
+        if output.into is not None:
+            residual = self.open_residual(output, output.into)
+            if residual is None:
+                return
+            if not output.direct:  # a direct one's root was checked at its write
+                self.check_root_fits(output, output.tree, residual)
         if output.direct:
             if self.direct.get(output.tree) != expected:
                 self.fail(
