@@ -79,7 +79,11 @@ def labels(draw: st.DrawFn, depth: int = 2) -> str:
     ordinal = draw(ordinals)
     text = key if ordinal is None else f"{key}_{ordinal}"
     if depth and draw(st.booleans()):
-        protos = draw(st.lists(labels(depth - 1), min_size=1, max_size=3))
+        # a proto is listed once (equal labels may be spelled differently)
+        distinct = st.lists(
+            labels(depth - 1), min_size=1, max_size=3, unique_by=Index.parse
+        )
+        protos = draw(distinct)
         text += "<" + ",".join(protos) + ">"
     return text
 
