@@ -98,6 +98,14 @@ def check_mlir_text(data: bytes, name: str) -> str:
         position = len(prefix)
         message = f"input is not valid UTF-8 (byte 0x{data[error.start]:02x})"
         raise ParseError(Span(position, position + 1, shown), message) from None
+    check_mlir_source(text, name)
+    return text
+
+
+def check_mlir_source(text: str, name: str) -> None:
+    """``check_mlir_text`` on decoded text: one linear pass, ``ParseError``
+    at the first string literal never closed, bracket nested deeper than
+    ``MAX_NESTING`` or non-ASCII digit outside strings and comments."""
     source = Input(text, name)
     openers: list[str] = []
     position = 0
@@ -137,7 +145,6 @@ def check_mlir_text(data: bytes, name: str) -> str:
             # Unclosed '<' inside are dropped with their bracket.
             while openers.pop() != _CLOSERS[token]:
                 pass
-    return text
 
 
 class LocatingParser(Parser):
@@ -263,6 +270,31 @@ class AxisflowOptMain(xDSLOptMain):
         self.op_starts = {}
         parser = LocatingParser(self.ctx, text, name, self.op_starts)
         return parser.parse_module(not self.args.no_implicit_module)
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        """xDSL's printed program, refused when ``axisflow-opt`` could not
+        read it back (``check_mlir_source``: brackets nested deeper than
+        ``MAX_NESTING``, as a SeQuant product of 1005 factors nests a
+        use-site per factor): what the tool writes, the tool reads."""
+        text = super().output_resulting_program(prog)
+        # xDSL's printer indents two spaces per region and leaves at most two
+        # brackets open per region (``({``) across lines, so no line nests
+        # deeper than its length: only text with a line longer than the
+        # limit needs the scan (a linear pass, a tenth of a microsecond per
+        # character).
+        if (
+            self.args.target == "mlir"
+            and max(map(len, text.splitlines()), default=0) > MAX_NESTING
+        ):
+            try:
+                check_mlir_source(text, "output")
+            except ParseError as error:
+                where = error.span.get_location()
+                raise DiagnosticException(
+                    f"the output could not be read back (its line {where.line}: "
+                    f"{error.msg}): nothing is written"
+                ) from None
+        return text
 
     def prepare_output(self) -> IO[str]:
         target = self.args.output_file

@@ -257,3 +257,28 @@ def test_what_an_op_parser_raises_instead_of_a_parse_error_is_located(
     assert status == 1
     assert err.splitlines()[0] == f"error: {tmp_path / 'input.mlir'}:2:93"
     assert err.splitlines()[-1].strip() == "'parxallel' is not a valid IteratorType"
+
+
+def chain(factors: int) -> str:
+    """A SeQuant product of ``factors`` factors: a use-site nested per factor."""
+    return " * ".join(f"t{{i_{k};i_{k + 1}}}" for k in range(1, factors + 1))
+
+
+def test_what_axisflow_opt_writes_it_reads(tmp_path: Path) -> None:
+    # 990 factors nest within the limit and read back; 1005 used to be
+    # written, then refused on reading (nesting deeper than 1000).
+    source = tmp_path / "chain.txt"
+    target = tmp_path / "out.mlir"
+    source.write_text(chain(990), encoding="utf-8")
+    assert run_args("-f", "sequant", str(source), "-o", str(target))[0] == 0
+    assert run_args(str(target), "-o", os.devnull)[0] == 0
+    source.write_text(chain(1005), encoding="utf-8")
+    target.unlink()
+    status, _, err = run_args("-f", "sequant", str(source), "-o", str(target))
+    assert status == 1
+    assert err == (
+        "error: the output could not be read back (its line 2007: nesting deeper "
+        "than 1000 brackets; xDSL's parser and printer recurse once per level): "
+        "nothing is written\n"
+    )
+    assert not target.exists()
