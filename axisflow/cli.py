@@ -187,13 +187,29 @@ class LocatingParser(Parser):
         IteratorType``), an ``IndexError`` (``linalg.fill i ns(...)`` parses as
         a fill without inputs), the ``VerifyException`` of an integer
         attribute out of its type's range (``rounds = 99999999999999999999 :
-        i64`` in generic form: named by its entry, at its literal)."""
+        i64`` in generic form: named by its entry, at its literal); xDSL's
+        own located message for a literal out of range is said the same
+        way."""
         try:
             return super().parse_module(allow_implicit_module)
+        except ParseError as error:
+            if _XDSL_OUT_OF_RANGE.match(error.msg) is None:
+                raise
+            raise _out_of_range(error.span, error.msg) from None
         except VerifyException as error:
             raise self._attribute_error(error) from None
         except ValueError as error:
-            raise ParseError(self._current_token.span, str(error)) from None
+            span = self._current_token.span
+            if _XDSL_OUT_OF_RANGE.match(str(error)) is not None:
+                # raised after the literal was read: at the last one before
+                before = span.input.content[max(0, span.start - 200) : span.start]
+                literal = _LAST_LITERAL.search(before)
+                if literal is not None:
+                    offset = span.start - len(before)
+                    start, end = (offset + k for k in literal.span(1))
+                    span = Span(start, end, span.input)
+                raise _out_of_range(span, str(error)) from None
+            raise ParseError(span, str(error)) from None
         except (IndexError, KeyError, TypeError, AttributeError) as error:
             raise ParseError(
                 self._current_token.span,
@@ -219,10 +235,27 @@ class LocatingParser(Parser):
         )
 
 
+# xDSL's message for a literal out of its type's range (a ParseError).
+_XDSL_OUT_OF_RANGE = re.compile(r"Integer value -?\d+ is out of range for type (\w+)")
+
+# The last integer literal of a text (what follows it: punctuation, spaces).
+_LAST_LITERAL = re.compile(r"(-?(?:0x[0-9a-fA-F]+|[0-9]+))[^\w%]*$")
+
 # ``123 : i64`` or ``name = 123 : i64`` right before the parser's position.
 _TYPED_INTEGER = re.compile(
     r'(?:([\w$.-]+|"[^"\n]*")\s*=\s*)?(-?[0-9]+)\s*:\s*(\w+)\s*$'
 )
+
+
+def _out_of_range(span: Span[str] | Span[bytes], message: str) -> ParseError:
+    """xDSL's message for the literal at ``span`` out of its type's range,
+    said as the generic form's is (``N: the value does not fit in i64``)."""
+    found = _XDSL_OUT_OF_RANGE.match(message)
+    assert found is not None
+    text = span.text if isinstance(span.text, str) else span.text.decode()
+    return ParseError(
+        span, f"{_shortened(text)}: the value does not fit in {found.group(1)}"
+    )
 
 
 def _shortened(digits: str) -> str:

@@ -110,6 +110,14 @@ def test_natural_names_what_and_the_limit(digits: str, message: str) -> None:
             "1:21",
             f"{ABOVE_2_64}: the value does not fit in i64",
         ),
+        # an operand list's literal, refused after the list was read
+        (
+            "%a = memref.alloc() : memref<4xf64>\n%b = memref.subview "
+            "%a[0x7fffffffffffffffff] [1] [1] : memref<4xf64> to "
+            "memref<1xf64, strided<[1], offset: ?>>\n",
+            "2:24",
+            "0x7fffffffffffffffff: the value does not fit in i64",
+        ),
     ],
 )
 def test_mlir_numbers_are_located(
