@@ -504,25 +504,26 @@ def _run(file: str, symbol: str, memory_limit: int) -> int:
 
     source: Input | None = None
     starts: dict[Operation, int] = {}
+    name = "stdin" if file == "-" else file  # as axisflow-opt names it
     try:
         if file == "-":
             data = sys.stdin.buffer.read()
         else:
             with open(file, "rb") as handle:
                 data = handle.read()
-        text = check_mlir_text(data, file)
-        source = Input(text, file)
-        module = LocatingParser(_lowered_context(), text, file, starts).parse_module()
+        text = check_mlir_text(data, name)
+        source = Input(text, name)
+        module = LocatingParser(_lowered_context(), text, name, starts).parse_module()
         module.verify()
         printed = run_main(module, symbol, memory_limit)
     except OSError as error:
         return _fail(f"{file}: {error.strerror or error}")
     except RunError as error:
-        return _fail(_located(str(error), error.op, source, starts, file))
+        return _fail(_located(str(error), error.op, source, starts, name))
     except (ParseError, DiagnosticException) as error:
         return _fail(str(error))
     except RecursionError:
-        return _fail(f"{file}: nesting too deep for xDSL's recursive interpreter")
+        return _fail(f"{name}: nesting too deep for xDSL's recursive interpreter")
     sys.stdout.write(printed)
     return 0
 
