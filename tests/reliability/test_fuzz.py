@@ -22,6 +22,7 @@ from .fuzzing import (
     OUTCOMES,
     TEXT_MUTATIONS,
     EntryPoint,
+    Tool,
     api_campaign,
     campaign,
     input_bytes,
@@ -70,7 +71,7 @@ def test_python_readers_raise_only_their_documented_error() -> None:
 
 def test_clean_errors_are_one_located_message() -> None:
     runs = list(campaign(lambda _e, _s: 1, SEED + 1, TIME_LIMIT))
-    tool = {entry.name: entry.tool for entry in ENTRY_POINTS}
+    tool: dict[str, Tool] = {entry.name: entry.tool for entry in ENTRY_POINTS}
     errors = [run for run in runs if run.outcome == "clean error"]
     assert errors
     for run in errors:
