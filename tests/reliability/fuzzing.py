@@ -476,7 +476,7 @@ def run_once(
             result.append(error)
 
     start = time.perf_counter()
-    worker = threading.Thread(target=work, daemon=True)
+    worker = threading.Thread(target=work, name=_WORKER, daemon=True)
     worker.start()
     worker.join(time_limit)
     seconds = time.perf_counter() - start
@@ -511,12 +511,29 @@ def run_once(
     return "traceback", seconds, f"status {outcome}: {message[:300]}"
 
 
+_WORKER = "axisflow-fuzz-run"
+"""The name of ``run_once``'s worker threads."""
+
+
+def drain(wait: float) -> None:
+    """Wait up to ``wait`` seconds for the workers of runs that timed out:
+    one still running shares the CPU and the process's redirected standard
+    streams with the next run, which would then be misjudged."""
+    deadline = time.perf_counter() + wait
+    for thread in threading.enumerate():
+        if thread.name == _WORKER:
+            thread.join(max(0.0, deadline - time.perf_counter()))
+
+
 def campaign(
     mutations_per_input: Callable[[EntryPoint, str], int],
     seed: int,
     time_limit: float,
+    keep: Path | None = None,
 ) -> Iterator[Run]:
-    """Every entry point, every input, the given number of mutations each."""
+    """Every entry point, every input, the given number of mutations each;
+    with ``keep``, each input that fails is copied there (its path and the
+    arguments end the run's detail)."""
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="axisflow-fuzz-") as scratch:
         for entry in ENTRY_POINTS:
@@ -546,6 +563,12 @@ def campaign(
                         # the atomic -o path as well
                         args += ["-o", str(Path(scratch) / "out.mlir")]
                     outcome, seconds, detail = run_once(args, time_limit, entry.tool)
+                    if outcome == "timeout":
+                        drain(10 * time_limit)
+                    if keep is not None and outcome not in OUTCOMES[:2]:
+                        kept = keep / f"failure{k}-{path.name}"
+                        kept.write_bytes(mutated)
+                        detail += f" [input kept as {kept}; {entry.tool} {args[1:]}]"
                     yield Run(entry.name, source, mutation, outcome, seconds, detail)
 
 
@@ -637,26 +660,55 @@ def main_campaign(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="axisflow fuzz campaign")
     parser.add_argument("--per-input", type=int, default=120)
     parser.add_argument("--seed", type=int, default=2026)
-    parser.add_argument("--time-limit", type=float, default=20.0)
+    # A hang guard, far above any real run: the slowest inputs (the doubles
+    # with two 400-factor products) take about 10 s of CPU, twice that in
+    # wall-clock time on a loaded 2-core machine.
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--keep", type=Path, help="copy failing inputs here")
     options = parser.parse_args(argv)
+    # The process's own stdout: a run that timed out keeps its thread's
+    # redirection of sys.stdout until it ends.
+    out = sys.__stdout__
     start = time.perf_counter()
-    runs = list(
-        campaign(lambda _e, _s: options.per_input, options.seed, options.time_limit)
-    )
+    runs: list[Run] = []
+
+    def per_input(entry: EntryPoint, source: str) -> int:
+        del entry, source
+        return options.per_input
+
+    for run in campaign(per_input, options.seed, options.time_limit, options.keep):
+        runs.append(run)
+        if run.outcome not in OUTCOMES[:2]:  # said at once: a campaign is long
+            print(
+                f"FAIL {run.outcome}: {run.entry} {run.source} {run.mutation}: ",
+                file=out,
+            )
+            print(f"    {run.detail}", file=out, flush=True)
     runs += api_campaign(options.per_input * 5, options.seed)
     elapsed = time.perf_counter() - start
-    print(table(runs))
+    print(table(runs), file=out)
+    print(file=out)
+    for entry in dict.fromkeys(run.entry for run in runs):
+        of_entry = [run for run in runs if run.entry == entry]
+        slow = max(of_entry, key=lambda run: run.seconds)
+        print(
+            f"slowest of {entry}: {slow.seconds:.2f} s ({slow.source}, {slow.mutation})",
+            file=out,
+        )
     slowest = max(runs, key=lambda run: run.seconds)
     print(
         f"\n{len(runs)} inputs, seed {options.seed}, per-input limit "
         f"{options.time_limit:g} s, {elapsed:.0f} s in all; slowest "
         f"{slowest.seconds:.2f} s ({slowest.entry}, {slowest.source}, "
-        f"{slowest.mutation})"
+        f"{slowest.mutation})",
+        file=out,
     )
     failures = [run for run in runs if run.outcome not in OUTCOMES[:2]]
     for run in failures:
-        print(f"FAIL {run.outcome}: {run.entry} {run.source} {run.mutation}: ")
-        print(f"    {run.detail}")
+        print(
+            f"FAIL {run.outcome}: {run.entry} {run.source} {run.mutation}: ", file=out
+        )
+        print(f"    {run.detail}", file=out)
     return 1 if failures else 0
 
 
