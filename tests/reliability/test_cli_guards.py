@@ -78,9 +78,14 @@ def nested_modules(depth: int) -> str:
 def test_nesting_up_to_the_limit_works_and_one_more_is_located(
     tmp_path: Path,
 ) -> None:
-    status, out, _ = run(tmp_path, nested_modules(MAX_NESTING), "--print-op-generic")
+    status, out, _ = run(tmp_path, nested_modules(MAX_NESTING))
     assert status == 0
-    assert out.count('"builtin.module"()') == MAX_NESTING
+    assert out.count("builtin.module {") == MAX_NESTING
+    # The generic form opens two brackets per level ('({'): 2000 deep, more
+    # than axisflow-opt reads back, so it is not written.
+    status, out, err = run(tmp_path, nested_modules(MAX_NESTING), "--print-op-generic")
+    assert (status, out) == (1, "")
+    assert err.startswith("error: the output could not be read back (its line 501:")
     status, _, err = run(tmp_path, nested_modules(MAX_NESTING + 1))
     assert status == 1
     assert err.splitlines()[0] == (
