@@ -38,11 +38,12 @@ from axisflow.dialects.sched_model import schedule_to_op
 from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
 from axisflow.forest.sharing import rebuild_per_tree
+from axisflow.notes import UnusedOptionNote, say
 from axisflow.numerals import check_count
 from axisflow.order import Order
 from axisflow.residual import ResidualError, ResidualLayout
 from axisflow.scheduling.assemble import forest_layout
-from axisflow.scheduling.guard import DroppedLoop, schedule_never_worse
+from axisflow.scheduling.guard import DroppedLoop, dropped_note, schedule_never_worse
 from axisflow.scheduling.memory import MemoryReport, Sizing, forest_flops, memory_report
 from axisflow.scheduling.options import SHARE_CHOICES, ShareChoice
 from axisflow.scheduling.schedule import Schedule
@@ -126,6 +127,7 @@ def plan_forest(
     residual: ResidualLayout | None = None,
     accumulate: bool = True,
     never_worse: bool = True,
+    quiet: bool = False,
 ) -> ForestSchedule:
     """Schedule one classified forest without changing it.
 
@@ -135,7 +137,9 @@ def plan_forest(
     default the one their externals form, when all trees share them; none
     with ``accumulate=False``); loops that would raise the peak above the
     unbatched one are dropped (``scheduling.guard``; not with
-    ``never_worse=False``, the scheduler alone). Raises ``PipelineError``.
+    ``never_worse=False``, the scheduler alone), and said in a
+    ``LoopsDroppedNote`` unless ``quiet`` (``plan_model``). Raises
+    ``PipelineError``.
     """
     try:
         if model is None:
@@ -148,6 +152,7 @@ def plan_forest(
             residual=residual,
             accumulate=accumulate,
             never_worse=never_worse,
+            quiet=quiet,
         )
     except (ModelError, SchedulingError, ResidualError) as error:
         raise PipelineError(f"{forest_label(forest)}: {error}") from None
@@ -172,10 +177,14 @@ def plan_model(
     residual: ResidualLayout | None = None,
     accumulate: bool = True,
     never_worse: bool = True,
+    quiet: bool = False,
 ) -> ModelPlan:
     """What ``plan_forest`` computes, on a classified forest model (no IR):
-    the guarded schedule and its report. Raises ``ModelError``,
-    ``SchedulingError`` or ``ResidualError``."""
+    the guarded schedule and its report. Unless ``quiet`` it says
+    (``axisflow.notes``) when the guard dropped loops (``LoopsDroppedNote``)
+    and when ``block`` names a space the forest lacks (``UnusedOptionNote``:
+    ignored). Raises ``ModelError``, ``SchedulingError`` or
+    ``ResidualError``."""
     if not accumulate:
         residual = None
     elif residual is None:
@@ -193,7 +202,7 @@ def plan_model(
     report = memory_report(scheduled, result.schedule, sizing, residual)
     report.dropped = [d.to_json() for d in guarded.dropped]
     report.first_peak = guarded.first_peak
-    return ModelPlan(
+    planned = ModelPlan(
         scheduled,
         result.schedule,
         result.decisions,
@@ -201,6 +210,39 @@ def plan_model(
         guarded.dropped,
         residual,
     )
+    if not quiet:
+        announce(model, planned, block)
+    return planned
+
+
+def announce(
+    model: Forest, planned: ModelPlan | ForestSchedule, block: object = 1
+) -> None:
+    """The notes of a planned forest (``plan_model``): ``block`` entries
+    naming no space of ``model``, and the loops the guard dropped."""
+    label = f"batch.forest @{model.name}" if model.name else "batch.forest (unnamed)"
+    if isinstance(block, Mapping):
+        for key in block:
+            if key not in model.spaces:
+                known = ", ".join(sorted(model.spaces)) or "none"
+                say(
+                    UnusedOptionNote(
+                        f"block names {key!r}, which is no index space of {label} "
+                        f"(its spaces: {known}); ignored"
+                    )
+                )
+    if planned.dropped:
+        report = planned.report
+        every_loop = not any(site.loops for site in planned.model.sites)
+        say(
+            dropped_note(
+                label,
+                planned.dropped,
+                report.first_peak or report.scheduled_peak,
+                report.scheduled_peak,
+                every_loop,
+            )
+        )
 
 
 def attach(forest: ForestOp, schedule_op: ScheduleOp) -> None:
@@ -244,6 +286,7 @@ def schedule_module(
     residual: ResidualLayout | None = None,
     accumulate: bool = True,
     never_worse: bool = True,
+    quiet: bool = False,
 ) -> PipelineResult:
     """Classify (unless ``classify=False``: roles already attached) and
     schedule every ``batch.forest`` of ``module``, attaching the schedules.
@@ -253,15 +296,20 @@ def schedule_module(
     forest first (skip only for IR verified already, as ``xdsl-opt`` does
     between passes); ``residual``/``accumulate``/``never_worse`` as for
     ``plan_forest`` (a
-    given ``residual`` is for a module of one forest). Raises
-    ``PipelineError`` and leaves the module unchanged if any forest fails.
+    given ``residual`` is for a module of one forest); ``quiet``: no notes
+    (``plan_model``). Raises ``PipelineError`` and leaves the module
+    unchanged if any forest fails.
     """
     if not isinstance(module, ModuleOp):
         raise TypeError(
             f"module must be a builtin.module (ModuleOp), got {type(module).__name__}"
         )
     check_schedule_options(block, max_rounds)
-    for parameter, flag in (("classify", classify), ("verify", verify)):
+    for parameter, flag in (
+        ("classify", classify),
+        ("verify", verify),
+        ("quiet", quiet),
+    ):
         if not isinstance(flag, bool):
             raise TypeError(f"{parameter} must be True or False, got {flag!r}")
     forests = [op for op in module.walk() if isinstance(op, ForestOp)]
@@ -288,6 +336,7 @@ def schedule_module(
                     residual=residual,
                     accumulate=accumulate,
                     never_worse=never_worse,
+                    quiet=quiet,
                 )
             )
     except PipelineError:
@@ -314,6 +363,7 @@ def schedule_expression(
     accumulate: bool = True,
     never_worse: bool = True,
     share: ShareChoice = "forest",
+    quiet: bool = False,
 ) -> ForestSchedule:
     """The pipeline on a SeQuant equation: text (or ``axisflow.sequant.parse``
     output) and a batching policy, as ``axisflow.sequant.to_module`` takes
@@ -330,7 +380,8 @@ def schedule_expression(
     Whenever the result rebuilds values, its report counts the extra
     multiply-adds against sharing (``extra_flops``) and, with ``auto``, its
     unbatched peak is the shared forest's (the plain evaluation it is
-    compared with).
+    compared with). ``quiet``: no notes (``plan_model``; said of the
+    forest kept, once).
     """
     check_schedule_options(block, max_rounds)
 
@@ -342,6 +393,7 @@ def schedule_expression(
             residual=layout,
             accumulate=accumulate,
             never_worse=never_worse,
+            quiet=True,  # said of the forest kept, below
         )
         planned = result.forests[0]
         planned.share = planned.report.share = how
@@ -357,7 +409,10 @@ def schedule_expression(
         order=order,
         share=share,
     )
-    return _choose_sharing(shared_model, share, run)
+    chosen = _choose_sharing(shared_model, share, run)
+    if not quiet:
+        announce(chosen.model, chosen, block)
+    return chosen
 
 
 def plan_expression(
@@ -374,6 +429,7 @@ def plan_expression(
     accumulate: bool = True,
     never_worse: bool = True,
     share: ShareChoice = "forest",
+    quiet: bool = False,
 ) -> ModelPlan:
     """``schedule_expression`` without IR: the same arguments, errors,
     models, schedules and reports, with no ``batch.forest`` printed, verified
@@ -391,6 +447,7 @@ def plan_expression(
                 residual=layout,
                 accumulate=accumulate,
                 never_worse=never_worse,
+                quiet=True,  # said of the forest kept, below
             )
         except (ModelError, SchedulingError, ResidualError) as error:
             raise PipelineError(f"batch.forest @{model.name}: {error}") from None
@@ -407,7 +464,10 @@ def plan_expression(
         order=order,
         share=share,
     )
-    return _choose_sharing(shared_model, share, run)
+    chosen = _choose_sharing(shared_model, share, run)
+    if not quiet:
+        announce(chosen.model, chosen, block)
+    return chosen
 
 
 def _expression_model(

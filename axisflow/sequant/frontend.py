@@ -21,6 +21,11 @@ Options (``name{key=value ...}``; ``-`` and ``_`` are interchangeable in keys):
   shared) or ``tree`` (each tree rebuilds it, in loops of its own: more
   multiply-adds, often a much smaller scheduled peak).
 * ``forest``: the forest's symbol name (default: the input file's stem).
+* ``quiet``: no notes on standard error (default false). An ``extents``
+  entry naming a space the expression lacks is ignored with a note,
+  ``note: sequant frontend: extents names a, Κ, which do not occur in the
+  expression (its spaces: i); ignored`` (one extents text serves the
+  energy, singles and doubles of a method).
 
 ``xdsl-opt`` refuses an input file whose extension is not the name of a
 registered frontend, even with ``-f``; the universe therefore also registers
@@ -36,6 +41,7 @@ without a traceback.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import IO, ClassVar, cast
@@ -47,6 +53,7 @@ from xdsl.utils.frontend import Frontend
 from xdsl.utils.lexer import Input, Span
 
 from axisflow.dialects.batch import Batch
+from axisflow.notes import collected_notes
 from axisflow.order import Order
 from axisflow.sequant.forest import BatchPolicy, PolicyError, build_forest
 from axisflow.sequant.syntax import SequantError, parse
@@ -78,6 +85,8 @@ class SequantFrontend(Frontend):
     from xDSL's option parsing."""
     share: str = "forest"
     """``forest`` or ``tree`` (a plain string, checked like ``order``)."""
+    quiet: bool = False
+    """No notes on standard error."""
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
         """Parse, build the forest, emit IR; input errors are ``ParseError``."""
@@ -100,18 +109,22 @@ class SequantFrontend(Frontend):
                 self.share,
             )
             expression = parse(text, input_name)
-            forest = build_forest(
-                expression,
-                policy,
-                self.forest or default_forest_name(input_name),
-                cast(Order, self.order),
-            )
+            with collected_notes() as notes:
+                forest = build_forest(
+                    expression,
+                    policy,
+                    self.forest or default_forest_name(input_name),
+                    cast(Order, self.order),
+                )
         except SequantError as error:
             offset = max(error.offset, 0)
             span = Span(offset, offset + 1, Input(text, input_name))
             raise ParseError(span, error.reason) from None
         except PolicyError as error:
             raise DiagnosticException(f"sequant frontend: {error}") from None
+        if not self.quiet:
+            for note in notes:
+                sys.stderr.write(f"note: sequant frontend: {note}\n")
         return forest_module(forest)
 
 
