@@ -13,7 +13,7 @@ contraction-order search and the memory model both size through
   its base space;
 * a space without any extent has ``DEFAULT_EXTENT``;
 * the elements of a tensor are the product of the extents of its modes
-  (``axisflow.order.search.expand_modes``: carried indices and their protos).
+  (``axisflow.forest.frames.expand_modes``: carried indices and their protos).
 """
 
 from __future__ import annotations
