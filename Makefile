@@ -1,6 +1,8 @@
 # Two entry points for people: `make demo` and `make test`.
 # Both create (or refresh, when pyproject.toml changed) the local virtual
 # environment .venv and install the package into it in editable mode.
+# `make docs` builds the docs site, `make soak` runs the long campaigns
+# (docs/development.md).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -10,14 +12,14 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 MLIR_RUNNER := /usr/lib/llvm-22/bin/mlir-runner
 
-.PHONY: venv mlir-tools demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit bench fuzz mutation clean
+.PHONY: venv mlir-tools demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit docs docs-check bench fuzz soak soak-hypothesis mutation clean
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,plot,chem]'
+	$(BIN)/python -m pip install --quiet -e '.[test,plot,chem,docs]'
 	touch $(STAMP)
 
 # Real MLIR for the lowering tests (mlir-opt, mlir-runner and the runner
@@ -69,19 +71,44 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/pyright
 
+# pytest on every core (pytest-xdist; PYTEST_WORKERS=0 runs in one process),
+# lit on every core (its own default).
+PYTEST_WORKERS ?= auto
 unit: $(STAMP) mlir-tools
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
 lit: $(STAMP) mlir-tools
 	$(BIN)/lit -sv tests/filecheck
 
-test: lint typecheck unit lit
+# The docs site (MkDocs, Material, mkdocstrings): `make docs` into site/;
+# `make test` builds it with --strict into a scratch directory, so that a
+# broken link or anchor, a page missing from the nav or a docstring reference
+# to nothing fails.
+export NO_MKDOCS_2_WARNING := 1
+docs: $(STAMP)
+	$(BIN)/mkdocs build
+
+docs-check: $(STAMP)
+	@site=$$(mktemp -d "$${TMPDIR:-/tmp}/axisflow-site.XXXXXX") && \
+	  trap 'rm -rf "$$site"' EXIT && \
+	  $(BIN)/mkdocs build --strict --quiet --site-dir "$$site" && echo "docs: strict build passed"
+
+test: lint typecheck unit lit docs-check
 
 # A longer fuzz campaign than the one in `make test` (docs/reliability.md):
 # FUZZ_ARGS="--per-input 300 --seed 7" for more.
 FUZZ_ARGS ?= --per-input 120
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.reliability.fuzzing $(FUZZ_ARGS)
+
+# The long campaigns, not part of `make test` (docs/development.md): every
+# hypothesis property with ten times its examples (the `soak` profile of
+# tests/conftest.py), then the long fuzz campaign; at the lowest CPU priority.
+soak: soak-hypothesis
+	nice -n 19 $(MAKE) --no-print-directory fuzz
+
+soak-hypothesis: $(STAMP) mlir-tools
+	nice -n 19 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m hypothesis --hypothesis-profile=soak
 
 bench: $(STAMP)
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
@@ -110,4 +137,4 @@ mutation: $(STAMP)
 
 
 clean:
-	rm -rf $(VENV) .venv-py* .pytest_cache .hypothesis .ruff_cache *.egg-info build dist mutation/work
+	rm -rf $(VENV) .venv-py* .pytest_cache .hypothesis .ruff_cache *.egg-info build dist site mutation/work

@@ -1,10 +1,12 @@
-"""Shared helpers: parse IR with the axisflow dialects, load examples."""
+"""Shared helpers: parse IR with the axisflow dialects, load examples; the
+hypothesis ``soak`` profile."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.parser import Parser
@@ -49,3 +51,31 @@ def only_forest(module: ModuleOp) -> ForestOp:
 def ctx() -> Context:
     """A fresh context."""
     return context()
+
+
+SOAK_FACTOR = 10
+"""How many times its examples each hypothesis property runs under the
+``soak`` profile (``make soak``; ``make test`` runs the counts as written)."""
+
+settings.register_profile("soak", deadline=None, print_blob=True)
+
+
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Under ``--hypothesis-profile=soak``, give every hypothesis test
+    ``SOAK_FACTOR`` times the examples its own settings (or the default)
+    ask for. A profile alone cannot: a test's explicit ``max_examples``
+    overrides any profile."""
+    if config.getoption("hypothesis_profile", None) != "soak":
+        return
+    scaled: set[int] = set()
+    for item in items:
+        test = getattr(item, "obj", None)
+        own = getattr(test, "_hypothesis_internal_use_settings", None)
+        if own is None or id(test) in scaled:  # not a hypothesis test, or done
+            continue
+        scaled.add(id(test))
+        test._hypothesis_internal_use_settings = settings(  # type: ignore[union-attr]
+            own, max_examples=own.max_examples * SOAK_FACTOR
+        )

@@ -16,7 +16,10 @@ class ShapeError(Exception):
     """A shape contradiction, a malformed spec, or a missing dimension."""
 
     message: str
+    """The message without a traceback: what ``str(error)`` gives."""
     origins: tuple[Origin, ...]
+    """The origins involved, most relevant first (the first places a
+    diagnostic)."""
 
     def __init__(self, message: str, origins: tuple[Origin, ...] = ()) -> None:
         super().__init__(message)

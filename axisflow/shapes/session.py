@@ -25,7 +25,7 @@ constraints (:mod:`axisflow.shapes.constraints`) and hand them to
 :meth:`Session.add`, which logs them and solves them at Stage 1; closing is
 :mod:`axisflow.shapes.closing`. A
 shape error raised while solving a constraint already logged *taints* the
-session: its state then holds half-applied constraints and :meth:`close`
+session: its state then holds half-applied constraints and :meth:`Session.close`
 refuses to run. Malformed input (a bad spec, a wrong number of operands) is
 refused before anything is written and does not taint.
 """
