@@ -132,6 +132,7 @@ def test_roles_become_cross_references_resolved_in_scope(
         "Uses [`Thing`][pkg.inner.Thing], [`go`][pkg.inner.Thing.go],\n"
         "[`the size`][pkg.inner.Thing.size] and `_hidden`."
     )
+    assert package.docstring is not None
     assert griffe_rest.markdown(package.docstring.value, package) == (
         "See [`.inner`][pkg.inner]."
     )
