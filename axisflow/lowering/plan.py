@@ -624,7 +624,9 @@ class _Planner:
         residual's block at the piece's slices (the root never gets a buffer
         of its own)."""
         assert write.into is not None and write.tree is not None
-        piece = self.frames[-1].pieces.pop(write.value)
+        # a root several trees share is added once per tree: the piece stays
+        # until the block ends
+        piece = self.frames[-1].pieces[write.value]
         modes = self.forest.values[write.value].modes
         dims = self.root_dims(write.tree)
         target = self.residuals[write.into]

@@ -363,7 +363,8 @@ class _Runner:
 
     def residual_write(self, write: Write) -> None:
         assert write.into is not None and write.tree is not None
-        piece = self.frames[-1].pieces.pop(write.value, None)
+        # a root several trees share is added once per tree: keep the piece
+        piece = self.frames[-1].pieces.get(write.value)
         if piece is None:
             raise ScheduleRunError(f"write of @{write.value}: nothing built to write")
         number = self.tree_number[write.tree]

@@ -47,6 +47,7 @@ from axisflow.pipeline.schedule import (
     Residual,
     Schedule,
     Write,
+    loop_extents,
 )
 from axisflow.residual import ResidualLayout
 from axisflow.roles.index import Index
@@ -244,7 +245,10 @@ def lifetimes(
                 frames[-1][1][item.value] = life
                 found.append(life)
             elif isinstance(item, Write):
-                piece = frames[-1][0].pop(item.value)
+                # a root several trees share is added into the residual once
+                # per tree: its piece lives to the last of those writes
+                pieces = frames[-1][0]
+                piece = pieces[item.value] if item.into is not None else pieces.pop(item.value)
                 piece.end = position
                 if item.into is not None:
                     touch(item.into)
@@ -613,6 +617,34 @@ def memory_report(
         scheduled_live=[_describe(life) for life in scheduled.live],
         residual_bytes=0 if residual is None else sizing.mode_bytes(residual.modes),
     )
+
+
+def schedule_flops(
+    forest: Forest, schedule: Schedule, sizing: Sizing | None = None
+) -> int:
+    """Multiply-adds ``schedule`` performs: every build's node modes, the
+    bound ones restricted to their loop's block, times the iterations of
+    every loop pass around it. A value built inside a loop that binds none
+    of its modes is rebuilt every iteration and counted so; without such
+    rebuilds this is ``forest_flops``."""
+    sizing = sizing or Sizing(forest)
+    extents = loop_extents(schedule, sizing.mode_extent, sizing.extent)
+    total = 0
+    for item, loops in schedule.walk():
+        if not isinstance(item, Build):
+            continue
+        value = forest.values[item.value]
+        block = {loop.instance: loop.block for loop in loops}
+        bound = {b.mode: b.instance for b in (*item.slices, *item.sums)}
+        count = 1
+        for mode in value.node_modes:
+            extent = sizing.mode_extent(mode)
+            instance = bound.get(mode)
+            count *= extent if instance is None else min(block[instance], extent)
+        for loop in loops:
+            count *= -(-extents[loop.instance] // loop.block)
+        total += count
+    return total
 
 
 def forest_flops(forest: Forest, sizing: Sizing | None = None) -> int:

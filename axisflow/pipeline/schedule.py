@@ -259,6 +259,8 @@ class _Frame:
     transients: dict[str, _Stored] = field(default_factory=dict[str, _Stored])
     builds: dict[str, Build] = field(default_factory=dict[str, Build])
     buffers: dict[str, _BufferState] = field(default_factory=dict[str, _BufferState])
+    direct: set[str] = field(default_factory=set[str])
+    """Pieces added into the residual (tree roots, possibly shared)."""
 
 
 class _Checker:
@@ -357,7 +359,7 @@ class _Checker:
         frame = self.frames.pop()
         for name in frame.transients:
             build = frame.builds.get(name)
-            if build is not None and build.sums:
+            if build is not None and build.sums and name not in frame.direct:
                 self.fail(
                     build,
                     f"partial sums of @{name} are never accumulated into a buffer",
@@ -577,8 +579,9 @@ class _Checker:
                     f"write of @{write.value}: loop instance {loop.instance} binds "
                     "no mode of the value (every iteration would add the same piece)",
                 )
-        del frame.transients[write.value]
-        del frame.builds[write.value]
+        # the piece stays for the other trees that share the root; it is
+        # added into the residual, so its partial sums need no buffer
+        frame.direct.add(write.value)
 
     def visit_apply(self, apply: Apply) -> None:
         if len(self.frames) > 1:

@@ -55,6 +55,7 @@ import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Literal
 
 from axisflow.forest.model import (
     Forest,
@@ -153,7 +154,16 @@ class ScheduleResult:
 # --------------------------------------------------------------------------
 
 
-def place(forest: Forest, decisions: Decisions) -> dict[str, Placement]:
+Rebuild = Literal["fused", "never"]
+REBUILDS: tuple[Rebuild, ...] = ("fused", "never")
+"""How a value meets an enclosing loop that binds none of its modes:
+``fused`` keeps it inside (rebuilt every iteration) when a deeper loop of its
+consumer binds it, ``never`` always hoists it above."""
+
+
+def place(
+    forest: Forest, decisions: Decisions, rebuild: Rebuild = "never"
+) -> dict[str, Placement]:
     """The home and loop bindings of every built value (rule 1)."""
     placements: dict[str, Placement] = {}
     for site in forest.sites:  # pre-order: a consumer before its factors
@@ -164,7 +174,7 @@ def place(forest: Forest, decisions: Decisions) -> dict[str, Placement]:
         if site.parent is not None:
             consumer_home = placements[forest.sites[site.parent].value].home
         placements[value.name] = _place_at(
-            forest, value, site, consumer_home, decisions
+            forest, value, site, consumer_home, decisions, rebuild
         )
     return placements
 
@@ -175,6 +185,7 @@ def _place_at(
     site: Site,
     consumer_home: tuple[int, ...],
     decisions: Decisions,
+    rebuild: Rebuild = "never",
 ) -> Placement:
     mode_of_label = {label: mode for mode, label in site.mode_labels.items()}
     bindings: list[Binding] = []
@@ -208,7 +219,8 @@ def _place_at(
     modes_bound: dict[Index, int] = {}
     for k, (loop, binding) in enumerate(zip(site.loops, bindings, strict=True)):
         if binding.disposition is Disposition.REBUILD and not (
-            keep_below[k]
+            rebuild == "fused"
+            and keep_below[k]
             and loop.instance in shared
             and (value.name, loop.instance) not in decisions.hoisted
         ):
@@ -477,14 +489,18 @@ class _Emitter:
                 self.buffers.setdefault(produced[depth], []).append(value)
                 self.buffered[value] = depth
         # roots added straight into the residual: no buffer of their own
-        self.direct: dict[str, int] = {}
+        # roots read only by tree outputs: each piece is added into the
+        # residual once per tree (a root several trees share needs no
+        # buffer either)
+        self.direct: dict[str, list[int]] = {}
         if residual is not None:
             for number, tree in enumerate(forest.trees):
                 if tree.root is None:
                     continue
                 value = forest.sites[tree.root].value
-                if value in self.buffered and round_.readers.get(value) == [number]:
-                    self.direct[value] = number
+                readers = round_.readers.get(value, [])
+                if value in self.buffered and all(isinstance(r, int) for r in readers):
+                    self.direct.setdefault(value, []).append(number)
             for names in self.buffers.values():
                 names[:] = [n for n in names if n not in self.direct]
 
@@ -526,7 +542,7 @@ class _Emitter:
                 root = self.forest.trees[item].root
                 value = None if root is None else self.forest.sites[root].value
                 into = self.group_of.get(item)
-                direct = value is not None and self.direct.get(value) == item
+                direct = value is not None and item in self.direct.get(value, ())
                 out.append(Output(self.forest.trees[item].name, value, into, direct))
             else:
                 out.extend(self.build(item))
@@ -554,11 +570,18 @@ class _Emitter:
             self.sizes.bytes(value, slices, self.block_of),
         )
         if name in self.direct:
-            tree = self.direct[name]
-            write = Write(
-                name, bool(sums), self.group_of[tree], self.forest.trees[tree].name
-            )
-            return [build, write]
+            return [
+                build,
+                *(
+                    Write(
+                        name,
+                        bool(sums),
+                        self.group_of[tree],
+                        self.forest.trees[tree].name,
+                    )
+                    for tree in self.direct[name]
+                ),
+            ]
         if name not in self.buffered:
             return [build]
         return [build, Write(name, bool(sums))]
@@ -597,6 +620,8 @@ def schedule_forest(
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     sizes: Sizing | None = None,
     residual: ResidualLayout | None = None,
+    rebuild: Rebuild = "never",
+    check: bool = True,
 ) -> ScheduleResult:
     """Schedule a classified forest (rules in the module docstring).
 
@@ -604,8 +629,14 @@ def schedule_forest(
     ``max_rounds``: bound on the demotion fixpoint; ``SchedulingError`` if a
     round still changes decisions when it is reached. ``sizes`` fills the
     byte sizes of builds and buffers (default: the forest's own).
-    ``residual``: accumulate the trees into that residual (rule 5). Raises
-    ``SchedulingError`` (or ``ModelError``) for a forest it cannot schedule.
+    ``residual``: accumulate the trees into that residual (rule 5).
+    ``rebuild``: ``fused`` keeps a value inside an outer loop that binds none
+    of its modes when a deeper loop of its consumer binds it (rebuilt every
+    iteration, rule 1; multiply-adds for memory), ``never`` (the default)
+    hoists it. ``check=False`` skips checking
+    the result against ``check_schedule`` (a search that checks its final
+    schedule). Raises ``SchedulingError`` (or ``ModelError``) for a forest
+    it cannot schedule.
     """
     if max_rounds < 1:
         raise SchedulingError(f"max-rounds must be at least 1, got {max_rounds}")
@@ -615,7 +646,7 @@ def schedule_forest(
     order = topological_order(forest)
     readers = readers_of(forest)
     for round_number in range(1, max_rounds + 1):
-        placements = place(forest, decisions)
+        placements = place(forest, decisions, rebuild)
         current = _Round(forest, placements, order, readers)
         nested = current.schedule()
         if not current.validate(decisions):
@@ -625,7 +656,7 @@ def schedule_forest(
             body = emitter.emit(nested, ())
             items = [*emitter.prologue(), *body, *emitter.epilogue()]
             schedule = Schedule(items, round_number)
-            problems = check_schedule(forest, schedule)
+            problems = check_schedule(forest, schedule) if check else []
             if problems:
                 raise SchedulingError(
                     "internal error: the schedule breaks a rule: "
