@@ -96,6 +96,7 @@ def regroup(
     key: Callable[[Site], Hashable],
     *,
     name: Callable[[str, Site], str] | None = None,
+    finish: bool = True,
 ) -> Forest:
     """A new forest whose use-sites share a built value exactly when they
     name the same value, ``key`` gives them equal keys, and their factors'
@@ -160,14 +161,15 @@ def regroup(
         clone.value = value_at(site.number)
         clone.mode_labels = {}
         sites.append(clone)
-    return Forest(
+    grouped = Forest(
         forest.name,
         dict(forest.spaces),
         values_out,
         list(forest.trees),
         sites,
         has_slots=forest.has_slots,
-    ).finish()
+    )
+    return grouped.finish() if finish else grouped
 
 
 def _copy_value(value: Value, name: str, factors: tuple[str, ...] | None) -> Value:

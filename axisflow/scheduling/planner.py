@@ -48,21 +48,21 @@ from typing import Literal
 from axisflow.forest.model import Forest, Site
 from axisflow.forest.roles import classify
 from axisflow.forest.sharing import rebuild_per_tree, regroup
-from axisflow.pipeline.memory import (
+from axisflow.scheduling.memory import (
     Sizing,
     forest_flops,
     lifetimes,
     peak,
     schedule_flops,
 )
-from axisflow.pipeline.nesting import (
+from axisflow.scheduling.nesting import (
     LoopClasses,
     TreeLabel,
     tree_orders,
     with_nests,
 )
-from axisflow.pipeline.schedule import Item, LoopPass, Schedule, loop_extents
-from axisflow.pipeline.scheduler import ScheduleResult, SchedulingError, schedule_forest
+from axisflow.scheduling.schedule import Item, LoopPass, Schedule, loop_extents
+from axisflow.scheduling.scheduler import ScheduleResult, SchedulingError, schedule_forest
 from axisflow.residual import OperatorGroup, ResidualLayout
 from axisflow.roles.index import Index
 
@@ -356,7 +356,9 @@ class _Search:
         else:
             part = _restrict(self.shared, trees)
         origin = part.origin
-        grouped = regroup(part.forest, lambda site: find(origin[site.number]))
+        grouped = regroup(
+            part.forest, lambda site: find(origin[site.number]), finish=False
+        )
         instance = classes.instances()
         order = sorted(
             range(len(grouped.trees)),
@@ -367,8 +369,9 @@ class _Search:
             {t: self.orders[part.trees[t]] for t in range(len(grouped.trees))},
             lambda t, label: instance[(part.trees[t], label)],
             order,
+            finish=False,
         )
-        planned = self._factors_first(planned, origin)
+        planned = self._factors_first(planned, origin).finish()
         classify(planned)
         position = {part.trees[old]: new for new, old in enumerate(order)}
         return planned, permute_layout(self.residual, position)
@@ -408,9 +411,13 @@ class _Search:
             clone.mode_labels = {}
             sites.append(clone)
         return Forest(
-            forest.name, dict(forest.spaces), values, list(forest.trees), sites,
+            forest.name,
+            dict(forest.spaces),
+            values,
+            list(forest.trees),
+            sites,
             has_slots=forest.has_slots,
-        ).finish()
+        )
 
     def cluster_peak(
         self,
@@ -474,7 +481,7 @@ class _Search:
                         continue
                     unchecked.add(share)
                 else:
-                    state = classes.snapshot()
+                    state = classes.mark()
                     fused = classes.union(labels)
                     if budget is not None:
                         cluster = [t for t in range(count) if root(t) in (first, other)]
@@ -482,7 +489,7 @@ class _Search:
                         if self.cluster_peak(classes, trial, cluster) > budget:
                             if not fused:
                                 continue
-                            classes.restore(state)  # try it whole
+                            classes.undo(state)  # try it whole
                             if self.cluster_peak(classes, trial, cluster) > budget:
                                 continue
                 if first != other:

@@ -28,6 +28,7 @@ memory of a schedule:
 from __future__ import annotations
 
 import copy
+import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -518,30 +519,32 @@ class LoopClasses:
     A class holds at most one label per tree, and the classes have an order
     that every tree's nest follows (a tree's loops in its order are classes
     in increasing order), so fused loops nest the same way in every tree.
+    Unions can be undone (``mark``, ``undo``) for trial shares.
     """
 
     def __init__(self, orders: Mapping[int, Sequence[Index]]) -> None:
         self.orders = {tree: tuple(order) for tree, order in orders.items()}
         self.parent: dict[TreeLabel, TreeLabel] = {}
         self.members: dict[TreeLabel, dict[int, Index]] = {}
+        self._next: dict[TreeLabel, TreeLabel] = {}
         for tree, order in self.orders.items():
-            for label in order:
+            for position, label in enumerate(order):
                 node = (tree, label)
                 self.parent[node] = node
                 self.members[node] = {tree: label}
-        self._order: list[TreeLabel] | None = None
+                if position + 1 < len(order):
+                    self._next[node] = (tree, order[position + 1])
+        self._log: list[tuple[TreeLabel, TreeLabel, dict[int, Index]]] = []
 
     def __contains__(self, node: TreeLabel) -> bool:
         return node in self.parent
 
     def find(self, node: TreeLabel) -> TreeLabel:
-        """The class of a tree's loop."""
-        root = node
-        while self.parent[root] != root:
-            root = self.parent[root]
-        while self.parent[node] != root:  # path compression
-            self.parent[node], node = root, self.parent[node]
-        return root
+        """The class of a tree's loop (no path compression: unions are
+        undone by resetting one parent)."""
+        while self.parent[node] != node:
+            node = self.parent[node]
+        return node
 
     def signature(self, trees: set[int]) -> frozenset[frozenset[TreeLabel]]:
         """The fused classes among ``trees``' loops (members of the same
@@ -554,103 +557,96 @@ class LoopClasses:
                 found.setdefault(self.find(node), set()).add(node)
         return frozenset(frozenset(m) for m in found.values() if len(m) > 1)
 
-    def snapshot(self) -> object:
-        """The state to ``restore`` after a trial union."""
-        return (
-            dict(self.parent),
-            {root: dict(found) for root, found in self.members.items()},
-            self._order,
-        )
+    def mark(self) -> int:
+        """A point to ``undo`` back to."""
+        return len(self._log)
 
-    def restore(self, state: object) -> None:
-        """Go back to a ``snapshot``."""
-        self.parent, self.members, self._order = state  # type: ignore[misc]
+    def undo(self, mark: int) -> None:
+        """Undo the unions made since ``mark``."""
+        while len(self._log) > mark:
+            into, other, before = self._log.pop()
+            self.parent[other] = other
+            self.members[other] = {
+                tree: label
+                for tree, label in self.members[into].items()
+                if before.get(tree) != label
+            }
+            self.members[into] = before
 
     def union(self, pairs: Iterable[tuple[TreeLabel, TreeLabel]]) -> bool:
         """Make every pair one instance, or change nothing and return
         ``False`` when that would put two labels of one tree in a class or
         leave no order of instances that every tree's nest follows."""
-        parent = dict(self.parent)
-        members = {root: dict(found) for root, found in self.members.items()}
+        start = self.mark()
+        merged: set[TreeLabel] = set()
         for first, second in pairs:
             a, b = self.find(first), self.find(second)
             if a == b:
                 continue
-            into, other = members[a], members[b]
+            into, other = self.members[a], self.members[b]
             if any(into.get(tree, label) != label for tree, label in other.items()):
-                self.parent, self.members = parent, members
+                self.undo(start)
                 return False
+            self._log.append((a, b, dict(into)))
             self.parent[b] = a
             into.update(other)
             del self.members[b]
-        order = self._topological()
-        if order is None:
-            self.parent, self.members = parent, members
+            merged.discard(b)
+            merged.add(a)
+        if any(self._on_cycle(root) for root in merged if self.find(root) == root):
+            self.undo(start)
             return False
-        self._order = order
         return True
 
-    def _topological(self) -> list[TreeLabel] | None:
-        """The classes in an order every tree's nest follows (ties by first
-        appearance, trees in order), or ``None`` if there is none."""
-        successors: dict[TreeLabel, list[TreeLabel]] = {r: [] for r in self.members}
-        waiting: dict[TreeLabel, int] = dict.fromkeys(self.members, 0)
-        first_seen: dict[TreeLabel, int] = {}
-        for tree in sorted(self.orders):
-            classes = [self.find((tree, label)) for label in self.orders[tree]]
-            for position, cls in enumerate(classes):
-                first_seen.setdefault(cls, len(first_seen))
-                if position:
-                    successors[classes[position - 1]].append(cls)
-                    waiting[cls] += 1
-        import heapq
+    def _successors(self, root: TreeLabel) -> set[TreeLabel]:
+        found: set[TreeLabel] = set()
+        for tree, label in self.members[root].items():
+            following = self._next.get((tree, label))
+            if following is not None:
+                found.add(self.find(following))
+        return found
 
-        ready = [(first_seen.get(r, 0), i, r) for i, r in enumerate(self.members) if not waiting[r]]
-        heapq.heapify(ready)
-        found: list[TreeLabel] = []
-        counter = len(ready)
-        while ready:
-            _, _, cls = heapq.heappop(ready)
-            found.append(cls)
-            for successor in successors[cls]:
-                waiting[successor] -= 1
-                if not waiting[successor]:
-                    counter += 1
-                    heapq.heappush(ready, (first_seen.get(successor, 0), counter, successor))
-        return found if len(found) == len(self.members) else None
+    def _on_cycle(self, root: TreeLabel) -> bool:
+        """Whether the class ``root`` follows itself in some tree's nest
+        (through other classes)."""
+        seen: set[TreeLabel] = set()
+        stack = list(self._successors(root))
+        while stack:
+            current = stack.pop()
+            if current == root:
+                return True
+            if current in seen:
+                continue
+            seen.add(current)
+            stack.extend(self._successors(current))
+        return False
 
     def instances(self) -> dict[TreeLabel, int]:
-        """Each tree's loop -> its instance number (classes numbered in
-        their order)."""
-        order = self._order if self._order is not None else self._topological()
-        assert order is not None, "the classes always keep an order"
-        number = {cls: k for k, cls in enumerate(order)}
+        """Each tree's loop -> its instance number (classes numbered in an
+        order every tree's nest follows; ties by first appearance, trees in
+        order)."""
+        waiting: dict[TreeLabel, int] = dict.fromkeys(self.members, 0)
+        first_seen: dict[TreeLabel, int] = {}
+        successors: dict[TreeLabel, set[TreeLabel]] = {}
+        for tree in sorted(self.orders):
+            for label in self.orders[tree]:
+                first_seen.setdefault(self.find((tree, label)), len(first_seen))
+        for root in self.members:
+            successors[root] = self._successors(root)
+            for successor in successors[root]:
+                waiting[successor] += 1
+        ready = [(first_seen[r], r) for r in self.members if not waiting[r]]
+        heapq.heapify(ready)
+        number: dict[TreeLabel, int] = {}
+        while ready:
+            _, root = heapq.heappop(ready)
+            number[root] = len(number)
+            for successor in successors[root]:
+                waiting[successor] -= 1
+                if not waiting[successor]:
+                    heapq.heappush(ready, (first_seen[successor], successor))
+        assert len(number) == len(self.members), "the classes always keep an order"
         return {node: number[self.find(node)] for node in self.parent}
-
-    def clusters(self) -> list[list[int]]:
-        """Trees that share an instance, transitively (each tree once, in
-        order of its first member)."""
-        owner: dict[TreeLabel, int] = {}
-        parent = list(range(max(self.orders, default=-1) + 1))
-
-        def root(tree: int) -> int:
-            while parent[tree] != tree:
-                tree = parent[tree]
-            return tree
-
-        for node in self.parent:
-            cls = self.find(node)
-            tree = node[0]
-            if cls in owner:
-                a, b = root(owner[cls]), root(tree)
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
-            else:
-                owner[cls] = tree
-        groups: dict[int, list[int]] = {}
-        for tree in range(len(parent)):
-            groups.setdefault(root(tree), []).append(tree)
-        return list(groups.values())
 
 
 def with_nests(
@@ -658,11 +654,14 @@ def with_nests(
     orders: Mapping[int, Sequence[Index]],
     instance: Callable[[int, Index], int],
     tree_order: Sequence[int] | None = None,
+    *,
+    finish: bool = True,
 ) -> Forest:
     """A new forest whose tree ``t`` runs the loops ``orders[t]`` (outermost
     first, all around its root, each the instance ``instance(t, label)`` and
     its fusion slot), its trees in ``tree_order`` (default: as they are).
-    Values are shared with ``forest``; roles are not computed."""
+    Values are shared with ``forest``; roles are not computed;
+    ``finish=False`` leaves ``Forest.finish`` to the caller."""
     order = list(range(len(forest.trees))) if tree_order is None else list(tree_order)
     position = {tree: k for k, tree in enumerate(order)}
     nests: dict[int, tuple[Loop, ...]] = {}
@@ -679,11 +678,12 @@ def with_nests(
         clone.loops = nests[site.tree]
         clone.mode_labels = {}
         sites.append(clone)
-    return Forest(
+    nested = Forest(
         forest.name,
         dict(forest.spaces),
         forest.values,
         [forest.trees[tree] for tree in order],
         sites,
         has_slots=True,
-    ).finish()
+    )
+    return nested.finish() if finish else nested
