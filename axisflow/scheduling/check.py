@@ -322,7 +322,7 @@ class _Checker(ScheduleWalker[None, None]):
                     f"write of @{write.value}: loop instance {loop.instance} binds "
                     "no mode of the value (every iteration would add the same piece)",
                 )
-        self.take(piece)
+        self.add(piece)
 
     def apply(self, apply: Apply) -> None:
         if self.in_loop:

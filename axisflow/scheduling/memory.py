@@ -299,7 +299,7 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
                 "this block"
             )
         piece.data.end = self.position
-        self.take(piece)
+        self.add(piece)
         self.touch(write.into)
 
     def residual(self, residual: Residual) -> None:
