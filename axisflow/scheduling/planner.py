@@ -55,6 +55,7 @@ from axisflow.scheduling.memory import (
     peak,
     schedule_flops,
 )
+from axisflow.scheduling.options import Rebuild, ShareChoice
 from axisflow.scheduling.nesting import (
     LoopClasses,
     TreeLabel,
@@ -713,56 +714,60 @@ def choose_blocks(
 
 
 # --------------------------------------------------------------------------
-# Lower bound
+# From a sharing choice to the forest to schedule
 # --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class LowerBound:
-    """Bytes no plan of the forest can go below, and what forces them."""
+@dataclass
+class Planned:
+    """The forest a sharing choice schedules, and how."""
 
-    bytes: int
-    reason: str
+    forest: Forest
+    """Classified."""
+    residual: ResidualLayout | None
+    """Its residual layout (terms numbered as its trees)."""
+    rebuild: Rebuild
+    share: Literal["forest", "tree", "planned"]
+    search: SearchResult | None = None
+    """The search behind ``share="auto"``."""
 
 
-def lower_bound(
-    forest: Forest,
+def plan_sharing(
+    shared: Forest,
     residual: ResidualLayout | None,
-    spaces: Sequence[str],
+    share: ShareChoice,
+    *,
     extents: Mapping[str, int] | None = None,
-) -> LowerBound:
-    """The largest of what must be live at once under any loop choice,
-    blocks and sharing: the residual (twice while an operator step holds
-    its operand and its result), and at each contraction its piece and its
-    built factors' pieces, each at one element per mode of a batched space
-    (a mode no loop can slice counts its whole extent)."""
-    sizing = Sizing(forest, extents)
-    batched = set(spaces)
-    best = LowerBound(0, "nothing to store")
-    if residual is not None:
-        size = sizing.mode_bytes(residual.modes)
-        if residual.has_operators:
-            best = LowerBound(
-                2 * size, "the residual, twice while the operator step runs"
-            )
-        else:
-            best = LowerBound(size, "the residual")
-
-    def piece(name: str) -> int:
-        value = forest.values[name]
-        count = sizing.elem(value)
-        for mode in value.modes:
-            if mode.base_key not in batched:
-                count *= sizing.mode_extent(mode)
-        return count
-
-    for value in forest.built_values():
-        total = piece(value.name) + sum(
-            piece(f.value) for f in value.factors if not forest.values[f.value].is_input
-        )
-        if total > best.bytes:
-            best = LowerBound(
-                total,
-                f"@{value.name} and its built factors, one element per batched mode",
-            )
-    return best
+    block: int | Mapping[str, int] = 1,
+    max_rounds: int = 16,
+    budget: int | None = None,
+    max_extra_flops: Fraction | None = None,
+    front: bool = False,
+) -> Planned:
+    """The forest ``share`` asks for: the frontend's (``forest``), rebuilt
+    per tree (``tree``), or the search's choice for the objective (``auto``,
+    ``plan_shared_forest``). The shared forest is not changed."""
+    if share == "forest":
+        forest = copy.copy(shared)
+        forest.roles = {}
+        classify(forest)
+        return Planned(forest, residual, "never", "forest")
+    if share == "tree":
+        forest = rebuild_per_tree(shared)
+        classify(forest)
+        return Planned(forest, residual, "never", "tree")
+    search = plan_shared_forest(
+        shared,
+        residual,
+        extents=extents,
+        block=block,
+        max_rounds=max_rounds,
+        budget=budget,
+        max_extra_flops=max_extra_flops,
+        front=front,
+    )
+    chosen = search.chosen
+    if chosen.kind == "planned":
+        return Planned(chosen.forest, chosen.residual, "never", "planned", search)
+    how: Literal["forest", "tree"] = "forest" if chosen.kind == "shared" else "tree"
+    return Planned(chosen.forest, chosen.residual, "fused", how, search)

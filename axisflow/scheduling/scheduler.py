@@ -20,11 +20,12 @@ Rules (``docs/pipeline.md`` explains them with examples):
    LoopInvariant or nothing bound  hoisted above the loop, or ``rebuild``
    ============  ================  ========================================
 
-   A value is hoisted above every loop that binds none of its modes, except
-   a loop that also encloses its consumer's home and a deeper loop of that
-   home binding the value: there it is rebuilt per iteration, so that its
-   slice of the deeper loop stays fused with the consumer (recomputation
-   traded for memory).
+   A value is hoisted above every loop that binds none of its modes. With
+   ``rebuild="fused"`` (not the default) one exception keeps it fused: a
+   loop that also encloses its consumer's home and a deeper loop of that
+   home binding the value; there it is rebuilt every iteration, so that its
+   slice of the deeper loop stays with the consumer (multiply-adds traded
+   for memory, counted by ``memory.schedule_flops``).
 2. **Order and split.** Within a block, items go in stages: an edge whose
    producer leaves a loop (``accumulate``, ``scatter``, or a reader outside
    that loop) starts a new stage; each stage holds the block's own builds,
@@ -42,9 +43,10 @@ Rules (``docs/pipeline.md`` explains them with examples):
    slices of the loops it stays in, zeroed when it accumulates.
 5. **Residual.** Given a residual layout, one zeroed residual buffer per
    operator group comes first; every tree output adds its result into its
-   group's buffer. A tree root read by nothing but its tree's output, that
-   would need a buffer, gets none: its pieces are added straight into the
-   residual (so no term result stays live beside another). Operator steps
+   group's buffer. A tree root read by nothing but tree outputs, that would
+   need a buffer, gets none: its pieces are added straight into the
+   residual, once per tree that reads it (so no term result stays live
+   beside another, even when several terms share one). Operator steps
    close the schedule: group 0's operators in place, then every other
    group's operators with the result added into group 0.
 """
@@ -55,7 +57,6 @@ import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal
 
 from axisflow.forest.model import (
     Forest,
@@ -68,6 +69,7 @@ from axisflow.forest.model import (
     topological_order,
 )
 from axisflow.residual import ResidualLayout
+from axisflow.scheduling.options import Rebuild
 from axisflow.roles.decision import LoopRole
 from axisflow.roles.index import Index
 from axisflow.scheduling.check import check_schedule
@@ -152,13 +154,6 @@ class ScheduleResult:
 # --------------------------------------------------------------------------
 # Placement
 # --------------------------------------------------------------------------
-
-
-Rebuild = Literal["fused", "never"]
-REBUILDS: tuple[Rebuild, ...] = ("fused", "never")
-"""How a value meets an enclosing loop that binds none of its modes:
-``fused`` keeps it inside (rebuilt every iteration) when a deeper loop of its
-consumer binds it, ``never`` always hoists it above."""
 
 
 def place(
