@@ -318,7 +318,7 @@ def best_order(shape: TreeShape) -> tuple[int, ...]:
     return tuple(reversed(order))
 
 
-def candidate_orders(shape: TreeShape, count: int = 6) -> list[tuple[int, ...]]:
+def candidate_orders(shape: TreeShape, count: int = 4) -> list[tuple[int, ...]]:
     """Up to ``count`` loop orders worth scheduling: the one of the
     smallest largest stored value (``best_order``), then the best by
     ``TreeShape.peak`` (``_least_peak``)."""

@@ -71,7 +71,7 @@ PointKind = Literal["planned", "shared", "per-tree"]
 
 import os
 DEBUG = bool(os.environ.get("PLANDEBUG"))
-TINY_SHARE = 100_000
+TINY_SHARE = 10_000
 SMALL_BESIDE_BUDGET = 1000
 """A share not checked one by one is taken (whole) only when its value is
 at most this fraction (1/N) of the budget."""
@@ -490,8 +490,14 @@ class _Search:
                         if self.cluster_peak(classes, trial, cluster) > budget:
                             if not fused:
                                 continue
-                            classes.undo(state)  # try it whole
-                            if self.cluster_peak(classes, trial, cluster) > budget:
+                            classes.undo(state)  # try it whole: the value
+                            # is then stored whole beside the residual
+                            whole = self.residual_bytes + self.sizing.full_bytes(
+                                self.shared.values[self.shared.sites[share.first].value]
+                            )
+                            if whole > budget or (
+                                self.cluster_peak(classes, trial, cluster) > budget
+                            ):
                                 continue
                 if first != other:
                     joined[max(first, other)] = min(first, other)
@@ -572,6 +578,19 @@ def plan_shared_forest(
     search = _Search(shared, residual, extents, block, max_rounds)
     shared_flops = forest_flops(shared, search.sizing)
     points: list[PlanPoint] = []
+    if budget is not None:
+        within = search.run(budget, deadline)
+        points.append(within)
+        if within.peak <= budget and not front:
+            chosen = choose(points, shared_flops, budget, max_extra_flops)
+            return SearchResult(
+                chosen,
+                points,
+                pareto(points),
+                shared_flops,
+                time.monotonic() - started,
+                search.evaluations,
+            )
     for kind in ("shared", "per-tree"):
         try:
             points.append(search.frontend_point(kind))
@@ -579,8 +598,6 @@ def plan_shared_forest(
             pass
     least = search.run(search.residual_bytes or 1, deadline)
     points.append(least)
-    if budget is not None:
-        points.append(search.run(budget, deadline))
     if front or budget is None:
         everything = search.run(None, deadline)
         points.append(everything)
