@@ -351,24 +351,49 @@ def canonical_renaming(lists: Sequence[Sequence[Index]]) -> dict[Index, Index]:
         for index in indices:
             if index not in ordinal:
                 number(index)
+    tie_keys = _proto_tie_keys(lists, ordinal)
+    for proto in sorted(tie_keys, key=lambda p: (tie_keys[p], p.sort_key())):
+        number(proto)
+    renamed: dict[Index, Index] = {}
+    for index in list(ordinal):
+        _rebuild(index, ordinal, renamed)
+    return renamed
+
+
+def _proto_tie_keys(
+    lists: Sequence[Sequence[Index]], carried: Mapping[Index, object]
+) -> dict[Index, tuple[list[tuple[int, int, int]], tuple[int, int]]]:
+    """Per index of ``lists`` that occurs only as a proto (not in
+    ``carried``): the label-free key ``canonical_renaming`` orders it by,
+    its sorted places (list, slot, depth) and its shape."""
     places: dict[Index, list[tuple[int, int, int]]] = {}
     for list_number, indices in enumerate(lists):
         for slot, index in enumerate(indices):
             stack = [(proto, 1) for proto in reversed(index.protos)]
             while stack:
                 proto, depth = stack.pop()
-                if proto not in ordinal:
+                if proto not in carried:
                     places.setdefault(proto, []).append((list_number, slot, depth))
                 stack.extend((inner, depth + 1) for inner in reversed(proto.protos))
     shapes = _shapes(places)
     # Sorted places: the walk's order follows the (label-sorted) proto lists.
-    where = {proto: sorted(found) for proto, found in places.items()}
-    for proto in sorted(places, key=lambda p: (where[p], shapes[p], p.sort_key())):
-        number(proto)
-    renamed: dict[Index, Index] = {}
-    for index in list(ordinal):
-        _rebuild(index, ordinal, renamed)
-    return renamed
+    return {proto: (sorted(found), shapes[proto]) for proto, found in places.items()}
+
+
+def proto_ties(indices: Sequence[Index]) -> list[tuple[Index, ...]]:
+    """The groups (two or more, in label order) of proto-only indices of one
+    tensor carrying ``indices`` that ``canonical_renaming`` tells apart only
+    by their labels: of one shape, in exactly the same places. Proto lists
+    are symmetric sets, so a tensor's data must not depend on which member
+    of a group is which (``C{a_1<i_1,i_2>;μ̃_1}``: ``i_1`` and ``i_2``); the
+    frontend relies on that when it shares a leaf across terms."""
+    keys = _proto_tie_keys((indices,), dict.fromkeys(indices))
+    groups: dict[tuple[tuple[tuple[int, int, int], ...], tuple[int, int]], list[Index]]
+    groups = {}
+    for proto in sorted(keys, key=Index.sort_key):
+        places, shape = keys[proto]
+        groups.setdefault((tuple(places), shape), []).append(proto)
+    return [tuple(group) for group in groups.values() if len(group) > 1]
 
 
 def _shapes(indices: Iterable[Index]) -> dict[Index, tuple[int, int]]:

@@ -41,7 +41,7 @@ from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
 from axisflow.numerals import check_count
 from axisflow.order import Order
-from axisflow.residual import ResidualError, ResidualLayout, residual_layout
+from axisflow.residual import ResidualError, ResidualLayout
 from axisflow.scheduling.assemble import forest_layout
 from axisflow.scheduling.guard import (
     DroppedLoop,
@@ -80,6 +80,7 @@ from axisflow.scheduling.scheduler import (
     SchedulingError,
     schedule_forest,
 )
+from axisflow.sequant.forest import expression_layout
 
 if TYPE_CHECKING:
     from axisflow.sequant import Expression, Share
@@ -639,24 +640,6 @@ def _expression_model(
     return shared_model, layout
 
 
-def expression_layout(expression: Expression) -> ResidualLayout:
-    """The residual of a SeQuant expression: its terms' externals and their
-    reserved operators (``axisflow.residual.residual_layout``)."""
-    from axisflow.residual import Operator, OperatorError
-
-    operators = []
-    for position, term in enumerate(expression.terms):
-        try:
-            operators.append(
-                tuple(Operator.make(o.label, o.bra, o.ket) for o in term.operators)
-            )
-        except OperatorError as error:
-            raise ResidualError(str(error), position) from None
-    return residual_layout(
-        [term.externals() for term in expression.terms],
-        operators,
-        None if expression.result is None else expression.result.indices,
-    )
 
 
 def _term_offset(expression: Expression, error: ResidualError) -> int:

@@ -87,6 +87,7 @@ from axisflow.order import (
     split_kind,
 )
 from axisflow.order import parse_extents as _parse_extents
+from axisflow.residual import ResidualError, ResidualLayout, residual_layout
 from axisflow.residual.operators import Operator, OperatorError
 from axisflow.roles.index import Index
 from axisflow.sequant.ordering import batched_size
@@ -232,7 +233,18 @@ def parse_extents(text: str) -> dict[str, int]:
         raise PolicyError(str(error)) from None
 
 
-def _resolve_key(name: str, keys: Sequence[str], aliases: Mapping[str, str]) -> str:
+def space_aliases(keys: Iterable[str]) -> dict[str, str]:
+    """The ASCII alias of each space key that has one (``ascii_alias``),
+    mapped to the key."""
+    return {alias: key for key in keys if (alias := ascii_alias(key)) is not None}
+
+
+def resolve_space_key(
+    name: str, keys: Sequence[str], aliases: Mapping[str, str]
+) -> str:
+    """The space key ``name`` stands for: one of ``keys`` (an expression's
+    space keys), or the key of an ASCII alias (``aliases``, from
+    ``space_aliases``). Raises ``PolicyError`` listing the spaces."""
     if name in keys:
         return name
     if name in aliases:
@@ -580,9 +592,9 @@ def build_forest(
         raise PolicyError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     policy = policy or BatchPolicy()
     keys = expression.space_keys()
-    aliases = {alias: key for key in keys if (alias := ascii_alias(key)) is not None}
-    batch_keys = [_resolve_key(k, keys, aliases) for k in policy.spaces]
-    external_keys = {_resolve_key(k, keys, aliases) for k in policy.external}
+    aliases = space_aliases(keys)
+    batch_keys = [resolve_space_key(k, keys, aliases) for k in policy.spaces]
+    external_keys = {resolve_space_key(k, keys, aliases) for k in policy.external}
     if len(set(batch_keys)) != len(batch_keys):
         raise PolicyError(f"an index space is named twice in batch={policy.spaces}")
     extents: dict[str, int] = {}
@@ -592,7 +604,7 @@ def build_forest(
             base, protos = split_kind(key)
         except ExtentError as error:
             raise PolicyError(str(error)) from None
-        base = _resolve_key(base, keys, aliases)
+        base = resolve_space_key(base, keys, aliases)
         if protos is None:
             extents[base] = extent
         else:
@@ -665,6 +677,25 @@ def build_forest(
     return forest
 
 
+def expression_layout(expression: Expression) -> ResidualLayout:
+    """The residual of a SeQuant expression: its terms' externals and their
+    reserved operators (``axisflow.residual.residual_layout``). Raises
+    ``ResidualError`` naming the term that does not fit."""
+    operators = []
+    for position, term in enumerate(expression.terms):
+        try:
+            operators.append(
+                tuple(Operator.make(o.label, o.bra, o.ket) for o in term.operators)
+            )
+        except OperatorError as error:
+            raise ResidualError(str(error), position) from None
+    return residual_layout(
+        [term.externals() for term in expression.terms],
+        operators,
+        None if expression.result is None else expression.result.indices,
+    )
+
+
 def _flatten(
     root: _Use,
     tree: int,
@@ -707,4 +738,7 @@ __all__ = [
     "Share",
     "binarize",
     "build_forest",
+    "expression_layout",
+    "resolve_space_key",
+    "space_aliases",
 ]
