@@ -109,23 +109,26 @@ def test_a_result_expression_names_the_residual_layout() -> None:
     assert [str(m) for m in plain.residual.modes] == ["a_1", "i_1"]
 
 
-def test_the_doubles_meet_the_peak_targets_by_rebuilding_shared_values() -> None:
-    """The CSV-CCSD doubles with composite extents: batched over i, the
-    values several trees share are rebuilt per tree (``auto`` measures both
-    ways); the peak is far below the unbatched one and below 190 GiB."""
+def test_the_doubles_are_planned_far_below_sharing_and_rebuilding() -> None:
+    """The CSV-CCSD doubles with composite extents batched over i: the
+    planner (``auto``) shares what fits, far below the unbatched peak and
+    below both the shared forest and the forest rebuilt per tree, for a few
+    percent more multiply-adds than sharing everything, all counted."""
     text = DOUBLES.read_text(encoding="utf-8")
     extents = REAL + ",a<2>=40,a<1>=60"
     plain = plan_policy(text, (), extents=extents, elem=8, share="forest")
     shared = plan_policy(text, ("i",), extents=extents, elem=8, share="forest")
+    rebuilt = plan_policy(text, ("i",), extents=extents, elem=8, share="tree")
     chosen = plan_policy(text, ("i",), extents=extents, elem=8)
-    assert shared.share == "forest" and chosen.share == "tree"
-    assert chosen.scheduled_peak < shared.scheduled_peak <= plain.unbatched_peak
+    assert (shared.share, rebuilt.share, chosen.share) == ("forest", "tree", "planned")
+    assert chosen.scheduled_peak < min(shared.scheduled_peak, rebuilt.scheduled_peak)
     assert chosen.unbatched_peak == plain.unbatched_peak  # the shared forest's
     assert chosen.scheduled_peak * 10 <= chosen.unbatched_peak
-    assert chosen.scheduled_peak <= 190 * 2**30
-    # what it costs: the rebuilt values' multiply-adds, counted
+    # what it costs: multiply-adds the schedule performs, against sharing
     assert chosen.flops == shared.flops + chosen.extra_flops
-    assert 0 < chosen.extra_flops < shared.flops // 5
+    assert 0 < chosen.extra_flops * 10 <= shared.flops
+    assert chosen.lower_bound <= chosen.scheduled_peak
+    assert any(point["chosen"] for point in chosen.front)
 
 
 def test_share_forest_keeps_values_shared(capsys: pytest.CaptureFixture[str]) -> None:
@@ -135,7 +138,7 @@ def test_share_forest_keeps_values_shared(capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out
     assert status == 0
     rows = out.splitlines()[2:4]
-    assert [row.split()[2] for row in rows] == ["shared", "shared"]
+    assert [row.split()[3] for row in rows] == ["shared", "shared"]
 
 
 @pytest.mark.parametrize(

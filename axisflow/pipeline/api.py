@@ -83,7 +83,7 @@ from axisflow.scheduling.scheduler import (
 from axisflow.sequant.forest import expression_layout
 
 if TYPE_CHECKING:
-    from axisflow.sequant import Expression, Share
+    from axisflow.sequant import Expression
 
 
 class PipelineError(ValueError):
@@ -295,7 +295,9 @@ def check_schedule_options(block: object, max_rounds: object) -> None:
 def check_rebuild(rebuild: object) -> None:
     """``rebuild`` is one of ``REBUILDS``."""
     if rebuild not in REBUILDS:
-        raise ValueError(f"rebuild must be one of {', '.join(REBUILDS)}, got {rebuild!r}")
+        raise ValueError(
+            f"rebuild must be one of {', '.join(REBUILDS)}, got {rebuild!r}"
+        )
 
 
 def schedule_module(
@@ -478,7 +480,9 @@ def plan_expression(
                 budget=objective.budget,
             )
         except (ModelError, SchedulingError, ResidualError) as error:
-            raise PipelineError(f"batch.forest @{planned.forest.name}: {error}") from None
+            raise PipelineError(
+                f"batch.forest @{planned.forest.name}: {error}"
+            ) from None
 
     shared_model, layout = _expression_model(
         expression,
@@ -566,12 +570,12 @@ def _plan(
     except (ModelError, SchedulingError, ResidualError) as error:
         raise PipelineError(f"batch.forest @{shared_model.name}: {error}") from None
     result = run(planned, objective.block)
-    report = result.report
     sizing = Sizing(shared_model)
     shared_flops = forest_flops(shared_model, sizing)
-    report.share = planned.share
-    report.extra_flops = report.flops - shared_flops
-    if planned.share != "forest":
+    if planned.share == "planned":
+        # never worse than the plain evaluation the plan is compared with
+        # (the shared forest unbatched): a plan above it gives way to the
+        # shared forest under the never-worse guard
         plain = peak(
             lifetimes(
                 shared_model,
@@ -579,8 +583,19 @@ def _plan(
                 sizing,
             )
         )
-        report.unbatched_peak = plain.bytes
-        report.unbatched_live = [f"@{life.value} {life.kind}" for life in plain.live]
+        if result.report.scheduled_peak > plain.bytes:
+            search = planned.search
+            planned = plan_sharing(shared_model, layout, "forest")
+            planned.search = search
+            result = run(planned, objective.block)
+        else:
+            result.report.unbatched_peak = plain.bytes
+            result.report.unbatched_live = [
+                f"@{life.value} {life.kind}" for life in plain.live
+            ]
+    report = result.report
+    report.share = planned.share
+    report.extra_flops = report.flops - shared_flops
     if planned.search is not None:
         chosen = planned.search.chosen
         report.front = [
@@ -638,8 +653,6 @@ def _expression_model(
                 error.reason, _term_offset(expression, error)
             ) from None
     return shared_model, layout
-
-
 
 
 def _term_offset(expression: Expression, error: ResidualError) -> int:

@@ -45,11 +45,11 @@ from axisflow.scheduling.schedule import (
     Buffer,
     Build,
     Item,
+    LoopExtentError,
     LoopPass,
     Output,
     Residual,
     Schedule,
-    LoopExtentError,
     Write,
     loop_extents,
 )
@@ -574,7 +574,9 @@ class MemoryReport:
             )
         if self.budget is not None:
             fits = "within" if self.scheduled_peak <= self.budget else "ABOVE"
-            lines.append(f"  budget: {format_bytes(self.budget)} (the peak is {fits} it)")
+            lines.append(
+                f"  budget: {format_bytes(self.budget)} (the peak is {fits} it)"
+            )
         if self.residual_bytes:
             lines.append(
                 f"  residual buffer: {format_bytes(self.residual_bytes)} (every tree "
@@ -757,8 +759,6 @@ def lower_bound(
                 f"@{value.name} and its built factors, one element per batched mode",
             )
     return best
-
-
 
 
 def schedule_flops(

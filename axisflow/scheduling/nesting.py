@@ -169,15 +169,16 @@ def tree_shape(
             parent = forest.sites[site.parent]
             parent_value = forest.values[parent.value]
             consumer = mask(parent.mode_labels[m] for m in parent_value.node_modes)
-        sizes = tuple(
-            (mask([site.mode_labels[m]]), extent(m)) for m in value.modes
-        )
+        sizes = tuple((mask([site.mode_labels[m]]), extent(m)) for m in value.modes)
         edge = _Edge(node, consumer, sizes, elem(value.name))
         edges.append(edge)
-        key.append((node, consumer, tuple(sorted(sizes)), edge.elem, children[len(edges) - 1]))
+        key.append(
+            (node, consumer, tuple(sorted(sizes)), edge.elem, children[len(edges) - 1])
+        )
     ordered = tuple(sorted(labels, key=labels.__getitem__))
     externals = mask(
-        forest.sites[root].mode_labels[m] for m in forest.values[forest.sites[root].value].modes
+        forest.sites[root].mode_labels[m]
+        for m in forest.values[forest.sites[root].value].modes
     )
     start = tuple(
         sorted(
@@ -190,7 +191,12 @@ def tree_shape(
         )
     )
     return TreeShape(
-        ordered, tuple(edges), tuple(key), start, children, tuple(s.number for s in sites)
+        ordered,
+        tuple(edges),
+        tuple(key),
+        start,
+        children,
+        tuple(s.number for s in sites),
     )
 
 
@@ -388,7 +394,7 @@ def _least_peak(
     stored = [0] * len(edges)
     hoisted = [False] * len(edges)
     known = [False] * len(edges)
-    seen: set[tuple[int, tuple[int, ...]]] = set()
+    seen: set[tuple[int, tuple[int, ...], tuple[bool, ...]]] = set()
     budget = [SEARCH_NODES]
     prefix: list[int] = []
 
@@ -468,7 +474,8 @@ def tree_orders(
     spaces: Iterable[str],
     extent: Callable[[Index], int],
     elem: Callable[[str], int],
-    choose: Callable[[int, Sequence[tuple[Index, ...]]], tuple[Index, ...]] | None = None,
+    choose: Callable[[int, Sequence[tuple[Index, ...]]], tuple[Index, ...]]
+    | None = None,
 ) -> tuple[dict[int, tuple[Index, ...]], dict[int, int]]:
     """Every tree's loop order (labels, outermost first), and, for each
     use-site with two built factors, the factor's use-site to evaluate first

@@ -74,7 +74,9 @@ def parse_fraction(
     if text is None:
         return None
     if isinstance(text, bool) or not isinstance(text, str | int | float | Fraction):
-        raise OptionError(f"{name}: expected a fraction such as 5% or 0.05, got {text!r}")
+        raise OptionError(
+            f"{name}: expected a fraction such as 5% or 0.05, got {text!r}"
+        )
     if isinstance(text, str):
         stripped = text.strip()
         if not stripped:

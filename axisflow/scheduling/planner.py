@@ -37,10 +37,11 @@ the forest's own and every saving is a share:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
@@ -48,6 +49,8 @@ from typing import Literal
 from axisflow.forest.model import Forest, Site
 from axisflow.forest.roles import classify
 from axisflow.forest.sharing import rebuild_per_tree, regroup
+from axisflow.residual import OperatorGroup, ResidualLayout
+from axisflow.roles.index import Index
 from axisflow.scheduling.memory import (
     Sizing,
     forest_flops,
@@ -55,29 +58,30 @@ from axisflow.scheduling.memory import (
     peak,
     schedule_flops,
 )
-from axisflow.scheduling.options import Rebuild, ShareChoice
 from axisflow.scheduling.nesting import (
     LoopClasses,
     TreeLabel,
     tree_orders,
     with_nests,
 )
+from axisflow.scheduling.options import Rebuild, ShareChoice
 from axisflow.scheduling.schedule import Item, LoopPass, Schedule, loop_extents
-from axisflow.scheduling.scheduler import ScheduleResult, SchedulingError, schedule_forest
-from axisflow.residual import OperatorGroup, ResidualLayout
-from axisflow.roles.index import Index
+from axisflow.scheduling.scheduler import (
+    ScheduleResult,
+    SchedulingError,
+    schedule_forest,
+)
 
 PointKind = Literal["planned", "shared", "per-tree"]
 
-import os
-DEBUG = bool(os.environ.get("PLANDEBUG"))
 TINY_SHARE = 10_000
+"""Shares saving at most this fraction (1/N) of the shared forest's
+multiply-adds are not checked one by one (a schedule each costs more than
+they save): they are taken whole when their value is small, and the whole
+plan is checked."""
 SMALL_BESIDE_BUDGET = 1000
 """A share not checked one by one is taken (whole) only when its value is
 at most this fraction (1/N) of the budget."""
-"""Shares saving at most this fraction (1/N) of the shared forest's
-multiply-adds are not checked one by one: they are taken where fused and the
-whole plan is checked."""
 
 
 class PlanningError(ValueError):
@@ -156,6 +160,30 @@ class _Part:
     """Tree number here -> tree number in the whole forest."""
 
 
+def _own_instances(order: Sequence[Index]) -> Callable[[int, Index], int]:
+    """Loop instances numbered by their position in ``order`` (one tree)."""
+    position = {label: k for k, label in enumerate(order)}
+    return lambda _tree, label: position[label]
+
+
+class _Trees:
+    """A union-find over trees: the clusters that run next to each other."""
+
+    def __init__(self, count: int) -> None:
+        self.parent = list(range(count))
+
+    def root(self, tree: int) -> int:
+        """The first tree of ``tree``'s cluster."""
+        while self.parent[tree] != tree:
+            tree = self.parent[tree]
+        return tree
+
+    def join(self, first: int, other: int) -> None:
+        """One cluster of two roots."""
+        if first != other:
+            self.parent[max(first, other)] = min(first, other)
+
+
 def _restrict(forest: Forest, trees: set[int]) -> _Part:
     """The sub-forest of ``trees``: their use-sites renumbered, the values
     they use."""
@@ -211,7 +239,9 @@ class _Search:
         )
         self.cluster_peaks: dict[object, int] = {}
         self.evaluations = 0
-        self.spaces = sorted({loop.space for site in shared.sites for loop in site.loops})
+        self.spaces = sorted(
+            {loop.space for site in shared.sites for loop in site.loops}
+        )
         self.orders, self.first_factor = tree_orders(
             shared,
             self.spaces,
@@ -270,7 +300,7 @@ class _Search:
         residual = permute_layout(self.residual, {tree: 0})
         best: tuple[int, tuple[Index, ...]] | None = None
         for order in candidates:
-            nested = with_nests(one, {0: order}, lambda _t, label: order.index(label))
+            nested = with_nests(one, {0: order}, _own_instances(order))
             classify(nested)
             found = self.objects_peak(nested, residual)
             if found is not None and (best is None or found < best[0]):
@@ -303,7 +333,9 @@ class _Search:
         shares.sort(key=lambda s: (-s.saving, s.first, s.other))
         return shares
 
-    def pairs(self, share: Share) -> tuple[list[tuple[TreeLabel, TreeLabel]], list[tuple[int, int]]]:
+    def pairs(
+        self, share: Share
+    ) -> tuple[list[tuple[TreeLabel, TreeLabel]], list[tuple[int, int]]]:
         """The loops a share makes one instance (pairs of tree loops) and the
         use-site pairs it makes one build (the two subtrees)."""
         forest = self.shared
@@ -330,7 +362,7 @@ class _Search:
         self,
         classes: LoopClasses,
         site_pairs: Sequence[tuple[int, int]],
-        cluster: Sequence[int],
+        cluster: Mapping[int, int] | Sequence[int],
         trees: set[int] | None = None,
     ) -> tuple[Forest, ResidualLayout | None]:
         """The planned forest of ``trees`` (default all): shared use-sites
@@ -431,7 +463,9 @@ class _Search:
         inside = set(trees)
         key = (
             tuple(sorted(inside)),
-            tuple(sorted(p for p in site_pairs if self.shared.sites[p[0]].tree in inside)),
+            tuple(
+                sorted(p for p in site_pairs if self.shared.sites[p[0]].tree in inside)
+            ),
             classes.signature(inside),
         )
         found = self.cluster_peaks.get(key)
@@ -455,13 +489,8 @@ class _Search:
         count = len(self.shared.trees)
         for _ in range(6):
             classes = LoopClasses(self.orders)
-            joined = list(range(count))
-
-            def root(tree: int) -> int:
-                while joined[tree] != tree:
-                    tree = joined[tree]
-                return tree
-
+            joined = _Trees(count)
+            root = joined.root
             site_pairs: list[tuple[int, int]] = []
             accepted: list[Share] = []
             unchecked: set[Share] = set()
@@ -499,8 +528,7 @@ class _Search:
                                 self.cluster_peak(classes, trial, cluster) > budget
                             ):
                                 continue
-                if first != other:
-                    joined[max(first, other)] = min(first, other)
+                joined.join(first, other)
                 site_pairs.extend(sites)
                 accepted.append(share)
             cluster = [root(t) for t in range(count)]
@@ -592,16 +620,18 @@ def plan_shared_forest(
                 search.evaluations,
             )
     for kind in ("shared", "per-tree"):
-        try:
+        with contextlib.suppress(SchedulingError):
             points.append(search.frontend_point(kind))
-        except SchedulingError:
-            pass
     least = search.run(search.residual_bytes or 1, deadline)
     points.append(least)
     if front or budget is None:
         everything = search.run(None, deadline)
         points.append(everything)
-        extra = DEFAULT_EXTRA_FLOPS if max_extra_flops is None else Fraction(max_extra_flops)
+        extra = (
+            DEFAULT_EXTRA_FLOPS
+            if max_extra_flops is None
+            else Fraction(max_extra_flops)
+        )
         limit = shared_flops * (1 + extra)
         level = least.peak
         while level < everything.peak and time.monotonic() < deadline:
@@ -641,7 +671,9 @@ def choose(
         if fitting:
             return min(fitting, key=lambda p: (p.flops, p.peak))
         return min(points, key=lambda p: (p.peak, p.flops))
-    extra = DEFAULT_EXTRA_FLOPS if max_extra_flops is None else Fraction(max_extra_flops)
+    extra = (
+        DEFAULT_EXTRA_FLOPS if max_extra_flops is None else Fraction(max_extra_flops)
+    )
     limit = shared_flops * (1 + extra)
     fitting = [p for p in points if p.flops <= limit]
     if fitting:

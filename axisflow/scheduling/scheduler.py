@@ -69,11 +69,11 @@ from axisflow.forest.model import (
     topological_order,
 )
 from axisflow.residual import ResidualLayout
-from axisflow.scheduling.options import Rebuild
 from axisflow.roles.decision import LoopRole
 from axisflow.roles.index import Index
 from axisflow.scheduling.check import check_schedule
 from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.options import Rebuild
 from axisflow.scheduling.schedule import (
     Apply,
     Bind,
