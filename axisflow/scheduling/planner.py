@@ -593,6 +593,7 @@ def plan_shared_forest(
     max_extra_flops: Fraction | float | None = None,
     front: bool = False,
     seconds: float = 60.0,
+    rebuild_in_loops: bool = True,
 ) -> SearchResult:
     """Plan ``shared`` (the frontend's forest, values shared): the fewest
     multiply-adds within ``budget`` bytes, or the smallest peak within
@@ -600,7 +601,10 @@ def plan_shared_forest(
     multiply-adds (each value once), or, with neither, the smallest peak
     within ``DEFAULT_EXTRA_FLOPS``. ``front``: also search the Pareto front
     (runs for budgets from the smallest peak up). Runs started after
-    ``seconds`` check nothing one by one (the result stays valid)."""
+    ``seconds`` check nothing one by one (the result stays valid).
+    ``rebuild_in_loops=False`` leaves out the frontend's schedules (values
+    rebuilt inside loops): every point then schedules under the scheduler's
+    default rules, as ``schedule-batches`` does for the forest printed."""
     started = time.monotonic()
     deadline = started + seconds
     search = _Search(shared, residual, extents, block, max_rounds)
@@ -619,7 +623,7 @@ def plan_shared_forest(
                 time.monotonic() - started,
                 search.evaluations,
             )
-    for kind in ("shared", "per-tree"):
+    for kind in ("shared", "per-tree") if rebuild_in_loops else ():
         with contextlib.suppress(SchedulingError):
             points.append(search.frontend_point(kind))
     least = search.run(search.residual_bytes or 1, deadline)
@@ -792,6 +796,7 @@ def plan_sharing(
     budget: int | None = None,
     max_extra_flops: Fraction | None = None,
     front: bool = False,
+    rebuild_in_loops: bool = True,
 ) -> Planned:
     """The forest ``share`` asks for: the frontend's (``forest``), rebuilt
     per tree (``tree``), or the search's choice for the objective (``auto``,
@@ -814,6 +819,7 @@ def plan_sharing(
         budget=budget,
         max_extra_flops=max_extra_flops,
         front=front,
+        rebuild_in_loops=rebuild_in_loops,
     )
     chosen = search.chosen
     if chosen.kind == "planned":
