@@ -80,6 +80,7 @@ from axisflow.scheduling.scheduler import (
     SchedulingError,
     schedule_forest,
 )
+from axisflow.sequant.canonical import canonical_factor_order
 from axisflow.sequant.forest import expression_layout
 
 if TYPE_CHECKING:
@@ -634,6 +635,9 @@ def _expression_model(
         )
     if isinstance(expression, str):
         expression = parse(expression)
+    if share == "auto":
+        # a plan must not depend on how the terms were written
+        expression = canonical_factor_order(expression)
     shared_model = to_model(
         expression,
         batch,

@@ -239,6 +239,7 @@ class _Search:
         )
         self.cluster_peaks: dict[object, int] = {}
         self.evaluations = 0
+        self._everything: PlanPoint | None = None
         self.spaces = sorted(
             {loop.space for site in shared.sites for loop in site.loops}
         )
@@ -399,7 +400,7 @@ class _Search:
         )
         planned = with_nests(
             grouped,
-            {t: self.orders[part.trees[t]] for t in range(len(grouped.trees))},
+            {t: classes.orders[part.trees[t]] for t in range(len(grouped.trees))},
             lambda t, label: instance[(part.trees[t], label)],
             order,
             finish=False,
@@ -484,6 +485,12 @@ class _Search:
         ``None``), largest saving first; then check the whole plan and, while
         it is above the budget, give up the shares live at its peak (those
         not checked one by one first, then the smallest savings)."""
+        if budget is not None:
+            # the plan sharing everything it can costs one schedule: when it
+            # fits, nothing is left to price
+            everything = self.everything()
+            if everything.peak <= budget:
+                return dataclasses.replace(everything, budget=budget)
         rejected: set[Share] = set()
         point: PlanPoint | None = None
         count = len(self.shared.trees)
@@ -512,7 +519,7 @@ class _Search:
                     unchecked.add(share)
                 else:
                     state = classes.mark()
-                    fused = classes.union(labels)
+                    fused = classes.union_aligning(labels)
                     if budget is not None:
                         cluster = [t for t in range(count) if root(t) in (first, other)]
                         trial = [*site_pairs, *sites]
@@ -562,6 +569,12 @@ class _Search:
                 rejected.add(min(culprits, key=lambda share: share.saving))
         assert point is not None
         return point
+
+    def everything(self) -> PlanPoint:
+        """The plan that takes every share (``run(None)``), made once."""
+        if self._everything is None:
+            self._everything = self.run(None, 0.0)
+        return self._everything
 
     def frontend_point(self, kind: Literal["shared", "per-tree"]) -> PlanPoint:
         """The frontend's forest (values shared, or rebuilt per tree) under
@@ -629,7 +642,7 @@ def plan_shared_forest(
     least = search.run(search.residual_bytes or 1, deadline)
     points.append(least)
     if front or budget is None:
-        everything = search.run(None, deadline)
+        everything = search.everything()
         points.append(everything)
         extra = (
             DEFAULT_EXTRA_FLOPS

@@ -61,6 +61,7 @@ from axisflow.forest.model import Forest
 from axisflow.order import Order
 from axisflow.residual import ResidualError
 from axisflow.scheduling.options import OptionError, parse_budget, parse_fraction
+from axisflow.sequant.canonical import canonical_factor_order
 from axisflow.sequant.forest import (
     BatchPolicy,
     PolicyError,
@@ -130,6 +131,9 @@ class SequantFrontend(Frontend):
                 "forest" if share == "auto" else share,
             )
             expression = parse(text, input_name)
+            if share == "auto":
+                # a plan must not depend on how the terms were written
+                expression = canonical_factor_order(expression)
             forest = build_forest(
                 expression,
                 policy,
