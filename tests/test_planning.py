@@ -86,6 +86,11 @@ def test_plot_writes_the_file_type_asked_for(
         (["plan", str(ENERGY), "--batch", "q"], "index space 'q' does not occur"),
         (["plan", str(ENERGY), "--plot", "x.pdf"], "must end in .svg or .png"),
         (["plan", str(ENERGY), "--block", "i=0"], "block: expected N or SPACE=N"),
+        (["plan", str(ENERGY), "--budget", "lots"], "budget: expected a size"),
+        (
+            ["plan", str(ENERGY), "--max-extra-flops", "-1"],
+            "max-extra-flops: must not be negative",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_status_1(
@@ -122,11 +127,14 @@ def test_the_doubles_are_planned_far_below_sharing_and_rebuilding() -> None:
     chosen = plan_policy(text, ("i",), extents=extents, elem=8)
     assert (shared.share, rebuilt.share, chosen.share) == ("forest", "tree", "planned")
     assert chosen.scheduled_peak < min(shared.scheduled_peak, rebuilt.scheduled_peak)
-    assert chosen.unbatched_peak == plain.unbatched_peak  # the shared forest's
+    assert chosen.scheduled_peak * 10 <= plain.unbatched_peak
     assert chosen.scheduled_peak * 10 <= chosen.unbatched_peak
     # what it costs: multiply-adds the schedule performs, against sharing
-    assert chosen.flops == shared.flops + chosen.extra_flops
-    assert 0 < chosen.extra_flops * 10 <= shared.flops
+    # (the planner reads the terms in a canonical factor order, whose
+    # shared forest is within 2% of the written order's here)
+    reference = chosen.flops - chosen.extra_flops
+    assert abs(reference - shared.flops) * 50 <= shared.flops
+    assert 0 < chosen.extra_flops * 10 <= reference
     assert chosen.lower_bound <= chosen.scheduled_peak
     assert any(point["chosen"] for point in chosen.front)
 
@@ -172,3 +180,18 @@ def test_planning_without_ir_reports_errors_as_the_pipeline_does() -> None:
     with pytest.raises(PolicyError) as direct:
         plan_expression("t{i_1;a_1}", "Κ")
     assert str(direct.value) == str(through_ir.value)
+
+
+def test_a_budget_prints_the_front_and_the_chosen_point(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = main(
+        ["plan", str(ENERGY), "--extents", REAL, "--batch", "i,Κ", "--budget", "20MiB"]
+    )
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "; budget 20MiB)" in out.splitlines()[0]
+    assert "Pareto front of" in out
+    chosen = [line for line in out.splitlines() if line.startswith("  * ")]
+    assert len(chosen) == 1
+    assert "lower bound of" in out

@@ -635,8 +635,9 @@ def _expression_model(
         )
     if isinstance(expression, str):
         expression = parse(expression)
-    if share == "auto":
-        # a plan must not depend on how the terms were written
+    if share == "auto" and order != "file":
+        # a plan must not depend on how the terms were written (unless the
+        # written order is the order asked for)
         expression = canonical_factor_order(expression)
     shared_model = to_model(
         expression,

@@ -131,8 +131,9 @@ class SequantFrontend(Frontend):
                 "forest" if share == "auto" else share,
             )
             expression = parse(text, input_name)
-            if share == "auto":
+            if share == "auto" and self.order != "file":
                 # a plan must not depend on how the terms were written
+                # (unless the written order is the order asked for)
                 expression = canonical_factor_order(expression)
             forest = build_forest(
                 expression,
