@@ -542,7 +542,8 @@ class LoopClasses:
                 if position + 1 < len(order):
                     self._next[node] = (tree, order[position + 1])
         self._log: list[
-            tuple[TreeLabel, TreeLabel, dict[int, Index]] | tuple[int, tuple[Index, ...]]
+            tuple[TreeLabel, TreeLabel, dict[int, Index]]
+            | tuple[int, tuple[Index, ...]]
         ] = []
 
     def __contains__(self, node: TreeLabel) -> bool:
@@ -596,11 +597,16 @@ class LoopClasses:
             else:
                 self._next.pop(node, None)
 
-    def union_aligning(self, pairs: Sequence[tuple[TreeLabel, TreeLabel]]) -> bool:
+    def union_aligning(
+        self,
+        pairs: Sequence[tuple[TreeLabel, TreeLabel]],
+        acceptable: Callable[[int, tuple[Index, ...]], bool] | None = None,
+    ) -> bool:
         """``union``; when only the trees' orders stand in the way, the
         second tree of the pairs first nests their labels in the order the
-        first tree does (its other loops where they were), then ``union``.
-        Nothing changes on failure."""
+        first tree does (its other loops where they were), if
+        ``acceptable(tree, new_order)``, then ``union``. Nothing changes on
+        failure."""
         if self.union(pairs):
             return True
         trees = {first[0] for first, _ in pairs} | {other[0] for _, other in pairs}
@@ -615,11 +621,15 @@ class LoopClasses:
             partner[theirs[1]] = position[ours[1]]
         old = self.orders[follower]
         slots = [k for k, label in enumerate(old) if label in partner]
-        moved = sorted((label for label in old if label in partner), key=partner.__getitem__)
+        moved = sorted(
+            (label for label in old if label in partner), key=partner.__getitem__
+        )
         new = list(old)
         for slot, label in zip(slots, moved, strict=True):
             new[slot] = label
-        if tuple(new) == old:
+        if tuple(new) == old or (
+            acceptable is not None and not acceptable(follower, tuple(new))
+        ):
             return False
         start = self.mark()
         self._log.append((follower, old))

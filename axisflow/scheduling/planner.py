@@ -62,6 +62,7 @@ from axisflow.scheduling.nesting import (
     LoopClasses,
     TreeLabel,
     tree_orders,
+    tree_shape,
     with_nests,
 )
 from axisflow.scheduling.options import Rebuild, ShareChoice
@@ -243,6 +244,16 @@ class _Search:
         self.spaces = sorted(
             {loop.space for site in shared.sites for loop in site.loops}
         )
+        self.shapes = {
+            tree: tree_shape(
+                shared,
+                tree,
+                self.spaces,
+                self.sizing.mode_extent,
+                lambda name: self.sizing.elem(shared.values[name]),
+            )
+            for tree in range(len(shared.trees))
+        }
         self.orders, self.first_factor = tree_orders(
             shared,
             self.spaces,
@@ -290,6 +301,15 @@ class _Search:
             if life.kind not in ("residual", "operator")
         ]
         return peak(objects).bytes
+
+    def _no_worse(self, tree: int, order: tuple[Index, ...]) -> bool:
+        """Whether ``order`` stores no more than the tree's chosen order (its
+        largest stored value, then the total, by ``TreeShape.cost``)."""
+        shape = self.shapes[tree]
+        position = {label: k for k, label in enumerate(shape.labels)}
+        chosen = [position[label] for label in self.orders[tree]]
+        trial = [position[label] for label in order]
+        return shape.cost(trial) <= shape.cost(chosen)
 
     def _choose_order(
         self, tree: int, candidates: Sequence[tuple[Index, ...]]
@@ -519,7 +539,7 @@ class _Search:
                     unchecked.add(share)
                 else:
                     state = classes.mark()
-                    fused = classes.union_aligning(labels)
+                    fused = classes.union_aligning(labels, self._no_worse)
                     if budget is not None:
                         cluster = [t for t in range(count) if root(t) in (first, other)]
                         trial = [*site_pairs, *sites]

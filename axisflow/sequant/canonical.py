@@ -63,8 +63,14 @@ def tensor_colours(term: Term) -> list[str]:
     slots: list[list[tuple[str, int, Index]]] = []
     for tensor in tensors:
         found: list[tuple[str, int, Index]] = []
-        for group, members in (("bra", tensor.bra), ("ket", tensor.ket), ("aux", tensor.aux)):
-            found.extend((group, position, index) for position, index in enumerate(members))
+        for group, members in (
+            ("bra", tensor.bra),
+            ("ket", tensor.ket),
+            ("aux", tensor.aux),
+        ):
+            found.extend(
+                (group, position, index) for position, index in enumerate(members)
+            )
         slots.append(found)
     carriers: dict[Index, list[tuple[int, str, int]]] = {index: [] for index in indices}
     for number, found in enumerate(slots):
@@ -75,7 +81,8 @@ def tensor_colours(term: Term) -> list[str]:
         for proto in index.protos:
             composites[proto].append(index)
     tensor_colour = [
-        _digest((t.label, t.symmetry, len(t.bra), len(t.ket), len(t.aux))) for t in tensors
+        _digest((t.label, t.symmetry, len(t.bra), len(t.ket), len(t.aux)))
+        for t in tensors
     ]
     index_colour = {i: _digest((i.base_key, len(i.protos))) for i in indices}
     for _ in range(ROUNDS):
