@@ -32,20 +32,20 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
+from axisflow.forest.roles import classify
+from axisflow.forest.sharing import rebuild_per_tree
 from axisflow.pipeline.api import plan_expression
 from axisflow.scheduling.memory import (
     Sizing,
     forest_flops,
     format_bytes,
+    lifetimes,
     lower_bound,
     peak,
-    lifetimes,
     schedule_flops,
 )
 from axisflow.scheduling.planner import plan_shared_forest
 from axisflow.scheduling.scheduler import schedule_forest
-from axisflow.forest.roles import classify
-from axisflow.forest.sharing import rebuild_per_tree
 from axisflow.sequant import parse, to_model
 from axisflow.sequant.canonical import canonical_factor_order
 from axisflow.sequant.forest import expression_layout
@@ -112,7 +112,7 @@ def run_case(name: str, extents: str, policies: list[str]) -> list[dict[str, obj
             f"{format_bytes(today_tree[0]):>10} {factor(today_tree[1], shared):>9}"
         )
         print(
-            f"         plan +0%     "
+            "         plan +0%     "
             + (
                 f"{format_bytes(within.peak):>10} {factor(within.flops, shared):>9}"
                 if within
