@@ -670,13 +670,32 @@ def plan_shared_forest(
             else Fraction(max_extra_flops)
         )
         limit = shared_flops * (1 + extra)
-        level = least.peak
+        level = low = least.peak
+        high: int | None = None  # the smallest level found within the limit
         while level < everything.peak and time.monotonic() < deadline:
             level = min(level * 3 // 2 + 1, everything.peak)
             found = search.run(level, deadline)
             points.append(found)
-            if not front and found.flops <= limit:
-                break  # the smallest peak within the limit is found
+            if found.flops <= limit:
+                high = level
+                if not front:
+                    break
+            elif high is None:
+                low = level
+        if budget is None and least.flops > limit:
+            # narrow the smallest peak within the limit down (bisecting the
+            # budgets between the last level above it and the first within)
+            top = everything.peak if high is None else high
+            for _ in range(BISECTIONS):
+                if top - low <= low // 100 or time.monotonic() >= deadline:
+                    break
+                middle = (low + top) // 2
+                found = search.run(middle, deadline)
+                points.append(found)
+                if found.flops <= limit:
+                    top = middle
+                else:
+                    low = middle
     chosen = choose(points, shared_flops, budget, max_extra_flops)
     return SearchResult(
         chosen,
@@ -687,6 +706,10 @@ def plan_shared_forest(
         search.evaluations,
     )
 
+
+BISECTIONS = 5
+"""Runs spent narrowing the smallest peak within a multiply-add limit down
+(to within 1% of the budget levels)."""
 
 DEFAULT_EXTRA_FLOPS = Fraction(1, 10)
 """With no objective given: the smallest peak within 10% more multiply-adds
