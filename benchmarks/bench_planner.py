@@ -184,7 +184,7 @@ def doubles_target(runs: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "--quick", action="store_true", help="the doubles' targets only"
     )
@@ -202,6 +202,7 @@ def main() -> None:
             smallest = row["smallest"]
             assert isinstance(today_forest, tuple) and isinstance(today_tree, tuple)
             assert isinstance(smallest, tuple)
+            assert within is None or isinstance(within, tuple)
             if within is None or within[0] > today_forest[0]:
                 failures.append(f"{name} {extents} {row['policy']}: +0% plan")
             if smallest[0] > today_tree[0]:

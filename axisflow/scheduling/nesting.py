@@ -164,7 +164,7 @@ def tree_shape(
         value = forest.values[site.value]
         node = mask(site.mode_labels[m] for m in value.node_modes)
         if site.parent is None:
-            consumer = mask(site.mode_labels[m] for m in value.modes)
+            consumer = node  # added into the residual block by block
         else:
             parent = forest.sites[site.parent]
             parent_value = forest.values[parent.value]

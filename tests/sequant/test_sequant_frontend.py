@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from io import BytesIO
 from pathlib import Path
-
-import re
 
 import pytest
 from xdsl.context import Context
