@@ -19,7 +19,7 @@ a<1>=60; the 113-term spin-free CCSD doubles at i=80, a=896):
 
 Multiply-adds are what the schedule performs (``memory.schedule_flops``), as
 a factor of the shared forest's (each value once). Then the targets of the
-issue (PASS/FAIL with the figures), and the time to plan the doubles for one
+planner (PASS/FAIL with the figures), and the time to plan the doubles for one
 policy with a budget (CPU seconds of ``plan_expression``, frontend included).
 
 Run: .venv/bin/python benchmarks/bench_planner.py [--quick]
