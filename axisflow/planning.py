@@ -286,7 +286,7 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
             assert isinstance(peak_bytes, int)
             mark = "*" if point["chosen"] else " "
             lines.append(
-                f"  {mark} {format_bytes(peak_bytes):>10}  {flops:.4g}  "
+                f"  {mark} {format_bytes(peak_bytes):>10}  {significant(flops, 4)}  "
                 f"{_extra(flops, flops - shared):>7}  {point['kind']}"
                 + (f", {point['shares']} shares" if point["kind"] == "planned" else "")
             )
