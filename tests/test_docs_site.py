@@ -152,3 +152,44 @@ def test_a_role_naming_nothing_is_an_error(package: griffe.Module) -> None:
         griffe_rest.ReferenceError, match=r"pkg.inner: cannot resolve 'Nothing'"
     ):
         griffe_rest.markdown(":class:`Nothing`", package["inner"])
+
+
+def test_list_items_get_the_indentation_python_markdown_needs() -> None:
+    source = "\n".join(
+        [
+            "1. **Home.** first paragraph",
+            "   a lazy line, and a 0. that is text",
+            "",
+            "   | a | b |",
+            "   |---|---|",
+            "",
+            "2. next item",
+            "- bullet",
+            "",
+            "      code in the item",
+            "",
+            "```",
+            "- not an item",
+            "",
+            "  x",
+            "```",
+        ]
+    )
+    assert griffe_rest.widen_list_indents(source).split("\n") == [
+        "1. **Home.** first paragraph",
+        "   a lazy line, and a 0. that is text",
+        "",
+        "    | a | b |",
+        "    |---|---|",
+        "",
+        "2. next item",
+        "- bullet",
+        "",
+        "        code in the item",
+        "",
+        "```",
+        "- not an item",
+        "",
+        "  x",
+        "```",
+    ]

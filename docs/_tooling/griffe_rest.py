@@ -13,7 +13,11 @@ rewrites, once the package is loaded:
   that cannot be resolved is an error here, naming the object and the role;
 * simple tables (``====  ====`` borders) into Markdown tables;
 * a paragraph ending in ``::`` (a literal block follows) into one ending in
-  ``:``, the indented block staying a code block.
+  ``:``, the indented block staying a code block;
+* list items whose later paragraphs (or tables, or code) are indented to the
+  item's text, as GitHub and reStructuredText read them, into items indented
+  by four spaces, as Python-Markdown needs (``widen_list_indents``; the
+  site's hook does the same for the pages).
 """
 
 from __future__ import annotations
@@ -160,11 +164,57 @@ def _tables(text: str) -> str:
     return "\n".join(out)
 
 
+LIST_ITEM = re.compile(r"^( *)(?:[-*+]|\d+[.)]) +(?=\S)")
+FENCE = re.compile(r"^ *(```|~~~)")
+
+
+def widen_list_indents(text: str) -> str:
+    """Indent the blocks after the first paragraph of every list item by four
+    spaces past the item's marker, keeping relative indentation (the first
+    paragraph's lazy lines stay: a ``0.`` there is text, not a list); fenced
+    code outside a list is left alone."""
+    out: list[str] = []
+    base = content = None  # the open item's marker and text columns
+    fenced = after_blank = widen = False
+    for line in text.split("\n"):
+        blank_before, after_blank = after_blank, not line.strip()
+        indent = len(line) - len(line.lstrip(" "))
+        if fenced and content is None:
+            fenced = not FENCE.match(line)
+            out.append(line)
+            continue
+        item = None if fenced else LIST_ITEM.match(line)
+        if item and (content is None or indent <= base):  # type: ignore[operator]
+            base, content = indent, item.end()
+            widen = False  # the item's first paragraph reads as it is
+            out.append(line)
+            continue
+        ends = blank_before or FENCE.match(line)  # else a lazy continuation
+        if (
+            content is not None
+            and line.strip()
+            and indent <= base
+            and ends
+            and not fenced
+        ):  # type: ignore[operator]
+            base = content = None  # the list ended
+        if content is not None and not line.strip():
+            widen = True  # what follows in the item is a block of its own
+        if content is not None and line.strip() and widen:
+            out.append(" " * max(0, base + 4 - content) + line)  # type: ignore[operator]
+        else:
+            out.append(line)
+        if FENCE.match(line):
+            fenced = not fenced
+    return "\n".join(out)
+
+
 def markdown(text: str, obj: griffe.Object) -> str:
     """A docstring of ``obj`` rewritten as described in the module docstring."""
     text = ROLE.sub(lambda m: _role(m, obj), text)
     text = _tables(text)
-    return re.sub(r"(\S)::\n\n", r"\1:\n\n", text)
+    text = re.sub(r"(\S)::\n\n", r"\1:\n\n", text)
+    return widen_list_indents(text)
 
 
 class RestToMarkdown(griffe.Extension):

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import posixpath
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.pages import Page
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from griffe_rest import widen_list_indents
 
 REPO_PREFIX = "repo"
 """Where the files outside ``docs/`` go in the site."""
@@ -136,4 +140,4 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, **_: Any) 
         pieces.append(LINK.sub(rewrite, markdown[begin:end]))
         last = end
     pieces.append(markdown[last:])
-    return "".join(pieces)
+    return widen_list_indents("".join(pieces))
