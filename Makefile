@@ -93,7 +93,11 @@ docs-check: $(STAMP)
 	  trap 'rm -rf "$$site"' EXIT && \
 	  $(BIN)/mkdocs build --strict --quiet --site-dir "$$site" && echo "docs: strict build passed"
 
-test: lint typecheck unit lit docs-check
+# pytest and lit keep both cores busy by themselves, pyright and the docs
+# build one each: all four run side by side, each one's output printed whole
+# when it ends (`make unit`, `make lit`, ... run one alone).
+test: lint
+	@$(MAKE) --no-print-directory -j4 --output-sync=target typecheck unit lit docs-check
 
 # A longer fuzz campaign than the one in `make test` (docs/reliability.md):
 # FUZZ_ARGS="--per-input 300 --seed 7" for more.

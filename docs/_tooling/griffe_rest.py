@@ -174,34 +174,28 @@ def widen_list_indents(text: str) -> str:
     paragraph's lazy lines stay: a ``0.`` there is text, not a list); fenced
     code outside a list is left alone."""
     out: list[str] = []
-    base = content = None  # the open item's marker and text columns
+    base = content = -1  # the open item's marker and text columns (-1: none)
     fenced = after_blank = widen = False
     for line in text.split("\n"):
         blank_before, after_blank = after_blank, not line.strip()
         indent = len(line) - len(line.lstrip(" "))
-        if fenced and content is None:
+        if fenced and content < 0:
             fenced = not FENCE.match(line)
             out.append(line)
             continue
         item = None if fenced else LIST_ITEM.match(line)
-        if item and (content is None or indent <= base):  # type: ignore[operator]
+        if item and (content < 0 or indent <= base):
             base, content = indent, item.end()
             widen = False  # the item's first paragraph reads as it is
             out.append(line)
             continue
         ends = blank_before or FENCE.match(line)  # else a lazy continuation
-        if (
-            content is not None
-            and line.strip()
-            and indent <= base
-            and ends
-            and not fenced
-        ):  # type: ignore[operator]
-            base = content = None  # the list ended
-        if content is not None and not line.strip():
+        if content >= 0 and line.strip() and indent <= base and ends and not fenced:
+            base = content = -1  # the list ended
+        if content >= 0 and not line.strip():
             widen = True  # what follows in the item is a block of its own
-        if content is not None and line.strip() and widen:
-            out.append(" " * max(0, base + 4 - content) + line)  # type: ignore[operator]
+        if content >= 0 and line.strip() and widen:
+            out.append(" " * max(0, base + 4 - content) + line)
         else:
             out.append(line)
         if FENCE.match(line):
