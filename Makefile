@@ -71,11 +71,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/pyright
 
-# pytest on every core (pytest-xdist; PYTEST_WORKERS=0 runs in one process),
+# pytest on every core (pytest-xdist; an idle worker takes tests queued for a
+# busy one; PYTEST_WORKERS=0 runs in one process),
 # lit on every core (its own default).
 PYTEST_WORKERS ?= auto
 unit: $(STAMP) mlir-tools
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 lit: $(STAMP) mlir-tools
 	$(BIN)/lit -sv tests/filecheck
