@@ -208,7 +208,17 @@ def lifetimes(
     """Every storage object of a (valid) schedule with its live range (a
     residual buffer from its first write to the end, an operator step's
     extra residual at its step)."""
-    accounting = _Lifetimes(forest, sizing or Sizing(forest), schedule.blocks())
+    sizing = sizing or Sizing(forest)
+    try:
+        extents = loop_extents(schedule, sizing.mode_extent, sizing.extent)
+    except LoopExtentError:
+        extents = {}  # a loop over two ranges (refused elsewhere): many blocks
+    iterations = {
+        item.instance: -(-extents[item.instance] // item.block)
+        for item, _ in schedule.walk()
+        if isinstance(item, LoopPass) and item.instance in extents
+    }
+    accounting = _Lifetimes(forest, sizing, schedule.blocks(), iterations)
     accounting.walk(schedule.items)
     for life in accounting.residuals.values():  # the result stays to the end
         if life.start >= 0:
@@ -238,11 +248,19 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
     any schedule, also one that breaks the rules (the tests measure such),
     so it looks storage up with ``find``, without the rule of completion."""
 
-    def __init__(self, forest: Forest, sizing: Sizing, blocks: dict[int, int]):
+    def __init__(
+        self,
+        forest: Forest,
+        sizing: Sizing,
+        blocks: dict[int, int],
+        iterations: Mapping[int, int],
+    ):
         super().__init__()
         self.forest = forest
         self.sizing = sizing
         self.blocks = blocks
+        self.iterations = iterations
+        """Loop instance -> its blocks (absent: not known, taken as many)."""
         self.found: list[Lifetime] = []
         self.residuals: dict[int, Lifetime] = {}
         """Residual group -> its buffer, until an ``Apply`` adds it into 0."""
@@ -275,13 +293,20 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
             self.used_in.setdefault(id(loop), []).append(life)
 
     def touch(self, group: int) -> None:
-        """A residual is live from its first write (from the start of the
-        outermost loop pass around it: every iteration holds it)."""
+        """A residual is live from its first write, or from the start of the
+        outermost loop pass around it that runs more than one block (its
+        second block holds the residual throughout; loops of one block run
+        once, up to the write)."""
         life = self.residuals.get(group)
         if life is None:
             return
         if life.start < 0:
-            life.start = self.loop_starts[0] if self.loop_starts else self.position
+            life.start = self.position
+            for scope, start in zip(self.scopes[1:], self.loop_starts, strict=True):
+                loop = scope.loop
+                if loop is not None and self.iterations.get(loop.instance, 2) > 1:
+                    life.start = start
+                    break
             self.found.append(life)
         life.end = max(life.end, self.position)
 
