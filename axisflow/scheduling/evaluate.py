@@ -196,7 +196,7 @@ def evaluate_forest(forest: Forest, inputs: Mapping[str, Array]) -> dict[str, Ar
 Range = tuple[int, int]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Stored:
     """An array covering ``ranges`` of the sliced modes (others in full)."""
 
