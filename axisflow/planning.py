@@ -23,9 +23,18 @@ figures. ``--plot FILE.svg|png`` draws live bytes over the schedule's steps,
 one line per policy, peaks marked (needs the optional extra
 ``axisflow[plot]``, i.e. matplotlib).
 
-Bad input (unreadable file, syntax error, unknown space, a plot file of
-another type, matplotlib missing) is one line on standard error and exit
-status 1 (2 for bad command-line usage); never a traceback.
+``--batch`` with n spaces tries 2^n policies (each a pipeline run; with
+``--share auto`` the best one runs again for its whole front): the count is said on standard error, and more than
+``MAX_SPACES`` spaces are refused unless ``--max-spaces`` allows them.
+Notes (an ``--extents`` or ``--block`` entry naming a space the equation
+lacks, ignored) are lines ``axisflow plan: note: ...`` on standard error.
+
+Bad input (unreadable file, invalid UTF-8, syntax error, unknown space, an
+empty name in ``--batch``, a plot file of another type, matplotlib missing, a
+plot that cannot be written) is one line on standard error and exit status 1
+(2 for bad command-line usage); never a traceback. The plot is written to a
+temporary file next to it and renamed: a failure leaves an earlier plot as
+it was.
 """
 
 from __future__ import annotations
@@ -33,11 +42,15 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import os
 import sys
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from axisflow.notes import UnusedOptionNote, collected_notes
+from axisflow.numerals import significant
 from axisflow.order import ORDERS, Order
 from axisflow.scheduling.memory import (
     Lifetime,
@@ -48,6 +61,8 @@ from axisflow.scheduling.memory import (
 from axisflow.scheduling.options import SHARE_CHOICES, ShareChoice, parse_blocks
 
 PLOT_SUFFIXES = (".svg", ".png")
+MAX_SPACES = 4
+"""Most ``--batch`` spaces tried without ``--max-spaces`` (2^4 = 16 policies)."""
 TOP_VALUES = 5
 MAX_LISTED = 4
 """Dropped loops listed for the best policy (the rest are counted)."""
@@ -219,7 +234,7 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
     rows = [
         (
             p.label,
-            f"{p.flops:.3g}",
+            significant(p.flops, 3),
             _extra(p.flops, p.extra_flops),
             _sharing(p),
             format_bytes(p.unbatched_peak),
@@ -271,7 +286,7 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
             assert isinstance(peak_bytes, int)
             mark = "*" if point["chosen"] else " "
             lines.append(
-                f"  {mark} {format_bytes(peak_bytes):>10}  {flops:.4g}  "
+                f"  {mark} {format_bytes(peak_bytes):>10}  {significant(flops, 4)}  "
                 f"{_extra(flops, flops - shared):>7}  {point['kind']}"
                 + (f", {point['shares']} shares" if point["kind"] == "planned" else "")
             )
@@ -340,8 +355,38 @@ def plot(plans: Sequence[PolicyPlan], path: Path) -> None:
     axes.set_title("memory over the schedule (peak marked)")
     axes.legend(title="batch")
     figure.tight_layout()
-    figure.savefig(path, format=path.suffix[1:])
-    plt.close(figure)
+    try:
+        write_atomically(
+            path, lambda target: figure.savefig(target, format=path.suffix[1:])
+        )
+    finally:
+        plt.close(figure)
+
+
+def write_atomically(path: Path, write: Callable[[str], None]) -> None:
+    """``write(name)`` into a temporary file next to ``path``, then renamed
+    over it: a failed write (a full disk) leaves an earlier ``path`` as it
+    was and no temporary file. A ``path`` that is no regular file (a device,
+    a pipe) is written directly. Raises ``OSError`` naming ``path``."""
+    target = os.path.realpath(path)
+    try:
+        if os.path.exists(target) and not os.path.isfile(target):
+            write(target)
+            return
+        handle, temporary = tempfile.mkstemp(
+            dir=os.path.dirname(target),
+            prefix=f".{os.path.basename(target)}.",
+            suffix=path.suffix,
+        )
+        os.close(handle)
+        try:
+            write(temporary)
+            os.replace(temporary, target)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError as error:
+        raise OSError(error.errno, error.strerror or str(error), str(path)) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -387,7 +432,40 @@ def _parser() -> argparse.ArgumentParser:
         "(the planner: shared where the objective pays for it; default)",
     )
     plan.add_argument("--plot", help="draw memory over steps into FILE.svg|png")
+    plan.add_argument(
+        "--max-spaces",
+        type=_count,
+        default=MAX_SPACES,
+        metavar="N",
+        help=f"most --batch spaces to combine (2^N policies; default {MAX_SPACES})",
+    )
     return parser
+
+
+def _count(text: str) -> int:
+    """A positive integer option (ASCII digits)."""
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def batch_spaces(text: str, limit: int) -> tuple[str, ...]:
+    """``--batch``'s spaces (``axisflow.sequant.forest.batch_entries``:
+    ``""`` is none, an empty name is an error); a space named twice is an
+    error, and so are more than ``limit`` spaces (2^n policies)."""
+    from axisflow.sequant.forest import batch_entries
+
+    spaces = tuple(batch_entries(text))
+    twice = sorted({s for s in spaces if spaces.count(s) > 1})
+    if twice:
+        raise ValueError(f"--batch: {', '.join(twice)} named twice in {text!r}")
+    if len(spaces) > limit:
+        raise ValueError(
+            f"--batch names {len(spaces)} spaces: {2 ** len(spaces)} policies, each "
+            f"a pipeline run; at most {limit} are combined unless --max-spaces "
+            f"{len(spaces)} asks for them"
+        )
+    return spaces
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -404,11 +482,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ValueError(
                     "--plot needs matplotlib: pip install 'axisflow[plot]'"
                 ) from None
+        from axisflow.sequant import parse
+        from axisflow.sequant.forest import check_spaces
+        from axisflow.sequant.syntax import decode
+
         path = Path(args.equation)
-        text = path.read_text(encoding="utf-8")
-        spaces = tuple(s.strip() for s in args.batch.split(",") if s.strip())
-        plans = [
-            plan_policy(
+        text = decode(path.read_bytes(), str(path))
+        spaces = batch_spaces(args.batch, args.max_spaces)
+        expression = parse(text, str(path))
+        if not expression.terms:
+            raise ValueError(f"{path}: the expression has no term: nothing to plan")
+        # before any policy runs: a space the equation lacks fails them all
+        check_spaces(expression, spaces)
+        tried = policies(spaces)
+        if len(spaces) > 1:
+            runs = (
+                "each a pipeline run, the best one again for its front"
+                if args.share == "auto"
+                else "each a pipeline run"
+            )
+            print(
+                f"axisflow plan: {len(spaces)} spaces: {len(tried)} policies ({runs})",
+                file=sys.stderr,
+            )
+
+        def planned(policy: tuple[str, ...], front: bool = False) -> PolicyPlan:
+            return plan_policy(
                 text,
                 policy,
                 extents=args.extents,
@@ -420,27 +519,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 share=args.share,
                 budget=args.budget,
                 max_extra_flops=args.max_extra_flops,
+                front=front,
             )
-            for policy in policies(spaces)
-        ]
-        chosen = best(plans)
-        if args.share == "auto" and chosen.spaces:
-            # the best policy's whole front (the other rows searched only
-            # what their objective needed)
-            plans[plans.index(chosen)] = plan_policy(
-                text,
-                chosen.spaces,
-                extents=args.extents,
-                elem=args.elem,
-                block=args.block,
-                separate_instances=args.separate_instances,
-                source=str(path),
-                order=args.order,
-                share=args.share,
-                budget=args.budget,
-                max_extra_flops=args.max_extra_flops,
-                front=True,
-            )
+
+        with collected_notes() as notes:
+            plans = [planned(policy) for policy in tried]
+            chosen = best(plans)
+            if args.share == "auto" and chosen.spaces:
+                # the best policy's whole front (the other rows searched only
+                # what their objective needed)
+                plans[plans.index(chosen)] = planned(chosen.spaces, front=True)
+        for note in dict.fromkeys(notes):
+            if isinstance(note, UnusedOptionNote):  # the table says what dropped
+                print(f"axisflow plan: note: {note}", file=sys.stderr)
         extents = args.extents or "defaults"
         objective = (
             f"; budget {args.budget}"
@@ -458,9 +549,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             plot(plans, plot_path)
             sys.stdout.write(f"plot: {plot_path}\n")
     except (OSError, ValueError) as error:
-        message = error.strerror if isinstance(error, OSError) else None
-        where = f"{error.filename}: " if isinstance(error, OSError) else ""
-        print(f"axisflow plan: error: {where}{message or error}", file=sys.stderr)
+        if isinstance(error, OSError):
+            where = f"{error.filename}: " if error.filename else ""
+            message = f"{where}{error.strerror or error}"
+        else:
+            message = str(error)
+        print(f"axisflow plan: error: {message}", file=sys.stderr)
         return 1
     return 0
 

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import unicodedata
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -118,29 +119,37 @@ def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-def _stripped(index: Index) -> Index:
-    """``index`` without ordinals, at any depth (``a_1<i_1,i_2>`` -> ``a<i,i>``)."""
-    done: dict[Index, Index] = {}
+def _stripped(index: Index) -> str:
+    """``index``'s label without ordinals, at any depth (``a_1<i_1,i_2>`` ->
+    ``a<i,i>``; a text, since the same proto may then repeat)."""
+    done: dict[Index, str] = {}
     stack: list[tuple[Index, bool]] = [(index, False)]
     while stack:
         node, ready = stack.pop()
         if node in done:
             continue
         if ready or not node.protos:
-            done[node] = Index(node.base_key, None, (done[p] for p in node.protos))
+            inner = ",".join(done[p] for p in node.protos)
+            done[node] = f"{node.base_key}<{inner}>" if node.protos else node.base_key
             continue
         stack.append((node, True))
         stack.extend((p, False) for p in node.protos if p not in done)
     return done[index]
 
 
-def _written(label: str, layout: tuple[int, int, int], indices: Sequence[Index]) -> str:
-    """``label{bra;ket}`` or ``label{bra;ket;aux}``, as SeQuant writes it."""
+def _written(
+    label: str, layout: tuple[int, int, int], indices: Sequence[Index | str]
+) -> str:
+    """``label{bra;ket}`` or ``label{bra;ket;aux}``, as SeQuant writes it
+    (indices, or their labels as text)."""
     bra, ket = layout[0], layout[0] + layout[1]
     groups = [indices[:bra], indices[bra:ket]]
     if layout[2]:
         groups.append(indices[ket:])
-    body = ";".join(",".join(i.full_label for i in group) for group in groups)
+    body = ";".join(
+        ",".join(i if isinstance(i, str) else i.full_label for i in group)
+        for group in groups
+    )
     return _nfc(f"{label}{{{body}}}")
 
 
@@ -443,7 +452,15 @@ def _spelled(name: str) -> tuple[str, str]:
     try:
         expression = parse(text)
     except SequantError:
-        return "unknown", text
+        # a short key's protos repeat (``a<i,i>``), which no index allows:
+        # read its groups as written
+        match = re.fullmatch(r"([^{}]+)\{([^{}]*)\}(?::[A-Z-]+)?", text)
+        if match is None:
+            return "unknown", text
+        groups = match.group(2).split(";")
+        if len(groups) == 1:
+            groups.append("")
+        return "key", _nfc(f"{match.group(1)}{{{';'.join(groups)}}}")
     terms = expression.terms
     if (
         len(terms) != 1
@@ -477,8 +494,13 @@ def _match(
     arrays: dict[str, ArrayLike] = {}
     given_as: dict[str, str] = {}
     for name in given:
-        kind, spelling = _spelled(name)
+        # a key as written (``C{a<i,i>;μ̃}``: its protos repeat, so it does
+        # not parse as an index), else whatever else it spells
+        kind, spelling = "key", "".join(_nfc(name).split())
         found = spellings.get((kind, spelling), [])
+        if not found:
+            kind, spelling = _spelled(name)
+            found = spellings.get((kind, spelling), [])
         if not found:
             if from_store:
                 continue

@@ -39,6 +39,7 @@ from axisflow.dialects.sched import ScheduleOp
 from axisflow.dialects.sched_model import schedule_to_op
 from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
+from axisflow.notes import UnusedOptionNote, say
 from axisflow.numerals import check_count
 from axisflow.order import Order
 from axisflow.residual import ResidualError, ResidualLayout
@@ -46,6 +47,7 @@ from axisflow.scheduling.assemble import forest_layout
 from axisflow.scheduling.guard import (
     DroppedLoop,
     GuardedSchedule,
+    dropped_note,
     schedule_never_worse,
 )
 from axisflow.scheduling.memory import (
@@ -80,6 +82,7 @@ from axisflow.scheduling.scheduler import (
     SchedulingError,
     schedule_forest,
 )
+from axisflow.sequant.canonical import canonical_factor_order
 from axisflow.sequant.forest import expression_layout
 
 if TYPE_CHECKING:
@@ -158,6 +161,7 @@ def plan_forest(
     never_worse: bool = True,
     rebuild: Rebuild = "never",
     budget: int | None = None,
+    quiet: bool = False,
 ) -> ForestSchedule:
     """Schedule one classified forest without changing it.
 
@@ -167,7 +171,8 @@ def plan_forest(
     default the one their externals form, when all trees share them; none
     with ``accumulate=False``); loops that would raise the peak above the
     unbatched one are dropped (``scheduling.guard``; not with
-    ``never_worse=False``, the scheduler alone). ``rebuild``: the
+    ``never_worse=False``, the scheduler alone), and said in a
+    ``LoopsDroppedNote`` unless ``quiet`` (``plan_model``). ``rebuild``: the
     scheduler's rule for a value a loop does not bind (``never``: hoisted;
     ``fused``: rebuilt inside, multiply-adds for memory). ``block="auto"``:
     blocks as large as ``budget`` bytes allow (``planner.choose_blocks``;
@@ -187,6 +192,7 @@ def plan_forest(
             never_worse=never_worse,
             rebuild=rebuild,
             budget=budget,
+            quiet=quiet,
         )
     except (ModelError, SchedulingError, ResidualError) as error:
         raise PipelineError(f"{forest_label(forest)}: {error}") from None
@@ -213,10 +219,14 @@ def plan_model(
     never_worse: bool = True,
     rebuild: Rebuild = "never",
     budget: int | None = None,
+    quiet: bool = False,
 ) -> ModelPlan:
     """What ``plan_forest`` computes, on a classified forest model (no IR):
-    the guarded schedule and its report. Raises ``ModelError``,
-    ``SchedulingError`` or ``ResidualError``."""
+    the guarded schedule and its report. Unless ``quiet`` it says
+    (``axisflow.notes``) when the guard dropped loops (``LoopsDroppedNote``)
+    and when ``block`` names a space the forest lacks (``UnusedOptionNote``:
+    ignored). Raises ``ModelError``, ``SchedulingError`` or
+    ``ResidualError``."""
     if not accumulate:
         residual = None
     elif residual is None:
@@ -248,7 +258,7 @@ def plan_model(
     report.dropped = [d.to_json() for d in guarded.dropped]
     report.first_peak = guarded.first_peak
     report.budget = budget
-    return ModelPlan(
+    planned = ModelPlan(
         scheduled,
         result.schedule,
         result.decisions,
@@ -256,6 +266,39 @@ def plan_model(
         guarded.dropped,
         residual,
     )
+    if not quiet:
+        announce(model, planned, block)
+    return planned
+
+
+def announce(
+    model: Forest, planned: ModelPlan | ForestSchedule, block: object = 1
+) -> None:
+    """The notes of a planned forest (``plan_model``): ``block`` entries
+    naming no space of ``model``, and the loops the guard dropped."""
+    label = f"batch.forest @{model.name}" if model.name else "batch.forest (unnamed)"
+    if isinstance(block, Mapping):
+        for key in block:
+            if key not in model.spaces:
+                known = ", ".join(sorted(model.spaces)) or "none"
+                say(
+                    UnusedOptionNote(
+                        f"block names {key!r}, which is no index space of {label} "
+                        f"(its spaces: {known}); ignored"
+                    )
+                )
+    if planned.dropped:
+        report = planned.report
+        every_loop = not any(site.loops for site in planned.model.sites)
+        say(
+            dropped_note(
+                label,
+                planned.dropped,
+                report.first_peak or report.scheduled_peak,
+                report.scheduled_peak,
+                every_loop,
+            )
+        )
 
 
 def attach(forest: ForestOp, schedule_op: ScheduleOp) -> None:
@@ -312,6 +355,7 @@ def schedule_module(
     never_worse: bool = True,
     rebuild: Rebuild = "never",
     budget: int | str | None = None,
+    quiet: bool = False,
 ) -> PipelineResult:
     """Classify (unless ``classify=False``: roles already attached) and
     schedule every ``batch.forest`` of ``module``, attaching the schedules.
@@ -323,7 +367,8 @@ def schedule_module(
     ``plan_forest`` (a
     given ``residual`` is for a module of one forest); ``rebuild``,
     ``budget`` (bytes, or text such as ``"100GiB"``) and ``block="auto"`` as
-    for ``plan_forest``. Raises ``PipelineError`` and leaves the module
+    for ``plan_forest``; ``quiet``: no notes (``plan_model``). Raises
+    ``PipelineError`` and leaves the module
     unchanged if any forest fails.
     """
     if not isinstance(module, ModuleOp):
@@ -333,7 +378,11 @@ def schedule_module(
     check_schedule_options(block, max_rounds)
     check_rebuild(rebuild)
     budget = parse_budget(budget)
-    for parameter, flag in (("classify", classify), ("verify", verify)):
+    for parameter, flag in (
+        ("classify", classify),
+        ("verify", verify),
+        ("quiet", quiet),
+    ):
         if not isinstance(flag, bool):
             raise TypeError(f"{parameter} must be True or False, got {flag!r}")
     forests = [op for op in module.walk() if isinstance(op, ForestOp)]
@@ -362,6 +411,7 @@ def schedule_module(
                     never_worse=never_worse,
                     rebuild=rebuild,
                     budget=budget,
+                    quiet=quiet,
                 )
             )
     except PipelineError:
@@ -390,6 +440,7 @@ def schedule_expression(
     share: ShareChoice | None = None,
     budget: int | str | None = None,
     max_extra_flops: str | float | Fraction | None = None,
+    quiet: bool = False,
 ) -> ForestSchedule:
     """The pipeline on a SeQuant equation: text (or ``axisflow.sequant.parse``
     output) and a batching policy, as ``axisflow.sequant.to_module`` takes
@@ -412,7 +463,8 @@ def schedule_expression(
     ``"auto"`` when the planner runs, else 1. The report counts the
     multiply-adds the schedule performs against the shared forest's
     (``extra_flops``), the lower bound and, with ``auto``, the Pareto front
-    the search found; its unbatched peak is the shared forest's.
+    the search found; its unbatched peak is the shared forest's. ``quiet``:
+    no notes (``plan_model``; said of the forest kept, once).
     """
     objective = _objective(share, block, max_rounds, budget, max_extra_flops)
 
@@ -426,6 +478,7 @@ def schedule_expression(
             never_worse=never_worse,
             rebuild=planned.rebuild,
             budget=objective.budget,
+            quiet=True,  # said of the forest kept, below
         )
         return result.forests[0]
 
@@ -439,7 +492,10 @@ def schedule_expression(
         order=order,
         share=objective.share,
     )
-    return _plan(shared_model, layout, objective, max_rounds, run)
+    chosen = _plan(shared_model, layout, objective, max_rounds, run)
+    if not quiet:
+        announce(chosen.model, chosen, objective.block)
+    return chosen
 
 
 def plan_expression(
@@ -459,6 +515,7 @@ def plan_expression(
     budget: int | str | None = None,
     max_extra_flops: str | float | Fraction | None = None,
     front: bool = False,
+    quiet: bool = False,
 ) -> ModelPlan:
     """``schedule_expression`` without IR: the same arguments, errors,
     models, schedules and reports, with no ``batch.forest`` printed, verified
@@ -478,6 +535,7 @@ def plan_expression(
                 never_worse=never_worse,
                 rebuild=planned.rebuild,
                 budget=objective.budget,
+                quiet=True,  # said of the forest kept, below
             )
         except (ModelError, SchedulingError, ResidualError) as error:
             raise PipelineError(
@@ -494,7 +552,10 @@ def plan_expression(
         order=order,
         share=objective.share,
     )
-    return _plan(shared_model, layout, objective, max_rounds, run)
+    chosen = _plan(shared_model, layout, objective, max_rounds, run)
+    if not quiet:
+        announce(chosen.model, chosen, objective.block)
+    return chosen
 
 
 @dataclass
@@ -634,6 +695,10 @@ def _expression_model(
         )
     if isinstance(expression, str):
         expression = parse(expression)
+    if share == "auto" and order != "file":
+        # a plan must not depend on how the terms were written (unless the
+        # written order is the order asked for)
+        expression = canonical_factor_order(expression)
     shared_model = to_model(
         expression,
         batch,

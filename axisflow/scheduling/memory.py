@@ -33,13 +33,13 @@ the same accounting on the schedule with no loops, values in tree order.
 from __future__ import annotations
 
 import json
-import math
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from axisflow.forest.model import Forest, Value, topological_order
-from axisflow.numerals import check_count
+from axisflow.numerals import check_count, significant
 from axisflow.order.extents import DEFAULT_EXTENT as DEFAULT_EXTENT
 from axisflow.order.extents import Extents, split_kind
 from axisflow.residual import ResidualLayout
@@ -674,29 +674,34 @@ class MemoryReport:
         return "\n".join(lines) + "\n"
 
 
+EXACT_COUNT_DIGITS = 24
+"""Counts of up to this many digits are printed in full after their rounded
+form; longer ones only rounded (a count can have thousands of digits)."""
+
+
 def format_count(count: int) -> str:
-    """``123456789`` -> ``"1.235e+08 (123456789)"``; exact below 10^6."""
+    """``123456789`` -> ``"1.235e+08 (123456789)"``; exact below 10^6, the
+    digits in full up to ``EXACT_COUNT_DIGITS`` of them, any size (no float:
+    ``axisflow.numerals.significant``)."""
     if count < 10**6:
         return str(count)
-    return f"{count:.4g} ({count})"
+    if count < 10**EXACT_COUNT_DIGITS:
+        return f"{significant(count)} ({count})"
+    return significant(count)
 
 
 def format_bytes(size: int) -> str:
-    """``1536`` -> ``"1.5 KiB"``; exact below 1 KiB."""
+    """``1536`` -> ``"1.5 KiB"``; exact below 1 KiB, four significant digits
+    above, any size (``axisflow.numerals.significant``)."""
     if size < 1024:
         return f"{size} B"
     units = ("KiB", "MiB", "GiB", "TiB", "PiB")
     power = next(
         (p for p in range(1, len(units)) if size < 1024 ** (p + 1)), len(units)
     )
-    unit = units[power - 1]
-    # Exact integer division, no float(size): sizes beyond 1.8e308 B exist
-    # (18 modes at extent 1e18) and their PiB count may overflow a float too.
-    if size.bit_length() - 50 < 1000:
-        return f"{size / 1024**power:.4g} {unit}"
-    exponent_10 = math.log10(size) - 50 * math.log10(2)
-    whole = math.floor(exponent_10)
-    return f"{10 ** (exponent_10 - whole):.4g}e+{whole} {unit}"
+    # No float(size): sizes beyond 1.8e308 B exist (18 modes at extent 1e18)
+    # and their PiB count may overflow a float too.
+    return f"{significant(Fraction(size, 1024**power))} {units[power - 1]}"
 
 
 def memory_report(

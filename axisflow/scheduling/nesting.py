@@ -164,7 +164,7 @@ def tree_shape(
         value = forest.values[site.value]
         node = mask(site.mode_labels[m] for m in value.node_modes)
         if site.parent is None:
-            consumer = mask(site.mode_labels[m] for m in value.modes)
+            consumer = node  # added into the residual block by block
         else:
             parent = forest.sites[site.parent]
             parent_value = forest.values[parent.value]
@@ -541,7 +541,10 @@ class LoopClasses:
                 self.members[node] = {tree: label}
                 if position + 1 < len(order):
                     self._next[node] = (tree, order[position + 1])
-        self._log: list[tuple[TreeLabel, TreeLabel, dict[int, Index]]] = []
+        self._log: list[
+            tuple[TreeLabel, TreeLabel, dict[int, Index]]
+            | tuple[int, tuple[Index, ...]]
+        ] = []
 
     def __contains__(self, node: TreeLabel) -> bool:
         return node in self.parent
@@ -569,9 +572,14 @@ class LoopClasses:
         return len(self._log)
 
     def undo(self, mark: int) -> None:
-        """Undo the unions made since ``mark``."""
+        """Undo the unions and reorders made since ``mark``."""
         while len(self._log) > mark:
-            into, other, before = self._log.pop()
+            entry = self._log.pop()
+            if len(entry) == 2:
+                tree, order = entry
+                self._set_order(tree, order)
+                continue
+            into, other, before = entry
             self.parent[other] = other
             self.members[other] = {
                 tree: label
@@ -579,6 +587,75 @@ class LoopClasses:
                 if before.get(tree) != label
             }
             self.members[into] = before
+
+    def _set_order(self, tree: int, order: tuple[Index, ...]) -> None:
+        self.orders[tree] = order
+        for position, label in enumerate(order):
+            node = (tree, label)
+            if position + 1 < len(order):
+                self._next[node] = (tree, order[position + 1])
+            else:
+                self._next.pop(node, None)
+
+    def union_aligning(
+        self,
+        pairs: Sequence[tuple[TreeLabel, TreeLabel]],
+        acceptable: Callable[[int, tuple[Index, ...]], bool] | None = None,
+    ) -> bool:
+        """``union``; when only the trees' orders stand in the way, the
+        second tree of the pairs first nests their labels in the order the
+        first tree does (its other loops where they were), if
+        ``acceptable(tree, new_order)``, then ``union``. Nothing changes on
+        failure."""
+        if self.union(pairs):
+            return True
+        trees = {first[0] for first, _ in pairs} | {other[0] for _, other in pairs}
+        if len(trees) != 2 or not pairs:
+            return False
+        leader = pairs[0][0][0]
+        follower = next(t for t in trees if t != leader)
+        position = {label: k for k, label in enumerate(self.orders[leader])}
+        partner: dict[Index, int] = {}
+        for first, other in pairs:
+            ours, theirs = (first, other) if first[0] == leader else (other, first)
+            partner[theirs[1]] = position[ours[1]]
+        old = self.orders[follower]
+        slots = [k for k, label in enumerate(old) if label in partner]
+        moved = sorted(
+            (label for label in old if label in partner), key=partner.__getitem__
+        )
+        new = list(old)
+        for slot, label in zip(slots, moved, strict=True):
+            new[slot] = label
+        if tuple(new) == old or (
+            acceptable is not None and not acceptable(follower, tuple(new))
+        ):
+            return False
+        start = self.mark()
+        self._log.append((follower, old))
+        self._set_order(follower, tuple(new))
+        if self._acyclic() and self.union(pairs):
+            return True
+        self.undo(start)
+        return False
+
+    def _acyclic(self) -> bool:
+        """Whether the classes keep an order every tree's nest follows."""
+        waiting: dict[TreeLabel, int] = dict.fromkeys(self.members, 0)
+        successors = {root: self._successors(root) for root in self.members}
+        for found in successors.values():
+            for successor in found:
+                waiting[successor] += 1
+        ready = [root for root, count in waiting.items() if not count]
+        seen = 0
+        while ready:
+            root = ready.pop()
+            seen += 1
+            for successor in successors[root]:
+                waiting[successor] -= 1
+                if not waiting[successor]:
+                    ready.append(successor)
+        return seen == len(self.members)
 
     def union(self, pairs: Iterable[tuple[TreeLabel, TreeLabel]]) -> bool:
         """Make every pair one instance, or change nothing and return

@@ -62,6 +62,7 @@ from axisflow.scheduling.nesting import (
     LoopClasses,
     TreeLabel,
     tree_orders,
+    tree_shape,
     with_nests,
 )
 from axisflow.scheduling.options import Rebuild, ShareChoice
@@ -239,9 +240,20 @@ class _Search:
         )
         self.cluster_peaks: dict[object, int] = {}
         self.evaluations = 0
+        self._everything: PlanPoint | None = None
         self.spaces = sorted(
             {loop.space for site in shared.sites for loop in site.loops}
         )
+        self.shapes = {
+            tree: tree_shape(
+                shared,
+                tree,
+                self.spaces,
+                self.sizing.mode_extent,
+                lambda name: self.sizing.elem(shared.values[name]),
+            )
+            for tree in range(len(shared.trees))
+        }
         self.orders, self.first_factor = tree_orders(
             shared,
             self.spaces,
@@ -289,6 +301,15 @@ class _Search:
             if life.kind not in ("residual", "operator")
         ]
         return peak(objects).bytes
+
+    def _no_worse(self, tree: int, order: tuple[Index, ...]) -> bool:
+        """Whether ``order`` stores no more than the tree's chosen order (its
+        largest stored value, then the total, by ``TreeShape.cost``)."""
+        shape = self.shapes[tree]
+        position = {label: k for k, label in enumerate(shape.labels)}
+        chosen = [position[label] for label in self.orders[tree]]
+        trial = [position[label] for label in order]
+        return shape.cost(trial) <= shape.cost(chosen)
 
     def _choose_order(
         self, tree: int, candidates: Sequence[tuple[Index, ...]]
@@ -399,7 +420,7 @@ class _Search:
         )
         planned = with_nests(
             grouped,
-            {t: self.orders[part.trees[t]] for t in range(len(grouped.trees))},
+            {t: classes.orders[part.trees[t]] for t in range(len(grouped.trees))},
             lambda t, label: instance[(part.trees[t], label)],
             order,
             finish=False,
@@ -484,6 +505,12 @@ class _Search:
         ``None``), largest saving first; then check the whole plan and, while
         it is above the budget, give up the shares live at its peak (those
         not checked one by one first, then the smallest savings)."""
+        if budget is not None:
+            # the plan sharing everything it can costs one schedule: when it
+            # fits, nothing is left to price
+            everything = self.everything()
+            if everything.peak <= budget:
+                return dataclasses.replace(everything, budget=budget)
         rejected: set[Share] = set()
         point: PlanPoint | None = None
         count = len(self.shared.trees)
@@ -512,7 +539,7 @@ class _Search:
                     unchecked.add(share)
                 else:
                     state = classes.mark()
-                    fused = classes.union(labels)
+                    fused = classes.union_aligning(labels, self._no_worse)
                     if budget is not None:
                         cluster = [t for t in range(count) if root(t) in (first, other)]
                         trial = [*site_pairs, *sites]
@@ -562,6 +589,12 @@ class _Search:
                 rejected.add(min(culprits, key=lambda share: share.saving))
         assert point is not None
         return point
+
+    def everything(self) -> PlanPoint:
+        """The plan that takes every share (``run(None)``), made once."""
+        if self._everything is None:
+            self._everything = self.run(None, 0.0)
+        return self._everything
 
     def frontend_point(self, kind: Literal["shared", "per-tree"]) -> PlanPoint:
         """The frontend's forest (values shared, or rebuilt per tree) under
@@ -629,7 +662,7 @@ def plan_shared_forest(
     least = search.run(search.residual_bytes or 1, deadline)
     points.append(least)
     if front or budget is None:
-        everything = search.run(None, deadline)
+        everything = search.everything()
         points.append(everything)
         extra = (
             DEFAULT_EXTRA_FLOPS
@@ -637,13 +670,32 @@ def plan_shared_forest(
             else Fraction(max_extra_flops)
         )
         limit = shared_flops * (1 + extra)
-        level = least.peak
+        level = low = least.peak
+        high: int | None = None  # the smallest level found within the limit
         while level < everything.peak and time.monotonic() < deadline:
             level = min(level * 3 // 2 + 1, everything.peak)
             found = search.run(level, deadline)
             points.append(found)
-            if not front and found.flops <= limit:
-                break  # the smallest peak within the limit is found
+            if found.flops <= limit:
+                high = level
+                if not front:
+                    break
+            elif high is None:
+                low = level
+        if budget is None and least.flops > limit:
+            # narrow the smallest peak within the limit down (bisecting the
+            # budgets between the last level above it and the first within)
+            top = everything.peak if high is None else high
+            for _ in range(BISECTIONS):
+                if top - low <= low // 100 or time.monotonic() >= deadline:
+                    break
+                middle = (low + top) // 2
+                found = search.run(middle, deadline)
+                points.append(found)
+                if found.flops <= limit:
+                    top = middle
+                else:
+                    low = middle
     chosen = choose(points, shared_flops, budget, max_extra_flops)
     return SearchResult(
         chosen,
@@ -654,6 +706,10 @@ def plan_shared_forest(
         search.evaluations,
     )
 
+
+BISECTIONS = 5
+"""Runs spent narrowing the smallest peak within a multiply-add limit down
+(to within 1% of the budget levels)."""
 
 DEFAULT_EXTRA_FLOPS = Fraction(1, 10)
 """With no objective given: the smallest peak within 10% more multiply-adds

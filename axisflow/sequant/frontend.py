@@ -30,6 +30,11 @@ Options (``name{key=value ...}``; ``-`` and ``_`` are interchangeable in keys):
   the smallest peak within that much more multiply-adds than the shared
   forest's. At most one of them.
 * ``forest``: the forest's symbol name (default: the input file's stem).
+* ``quiet``: no notes on standard error (default false). An ``extents``
+  entry naming a space the expression lacks is ignored with a note,
+  ``note: sequant frontend: extents names a, Κ, which do not occur in the
+  expression (its spaces: i); ignored`` (one extents text serves the
+  energy, singles and doubles of a method).
 
 ``xdsl-opt`` refuses an input file whose extension is not the name of a
 registered frontend, even with ``-f``; the universe therefore also registers
@@ -45,6 +50,7 @@ without a traceback.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import PurePath
@@ -58,9 +64,11 @@ from xdsl.utils.lexer import Input, Span
 
 from axisflow.dialects.batch import Batch
 from axisflow.forest.model import Forest
+from axisflow.notes import collected_notes
 from axisflow.order import Order
 from axisflow.residual import ResidualError
 from axisflow.scheduling.options import OptionError, parse_budget, parse_fraction
+from axisflow.sequant.canonical import canonical_factor_order
 from axisflow.sequant.forest import (
     BatchPolicy,
     PolicyError,
@@ -101,6 +109,8 @@ class SequantFrontend(Frontend):
     """A memory budget (``100GiB``): the planner's objective."""
     max_extra_flops: str = ""
     """``5%``: the planner's other objective."""
+    quiet: bool = False
+    """No notes on standard error."""
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
         """Parse, build the forest, emit IR; input errors are ``ParseError``."""
@@ -130,14 +140,19 @@ class SequantFrontend(Frontend):
                 "forest" if share == "auto" else share,
             )
             expression = parse(text, input_name)
-            forest = build_forest(
-                expression,
-                policy,
-                self.forest or default_forest_name(input_name),
-                cast(Order, self.order),
-            )
-            if share == "auto":
-                forest = _planned(expression, forest, budget, extra)
+            if share == "auto" and self.order != "file":
+                # a plan must not depend on how the terms were written
+                # (unless the written order is the order asked for)
+                expression = canonical_factor_order(expression)
+            with collected_notes() as notes:
+                forest = build_forest(
+                    expression,
+                    policy,
+                    self.forest or default_forest_name(input_name),
+                    cast(Order, self.order),
+                )
+                if share == "auto":
+                    forest = _planned(expression, forest, budget, extra)
         except OptionError as error:
             raise DiagnosticException(f"sequant frontend: {error}") from None
         except SequantError as error:
@@ -146,6 +161,9 @@ class SequantFrontend(Frontend):
             raise ParseError(span, error.reason) from None
         except PolicyError as error:
             raise DiagnosticException(f"sequant frontend: {error}") from None
+        if not self.quiet:
+            for note in notes:
+                sys.stderr.write(f"note: sequant frontend: {note}\n")
         return forest_module(forest)
 
 

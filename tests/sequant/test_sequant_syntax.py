@@ -229,7 +229,10 @@ _plain = st.builds(Index, _keys, st.one_of(st.none(), st.integers(0, 30)))
 _index = st.one_of(
     _plain,
     st.builds(
-        Index, _keys, st.integers(1, 9), st.lists(_plain, min_size=1, max_size=2)
+        Index,
+        _keys,
+        st.integers(1, 9),
+        st.lists(_plain, min_size=1, max_size=2, unique=True),
     ),
 )
 _group = st.lists(_index, max_size=3).map(tuple)
