@@ -20,7 +20,8 @@ from xdsl.context import Context
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException
 
-from axisflow.passes.close_shapes import CloseShapesPass, ProgramEvaluator
+from axisflow.dialects.tprog_eval import ProgramEvaluator
+from axisflow.passes.close_shapes import CloseShapesPass
 from axisflow.passes.generalize_shapes import GeneralizeShapesPass
 from axisflow.shapes import scheme
 from tests.conftest import parse
