@@ -60,7 +60,7 @@ from axisflow.shapes.constraints import (
 from axisflow.shapes.errors import ShapeError
 from axisflow.shapes.operations import Operations
 from axisflow.shapes.refs import DimRef
-from axisflow.shapes.solver import DimBounds, RowBounds, Solver
+from axisflow.shapes.solver import Solver
 from axisflow.shapes.spec import parse_shape_spec
 from axisflow.shapes.tensors import ROW_ATTRS, FastShape, Shape, Tensor
 from axisflow.shapes.terms import (
@@ -142,31 +142,7 @@ class Window:
         Costs what the window wrote, not the size of the session.
         """
         self._require_open()
-        solver = self.session.solver
-        dims: set[int] = set()
-        rows: set[int] = set()
-
-        row_tables = (
-            solver.row_subst,
-            solver.row_bounds,
-            solver.row_marks,
-            solver.row_gen,
-        )
-        for _tag, container, key, _old in self.session.trail.entries[
-            self._trail_start :
-        ]:
-            if container is solver.dim_subst or container is solver.dim_bounds:
-                dims.add(key)
-            elif any(container is table for table in row_tables):
-                rows.add(key)
-            else:
-                # Attribute writes name the bounds object; list writes its owner.
-                for owner in (container, key):
-                    if isinstance(owner, DimBounds):
-                        dims.add(owner.var_id)
-                    elif isinstance(owner, RowBounds):
-                        rows.add(owner.var_id)
-        return dims, rows
+        return self.session.solver.touched_since(self._trail_start)
 
 
 class Session(Operations):

@@ -268,6 +268,119 @@ class Solver:
         bits = self.row_marks.get(var.id, 0)
         return bool(bits & _SAFE) or (bool(bits & _POINTWISE) and not bits & _SPEC)
 
+    # --------------------------------------------------------------- queries
+    # What shape schemes read of the state (axisflow.shapes.scheme), so that
+    # they depend on these answers rather than on the tables behind them.
+
+    def dim_link(self, var_id: int) -> Dim | None:
+        """The stored entry of a dim variable: a size, a link, or ``None`` (open root)."""
+        return self.dim_subst.get(var_id)
+
+    def row_link(self, var_id: int) -> Row | None:
+        """The stored value of a row variable (``None``: unsolved)."""
+        return self.row_subst.get(var_id)
+
+    def is_row_solved(self, var_id: int) -> bool:
+        """Whether the row variable has a value."""
+        return var_id in self.row_subst
+
+    def links_before(self, trail_start: int) -> tuple[dict[int, Any], dict[int, Any]]:
+        """The dim and row entries written since ``trail_start``, as they were then.
+
+        Two maps from variable id to its old entry (``trail.MISSING``: it had
+        none); a variable absent from them still has its entry of then.
+        """
+        trail = self.trail
+        return (
+            trail.values_before(trail_start, self.dim_subst),
+            trail.values_before(trail_start, self.row_subst),
+        )
+
+    def dim_lower_bound(self, var_id: int) -> tuple[Size, Origin] | None:
+        """An open dim variable's lower bound (the size it broadcasts to) and its origin."""
+        bounds = self.dim_bounds.get(var_id)
+        if bounds is None or bounds.glb is None:
+            return None
+        assert bounds.glb_origin is not None
+        return bounds.glb, bounds.glb_origin
+
+    def dim_results(self, var_id: int) -> Sequence[tuple[DimVar, Origin]]:
+        """The dim variables known ``⊑`` an open one (its result-side relations)."""
+        bounds = self.dim_bounds.get(var_id)
+        return () if bounds is None else bounds.res
+
+    def row_lower_bounds(self, var_id: int) -> Sequence[tuple[Row, Origin]]:
+        """The rows an open row variable must broadcast to, with their origins."""
+        bounds = self.row_bounds.get(var_id)
+        return () if bounds is None else bounds.glbs
+
+    def row_results(self, var_id: int) -> Sequence[tuple[RowVar, Origin]]:
+        """The row variables known ``⊑`` an open one (its result-side relations)."""
+        bounds = self.row_bounds.get(var_id)
+        return () if bounds is None else bounds.res
+
+    def template_depth(self, var_id: int) -> int:
+        """How many axes templates put in front of the variable's ancestors."""
+        return self.row_gen.get(var_id, 0)
+
+    def raise_template_depth(self, var_id: int, depth: int) -> None:
+        """Make the variable's template depth at least ``depth`` (on the trail)."""
+        if self.row_gen.get(var_id, 0) < depth:
+            self.trail.set_item(self.row_gen, var_id, depth)
+
+    def mark_bits(self, var_id: int) -> int:
+        """The policy mark bits of a row variable (:func:`marks_of_bits` reads them)."""
+        return self.row_marks.get(var_id, 0)
+
+    def terminal_count(self) -> int:
+        """How many terminal rows wait for the next closing."""
+        return len(self.terminals)
+
+    def terminals_since(self, start: int) -> Sequence[Terminal]:
+        """The terminal rows registered after the first ``start``."""
+        return self.terminals[start:]
+
+    def pending_since(
+        self, trail_start: int
+    ) -> list[TotalElems | DimLinear | RowPrefix]:
+        """The pending equations registered since ``trail_start`` and still pending.
+
+        Totals, linear dim equations and row prefixes, in the order of their
+        ids (the order they were added); costs the trail entries since then.
+        """
+        trail = self.trail
+        found: list[tuple[int, TotalElems | DimLinear | RowPrefix]] = []
+        for table in (self.totals, self.linears, self.prefixes):
+            for pending_id in trail.values_before(trail_start, table):
+                item = table.get(pending_id)
+                if item is not None:
+                    found.append((pending_id, item))
+        found.sort(key=lambda pair: pair[0])
+        return [item for _, item in found]
+
+    def touched_since(self, trail_start: int) -> tuple[set[int], set[int]]:
+        """Ids of dim and row variables whose entries were written since ``trail_start``.
+
+        Costs the trail entries since then, not the size of the state.
+        """
+        dims: set[int] = set()
+        rows: set[int] = set()
+        dim_tables = (self.dim_subst, self.dim_bounds)
+        row_tables = (self.row_subst, self.row_bounds, self.row_marks, self.row_gen)
+        for _tag, container, key, _old in self.trail.entries[trail_start:]:
+            if any(container is table for table in dim_tables):
+                dims.add(key)
+            elif any(container is table for table in row_tables):
+                rows.add(key)
+            else:
+                # Attribute writes name the bounds object; list writes its owner.
+                for owner in (container, key):
+                    if isinstance(owner, DimBounds):
+                        dims.add(owner.var_id)
+                    elif isinstance(owner, RowBounds):
+                        rows.add(owner.var_id)
+        return dims, rows
+
     # --------------------------------------------------------------- entries
 
     def push_dim_eq(self, a: Dim, b: Dim, origin: Origin) -> None:
@@ -494,6 +607,11 @@ class Solver:
                     )
         if bounds_a.totals:
             self._extend(bounds_b, "totals", bounds_a.totals)
+            # A pending equation waiting on ``a`` may now have one unknown
+            # fewer (``a`` and ``b`` were both in it): check it again, so that
+            # what Stage 1 decides does not depend on the order of the
+            # constraints (a shape scheme adds them in another order).
+            self._work.extend((_TOTAL, pending_id) for pending_id in bounds_a.totals)
         if bounds_a.at_least > bounds_b.at_least:
             trail.set_attr(bounds_b, "at_least", bounds_a.at_least)
         if bounds_a.glb is not None:

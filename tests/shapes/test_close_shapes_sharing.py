@@ -192,25 +192,3 @@ tprog.func @once(%in: !tprog.tensor) -> !tprog.tensor {
     # A capture label is module-level state; a single call gains nothing.
     assert not evaluator.share_calls
     assert outcome(text, "shared") == outcome(text, "re-evaluate")
-
-
-def test_a_function_no_scheme_can_carry_is_re_evaluated_at_each_call() -> None:
-    # An affine axis is a pending equation shape schemes refuse to trace.
-    text = """
-tprog.func @pool(%in: !tprog.tensor) -> !tprog.tensor {
-  %y = tprog.einsum "2*o=>o" (%in)
-  tprog.return %y
-}
-%a = tprog.leaf "6"
-%b = tprog.leaf "10"
-%ya = tprog.call @pool(%a) at "a" : !tprog.tensor
-%yb = tprog.call @pool(%b) at "b" : !tprog.tensor
-"""
-    evaluator = ProgramEvaluator(parse(text), share_calls=True)
-    assert evaluator.share_calls
-    evaluator.evaluate()
-    assert not evaluator.shared  # refused once, then re-evaluated
-    shared = outcome(text, "shared")
-    assert shared == outcome(text, "re-evaluate")
-    assert 'tprog.call @pool(%a) at "a" : !tprog.tensor<"3">' in shared
-    assert 'tprog.call @pool(%b) at "b" : !tprog.tensor<"5">' in shared

@@ -1,7 +1,8 @@
 """Soundness oracle: applying a function's scheme is re-evaluating its body.
 
-For generated functions (pointwise, compose, transpose, einsum, internal
-leaves and parameters, totals, a capture input) over generated anchors
+For generated functions (pointwise, compose, transpose, einsum with plain,
+strided, convolution and concatenated axes and axes before a row variable,
+internal leaves and parameters, totals, a capture input) over generated anchors
 (pre-existing tensors, some open, some parameters) and generated call sites
 (concrete or open arguments, results of earlier calls, closings in between),
 two sessions run the same program: one re-evaluates the body at every call
@@ -33,6 +34,15 @@ EINSUM_SPECS = (
     "..b..|i;..b..|i=>..b..|i",
     "ij=>ji",
     "i;j=>ij",
+    # Pending equations: strided, convolution (padded, unpadded, dilated)
+    # and concatenated axes, and axes written before a row variable.
+    "2*o=>o",
+    "2*o=+k;k=>o",
+    "o<+k;k=>o",
+    "o<+2*k;k=>o",
+    "i;j=>i^j",
+    "i^j;j=>i",
+    "a,..r..=>..r..,a",
 )
 
 Dims = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]

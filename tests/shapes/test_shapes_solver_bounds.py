@@ -683,6 +683,24 @@ def test_a_linear_solution_below_a_minimum_names_the_equation() -> None:
         linear(s, ((1, d), (-1, Size(3))), 0)
 
 
+@pytest.mark.parametrize("equate_first", [False, True])
+def test_unifying_two_unknowns_of_a_linear_equation_checks_it_again(
+    equate_first: bool,
+) -> None:
+    """``a + b = 2 + b`` once ``b`` and ``c`` are one: ``a = 2`` whether the
+    equality comes before the equation or after it (the order a shape scheme
+    and re-evaluating the body add them in can differ)."""
+    s = Session()
+    a, b, c = s.fresh_dim_var(), s.fresh_dim_var(), s.fresh_dim_var()
+    if equate_first:
+        s.add(DimEq(b, c, ORIGIN))
+    linear(s, ((1, a), (1, b), (-1, c), (-2, Size(1))), 0)
+    if not equate_first:
+        assert type(s.solver.find_dim(a)) is DimVar
+        s.add(DimEq(b, c, ORIGIN))
+    assert s.solver.find_dim(a) == Size(2)
+
+
 # ---------------------------------------------------- axes before a row variable
 
 

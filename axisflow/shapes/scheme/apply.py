@@ -15,10 +15,12 @@ from axisflow.shapes.constraints import (
     DimAtLeast,
     DimEq,
     DimIneq,
+    DimLinear,
     Mark,
     PolicyMark,
     RowEq,
     RowIneq,
+    RowPrefix,
     Terminal,
     TotalElems,
 )
@@ -26,6 +28,8 @@ from axisflow.shapes.errors import ShapeError
 from axisflow.shapes.scheme.data import (
     AT_LEAST,
     DIM_INEQ,
+    LINEAR,
+    PREFIX,
     ROW_INEQ,
     TERMINAL,
     CaptureInput,
@@ -311,13 +315,10 @@ def _apply(
     untemplated = _untemplated_tails(sc, args, sabotages, solver.norm_row)
     try:
         # Template depths first: they bound the axes later templates may add.
-        row_gen = solver.row_gen
         for var, gen in sc.gens:
             if var in solved:
                 continue
-            new = rows.get(var, var)
-            if row_gen.get(new.id, 0) < gen:
-                trail.set_item(row_gen, new.id, gen)
+            solver.raise_template_depth(rows.get(var, var).id, gen)
         # The boundary equalities first, as running the body on the arguments would.
         for index, (terms, shape) in enumerate(zip(sc.args, args, strict=True)):
             traced = sc.arg_names[index]
@@ -373,6 +374,21 @@ def _apply(
                 add(Terminal(row(first), second, origin))  # type: ignore[arg-type]
             elif code == AT_LEAST:
                 add(DimAtLeast(dim(first), second, origin))  # type: ignore[arg-type]
+            elif code == LINEAR:
+                linear: DimLinear = second  # type: ignore[assignment]
+                add(
+                    DimLinear(
+                        tuple([(c, dim(d)) for c, d in linear.terms]),
+                        linear.const,
+                        linear.names,
+                        linear.text,
+                        origin,
+                    )
+                )
+            elif code == PREFIX:
+                whole, rest = first  # type: ignore[misc]
+                beg = tuple([dim(d) for d in second])  # type: ignore[union-attr]
+                add(RowPrefix(row(whole), beg, row(rest), origin))
             else:
                 renamed = tuple(row(r) for r in first)  # type: ignore[union-attr]
                 add(TotalElems(renamed, second, origin))  # type: ignore[arg-type]

@@ -11,7 +11,9 @@ from typing import NoReturn
 from axisflow.shapes.constraints import (
     DimAtLeast,
     DimIneq,
+    DimLinear,
     RowIneq,
+    RowPrefix,
     Terminal,
     TotalElems,
 )
@@ -105,9 +107,9 @@ class LooseVariable:
     term: Dim | Row
 
 
-Fact = DimIneq | RowIneq | DimAtLeast | TotalElems | Terminal
+Fact = DimIneq | RowIneq | DimAtLeast | TotalElems | Terminal | DimLinear | RowPrefix
 
-ROW_INEQ, DIM_INEQ, TERMINAL, AT_LEAST, TOTAL = range(5)
+ROW_INEQ, DIM_INEQ, TERMINAL, AT_LEAST, TOTAL, LINEAR, PREFIX = range(7)
 
 
 def compile_fact(
@@ -123,6 +125,10 @@ def compile_fact(
         return (TERMINAL, fact.row, fact.is_param, at)
     if isinstance(fact, DimAtLeast):
         return (AT_LEAST, fact.dim, fact.n, at)
+    if isinstance(fact, DimLinear):
+        return (LINEAR, fact.terms, fact, at)
+    if isinstance(fact, RowPrefix):
+        return (PREFIX, (fact.whole, fact.rest), fact.beg, at)
     return (TOTAL, fact.rows, fact.count, at)
 
 
@@ -196,6 +202,10 @@ def fact_terms(fact: Fact) -> Iterable[Dim | Row]:
         return (fact.dim,)
     if isinstance(fact, TotalElems):
         return fact.rows
+    if isinstance(fact, DimLinear):
+        return tuple(dim for _, dim in fact.terms)
+    if isinstance(fact, RowPrefix):
+        return (fact.whole, Row(fact.beg), fact.rest)
     return (fact.row,)
 
 

@@ -12,6 +12,7 @@ from weakref import WeakKeyDictionary
 
 from axisflow.shapes.constraints import (
     RowIneq,
+    RowPrefix,
     Terminal,
     TotalElems,
 )
@@ -131,7 +132,7 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
                 with_axes.add(res.var)
             else:
                 lower.setdefault(res.var, []).append((opnd.var, opnd.dims))  # type: ignore[arg-type]
-        elif isinstance(fact, Terminal | TotalElems):
+        elif isinstance(fact, Terminal | TotalElems | RowPrefix):
             for term in fact_terms(fact):
                 blocked.update(term_vars(term))
     candidates = {

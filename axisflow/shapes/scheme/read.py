@@ -7,7 +7,9 @@ from collections.abc import Callable, Sequence
 from axisflow.shapes.constraints import (
     DimAtLeast,
     DimIneq,
+    DimLinear,
     RowIneq,
+    RowPrefix,
     Terminal,
     TotalElems,
 )
@@ -15,6 +17,7 @@ from axisflow.shapes.refs import DimRef
 from axisflow.shapes.scheme.data import (
     Anchor,
     CaptureInput,
+    Fact,
     InternalRows,
     LooseVariable,
 )
@@ -93,7 +96,7 @@ def build_scheme(
     def rows3(terms: TextRows) -> tuple[Row, Row, Row]:
         return (row(terms[0]), row(terms[1]), row(terms[2]))
 
-    facts: list[DimIneq | RowIneq | DimAtLeast | TotalElems | Terminal] = []
+    facts: list[Fact] = []
     for kind, parts, origin in text.facts:
         if kind == "ineq":
             facts.append(RowIneq(row(parts[0]), row(parts[1]), origin))  # type: ignore[arg-type]
@@ -104,6 +107,27 @@ def build_scheme(
         elif kind == "total":
             facts.append(
                 TotalElems(tuple(row(r) for r in parts[0]), parts[1], origin)  # type: ignore[arg-type, union-attr]
+            )
+        elif kind == "linear":
+            terms, const, axis = parts
+            facts.append(
+                DimLinear(
+                    tuple((coeff, dim(term)) for coeff, term, _ in terms),  # type: ignore[union-attr]
+                    const,  # type: ignore[arg-type]
+                    tuple(name for _, _, name in terms),  # type: ignore[union-attr]
+                    axis,  # type: ignore[arg-type]
+                    origin,
+                )
+            )
+        elif kind == "prefix":
+            whole, beg, rest = parts
+            facts.append(
+                RowPrefix(
+                    row(whole),  # type: ignore[arg-type]
+                    tuple(dim(d) for d in beg),  # type: ignore[union-attr]
+                    row(rest),  # type: ignore[arg-type]
+                    origin,
+                )
             )
         else:
             facts.append(Terminal(row(parts[0]), kind == "param", origin))  # type: ignore[arg-type]

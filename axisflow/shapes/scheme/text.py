@@ -18,6 +18,13 @@ inside is doubled). Lines, in this order:
 ``dim_ineq 16 <= d1 ORIGIN``                         a dim inequality
 ``at_least d2 3 ORIGIN``                             a fixed index's minimum
 ``total [...r5], [d2] = 12 ORIGIN``                  a pending element count
+``linear [2 d1 'o', 1 d2 'k', -1 d3 'i'] 0 '2*o=+k' ORIGIN``
+                                                     a pending linear equation
+                                                     ``Σ coeff·dim + const = 0``
+                                                     (each term: coefficient,
+                                                     dim, name; then the
+                                                     constant and the axis)
+``prefix [...r7] begins [d4] rest [...r8] ORIGIN``   axes before a row variable
 ``leaf [...r6] ORIGIN``, ``param [...r6] ORIGIN``    a terminal row
 ``mark safe_to_guess r4``                            a policy mark
 ``gen r4 1``                                         template depth of a variable
@@ -43,8 +50,10 @@ from typing import NoReturn, Protocol
 from axisflow.shapes.constraints import (
     DimAtLeast,
     DimIneq,
+    DimLinear,
     Mark,
     RowIneq,
+    RowPrefix,
     TotalElems,
 )
 from axisflow.shapes.errors import ShapeError
@@ -208,6 +217,18 @@ def scheme_lines(sc: SchemeParts) -> list[str]:
         elif isinstance(fact, TotalElems):
             rows = ", ".join(names.row(r) for r in fact.rows)
             lines.append(f"total {rows} = {fact.count} {origin}")
+        elif isinstance(fact, DimLinear):
+            terms = ", ".join(
+                f"{coeff} {names.dim(dim)} {quote(name)}"
+                for (coeff, dim), name in zip(fact.terms, fact.names, strict=True)
+            )
+            lines.append(f"linear [{terms}] {fact.const} {quote(fact.text)} {origin}")
+        elif isinstance(fact, RowPrefix):
+            beg = "[" + ", ".join(names.dim(d) for d in fact.beg) + "]"
+            lines.append(
+                f"prefix {names.row(fact.whole)} begins {beg} rest "
+                f"{names.row(fact.rest)} {origin}"
+            )
         else:
             kind = "param" if fact.is_param else "leaf"
             lines.append(f"{kind} {names.row(fact.row)} {origin}")
@@ -237,7 +258,7 @@ _TOKEN = re.compile(
      |(?P<arrow>->)
      |(?P<le><=)
      |(?P<word>[A-Za-z_][A-Za-z0-9_]*)
-     |(?P<int>\d+)
+     |(?P<int>-?\d+)
      |(?P<punct>[\[\],|()=.@])
     )""",
     re.VERBOSE,
@@ -495,6 +516,29 @@ def parse_scheme_text(lines: Sequence[str]) -> SchemeText:
             tokens.take("punct", "=")
             count = tokens.integer()
             text.facts.append(("total", (tuple(rows), count), _origin(tokens)))
+        elif keyword == "linear":
+            tokens.take("punct", "[")
+            terms: list[tuple[int, TextDim, str]] = []
+            if tokens.optional("punct", "]") is None:
+                while True:
+                    coeff = tokens.integer()
+                    terms.append((coeff, _dim(tokens), tokens.quoted()))
+                    if tokens.optional("punct", ",") is None:
+                        break
+                tokens.take("punct", "]")
+            const = tokens.integer()
+            axis = tokens.quoted()
+            text.facts.append(("linear", (tuple(terms), const, axis), _origin(tokens)))
+        elif keyword == "prefix":
+            whole = _row(tokens)
+            tokens.take("word", "begins")
+            beg = _row(tokens)
+            if beg[1] is not None:
+                tokens.pos -= 1
+                tokens.fail("the axes before a row variable cannot hold a row variable")
+            tokens.take("word", "rest")
+            rest = _row(tokens)
+            text.facts.append(("prefix", (whole, beg[0], rest), _origin(tokens)))
         elif keyword in ("leaf", "param"):
             text.facts.append((keyword, (_row(tokens),), _origin(tokens)))
         elif keyword == "mark":

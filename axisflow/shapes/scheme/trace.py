@@ -71,11 +71,9 @@ class _PreTrace:
         self.session = session
         self.var_mark = var_mark
         solver = session.solver
-        trail = session.trail
-        self._dim_subst = solver.dim_subst
-        self._row_subst = solver.row_subst
-        self._dims_before = trail.values_before(trail_start, solver.dim_subst)
-        self._rows_before = trail.values_before(trail_start, solver.row_subst)
+        self._dim_link = solver.dim_link
+        self._row_link = solver.row_link
+        self._dims_before, self._rows_before = solver.links_before(trail_start)
         self.dims: dict[int, Dim] = {}
         self.rows: dict[int, Row] = {}
         self.placeholders: dict[DimVar | RowVar, DimVar | RowVar] = {}
@@ -85,14 +83,14 @@ class _PreTrace:
         if var_id in self._dims_before:
             value = self._dims_before[var_id]
             return None if value is MISSING else value
-        return self._dim_subst.get(var_id)
+        return self._dim_link(var_id)
 
     def _row_value(self, var_id: int) -> Row | None:
         """The solver entry of an old row variable when the trace began."""
         if var_id in self._rows_before:
             value = self._rows_before[var_id]
             return None if value is MISSING else value
-        return self._row_subst.get(var_id)
+        return self._row_link(var_id)
 
     def dim(self, dim: Dim) -> Dim:
         """The scheme term of a dim."""
@@ -187,17 +185,6 @@ class _TraceGuard:
                 f"{constraint.origin.describe()} has a precision-dependent element "
                 f"count {constraint.count}; a scheme cannot carry it (the count is "
                 f"only known at closing)"
-            )
-        if isinstance(constraint, DimLinear | RowPrefix):
-            what = (
-                f"an affine or concatenated axis '{constraint.text}'"
-                if isinstance(constraint, DimLinear)
-                else "axes written before a row variable"
-            )
-            self.refuse(
-                f"{constraint.origin.describe()} has {what}; shape schemes do not "
-                f"carry these pending equations yet (evaluate the function at each "
-                f"call instead: close-shapes without generalize-shapes)"
             )
         if isinstance(constraint, SetDim) and id(constraint.ref) in self.inputs:
             self.refuse(
@@ -330,6 +317,34 @@ def trace(
     )
 
 
+@dataclass
+class _ReadOff:
+    """What the read-off of a trace knows, in scheme terms.
+
+    Built by :func:`_read_off` before the scratch window opens (the
+    boundary, anchor and internal rows, the placeholders) and completed in it
+    (the fixed-index minima, where the window's terminals start, the capture
+    inputs); :func:`_normal_form` reads the scheme off it.
+    """
+
+    session: Session
+    label: str
+    tracers: tuple[Shape, ...]
+    results: tuple[Shape, ...]
+    internal: tuple[Shape, ...]
+    anchor_shapes: tuple[Shape, ...]
+    anchor_terms: list[Rows]
+    arg_terms: list[Rows]
+    result_terms: list[Rows]
+    internal_terms: list[Rows]
+    placeholders: dict[DimVar | RowVar, DimVar | RowVar]
+    held: set[DimVar | RowVar]
+    scheme_mark: int = 0
+    terminals_start: int = 0
+    at_least: list[DimAtLeast] = field(default_factory=list)
+    captures: list[tuple[DimRef, DimRef, Origin]] = field(default_factory=list)
+
+
 def _read_off(
     session: Session,
     *,
@@ -362,15 +377,26 @@ def _read_off(
     # Anchors first: the placeholders their rows create are held by them.
     anchor_terms = [pre.rows3(shape) for shape in anchor_shapes]
     held = set(pre.placeholders)
-    arg_terms = [pre.rows3(shape) for shape in tracers]
-    result_terms = [pre.rows3(shape) for shape in results]
-    internal_terms = [pre.rows3(shape) for shape in internal]
+    context = _ReadOff(
+        session=session,
+        label=label,
+        tracers=tracers,
+        results=results,
+        internal=internal,
+        anchor_shapes=tuple(anchor_shapes),
+        anchor_terms=anchor_terms,
+        arg_terms=[pre.rows3(shape) for shape in tracers],
+        result_terms=[pre.rows3(shape) for shape in results],
+        internal_terms=[pre.rows3(shape) for shape in internal],
+        placeholders=pre.placeholders,
+        held=held,
+        scheme_mark=scheme_mark,
+    )
     input_ids = {id(ref): ref for ref in inputs}
     capture_origins: dict[int, Origin] = {}
 
     with session.rewind() as scratch:
-        solver = session.solver
-        terminals_start = len(solver.terminals)
+        context.terminals_start = session.solver.terminal_count()
         proxies: dict[int, DimRef] = {}
 
         def proxy(ref: DimRef) -> DimRef:
@@ -379,11 +405,10 @@ def _read_off(
                 found = proxies[id(ref)] = session.dim_ref(ref.label)
             return found
 
-        at_least: list[DimAtLeast] = []
         for constraint in constraints:
             replay = _substitute(constraint, pre, proxy)
             if isinstance(replay, DimAtLeast):
-                at_least.append(replay)
+                context.at_least.append(replay)
             if (
                 isinstance(constraint, CaptureBind)
                 and id(constraint.ref) in input_ids
@@ -397,29 +422,12 @@ def _read_off(
                     raise ShapeError(prefix + error.message, error.origins) from error
                 # NO_END_VALIDATION: the contradiction is not the trace's
                 # concern; the constraint is left out of the scheme.
-        return _normal_form(
-            session,
-            scratch,
-            scheme_mark,
-            label=label,
-            anchor_shapes=tuple(anchor_shapes),
-            anchor_terms=anchor_terms,
-            arg_terms=arg_terms,
-            result_terms=result_terms,
-            internal=internal,
-            internal_terms=internal_terms,
-            at_least=at_least,
-            terminals=solver.terminals[terminals_start:],
-            captures=[
-                (input_ids[ref_id], proxies[ref_id], capture_origins[ref_id])
-                for ref_id in capture_origins
-                if proxies[ref_id].var is not None
-            ],
-            placeholders=pre.placeholders,
-            held=held,
-            tracers=tracers,
-            results=results,
-        )
+        context.captures = [
+            (input_ids[ref_id], proxies[ref_id], capture_origins[ref_id])
+            for ref_id in capture_origins
+            if proxies[ref_id].var is not None
+        ]
+        return _normal_form(context, scratch)
 
 
 def _substitute(
@@ -459,35 +467,57 @@ def _substitute(
         fresh = pre.session.fresh_dim_var()
         pre.session.add(DimEq(fresh, var, constraint.origin))
         return CaptureBind(bound, fresh, constraint.origin)
-    if isinstance(constraint, DimLinear | RowPrefix):
-        raise AssertionError("refused while the function ran (_TraceGuard.constraint)")
+    if isinstance(constraint, DimLinear):
+        return DimLinear(
+            tuple((coeff, pre.dim(dim)) for coeff, dim in constraint.terms),
+            constraint.const,
+            constraint.names,
+            constraint.text,
+            constraint.origin,
+        )
+    if isinstance(constraint, RowPrefix):
+        return RowPrefix(
+            pre.row(constraint.whole),
+            tuple(pre.dim(dim) for dim in constraint.beg),
+            pre.row(constraint.rest),
+            constraint.origin,
+        )
     return SetDim(proxy(constraint.ref), constraint.size, constraint.origin)
 
 
-def _normal_form(
-    session: Session,
-    scratch: Window,
-    scheme_mark: int,
-    *,
-    label: str,
-    anchor_shapes: tuple[Shape, ...],
-    anchor_terms: list[Rows],
-    arg_terms: list[Rows],
-    result_terms: list[Rows],
-    internal: tuple[Shape, ...],
-    internal_terms: list[Rows],
-    at_least: list[DimAtLeast],
-    terminals: Sequence[Terminal],
-    captures: list[tuple[DimRef, DimRef, Origin]],
-    placeholders: dict[DimVar | RowVar, DimVar | RowVar],
-    held: set[DimVar | RowVar],
-    tracers: tuple[Shape, ...],
-    results: tuple[Shape, ...],
-) -> Scheme:
+def _normal_pending(
+    pending: TotalElems | DimLinear | RowPrefix,
+    norm_row: Callable[[Row], Row],
+    find_dim: Callable[[Dim], Dim],
+) -> Fact:
+    """A pending equation of the scratch solution, its terms normalized."""
+    if isinstance(pending, TotalElems):
+        return TotalElems(
+            tuple(norm_row(r) for r in pending.rows), pending.count, pending.origin
+        )
+    if isinstance(pending, DimLinear):
+        return DimLinear(
+            tuple((coeff, find_dim(dim)) for coeff, dim in pending.terms),
+            pending.const,
+            pending.names,
+            pending.text,
+            pending.origin,
+        )
+    return RowPrefix(
+        norm_row(pending.whole),
+        tuple(find_dim(dim) for dim in pending.beg),
+        norm_row(pending.rest),
+        pending.origin,
+    )
+
+
+def _normal_form(context: _ReadOff, scratch: Window) -> Scheme:
     """Read the scratch solution off as a scheme (inside the scratch window)."""
+    session = context.session
     solver = session.solver
     norm_row = solver.norm_row
     find_dim = solver.find_dim
+    scheme_mark = context.scheme_mark
 
     def rows3(terms: Rows) -> Rows:
         return (norm_row(terms[0]), norm_row(terms[1]), norm_row(terms[2]))
@@ -506,67 +536,58 @@ def _normal_form(
     # with a solved side was absorbed into the other side's bound already.
     pairs: set[tuple[int, int]] = set()
     for var_id in dim_ids:
-        bounds = solver.dim_bounds.get(var_id)
-        if bounds is None:
-            continue
         var = DimVar(var_id)
-        if bounds.glb is not None:
-            assert bounds.glb_origin is not None
-            facts.append(DimIneq(bounds.glb, var, bounds.glb_origin))
-        for res, origin in bounds.res:
+        lower = solver.dim_lower_bound(var_id)
+        if lower is not None:
+            facts.append(DimIneq(lower[0], var, lower[1]))
+        for res, origin in solver.dim_results(var_id):
             root = find_dim(res)
             if type(root) is DimVar and root != var and (root.id, var_id) not in pairs:
                 pairs.add((root.id, var_id))
                 facts.append(DimIneq(root, var, origin))
-    for constraint in at_least:
+    for constraint in context.at_least:
         dim = find_dim(constraint.dim)
         if type(dim) is DimVar:
             facts.append(DimAtLeast(dim, constraint.n, constraint.origin))
     row_pairs: set[tuple[int, int]] = set()
     for var_id in row_ids:
-        bounds = solver.row_bounds.get(var_id)
-        if bounds is None:
-            continue
         var = RowVar(var_id)
         seen_glbs: set[Row] = set()
-        for glb, origin in bounds.glbs:
+        for glb, origin in solver.row_lower_bounds(var_id):
             glb = norm_row(glb)
             if glb not in seen_glbs:
                 seen_glbs.add(glb)
                 facts.append(RowIneq(glb, Row((), var), origin))
-        for res, origin in bounds.res:
+        for res, origin in solver.row_results(var_id):
             root = bare(res)
             if root is not None and root != var and (root.id, var_id) not in row_pairs:
                 row_pairs.add((root.id, var_id))
                 facts.append(RowIneq(Row((), root), Row((), var), origin))
-    written_totals = session.trail.values_before(scratch.trail_start, solver.totals)
-    for total_id in sorted(written_totals):
-        total = solver.totals.get(total_id)
-        if total is None:
-            continue
-        facts.append(
-            TotalElems(
-                tuple(norm_row(r) for r in total.rows), total.count, total.origin
-            )
-        )
-    for terminal in terminals:
+    # Pending totals, linear equations (affine, strided, convolution and
+    # concatenated axes) and row prefixes, in the order they were added.
+    facts.extend(
+        _normal_pending(pending, norm_row, find_dim)
+        for pending in solver.pending_since(scratch.trail_start)
+    )
+    for terminal in solver.terminals_since(context.terminals_start):
         row = norm_row(terminal.row)
         if not row.is_concrete():
             facts.append(Terminal(row, terminal.is_param, terminal.origin))
     marks: list[tuple[RowVar, Mark]] = []
     gens: list[tuple[RowVar, int]] = []
     for var_id in row_ids:
-        if var_id in solver.row_subst:
+        if solver.is_row_solved(var_id):
             continue
-        bits = solver.row_marks.get(var_id, 0)
+        bits = solver.mark_bits(var_id)
         marks.extend((RowVar(var_id), mark) for mark in sorted(marks_of_bits(bits)))
-        gen = solver.row_gen.get(var_id, 0)
+        gen = solver.template_depth(var_id)
         if gen:
             gens.append((RowVar(var_id), gen))
     capture_inputs = tuple(
         CaptureInput(ref, find_dim(bound.var), origin)  # type: ignore[arg-type]
-        for ref, bound, origin in captures
+        for ref, bound, origin in context.captures
     )
+    placeholders = context.placeholders
     loose = tuple(
         LooseVariable(
             old,
@@ -575,18 +596,20 @@ def _normal_form(
             else norm_row(Row((), placeholder)),  # type: ignore[arg-type]
         )
         for placeholder, old in placeholders.items()
-        if placeholder not in held
+        if placeholder not in context.held
     )
 
-    args = tuple(rows3(t) for t in arg_terms)
-    result_rows = tuple(rows3(t) for t in result_terms)
+    args = tuple(rows3(t) for t in context.arg_terms)
+    result_rows = tuple(rows3(t) for t in context.result_terms)
     anchors = tuple(
         Anchor(shape, rows3(terms))
-        for shape, terms in zip(anchor_shapes, anchor_terms, strict=True)
+        for shape, terms in zip(
+            context.anchor_shapes, context.anchor_terms, strict=True
+        )
     )
     internal_rows = tuple(
         InternalRows(shape.name, rows3(terms))
-        for shape, terms in zip(internal, internal_terms, strict=True)
+        for shape, terms in zip(context.internal, context.internal_terms, strict=True)
     )
 
     # Every open variable the scheme mentions, in order of first mention.
@@ -623,7 +646,7 @@ def _normal_form(
     gens = [(v, g) for v, g in gens if v in mentioned]
     return Scheme(
         session=session,
-        label=label,
+        label=context.label,
         args=args,
         results=result_rows,
         anchors=anchors,
@@ -636,12 +659,9 @@ def _normal_form(
         generalized=tuple(v for v in mentioned if v not in fixed_set),
         fixed=tuple(v for v in mentioned if v in fixed_set),
         closings=session.closings,
-        arg_names=tuple(t.name for t in tracers),
-        result_names=tuple(r.name for r in results),
-        traced_args=tracers,
-        traced_results=results,
-        traced_internal=internal,
+        arg_names=tuple(t.name for t in context.tracers),
+        result_names=tuple(r.name for r in context.results),
+        traced_args=context.tracers,
+        traced_results=context.results,
+        traced_internal=context.internal,
     )
-
-
-# --------------------------------------------------------------- applying
