@@ -39,7 +39,6 @@ dialect and the engine, and no pass: the ``close-shapes`` and
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NoReturn
@@ -66,6 +65,7 @@ from axisflow.dialects.tprog import (
     TransposeOp,
     ValueEntry,
 )
+from axisflow.dialects.tprog_calls import CallGraph, CallReport
 from axisflow.shapes import (
     DeferredCount,
     DimRef,
@@ -111,23 +111,6 @@ class SharedBody:
     values: list[tuple[SSAValue, str, int]]
 
 
-SHAREABLE_OPS: tuple[type[Operation], ...] = (
-    LeafOp,
-    ParamOp,
-    PointwiseOp,
-    ComposeOp,
-    TransposeOp,
-    EinsumOp,
-    ReturnOp,
-)
-"""The operations a body applied through a shared trace may hold.
-
-Everything else (a call, a capture label, ``set_dim``, a count, a closing)
-reads or writes state outside the application, which the shape scheme
-carries differently (or refuses); such a function is re-evaluated.
-"""
-
-
 class RetryByReEvaluation(Exception):
     """A shared application or its closing failed: evaluate again, re-evaluating.
 
@@ -170,7 +153,11 @@ class ProgramEvaluator:
     raw_errors: int = 0
     share_calls: bool = False
     shared: dict[str, SharedBody] = field(default_factory=dict)
-    _shareable: set[str] = field(default_factory=set)
+    # How each call site was served (explain); why a function is re-evaluated.
+    call_report: CallReport = field(default_factory=CallReport)
+    re_evaluation_reason: str = "calls=re-evaluate"
+    not_shared: dict[str, str] = field(default_factory=dict)
+    _graph: CallGraph | None = None
     # Inside traces (innermost last): where each body value had its shape.
     _trace_values: list[list[tuple[SSAValue, Shape]]] = field(default_factory=list)
 
@@ -179,12 +166,7 @@ class ProgramEvaluator:
             op.sym_name.data: op for op in self.module.ops if isinstance(op, FuncOp)
         }
         if self.share_calls:
-            self._shareable = self.shareable_functions()
-            # Nothing to share: evaluate as re-evaluation does, errors included.
-            self.share_calls = bool(self._shareable)
-        if self.share_calls:
-            # Errors reach evaluate (which asks for re-evaluation), cheaply.
-            self.raw_errors += 1
+            self._plan_sharing()
         self.handlers.update(
             {
                 LeafOp: self._leaf,
@@ -240,26 +222,45 @@ class ProgramEvaluator:
             return
         self.body_shapes.setdefault(value, []).append(shape)
 
-    def shareable_functions(self) -> set[str]:
-        """The functions called at two or more module-level sites, bodies of
-        :data:`SHAREABLE_OPS` only (einsums without capture labels)."""
-        calls = Counter(
-            op.callee.root_reference.data
-            for op in self.module.ops
-            if isinstance(op, CallOp)
-        )
-        found: set[str] = set()
-        for name, count in calls.items():
-            func = self._functions.get(name)
-            if func is None or count < 2:
-                continue
-            if all(
-                type(body_op) in SHAREABLE_OPS
-                and not (isinstance(body_op, EinsumOp) and body_op.capture_labels)
-                for body_op in func.body.block.ops
-            ):
-                found.add(name)
-        return found
+    def _plan_sharing(self) -> None:
+        """Which functions may be applied through a trace, before evaluating.
+
+        Every function with a call site, but a recursive one (its trace would
+        apply itself) and one called exactly once, at module level (one run
+        costs less than a trace and an application). Reads false after this
+        when nothing can be shared: the module is then evaluated as
+        re-evaluation does, errors included. Capture references are made up
+        front, in the order re-evaluation makes them, when a body binds one:
+        a reference made in a trace's window would be the trace's own.
+        """
+        graph = self._graph = CallGraph.of(self.module)
+        every, top = graph.site_counts()
+        candidates: list[str] = []
+        for name in every:
+            if name not in self._functions:
+                continue  # the call fails, as re-evaluation's does
+            if name in graph.recursive:
+                self.not_shared[name] = (
+                    f"@{name} is recursive (a call cycle cannot be traced)"
+                )
+            elif every[name] == 1 and top.get(name) == 1:
+                self.not_shared[name] = (
+                    f"@{name} is called once (one run costs less than a trace and "
+                    f"an application)"
+                )
+            else:
+                candidates.append(name)
+        self.share_calls = bool(candidates)
+        if not self.share_calls:
+            return
+        # Errors reach evaluate (which asks for re-evaluation), cheaply.
+        self.raw_errors += 1
+        reached = {*candidates}
+        for name in candidates:
+            reached.update(graph.below(name))
+        if any(_binds_labels(self._functions[name]) for name in reached):
+            for label in graph.labels_in_evaluation_order(self.module):
+                self.ref(label)
 
     def ref(self, label: str) -> DimRef:
         """The module's capture reference for an einsum label."""
@@ -367,14 +368,15 @@ class ProgramEvaluator:
         func = self._functions.get(callee)
         if func is None:
             fail_at(op, f"{op.name}: no tprog.func named @{callee}")
-        if frame is self.top and callee in self._shareable:
-            try:
-                self._call_shared(op, func)
+        if self.share_calls and callee not in self.not_shared:
+            shared = self._shared_body(callee)
+            if shared is not None:
+                self._apply_shared(op, frame, shared)
+                self.call_report.served(op)
                 return
-            except UntraceableScheme:
-                # What a scheme cannot carry (a pending equation, say): the
-                # trace wrote nothing (its window is rewound); re-evaluate.
-                self._shareable.discard(callee)
+        self.call_report.re_evaluated(
+            op, self.not_shared.get(callee, self.re_evaluation_reason)
+        )
         if callee in self._active_calls:
             chain = " -> ".join(f"@{name}" for name in (*self._active_calls, callee))
             fail_at(op, f"{op.name}: recursive call {chain} cannot be evaluated")
@@ -398,16 +400,51 @@ class ProgramEvaluator:
         for result, value in zip(op.res, ret.values, strict=True):
             self.define(frame, result, self.tensor(ret, value, inner))
 
-    def _call_shared(self, op: CallOp, func: FuncOp) -> None:
-        """Apply ``func``'s traced body at this call (tracing it at its first)."""
-        name = func.sym_name.data
+    def _shared_body(self, name: str) -> SharedBody | None:
+        """``name``'s traced body, tracing the functions it calls first.
+
+        Bottom-up over the call graph: each callee is traced (or found
+        untraceable) before its callers, so that a caller's trace applies
+        its callees' schemes and its own scheme carries them. ``None`` when
+        no scheme carries the function (``not_shared`` says why).
+        """
+        assert self._graph is not None
+        for callee in self._graph.below(name):
+            if callee not in self.not_shared:
+                self._traced(callee)
+        return self._traced(name)
+
+    def _traced(self, name: str) -> SharedBody | None:
+        """``name``'s traced body, traced now if it has none or a stale one."""
+        if name in self.not_shared:
+            return None
         shared = self.shared.get(name)
-        if shared is None or scheme.stale(shared.scheme):
+        if shared is not None and not scheme.stale(shared.scheme):
+            return shared
+        assert self._graph is not None
+        for callee in self._graph.callees.get(name, ()):
+            why = self.not_shared.get(callee)
+            if why is not None:
+                # Its trace would run the callee's body, which no scheme carries.
+                self.not_shared[name] = (
+                    f"it calls @{callee}, which is re-evaluated: {why}"
+                )
+                return None
+        try:
             # A closing since the trace may have made it stale: trace anew.
-            shared = self.shared[name] = self._trace_shared(func)
-        arguments = [self.tensor(op, v, self.top) for v in op.arguments]
+            shared = self.shared[name] = self._trace_shared(self._functions[name])
+        except UntraceableScheme as error:
+            # What a scheme cannot carry: the trace wrote nothing (its window
+            # is rewound); the function is re-evaluated at each call.
+            self.not_shared[name] = str(error)
+            return None
+        return shared
+
+    def _apply_shared(self, op: CallOp, frame: Frame, shared: SharedBody) -> None:
+        """Apply a traced body at a call, giving the body's values their shapes."""
+        arguments = [self.tensor(op, v, frame) for v in op.arguments]
         applied = self.apply_scheme(
-            op, self.top, shared.scheme, None, arguments, op.application.data
+            op, frame, shared.scheme, None, arguments, op.application.data
         )
         for value, where, index in shared.values:
             if where == "arg":
@@ -524,6 +561,7 @@ class ProgramEvaluator:
         sc, scheme_op = found
         arguments = [self.tensor(op, value, frame) for value in op.arguments]
         self.apply_scheme(op, frame, sc, scheme_op, arguments, op.application.data)
+        self.call_report.served(op)
 
     def apply_scheme(
         self,
@@ -599,3 +637,11 @@ class ProgramEvaluator:
             return None
         results = ops[entry.op].results
         return results[entry.result] if entry.result < len(results) else None
+
+
+def _binds_labels(func: FuncOp) -> bool:
+    """Whether a function's body uses a capture label (an einsum or a ``set_dim``)."""
+    return any(
+        (isinstance(op, EinsumOp) and op.capture_labels) or isinstance(op, SetDimOp)
+        for op in func.body.walk()
+    )

@@ -199,6 +199,7 @@ class Generalizer(ProgramEvaluator):
         """A tprog.instantiate of an earlier run: as a call, applied only in traces."""
         if frame is self.top:
             self._placeholders(op, frame)
+            self.call_report.served(op)
         else:
             super()._instantiate(op, frame)
 
@@ -412,6 +413,7 @@ class Generalizer(ProgramEvaluator):
                 if old.name_hint:
                     new.name_hint = old.name_hint
             Rewriter.replace_op(call, instantiation)
+            self.call_report.served(instantiation)
 
 
 def _labels(op: Operation) -> list[object]:

@@ -70,7 +70,9 @@ class CloseShapesPass(ModulePass):
     precision that turns ``tprog.total_elems ... bytes`` into elements.
     ``calls``: ``shared`` (one trace per function called at several sites,
     its scheme instantiated at each) or ``re-evaluate`` (the body runs at
-    every call); both write the same types and diagnostics.
+    every call); both write the same types and diagnostics. ``explain``:
+    write on each call site whether a scheme served it or why it was
+    re-evaluated (``tprog.served``), and the counts on the module.
     """
 
     name = "close-shapes"
@@ -78,6 +80,7 @@ class CloseShapesPass(ModulePass):
     annotate_functions: bool = True
     bytes_per_element: int = 4
     calls: Literal["shared", "re-evaluate"] = "shared"
+    explain: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.bytes_per_element < 1:
@@ -112,6 +115,8 @@ class CloseShapesPass(ModulePass):
             for func in op.ops:
                 if isinstance(func, FuncOp):
                     _update_signature(func)
+        if self.explain:
+            evaluator.call_report.attach(op)
         # The handlers are the evaluator's own bound methods, a reference
         # cycle that would keep every tensor of the program alive until the
         # next cyclic collection, which then traverses them all (a tenth of
@@ -137,7 +142,12 @@ class CloseShapesPass(ModulePass):
                 return evaluator
             except (RetryByReEvaluation, DiagnosticException):
                 evaluator = ProgramEvaluator(
-                    op, bytes_per_element=self.bytes_per_element
+                    op,
+                    bytes_per_element=self.bytes_per_element,
+                    re_evaluation_reason=(
+                        "applying the shapes through schemes failed, so the module "
+                        "was evaluated again by re-evaluation"
+                    ),
                 )
         evaluator.evaluate()
         return evaluator

@@ -26,11 +26,17 @@ class GeneralizeShapesPass(ModulePass):
 
     ``bytes_per_element``: the precision of ``tprog.total_elems ... bytes``
     (used if the module closes its shapes with ``tprog.close``).
+    ``explain``: write on each call site that a scheme serves it
+    (``tprog.served``), and the counts on the module. Every call is turned
+    into an instantiation, or the pass reports why the function cannot be
+    traced: what no scheme carries is an error here (``close-shapes``
+    re-evaluates such a function instead).
     """
 
     name = "generalize-shapes"
 
     bytes_per_element: int = 4
+    explain: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.bytes_per_element < 1:
@@ -38,4 +44,7 @@ class GeneralizeShapesPass(ModulePass):
                 "generalize-shapes: bytes-per-element must be a positive integer"
             )
         with gc_paused():  # allocation-heavy; see axisflow.gc_pause
-            Generalizer(op, bytes_per_element=self.bytes_per_element).run()
+            generalizer = Generalizer(op, bytes_per_element=self.bytes_per_element)
+            generalizer.run()
+            if self.explain:
+                generalizer.call_report.attach(op)

@@ -5,6 +5,7 @@
 // RUN: xdsl-opt -p generalize-shapes --split-input-file %s | xdsl-opt --split-input-file | filecheck %s
 // RUN: xdsl-opt -p generalize-shapes --split-input-file --print-op-generic %s | xdsl-opt --split-input-file | filecheck %s
 // RUN: xdsl-opt -p generalize-shapes,close-shapes --split-input-file %s | filecheck %s --check-prefix=CLOSED
+// RUN: xdsl-opt -p 'generalize-shapes{explain=true}' --split-input-file %s | filecheck %s --check-prefix=EXPLAIN
 // Generalizing twice changes nothing.
 // RUN: xdsl-opt -p generalize-shapes --split-input-file %s > %t.once.mlir
 // RUN: xdsl-opt -p generalize-shapes --split-input-file %t.once.mlir | diff %t.once.mlir -
@@ -135,3 +136,5 @@ tprog.set_dim "oc" = 4
 // CLOSED-NEXT: %yb = tprog.instantiate @conv.scheme(%big) at "big" : !tprog.tensor<"5|6,8">
 // CLOSED:     %r2 = tprog.instantiate @rotate.scheme(%ys) at "conv-out" : !tprog.tensor<"2|8,4">
 // CLOSED-NEXT: %r3 = tprog.instantiate @rotate.scheme(%small) at "image" : !tprog.tensor<"2|3,8">
+// EXPLAIN:    builtin.module attributes {tprog.served = "4 call sites: 4 served by a scheme, 0 re-evaluated"} {
+// EXPLAIN:    %ys = tprog.instantiate @conv.scheme(%small) at "small" {tprog.served = "by a scheme"} : !tprog.tensor
