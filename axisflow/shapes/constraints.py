@@ -17,6 +17,8 @@ they can be replayed (:meth:`Session.add
                ``⊒`` the result's
 ``TotalElems`` the product of all dims of the rows is ``count``
 ``DimAtLeast`` a dim is at least ``n`` (einsum fixed indices)
+``DimLinear``  ``Σ coeff·dim + const = 0`` (affine and concatenated axes)
+``RowPrefix``  ``whole = [beg..., ...rest]`` (axes before a row variable)
 ``Terminal``   the row belongs to a leaf (data or parameter): at closing it
                takes its lower bound, and a parameter's must be inferable
 ``PolicyMark`` a policy flag on the row's variable, consulted at closing
@@ -137,6 +139,26 @@ class DimAtLeast:
         return f"{self.dim!r} >= {self.n}  ({self.origin.describe()})"
 
 
+class LinearKind(StrEnum):
+    """What a :class:`DimLinear` stands for, which says how bases pass through it.
+
+    The kind fixes the layout of the terms; the axis itself is always the
+    last term:
+
+    * ``SUM``: any equation; a dim it solves takes the default basis;
+    * ``STRIDE``: ``((stride, over), (-1, axis))``, a strided axis or a padded
+      convolution (whose kernel takes no part in the size);
+    * ``CONVOLUTION``: ``((stride, over), (dilation, kernel), (-1, axis))``,
+      an unpadded convolution;
+    * ``CONCAT``: ``((1, part), ..., (-1, axis))``, a concatenation.
+    """
+
+    SUM = "sum"
+    STRIDE = "stride"
+    CONVOLUTION = "convolution"
+    CONCAT = "concat"
+
+
 @dataclass(frozen=True, slots=True)
 class DimLinear:
     """``Σ coeff·dim + const = 0`` over positive sizes (affine and concatenated axes).
@@ -144,7 +166,11 @@ class DimLinear:
     An einsum's ``stride*o<+k`` axis of size ``i`` is ``stride·o + k - i +
     (1 - stride) - 1 = 0``; ``a^b`` of size ``c`` is ``a + b - c = 0``. Solved
     once at most one of the dims is unknown. ``names`` name the dims for
-    messages and ``text`` is the axis as the spec writes it.
+    messages and ``text`` is the axis as the spec writes it. ``kind`` says
+    which basis a solved dim takes (OCANNL's ``row.ml``: a strided axis and
+    its ``over`` share one; a convolution's is that of ``over`` and the
+    kernel, which must agree; a concatenation's that of its parts, which
+    must agree).
     """
 
     terms: tuple[tuple[int, Dim], ...]
@@ -152,6 +178,7 @@ class DimLinear:
     names: tuple[str, ...]
     text: str
     origin: Origin
+    kind: LinearKind = LinearKind.SUM
 
     def __str__(self) -> str:
         parts = " + ".join(f"{c}*{d!r}" for c, d in self.terms)

@@ -399,8 +399,8 @@ class Operations:
                     origin.with_sides(Side(spec_side), Side(spec_side)),
                 )
             )
-        for terms, const, names, text in rows.linears:
-            self._add(DimLinear(terms, const, names, text, origin))
+        for terms, const, names, text, kind in rows.linears:
+            self._add(DimLinear(terms, const, names, text, origin, kind))
         tensors = (*(operand.shape for operand in operands), result)
         for shape, spec_rows in zip(
             tensors, (*rows.operands, rows.result), strict=True

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from axisflow.numerals import NumeralError, ascii_digits_end, is_ascii_digit, natural
+from axisflow.shapes.constraints import LinearKind
 from axisflow.shapes.errors import SpecError
 from axisflow.shapes.terms import Dim, DimVar, Kind, Row, RowVar, Size
 
@@ -301,6 +302,7 @@ _AFFINE_RE = re.compile(
     r"(?:\+(?:(?P<dilation>[A-Za-z0-9_]+)\*)?(?P<kernel>[A-Za-z][A-Za-z0-9_']*))?\Z"
 )
 _CONCAT_RE = re.compile(r"[A-Za-z][A-Za-z0-9_']*(?:\^[A-Za-z][A-Za-z0-9_']*)+\Z")
+_OPERATOR_SPACES = re.compile(r"\s*([*+=<^])\s*")
 _MULTICHAR_TRIGGERS = frozenset(",*+^<=")
 """Characters that put a row in multi-character mode (OCANNL's ``Lexer.is_multichar``;
 ``=`` of ``=>`` never reaches a row)."""
@@ -404,7 +406,12 @@ def _label_tokens(
         for pos, token in tokens:
             if not token:
                 raise SpecError(spec, pos, "empty item in a row", _EINSUM_SPEC)
-        return tokens, True
+        # OCANNL's lexer skips spaces between the tokens of an affine or
+        # concatenated item ("2*i + 1", "oh< + wh"); spaces between two names
+        # stay and are refused (they are no single item).
+        return [
+            (pos, _OPERATOR_SPACES.sub(r"\1", token)) for pos, token in tokens
+        ], True
     tokens: list[tuple[int, str]] = []
     pos = start
     while pos < end:
@@ -512,9 +519,10 @@ def _check_name_clash(parsed: EinsumSpec) -> None:
 
 # ------------------------------------------------------- einsum spec-to-rows
 
-LinearAxis = tuple[tuple[tuple[int, Dim], ...], int, tuple[str, ...], str]
-"""An affine or concatenated axis as ``(terms, const, names, text)``: the
-equation ``Σ coeff·dim + const = 0``, the dims' names and the axis as written."""
+LinearAxis = tuple[tuple[tuple[int, Dim], ...], int, tuple[str, ...], str, LinearKind]
+"""An affine or concatenated axis as ``(terms, const, names, text, kind)``: the
+equation ``Σ coeff·dim + const = 0``, the dims' names, the axis as written and
+the kind of equation (:class:`~axisflow.shapes.constraints.LinearKind`)."""
 
 
 @dataclass
@@ -589,8 +597,16 @@ def einsum_rows(
             over = label_var(item.over)
             if item.kernel is None or item.use_padding:
                 # Strided or padded: the axis has stride * over positions.
+                if item.kernel is not None:
+                    label_var(item.kernel)  # a label of the spec all the same
                 linears.append(
-                    (((item.stride, over), (-1, var)), 0, (item.over, text), text)
+                    (
+                        ((item.stride, over), (-1, var)),
+                        0,
+                        (item.over, text),
+                        text,
+                        LinearKind.STRIDE,
+                    )
                 )
             else:
                 # stride * (over - 1) + dilation * (kernel - 1) + 1 positions.
@@ -601,11 +617,20 @@ def einsum_rows(
                         1 - item.stride - item.dilation,
                         (item.over, item.kernel, text),
                         text,
+                        LinearKind.CONVOLUTION,
                     )
                 )
         elif isinstance(item, Concat):
             parts = tuple((1, label_var(label)) for label in item.labels)
-            linears.append(((*parts, (-1, var)), 0, (*item.labels, text), text))
+            linears.append(
+                (
+                    (*parts, (-1, var)),
+                    0,
+                    (*item.labels, text),
+                    text,
+                    LinearKind.CONCAT,
+                )
+            )
         return var
 
     def spec_row(row: LabelRow, kind: Kind) -> Row:
