@@ -319,7 +319,14 @@ def close_totals(solver: Solver) -> None:
             continue
         solver.trigger = total.origin
         count = total.count
-        assert isinstance(count, int)
+        if not isinstance(count, int):
+            # A dim count (a resolved deferred count is an int): once the
+            # rows are closed by the later steps, Stage 1 gives it its size.
+            assert not isinstance(count, DeferredCount)
+            found = solver.find_dim(count)
+            if type(found) is not Size:
+                continue
+            count = found.n
         open_vars = [
             var for var in (norm_row(r).var for r in total.rows) if var is not None
         ]
@@ -469,6 +476,12 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
             for row in total.rows
             for dim in solver.norm_row(row).dims
             if type(found := solver.find_dim(dim)) is DimVar
+        )
+        waiting.update(
+            found
+            for total in solver.totals.values()
+            if isinstance(total.count, DimVar | Size)
+            and type(found := solver.find_dim(total.count)) is DimVar
         )
         decisions: list[tuple[DimVar, Size, Origin]] = []
         deferred: list[tuple[DimVar, Size, Origin]] = []

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from axisflow.shapes.refs import DimRef
-from axisflow.shapes.terms import Dim, DimVar, Origin, Row, Size
+from axisflow.shapes.terms import Dim, DimVar, Origin, Row, RowVar, Size
 
 
 class Mark(StrEnum):
@@ -112,16 +112,26 @@ class RowIneq:
 
 @dataclass(frozen=True, slots=True)
 class TotalElems:
-    """The product of every dim of ``rows`` is ``count``."""
+    """The product of every dim of ``rows`` is ``count``.
+
+    ``count`` is a number, a :class:`DeferredCount`, or a dim (OCANNL's
+    ``Strided_var``: ``set_equal`` between a row capture and a dim capture
+    says a row holds as many elements as a dim has positions).
+    """
 
     rows: tuple[Row, ...]
-    count: int | DeferredCount
+    count: int | DeferredCount | Dim
     origin: Origin
 
     @property
     def is_deferred(self) -> bool:
         """Whether the count is only known at closing (e.g. precision-dependent)."""
         return isinstance(self.count, DeferredCount)
+
+    @property
+    def counts_a_dim(self) -> bool:
+        """Whether the count is a dim (a variable, or the size it was solved to)."""
+        return isinstance(self.count, DimVar | Size)
 
     def __str__(self) -> str:
         return f"elements({', '.join(map(repr, self.rows))}) = {self.count}  ({self.origin.describe()})"
@@ -230,14 +240,17 @@ class PolicyMark:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class CaptureBind:
-    """An operation binds the capture reference ``ref`` to the dim ``var``.
+    """An operation binds the capture reference ``ref`` to the variable ``var``.
 
-    The first binding of an unbound reference records the variable; binding a
-    bound reference (or one with a known size) equates the two.
+    ``var`` is the dim variable of a label, or the row variable of a
+    ``..name..`` (the reference then stands for the row's element count). The
+    first binding of an unbound reference records the variable; binding a
+    bound reference (or one with a known size) equates the two: dims or rows
+    are equal, a row holds as many elements as the dim has positions.
     """
 
     ref: DimRef
-    var: DimVar
+    var: DimVar | RowVar
     origin: Origin
 
     def __str__(self) -> str:

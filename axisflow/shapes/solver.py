@@ -784,6 +784,20 @@ class Solver:
                 else:
                     assert type(d) is DimVar
                     unknown.append(d)
+        if not isinstance(count, int):
+            # A dim counts the elements: once it is known it is a number; until
+            # then the rows, once known, give it its size.
+            found = self.find_dim(count)
+            if type(found) is Size:
+                count = found.n
+            else:
+                assert type(found) is DimVar
+                if not open_vars and not unknown:
+                    self.trail.del_item(self.totals, total_id)
+                    self.assign_dim(found, Size(product), total.origin)
+                    return
+                self._wait_on(total_id, (*unknown, found), open_vars)
+                return
         if count % product:
             self._fail_total(total, count, product)
         if not open_vars:
@@ -797,12 +811,7 @@ class Solver:
                 self.assign_dim(unknown[0], Size(count // product), total.origin)
                 return
         # Wait for more information: check again when any variable is solved.
-        for dim in unknown:
-            dim_bounds = self._dim_bounds_for(dim)
-            self._push(dim_bounds, "totals", total_id)
-        for var in open_vars:
-            row_bounds = self._row_bounds_for(var)
-            self._push(row_bounds, "totals", total_id)
+        self._wait_on(total_id, unknown, open_vars)
 
     def _wait_on(
         self, pending_id: int, dims: Iterable[DimVar], rows: Iterable[RowVar]

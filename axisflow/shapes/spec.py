@@ -149,6 +149,15 @@ class EinsumSpec:
     operands: tuple[TensorLabels, ...]
     result: TensorLabels
 
+    def row_var_names(self) -> set[str]:
+        """The names of the spec's ``..name..`` row variables."""
+        return {
+            row.var
+            for tensor in (*self.operands, self.result)
+            for kind in Kind
+            if (row := tensor.row(kind)).var
+        }
+
     def labels(self) -> set[str]:
         """Every label name the spec uses (also inside affine and concatenated axes)."""
         names: set[str] = set()
@@ -500,12 +509,7 @@ def _check_name_clash(parsed: EinsumSpec) -> None:
     """A name is a dim label or a row variable, not both (OCANNL's
     ``check_dim_row_var_name_clash``): ``..d..`` and ``d`` in one spec would
     make one name stand for an axis and for a run of axes."""
-    row_vars = {
-        tensor.row(kind).var
-        for tensor in (*parsed.operands, parsed.result)
-        for kind in Kind
-    }
-    clashes = sorted(parsed.labels() & {v for v in row_vars if v})
+    clashes = sorted(parsed.labels() & parsed.row_var_names())
     if clashes:
         name = clashes[0]
         match = re.search(rf"\.\.{re.escape(name)}\.\.", parsed.text)
@@ -534,7 +538,8 @@ class EinsumRows:
     variables (``...`` per kind, then ``..name..``); ``at_least`` the fixed
     indices' minima; ``linears`` the affine and concatenated axes;
     ``prefixes`` the axes written before a row variable, as ``(s, beg, r)``
-    for ``s = [beg..., ...r]``.
+    for ``s = [beg..., ...r]``; ``named_rows`` the ``..name..`` row variables
+    by name (what a capture of ``name`` binds).
     """
 
     operands: list[tuple[Row, Row, Row]]
@@ -544,6 +549,7 @@ class EinsumRows:
     at_least: list[tuple[DimVar, int]]
     linears: list[LinearAxis]
     prefixes: list[tuple[RowVar, tuple[Dim, ...], RowVar]]
+    named_rows: dict[str, RowVar]
 
 
 def unpadded_convolution(parsed: EinsumSpec) -> Affine | None:
@@ -669,4 +675,5 @@ def einsum_rows(
         at_least,
         linears,
         prefixes,
+        named_vars,
     )

@@ -188,6 +188,16 @@ class _TraceGuard:
                 f"count {constraint.count}; a scheme cannot carry it (the count is "
                 f"only known at closing)"
             )
+        if isinstance(constraint, TotalElems) and constraint.counts_a_dim:
+            self.refuse(
+                f"{constraint.origin.describe()} counts a row's elements by a dim; "
+                f"shape schemes do not carry that yet"
+            )
+        if isinstance(constraint, CaptureBind) and type(constraint.var) is RowVar:
+            self.refuse(
+                f"{constraint.origin.describe()} captures the row variable "
+                f"'{constraint.ref.label}'; shape schemes do not carry row captures yet"
+            )
         if isinstance(constraint, DimLinear | RowPrefix):
             what = (
                 f"an affine or concatenated axis '{constraint.text}'"
@@ -277,9 +287,10 @@ def trace(
     # Capture references made before the call are the scheme's inputs: they
     # read as unbound while f runs, so the scheme does not depend on them.
     inputs = [ref for ref in session.refs if not ref.discarded]
-    saved = [(ref, ref.var, ref.size) for ref in inputs]
+    saved = [(ref, ref.var, ref.row, ref.size) for ref in inputs]
     for ref in inputs:
         trail.set_attr(ref, "var", None)
+        trail.set_attr(ref, "row", None)
         trail.set_attr(ref, "size", None)
     guard = _TraceGuard(prefix, frozenset(id(ref) for ref in inputs))
     try:
@@ -299,8 +310,9 @@ def trace(
             raise UntraceableScheme(prefix + guard.refusal, error.origins) from error
         raise ShapeError(prefix + error.message, error.origins) from error
     finally:
-        for ref, var, size in saved:
+        for ref, var, row, size in saved:
             trail.set_attr(ref, "var", var)
+            trail.set_attr(ref, "row", row)
             trail.set_attr(ref, "size", size)
     if guard.refusal is not None:
         # f caught the refusal and went on: the scheme is still untraceable.
@@ -451,6 +463,7 @@ def _substitute(
     if isinstance(constraint, PolicyMark):
         return PolicyMark(pre.row(constraint.row), constraint.mark, constraint.origin)
     if isinstance(constraint, CaptureBind):
+        assert type(constraint.var) is DimVar, "row captures are refused (_TraceGuard)"
         var = pre.dim(constraint.var)
         bound = proxy(constraint.ref)
         if type(var) is DimVar:
