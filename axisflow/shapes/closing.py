@@ -41,8 +41,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
-from axisflow.shapes.constraints import DeferredCount, Terminal, TotalElems
-from axisflow.shapes.solver import RowBounds, Solver
+from axisflow.shapes.constraints import DeferredCount, LinearKind, Terminal, TotalElems
+from axisflow.shapes.solver import DimBounds, RowBounds, Solver
 from axisflow.shapes.terms import (
     BROADCAST_UNIT,
     EMPTY_ROW,
@@ -70,7 +70,13 @@ def close(solver: Solver, shape_rows: Iterable[Row]) -> None:
     merge_single_neighbours(solver)
     close_terminal_rows_to_bounds(solver, terminals)
     close_totals(solver)
-    # Safety to guess is read before any leaf row is closed (closing moves marks).
+    # Rows that got lower bounds from the totals (a total giving a row
+    # variable its axes, which a row prefix passes on to a result a leaf
+    # broadcasts to) take them before anything is guessed.
+    close_terminal_rows_to_bounds(solver, terminals)
+    # Safety to guess is read after the leaf rows took their bounds (a leaf
+    # row that took a template's row is as safe to guess as that template)
+    # and before any leaf row is closed to no axes (closing moves marks).
     guessable = [_row_is_guessable(solver, t) for t in terminals]
     close_unbounded_terminal_rows(solver, terminals, guessable)
     close_terminal_dims(solver, terminals, guessable)
@@ -319,7 +325,14 @@ def close_totals(solver: Solver) -> None:
             continue
         solver.trigger = total.origin
         count = total.count
-        assert isinstance(count, int)
+        if not isinstance(count, int):
+            # A dim count (a resolved deferred count is an int): once the
+            # rows are closed by the later steps, Stage 1 gives it its size.
+            assert not isinstance(count, DeferredCount)
+            found = solver.find_dim(count)
+            if type(found) is not Size:
+                continue
+            count = found.n
         open_vars = [
             var for var in (norm_row(r).var for r in total.rows) if var is not None
         ]
@@ -352,12 +365,10 @@ def close_unbounded_terminal_rows(
 ) -> None:
     """Leaf rows still open get no further axes; a parameter row must be safe to guess.
 
-    Rows that got lower bounds from the totals take them first. The check
-    reads every leaf row before any of them is closed, so whether a
-    parameter is the hidden-dimension error does not depend on the order of
-    the leaves.
+    The check reads every leaf row before any of them is closed, so whether
+    a parameter is the hidden-dimension error does not depend on the order
+    of the leaves.
     """
-    close_terminal_rows_to_bounds(solver, terminals)
     decisions: list[tuple[RowVar, Row, Origin]] = []
     for terminal, safe in zip(terminals, guessable, strict=True):
         var = _open_var(solver, terminal.row)
@@ -376,7 +387,12 @@ def close_terminal_dims(
     """Leaf dims take their lower bound; a parameter dim without one is an error.
 
     Unless the parameter's row variable was safe to guess (then the dim
-    falls to the remaining-dims step).
+    falls to the remaining-dims step). An affine or concatenated axis still
+    waiting on its parts takes its lower bound too, before any parameter is
+    checked: OCANNL relates such an axis by equality, not broadcasting
+    (``row.ml``, ``solve_dim_ineq``), so a parameter sized only through a
+    concatenation gets what the other parts leave (``kk`` of ``ii^jj^kk``
+    added to a ``[7]``).
     """
     while True:
         decisions: list[tuple[DimVar, Size, Origin]] = []
@@ -390,6 +406,16 @@ def close_terminal_dims(
                 if bounds is not None and bounds.glb is not None:
                     seen.add(dim)
                     decisions.append((dim, bounds.glb, terminal.origin))
+        for linear in solver.linears.values():
+            if linear.kind == LinearKind.SUM:
+                continue
+            axis = solver.find_dim(linear.terms[-1][1])
+            if type(axis) is not DimVar or axis in seen:
+                continue
+            bounds = solver.dim_bounds.get(axis.id)
+            if bounds is not None and bounds.glb is not None:
+                seen.add(axis)
+                decisions.append((axis, bounds.glb, linear.origin))
         if not decisions:
             break
         _commit_dims(solver, decisions)
@@ -450,28 +476,26 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
     """Every other dim becomes 1, or what a fixed index needs.
 
     A deliberate difference like :func:`close_remaining_rows`: OCANNL's
-    ``eliminate_dim_entry`` (stage 6) gives it its lower bound.
+    ``eliminate_dim_entry`` (stage 6) gives it its lower bound. Each round
+    decides, in this order of preference:
+
+    1. the dims a fixed index bounds from below (their sizes reach the dims
+       they broadcast to at Stage 1; an unbounded result dim guessed 1 in the
+       same round would clash with an operand of 3);
+    2. the free dims whose operands are all decided: as in forward
+       evaluation, a result dim follows its operands, so a dim that still
+       broadcasts from an undecided one waits (guessing it 1 would force the
+       operand to 1, e.g. the stacked axis of ``sin [g1; g2]``);
+    3. a dim a pending affine, concatenated or total equation waits on
+       (:func:`_guess_for_equations`), one decision at a time: guessing it
+       may solve the rest;
+    4. the dims that wait on each other only (cycles of inequalities), all at once.
     """
     while True:
-        # A dim an affine or concatenated axis or a pending total still waits
-        # on is left to that equation when other dims are decided: guessing
-        # them may solve it (guessing all of a total's dims at once would
-        # set them all to their minimum, which rarely multiplies to the total).
-        waiting = {
-            found
-            for linear in solver.linears.values()
-            for _, dim in linear.terms
-            if type(found := solver.find_dim(dim)) is DimVar
-        }
-        waiting.update(
-            found
-            for total in solver.totals.values()
-            for row in total.rows
-            for dim in solver.norm_row(row).dims
-            if type(found := solver.find_dim(dim)) is DimVar
-        )
+        waiting = _waiting_dims(solver)
         decisions: list[tuple[DimVar, Size, Origin]] = []
-        deferred: list[tuple[DimVar, Size, Origin]] = []
+        followers: list[tuple[DimVar, Size, Origin]] = []
+        waits: list[DimVar] = []  # in the order of the rows, then of the entries
         seen: set[DimVar] = set()
         candidates: list[Dim] = [d for row in rows for d in solver.norm_row(row).dims]
         candidates.extend(DimVar(var_id) for var_id in solver.dim_bounds)
@@ -480,20 +504,145 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
             if type(dim) is not DimVar or dim in seen:
                 continue
             seen.add(dim)
+            if dim in waiting:
+                waits.append(dim)
+                continue
             bounds = solver.dim_bounds.get(dim.id)
             size = Size(1) if bounds is None else Size(bounds.at_least)
-            (deferred if dim in waiting else decisions).append(
-                (dim, size, CLOSING_ORIGIN)
-            )
-        if not decisions and not deferred:
+            decision = (dim, size, CLOSING_ORIGIN)
+            if bounds is not None and _has_undecided_operand(solver, dim, bounds):
+                followers.append(decision)
+            else:
+                decisions.append(decision)
+        bounded = [d for d in (*decisions, *followers) if d[1].n > 1]
+        if bounded or decisions:
+            _commit_dims(solver, bounded or decisions)
+            continue
+        if waits:
+            _commit_dims(solver, [_guess_for_equations(solver, waits)])
+        elif followers:
+            _commit_dims(solver, followers)
+        else:
             return
-        # Dims a fixed index bounds from below go first, in a round of their
-        # own: their sizes reach the dims they broadcast to at Stage 1 (an
-        # unbounded result dim guessed 1 in the same round would clash with
-        # an operand of 3). Only when nothing else is left is a waiting dim
-        # guessed, one at a time.
-        bounded = [decision for decision in decisions if decision[1].n > 1]
-        _commit_dims(solver, bounded or decisions or deferred[:1])
+
+
+def _waiting_dims(solver: Solver) -> set[DimVar]:
+    """The unknown dims of pending linear equations and totals."""
+    find_dim = solver.find_dim
+    waiting = {
+        found
+        for linear in solver.linears.values()
+        for _, dim in linear.terms
+        if type(found := find_dim(dim)) is DimVar
+    }
+    for total in solver.totals.values():
+        waiting.update(
+            found
+            for row in total.rows
+            for dim in solver.norm_row(row).dims
+            if type(found := find_dim(dim)) is DimVar
+        )
+        if isinstance(total.count, DimVar | Size):
+            found = find_dim(total.count)
+            if type(found) is DimVar:
+                waiting.add(found)
+    return waiting
+
+
+def _has_undecided_operand(solver: Solver, dim: DimVar, bounds: DimBounds) -> bool:
+    """Whether ``dim`` broadcasts from a dim still unknown (other than itself)."""
+    for opnd, _ in bounds.opnd:
+        found = solver.find_dim(opnd)
+        if type(found) is DimVar and found != dim:
+            return True
+    return False
+
+
+def _guess_for_equations(
+    solver: Solver, waits: Sequence[DimVar]
+) -> tuple[DimVar, Size, Origin]:
+    """One guess that keeps the pending equations solvable in positive sizes.
+
+    An affine or concatenated axis that no other pending equation uses as a
+    part takes the least size its equations allow with every unknown part at
+    its minimum (OCANNL subtracts the known parts; with parts all unknown it
+    pairs them and allows empty ones, which positive sizes cannot: ``a^b^c =
+    d^e`` closes to ``1+1+1 = 1+2``). Once an axis is known, the first
+    unknown part (in the order the spec writes them) of the first such
+    equation takes its minimum, and Stage 1 gives the last part the rest.
+    Dims only a total waits on are guessed one at a time at their minimum
+    (a total ``a·b = 6`` of two unknown dims closes to ``a = 1, b = 6``).
+    ``waits`` are the waiting dims in the order of the shapes' rows: the
+    equations are taken in the order of their axes there, so that the
+    guess follows the program, not the order the equations were added in.
+    """
+    find_dim = solver.find_dim
+    minimum = _equation_minima(solver)
+    place = {dim: index for index, dim in enumerate(waits)}
+    structured = sorted(
+        (
+            (place.get(find_dim(linear.terms[-1][1]), len(place)), linear_id, linear)  # type: ignore[arg-type]
+            for linear_id, linear in solver.linears.items()
+            if linear.kind != LinearKind.SUM
+        ),
+        key=lambda entry: entry[:2],
+    )
+    parts_of_pending: set[DimVar] = set()
+    for _, _, linear in structured:
+        for _, dim in linear.terms[:-1]:
+            found = find_dim(dim)
+            if type(found) is DimVar:
+                parts_of_pending.add(found)
+    for _, _, linear in structured:
+        axis = find_dim(linear.terms[-1][1])
+        if type(axis) is DimVar and axis not in parts_of_pending:
+            return (axis, Size(minimum[axis]), linear.origin)
+    for _, _, linear in structured:
+        if type(find_dim(linear.terms[-1][1])) is DimVar:
+            continue
+        for _, dim in linear.terms[:-1]:
+            found = find_dim(dim)
+            if type(found) is DimVar:
+                return (found, Size(minimum[found]), linear.origin)
+    var = waits[0]
+    bounds = solver.dim_bounds.get(var.id)
+    return (var, Size(1 if bounds is None else bounds.at_least), CLOSING_ORIGIN)
+
+
+def _equation_minima(solver: Solver) -> dict[DimVar, int]:
+    """The least size of each unknown dim of the pending structured equations.
+
+    A dim's own minimum (a fixed index), raised for an axis to what its parts
+    at their minima make; axes nested in other equations (a concatenation of
+    concatenations) are raised from the inside out.
+    """
+    find_dim = solver.find_dim
+    minimum: dict[DimVar, int] = {}
+    linears = [
+        linear for linear in solver.linears.values() if linear.kind != LinearKind.SUM
+    ]
+    for linear in linears:
+        for _, dim in linear.terms:
+            found = find_dim(dim)
+            if type(found) is DimVar and found not in minimum:
+                bounds = solver.dim_bounds.get(found.id)
+                minimum[found] = 1 if bounds is None else bounds.at_least
+    for _ in range(len(linears) + 1):
+        changed = False
+        for linear in linears:
+            axis = find_dim(linear.terms[-1][1])
+            if type(axis) is not DimVar:
+                continue
+            least = linear.const
+            for coeff, dim in linear.terms[:-1]:
+                found = find_dim(dim)
+                least += coeff * (found.n if type(found) is Size else minimum[found])
+            if least > minimum[axis]:
+                minimum[axis] = least
+                changed = True
+        if not changed:
+            break
+    return minimum
 
 
 def check_totals(solver: Solver) -> None:

@@ -361,17 +361,17 @@ class Operations:
                 f"but {len(operands)} were given"
             )
         self._check_operands("einsum", name, operands)
-        labels_in_spec = parsed.labels()
+        capturable = parsed.labels() | parsed.row_var_names()
         for ref in capture_dims:
             if not isinstance(ref, DimRef) or ref._session is not self:
                 self._fail_input(
                     f"einsum '{name}': capture_dims must hold this session's dim_ref()s, "
                     f"got {ref!r}"
                 )
-            if ref.label not in labels_in_spec:
+            if ref.label not in capturable:
                 self._fail_input(
-                    f"einsum '{name}': capture reference '{ref.label}' names no label of "
-                    f"spec {spec!r}"
+                    f"einsum '{name}': capture reference '{ref.label}' names no label "
+                    f"or row variable of spec {spec!r}"
                 )
         unpadded = unpadded_convolution(parsed)
         if unpadded is not None:
@@ -399,8 +399,8 @@ class Operations:
                     origin.with_sides(Side(spec_side), Side(spec_side)),
                 )
             )
-        for terms, const, names, text in rows.linears:
-            self._add(DimLinear(terms, const, names, text, origin))
+        for terms, const, names, text, kind in rows.linears:
+            self._add(DimLinear(terms, const, names, text, origin, kind))
         tensors = (*(operand.shape for operand in operands), result)
         for shape, spec_rows in zip(
             tensors, (*rows.operands, rows.result), strict=True
@@ -413,5 +413,10 @@ class Operations:
                     origin.with_sides(shape.side(kind), Side(spec_side, kind)),
                 )
         for ref in capture_dims:
-            self._add(CaptureBind(ref, rows.labels[ref.label], origin))
+            var: DimVar | RowVar = (
+                rows.labels[ref.label]
+                if ref.label in rows.labels
+                else rows.named_rows[ref.label]
+            )
+            self._add(CaptureBind(ref, var, origin))
         return Tensor(name, result, "result", origin)

@@ -658,24 +658,50 @@ class Session(Operations):
 
     def _bind(self, c: CaptureBind) -> None:
         ref = c.ref
+        var = c.var
+        what = "label" if type(var) is DimVar else "row variable"
         origin = c.origin.with_sides(
-            Side(f"label '{ref.label}'"), Side(f"capture reference '{ref.label}'")
+            Side(f"{what} '{ref.label}'"), Side(f"capture reference '{ref.label}'")
         )
-        if ref.var is not None:
-            self._solver.push_dim_eq(c.var, ref.var, origin)
+        if ref.is_bound:
+            # One reference stands for one size: equate the two variables.
+            bound = ref.var if ref.var is not None else ref.row
+            assert bound is not None
+            self._equate_vars(var, bound, origin)
             return
-        self._trail.set_attr(ref, "var", c.var)
+        self._trail.set_attr(ref, "var" if type(var) is DimVar else "row", var)
         if ref.size is not None:
-            self._solver.push_dim_eq(c.var, ref.size, origin)
+            self._equate_vars(var, ref.size, origin)
+
+    def _equate_vars(
+        self, var: DimVar | RowVar, other: DimVar | RowVar | Size, origin: Origin
+    ) -> None:
+        """Queue ``var = other`` for capture variables: dims or rows are equal,
+        a row holds as many elements as a dim or size counts (OCANNL's
+        ``set_equal``, ``Total_elems``)."""
+        solver = self._solver
+        if type(var) is RowVar and type(other) is RowVar:
+            solver.push_row_eq(Row((), var), Row((), other), origin)
+        elif type(var) is RowVar:
+            assert type(other) is not RowVar
+            count = other.n if type(other) is Size else other
+            self._dispatch(TotalElems((Row((), var),), count, origin))
+        elif type(other) is RowVar:
+            self._dispatch(TotalElems((Row((), other),), var, origin))
+        else:
+            assert type(other) is not RowVar
+            solver.push_dim_eq(var, other, origin)
 
     def _set(self, c: SetDim) -> None:
         ref = c.ref
-        if ref.var is not None:
+        if ref.is_bound:
             origin = c.origin.with_sides(
                 Side(f"capture reference '{ref.label}'"),
                 Side(f"set_dim({ref.label!r})"),
             )
-            self._solver.push_dim_eq(ref.var, c.size, origin)
+            bound = ref.var if ref.var is not None else ref.row
+            assert bound is not None
+            self._equate_vars(bound, c.size, origin)
         elif ref.size is None:
             self._trail.set_attr(ref, "size", c.size)
         elif ref.size != c.size:
@@ -815,6 +841,68 @@ class Session(Operations):
         self._add(SetDim(ref, Size(n, basis), origin))
 
     @collector_paused
+    def set_equal(self, first: DimRef, second: DimRef, *, site: object = None) -> None:
+        """The two capture references stand for the same size (OCANNL's
+        ``Shape.set_equal``).
+
+        If one of them stands for a known size, the other is ``set_dim`` to it
+        (both known: they must agree). Otherwise both must be bound by an
+        einsum: two dims are equated, two rows too, and a row and a dim say
+        the row holds as many elements as the dim has positions. A reference
+        neither bound nor set gives too little to relate.
+        """
+        self._leave_fast_mode()
+        for ref in (first, second):
+            if not isinstance(ref, DimRef) or ref._session is not self:
+                self._fail_input(
+                    f"set_equal needs two dim_ref()s of this session, got {ref!r}"
+                )
+        labels = f"'{first.label}' and '{second.label}'"
+        origin = self._origin(
+            "set_equal", first.label, detail=f"= '{second.label}'", site=site
+        )
+        known_first, known_second = first.known_size(), second.known_size()
+        if known_first is not None and known_second is not None:
+            if known_first.n != known_second.n:
+                self._fail_input(
+                    f"set_equal: the capture references {labels} stand for different "
+                    f"sizes ({known_first!r} and {known_second!r})"
+                )
+            return
+        if known_first is not None or known_second is not None:
+            ref, size = (
+                (second, known_first)
+                if known_first is not None
+                else (first, known_second)
+            )
+            assert size is not None
+            self._add(SetDim(ref, size, origin))
+            return
+        if not first.is_bound or not second.is_bound:
+            self._fail_input(
+                f"set_equal: insufficient information between the capture "
+                f"references {labels}: a reference must be bound by an einsum or "
+                f"stand for a known size"
+            )
+        side_first, side_second = (
+            Side(f"capture reference '{first.label}'"),
+            Side(f"capture reference '{second.label}'"),
+        )
+        origin = origin.with_sides(side_first, side_second)
+        bound_first = first.var if first.var is not None else first.row
+        bound_second = second.var if second.var is not None else second.row
+        if type(bound_first) is DimVar and type(bound_second) is DimVar:
+            self._add(DimEq(bound_first, bound_second, origin))
+        elif type(bound_first) is RowVar and type(bound_second) is RowVar:
+            self._add(RowEq(Row((), bound_first), Row((), bound_second), origin))
+        elif type(bound_first) is RowVar:
+            assert type(bound_second) is DimVar
+            self._add(TotalElems((Row((), bound_first),), bound_second, origin))
+        else:
+            assert type(bound_first) is DimVar and type(bound_second) is RowVar
+            self._add(TotalElems((Row((), bound_second),), bound_first, origin))
+
+    @collector_paused
     def total_elems(
         self,
         tensor: Tensor,
@@ -886,6 +974,7 @@ class Session(Operations):
                     open_rows.append((shape, attr, row))
         rows = [row for _, _, row in open_rows]
         rows.extend(Row((ref.var,)) for ref in self._refs if ref.var is not None)
+        rows.extend(Row((), ref.row) for ref in self._refs if ref.row is not None)
         try:
             close_open_state(solver, rows)
         except ShapeError as error:
@@ -901,11 +990,12 @@ class Session(Operations):
             assert concrete.is_concrete(), f"closing left {shape.name}.{attr} open"
             set_attr(shape, attr, concrete)
         for ref in self._refs:
-            if ref.var is not None:
-                dim = solver.find_dim(ref.var)
-                assert type(dim) is Size, f"closing left capture '{ref.label}' open"
-                set_attr(ref, "size", dim)
+            if ref.is_bound:
+                size = ref.known_size()
+                assert size is not None, f"closing left capture '{ref.label}' open"
+                set_attr(ref, "size", size)
                 set_attr(ref, "var", None)
+                set_attr(ref, "row", None)
         solver.reset()
         set_attr(self, "_shapes", [])
         set_attr(self, "_closings", self._closings + 1)

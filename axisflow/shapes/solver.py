@@ -61,6 +61,7 @@ from typing import Any, Final, NoReturn, TypeVar
 from axisflow.shapes.constraints import (
     DeferredCount,
     DimLinear,
+    LinearKind,
     Mark,
     RowPrefix,
     Terminal,
@@ -69,6 +70,7 @@ from axisflow.shapes.constraints import (
 from axisflow.shapes.errors import ShapeError
 from axisflow.shapes.terms import (
     BROADCAST_UNIT,
+    DEFAULT_BASIS,
     EMPTY_ROW,
     Dim,
     DimVar,
@@ -140,6 +142,21 @@ class RowBounds:
 def marks_of_bits(bits: int) -> frozenset[Mark]:
     """The policy marks a bit set stands for."""
     return frozenset(mark for mark, bit in MARK_BITS.items() if bits & bit)
+
+
+def _basis(dim: Dim) -> str:
+    """The basis of a known dim; an unknown one claims none (the default)."""
+    return dim.basis if type(dim) is Size else DEFAULT_BASIS
+
+
+def _merge_basis(first: str, second: str) -> str | None:
+    """OCANNL's ``merge_derived_basis``: a named basis wins over the default;
+    two different named bases conflict (``None``)."""
+    if first == second or second == DEFAULT_BASIS:
+        return first
+    if first == DEFAULT_BASIS:
+        return second
+    return None
 
 
 def _sides(origin: Origin) -> tuple[str, str, str]:
@@ -885,6 +902,20 @@ class Solver:
                 else:
                     assert type(d) is DimVar
                     unknown.append(d)
+        if not isinstance(count, int):
+            # A dim counts the elements: once it is known it is a number; until
+            # then the rows, once known, give it its size.
+            found = self.find_dim(count)
+            if type(found) is Size:
+                count = found.n
+            else:
+                assert type(found) is DimVar
+                if not open_vars and not unknown:
+                    self.trail.del_item(self.totals, total_id)
+                    self.assign_dim(found, Size(product), total.origin)
+                    return
+                self._wait_on(total_id, (*unknown, found), open_vars)
+                return
         if count % product:
             self._fail_total(total, count, product)
         if not open_vars:
@@ -898,12 +929,7 @@ class Solver:
                 self.assign_dim(unknown[0], Size(count // product), total.origin)
                 return
         # Wait for more information: check again when any variable is solved.
-        for dim in unknown:
-            dim_bounds = self._dim_bounds_for(dim)
-            self._push(dim_bounds, "totals", total_id)
-        for var in open_vars:
-            row_bounds = self._row_bounds_for(var)
-            self._push(row_bounds, "totals", total_id)
+        self._wait_on(total_id, unknown, open_vars)
 
     def _wait_on(
         self, pending_id: int, dims: Iterable[DimVar], rows: Iterable[RowVar]
@@ -919,8 +945,10 @@ class Solver:
         known = linear.const
         unknown: dict[DimVar, int] = {}
         names: dict[DimVar, str] = {}
+        values: list[Dim] = []
         for (coeff, dim), name in zip(linear.terms, linear.names, strict=True):
             dim = self.find_dim(dim)
+            values.append(dim)
             if type(dim) is Size:
                 known += coeff * dim.n
             else:
@@ -929,12 +957,21 @@ class Solver:
                 names.setdefault(dim, name)
         unknown = {d: c for d, c in unknown.items() if c}
         if len(unknown) > 1:
+            self._check_linear_bases(linear, values)
             self._wait_on(linear_id, unknown, ())
             return
         self.trail.del_item(self.linears, linear_id)
         if not unknown:
             if known:
                 self._fail_linear(linear, "the sizes do not satisfy it")
+            basis = self._linear_basis(linear, values, len(values) - 1)
+            axis = values[-1]
+            if type(axis) is Size and axis != Size(axis.n, basis):
+                self._fail_linear(
+                    linear,
+                    f"its size has basis {axis.basis} but its parts give {basis} "
+                    f"(different bases)",
+                )
             return
         ((dim, coeff),) = unknown.items()
         if known % coeff or -known // coeff < 1:
@@ -943,7 +980,78 @@ class Solver:
                 f"no positive size of '{names[dim]}' satisfies it "
                 f"({names[dim]} = {-known}/{coeff})",
             )
-        self.assign_dim(dim, Size(-known // coeff), linear.origin)
+        position = max(i for i, value in enumerate(values) if value == dim)
+        basis = self._linear_basis(linear, values, position)
+        self.assign_dim(dim, Size(-known // coeff, basis), linear.origin)
+
+    def _check_linear_bases(self, linear: DimLinear, values: Sequence[Dim]) -> None:
+        """Refuse what no solution can fix: named bases that disagree among a
+        concatenation's parts, or between a convolution's ``over`` and kernel."""
+        if linear.kind == LinearKind.CONCAT:
+            self._concat_basis(linear, values[:-1])
+        elif linear.kind == LinearKind.CONVOLUTION:
+            self._merge_bases(linear, values[0], values[1])
+
+    def _linear_basis(
+        self, linear: DimLinear, values: Sequence[Dim], position: int
+    ) -> str:
+        """The basis of the dim at ``position`` of ``linear`` solved from the
+        others (OCANNL's ``row.ml``: ``s_dim_one``, ``unify_dim``).
+
+        A strided axis and its ``over`` share their basis; an unpadded
+        convolution's axis and ``over`` take that of the other and of the
+        kernel (which must agree, reserved bases being no claim), and a kernel
+        solved from them the default; a concatenation's axis takes the named
+        basis of its parts (which must agree), a part that of the other parts
+        and the axis. ``SUM`` equations give the default basis.
+        """
+        self._check_linear_bases(linear, values)
+        kind = linear.kind
+        axis = len(values) - 1
+        if kind == LinearKind.STRIDE:
+            return _basis(values[axis if position == 0 else 0])
+        if kind == LinearKind.CONVOLUTION:
+            if position == 1:
+                return DEFAULT_BASIS  # OCANNL infers a kernel as a default dim
+            return self._merge_bases(
+                linear, values[axis if position == 0 else 0], values[1]
+            )
+        if kind == LinearKind.CONCAT:
+            parts = [v for i, v in enumerate(values[:-1]) if i != position]
+            basis = self._concat_basis(linear, parts)
+            if position == axis:
+                return basis
+            return self._concat_merge(linear, basis, _basis(values[axis]))
+        return DEFAULT_BASIS
+
+    def _merge_bases(self, linear: DimLinear, over: Dim, kernel: Dim) -> str:
+        """OCANNL's ``merge_derived_basis`` of a convolution's two sides."""
+        merged = _merge_basis(_basis(over), _basis(kernel))
+        if merged is None:
+            self._fail_linear(
+                linear,
+                f"convolution: conflicting dimension bases between stride and "
+                f"kernel ({_basis(over)} and {_basis(kernel)})",
+            )
+        return merged
+
+    def _concat_basis(self, linear: DimLinear, parts: Sequence[Dim]) -> str:
+        """The one named basis of a concatenation's known parts, or the default."""
+        named = sorted({b for b in map(_basis, parts) if b != DEFAULT_BASIS})
+        if len(named) > 1:
+            self._fail_linear(
+                linear,
+                f"concat: conflicting dimension bases ({' and '.join(named)})",
+            )
+        return named[0] if named else DEFAULT_BASIS
+
+    def _concat_merge(self, linear: DimLinear, parts: str, axis: str) -> str:
+        merged = _merge_basis(parts, axis)
+        if merged is None:
+            self._fail_linear(
+                linear, f"concat: conflicting dimension bases ({parts} and {axis})"
+            )
+        return merged
 
     def _fail_linear(self, linear: DimLinear, why: str) -> NoReturn:
         sizes = ", ".join(

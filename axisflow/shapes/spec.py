@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from axisflow.numerals import NumeralError, ascii_digits_end, is_ascii_digit, natural
+from axisflow.shapes.constraints import LinearKind
 from axisflow.shapes.errors import SpecError
 from axisflow.shapes.terms import Dim, DimVar, Kind, Row, RowVar, Size
 
@@ -147,6 +148,15 @@ class EinsumSpec:
     text: str
     operands: tuple[TensorLabels, ...]
     result: TensorLabels
+
+    def row_var_names(self) -> set[str]:
+        """The names of the spec's ``..name..`` row variables."""
+        return {
+            row.var
+            for tensor in (*self.operands, self.result)
+            for kind in Kind
+            if (row := tensor.row(kind)).var
+        }
 
     def labels(self) -> set[str]:
         """Every label name the spec uses (also inside affine and concatenated axes)."""
@@ -301,6 +311,7 @@ _AFFINE_RE = re.compile(
     r"(?:\+(?:(?P<dilation>[A-Za-z0-9_]+)\*)?(?P<kernel>[A-Za-z][A-Za-z0-9_']*))?\Z"
 )
 _CONCAT_RE = re.compile(r"[A-Za-z][A-Za-z0-9_']*(?:\^[A-Za-z][A-Za-z0-9_']*)+\Z")
+_OPERATOR_SPACES = re.compile(r"\s*([*+=<^])\s*")
 _MULTICHAR_TRIGGERS = frozenset(",*+^<=")
 """Characters that put a row in multi-character mode (OCANNL's ``Lexer.is_multichar``;
 ``=`` of ``=>`` never reaches a row)."""
@@ -404,7 +415,12 @@ def _label_tokens(
         for pos, token in tokens:
             if not token:
                 raise SpecError(spec, pos, "empty item in a row", _EINSUM_SPEC)
-        return tokens, True
+        # OCANNL's lexer skips spaces between the tokens of an affine or
+        # concatenated item ("2*i + 1", "oh< + wh"); spaces between two names
+        # stay and are refused (they are no single item).
+        return [
+            (pos, _OPERATOR_SPACES.sub(r"\1", token)) for pos, token in tokens
+        ], True
     tokens: list[tuple[int, str]] = []
     pos = start
     while pos < end:
@@ -493,12 +509,7 @@ def _check_name_clash(parsed: EinsumSpec) -> None:
     """A name is a dim label or a row variable, not both (OCANNL's
     ``check_dim_row_var_name_clash``): ``..d..`` and ``d`` in one spec would
     make one name stand for an axis and for a run of axes."""
-    row_vars = {
-        tensor.row(kind).var
-        for tensor in (*parsed.operands, parsed.result)
-        for kind in Kind
-    }
-    clashes = sorted(parsed.labels() & {v for v in row_vars if v})
+    clashes = sorted(parsed.labels() & parsed.row_var_names())
     if clashes:
         name = clashes[0]
         match = re.search(rf"\.\.{re.escape(name)}\.\.", parsed.text)
@@ -512,9 +523,10 @@ def _check_name_clash(parsed: EinsumSpec) -> None:
 
 # ------------------------------------------------------- einsum spec-to-rows
 
-LinearAxis = tuple[tuple[tuple[int, Dim], ...], int, tuple[str, ...], str]
-"""An affine or concatenated axis as ``(terms, const, names, text)``: the
-equation ``Σ coeff·dim + const = 0``, the dims' names and the axis as written."""
+LinearAxis = tuple[tuple[tuple[int, Dim], ...], int, tuple[str, ...], str, LinearKind]
+"""An affine or concatenated axis as ``(terms, const, names, text, kind)``: the
+equation ``Σ coeff·dim + const = 0``, the dims' names, the axis as written and
+the kind of equation (:class:`~axisflow.shapes.constraints.LinearKind`)."""
 
 
 @dataclass
@@ -526,7 +538,8 @@ class EinsumRows:
     variables (``...`` per kind, then ``..name..``); ``at_least`` the fixed
     indices' minima; ``linears`` the affine and concatenated axes;
     ``prefixes`` the axes written before a row variable, as ``(s, beg, r)``
-    for ``s = [beg..., ...r]``.
+    for ``s = [beg..., ...r]``; ``named_rows`` the ``..name..`` row variables
+    by name (what a capture of ``name`` binds).
     """
 
     operands: list[tuple[Row, Row, Row]]
@@ -536,6 +549,7 @@ class EinsumRows:
     at_least: list[tuple[DimVar, int]]
     linears: list[LinearAxis]
     prefixes: list[tuple[RowVar, tuple[Dim, ...], RowVar]]
+    named_rows: dict[str, RowVar]
 
 
 def unpadded_convolution(parsed: EinsumSpec) -> Affine | None:
@@ -589,8 +603,16 @@ def einsum_rows(
             over = label_var(item.over)
             if item.kernel is None or item.use_padding:
                 # Strided or padded: the axis has stride * over positions.
+                if item.kernel is not None:
+                    label_var(item.kernel)  # a label of the spec all the same
                 linears.append(
-                    (((item.stride, over), (-1, var)), 0, (item.over, text), text)
+                    (
+                        ((item.stride, over), (-1, var)),
+                        0,
+                        (item.over, text),
+                        text,
+                        LinearKind.STRIDE,
+                    )
                 )
             else:
                 # stride * (over - 1) + dilation * (kernel - 1) + 1 positions.
@@ -601,11 +623,20 @@ def einsum_rows(
                         1 - item.stride - item.dilation,
                         (item.over, item.kernel, text),
                         text,
+                        LinearKind.CONVOLUTION,
                     )
                 )
         elif isinstance(item, Concat):
             parts = tuple((1, label_var(label)) for label in item.labels)
-            linears.append(((*parts, (-1, var)), 0, (*item.labels, text), text))
+            linears.append(
+                (
+                    (*parts, (-1, var)),
+                    0,
+                    (*item.labels, text),
+                    text,
+                    LinearKind.CONCAT,
+                )
+            )
         return var
 
     def spec_row(row: LabelRow, kind: Kind) -> Row:
@@ -644,4 +675,5 @@ def einsum_rows(
         at_least,
         linears,
         prefixes,
+        named_vars,
     )

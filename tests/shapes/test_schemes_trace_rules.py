@@ -98,7 +98,7 @@ def test_a_refused_total_keeps_the_origin_of_the_failure() -> None:
 @pytest.mark.parametrize(
     ("spec", "line"),
     [
-        ("2*o=>o", "linear [2 d2 'o', -1 d1 '2*o'] 0 '2*o' "),
+        ("2*o=>o", "linear stride [2 d2 'o', -1 d1 '2*o'] 0 '2*o' "),
         ("a, ..r.. => ..r.., a", "prefix [...r1] begins [d1] rest [...r2] "),
     ],
 )

@@ -58,6 +58,7 @@ from axisflow.shapes.terms import (
     Row,
     RowVar,
     Side,
+    Size,
 )
 
 
@@ -383,6 +384,7 @@ def _apply(
                         linear.names,
                         linear.text,
                         origin,
+                        linear.kind,
                     )
                 )
             elif code == PREFIX:
@@ -391,7 +393,8 @@ def _apply(
                 add(RowPrefix(row(whole), beg, row(rest), origin))
             else:
                 renamed = tuple(row(r) for r in first)  # type: ignore[union-attr]
-                add(TotalElems(renamed, second, origin))  # type: ignore[arg-type]
+                count = dim(second) if type(second) is DimVar else second  # type: ignore[arg-type]
+                add(TotalElems(renamed, count, origin))  # type: ignore[arg-type]
         if Sabotage.NO_MARKS not in sabotages or checking:
             mark_origin = stamp.new("policy mark", sc.label)
             for var, mark in sc.marks:
@@ -402,7 +405,9 @@ def _apply(
                 add(PolicyMark(Row((), rows.get(var, var)), mark, mark_origin))
         if Sabotage.NO_REF_INPUTS not in sabotages:
             for capture in sc.captures:
-                _capture(session, capture, dim(capture.dim), stamp, checking)
+                term = capture.dim
+                renamed = row(term) if type(term) is Row else dim(term)  # type: ignore[arg-type]
+                _capture(session, capture, renamed, stamp, checking)
     except ShapeError as error:
         raise ShapeError(prefix + error.message, error.origins) from error
     return internal
@@ -452,20 +457,54 @@ def _untemplated_tails(
 
 
 def _capture(
-    session: Session, capture: CaptureInput, term: Dim, stamp: _Stamp, checking: bool
+    session: Session,
+    capture: CaptureInput,
+    term: Dim | Row,
+    stamp: _Stamp,
+    checking: bool,
 ) -> None:
-    """Relate a capture input to its reference's state, and bind it (not in check)."""
+    """Relate a capture input to its reference's state, and bind it (not in check).
+
+    A row term (a captured row variable) stands for its element count: it is
+    related to a dim or a size by a total, to a row by an equality, as the
+    session relates two bindings of one reference.
+    """
     origin = stamp(capture.origin)
     ref = capture.ref
     if checking:
         # Relate the input to the reference's current state; bind nothing.
-        state: Dim | None = ref.var if ref.var is not None else ref.size
+        state: DimVar | RowVar | Size | None = (
+            ref.var
+            if ref.var is not None
+            else ref.row
+            if ref.row is not None
+            else ref.size
+        )
         if state is not None:
-            sides = (
-                Side(f"label '{ref.label}'"),
+            what = "row variable" if type(term) is Row else "label"
+            related = origin.with_sides(
+                Side(f"{what} '{ref.label}'"),
                 Side(f"capture reference '{ref.label}'"),
             )
-            session.add(DimEq(term, state, origin.with_sides(*sides)))
+            if type(term) is Row and type(state) is RowVar:
+                session.add(RowEq(term, Row((), state), related))
+            elif type(term) is Row:
+                count = state.n if type(state) is Size else state
+                session.add(TotalElems((term,), count, related))  # type: ignore[arg-type]
+            elif type(state) is RowVar:
+                session.add(TotalElems((Row((), state),), term, related))  # type: ignore[arg-type]
+            else:
+                session.add(DimEq(term, state, related))  # type: ignore[arg-type]
+        return
+    if type(term) is Row:
+        if term.var is None or term.dims:
+            # The captured row was (partly) solved in the scheme: bind a fresh
+            # row variable equal to it, so the reference publishes its count.
+            fresh_row = session.fresh_row_var()
+            session.add(RowEq(Row((), fresh_row), term, origin))
+            session.add(CaptureBind(ref, fresh_row, origin))
+        else:
+            session.add(CaptureBind(ref, term.var, origin))
         return
     if type(term) is not DimVar:
         # The first binding's variable was solved in the scheme: bind a fresh

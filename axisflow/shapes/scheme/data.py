@@ -27,6 +27,7 @@ from axisflow.shapes.terms import (
     Origin,
     Row,
     RowVar,
+    Size,
 )
 
 Rows = tuple[Row, Row, Row]
@@ -87,11 +88,12 @@ class CaptureInput:
     """A capture reference made before the trace that the function binds.
 
     ``dim`` is the scheme term of its first binding (all later bindings in
-    the function are equal to it).
+    the function are equal to it): a dim for a label, a row for a row
+    variable (``..name..``: the reference stands for its element count).
     """
 
     ref: DimRef
-    dim: Dim
+    dim: Dim | Row
     origin: Origin
 
 
@@ -201,7 +203,8 @@ def fact_terms(fact: Fact) -> Iterable[Dim | Row]:
     if isinstance(fact, DimAtLeast):
         return (fact.dim,)
     if isinstance(fact, TotalElems):
-        return fact.rows
+        count = fact.count
+        return (*fact.rows, count) if isinstance(count, DimVar | Size) else fact.rows
     if isinstance(fact, DimLinear):
         return tuple(dim for _, dim in fact.terms)
     if isinstance(fact, RowPrefix):

@@ -105,11 +105,16 @@ def build_scheme(
         elif kind == "at_least":
             facts.append(DimAtLeast(dim(parts[0]), parts[1], origin))  # type: ignore[arg-type]
         elif kind == "total":
+            count = parts[1]
             facts.append(
-                TotalElems(tuple(row(r) for r in parts[0]), parts[1], origin)  # type: ignore[arg-type, union-attr]
+                TotalElems(
+                    tuple(row(r) for r in parts[0]),  # type: ignore[union-attr]
+                    dim(count) if isinstance(count, VarName) else count,  # type: ignore[arg-type]
+                    origin,
+                )
             )
         elif kind == "linear":
-            terms, const, axis = parts
+            linear_kind, terms, const, axis = parts
             facts.append(
                 DimLinear(
                     tuple((coeff, dim(term)) for coeff, term, _ in terms),  # type: ignore[union-attr]
@@ -117,6 +122,7 @@ def build_scheme(
                     tuple(name for _, _, name in terms),  # type: ignore[union-attr]
                     axis,  # type: ignore[arg-type]
                     origin,
+                    linear_kind,  # type: ignore[arg-type]
                 )
             )
         elif kind == "prefix":
@@ -167,7 +173,11 @@ def build_scheme(
         marks=tuple(marks),
         gens=tuple(gens),
         captures=tuple(
-            CaptureInput(ref(ref_label), dim(term), origin)
+            CaptureInput(
+                ref(ref_label),
+                row(term) if isinstance(term, tuple) else dim(term),
+                origin,
+            )
             for ref_label, term, origin in text.captures
         ),
         loose=tuple(loose),

@@ -18,17 +18,21 @@ inside is doubled). Lines, in this order:
 ``dim_ineq 16 <= d1 ORIGIN``                         a dim inequality
 ``at_least d2 3 ORIGIN``                             a fixed index's minimum
 ``total [...r5], [d2] = 12 ORIGIN``                  a pending element count
-``linear [2 d1 'o', 1 d2 'k', -1 d3 'i'] 0 '2*o=+k' ORIGIN``
+                                                     (``= d4``: counted by a dim)
+``linear stride [2 d1 'o', -1 d3 '2*o'] 0 '2*o' ORIGIN``
                                                      a pending linear equation
                                                      ``Σ coeff·dim + const = 0``
-                                                     (each term: coefficient,
-                                                     dim, name; then the
-                                                     constant and the axis)
+                                                     (its kind, then each term:
+                                                     coefficient, dim, name;
+                                                     then the constant and the
+                                                     axis)
 ``prefix [...r7] begins [d4] rest [...r8] ORIGIN``   axes before a row variable
 ``leaf [...r6] ORIGIN``, ``param [...r6] ORIGIN``    a terminal row
 ``mark safe_to_guess r4``                            a policy mark
 ``gen r4 1``                                         template depth of a variable
-``capture 'j' d3 ORIGIN``                            a capture input
+``capture 'j' d3 ORIGIN``                            a capture input (a row
+                                                     ``[...r2]`` for a row
+                                                     variable's)
 ``loose r5 = old r123``                              an open variable of the session
 ==================================================== =========================
 
@@ -51,6 +55,7 @@ from axisflow.shapes.constraints import (
     DimAtLeast,
     DimIneq,
     DimLinear,
+    LinearKind,
     Mark,
     RowIneq,
     RowPrefix,
@@ -152,6 +157,9 @@ class _Names:
         items.extend(self.dim(d) for d in row.dims)
         return "[" + ", ".join(items) + "]"
 
+    def term(self, term: Dim | Row) -> str:
+        return self.row(term) if type(term) is Row else self.dim(term)  # type: ignore[arg-type]
+
     def rows3(self, rows: tuple[Row, Row, Row]) -> str:
         return f"{self.row(rows[0])} | {self.row(rows[1])} -> {self.row(rows[2])}"
 
@@ -216,13 +224,18 @@ def scheme_lines(sc: SchemeParts) -> list[str]:
             lines.append(f"at_least {names.dim(fact.dim)} {fact.n} {origin}")
         elif isinstance(fact, TotalElems):
             rows = ", ".join(names.row(r) for r in fact.rows)
-            lines.append(f"total {rows} = {fact.count} {origin}")
+            count = fact.count
+            counted = names.dim(count) if isinstance(count, DimVar | Size) else count
+            lines.append(f"total {rows} = {counted} {origin}")
         elif isinstance(fact, DimLinear):
             terms = ", ".join(
                 f"{coeff} {names.dim(dim)} {quote(name)}"
                 for (coeff, dim), name in zip(fact.terms, fact.names, strict=True)
             )
-            lines.append(f"linear [{terms}] {fact.const} {quote(fact.text)} {origin}")
+            lines.append(
+                f"linear {fact.kind.value} [{terms}] {fact.const} {quote(fact.text)} "
+                f"{origin}"
+            )
         elif isinstance(fact, RowPrefix):
             beg = "[" + ", ".join(names.dim(d) for d in fact.beg) + "]"
             lines.append(
@@ -238,7 +251,7 @@ def scheme_lines(sc: SchemeParts) -> list[str]:
         lines.append(f"gen {names.var(var)} {gen}")
     for capture in sc.captures:
         lines.append(
-            f"capture {quote(capture.ref.label)} {names.dim(capture.dim)} "
+            f"capture {quote(capture.ref.label)} {names.term(capture.dim)} "
             f"{origin_text(capture.origin)}"
         )
     for item in sc.loose:
@@ -365,7 +378,7 @@ class SchemeText:
     facts: list[tuple[str, tuple[object, ...], Origin]] = field(default_factory=list)
     marks: list[tuple[VarName, Mark]] = field(default_factory=list)
     gens: list[tuple[VarName, int]] = field(default_factory=list)
-    captures: list[tuple[str, TextDim, Origin]] = field(default_factory=list)
+    captures: list[tuple[str, TextDim | TextRow, Origin]] = field(default_factory=list)
     loose: list[tuple[TextDim | TextRow, VarName]] = field(default_factory=list)
 
 
@@ -514,9 +527,20 @@ def parse_scheme_text(lines: Sequence[str]) -> SchemeText:
             while tokens.optional("punct", ",") is not None:
                 rows.append(_row(tokens))
             tokens.take("punct", "=")
-            count = tokens.integer()
+            found = tokens.peek()
+            count: int | TextDim = (
+                _var(tokens, "d")
+                if found is not None and found[0] == "word"
+                else tokens.integer()
+            )
             text.facts.append(("total", (tuple(rows), count), _origin(tokens)))
         elif keyword == "linear":
+            kind_name = tokens.take("word")
+            try:
+                linear_kind = LinearKind(kind_name)
+            except ValueError:
+                tokens.pos -= 1
+                tokens.fail(f"no kind of linear equation {kind_name!r}")
             tokens.take("punct", "[")
             terms: list[tuple[int, TextDim, str]] = []
             if tokens.optional("punct", "]") is None:
@@ -528,7 +552,9 @@ def parse_scheme_text(lines: Sequence[str]) -> SchemeText:
                 tokens.take("punct", "]")
             const = tokens.integer()
             axis = tokens.quoted()
-            text.facts.append(("linear", (tuple(terms), const, axis), _origin(tokens)))
+            text.facts.append(
+                ("linear", (linear_kind, tuple(terms), const, axis), _origin(tokens))
+            )
         elif keyword == "prefix":
             whole = _row(tokens)
             tokens.take("word", "begins")
@@ -553,7 +579,8 @@ def parse_scheme_text(lines: Sequence[str]) -> SchemeText:
             text.gens.append((_var(tokens, "r"), tokens.integer()))
         elif keyword == "capture":
             label = tokens.quoted()
-            text.captures.append((label, _dim(tokens), _origin(tokens)))
+            term = _row(tokens) if tokens.peek() == ("punct", "[") else _dim(tokens)
+            text.captures.append((label, term, _origin(tokens)))
         elif keyword == "loose":
             term: TextDim | TextRow = (
                 _row(tokens) if tokens.peek() == ("punct", "[") else _dim(tokens)

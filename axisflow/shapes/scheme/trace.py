@@ -264,9 +264,10 @@ def trace(
     # Capture references made before the call are the scheme's inputs: they
     # read as unbound while f runs, so the scheme does not depend on them.
     inputs = [ref for ref in session.refs if not ref.discarded]
-    saved = [(ref, ref.var, ref.size) for ref in inputs]
+    saved = [(ref, ref.var, ref.row, ref.size) for ref in inputs]
     for ref in inputs:
         trail.set_attr(ref, "var", None)
+        trail.set_attr(ref, "row", None)
         trail.set_attr(ref, "size", None)
     guard = _TraceGuard(prefix, frozenset(id(ref) for ref in inputs))
     try:
@@ -286,8 +287,9 @@ def trace(
             raise UntraceableScheme(prefix + guard.refusal, error.origins) from error
         raise ShapeError(prefix + error.message, error.origins) from error
     finally:
-        for ref, var, size in saved:
+        for ref, var, row, size in saved:
             trail.set_attr(ref, "var", var)
+            trail.set_attr(ref, "row", row)
             trail.set_attr(ref, "size", size)
     if guard.refusal is not None:
         # f caught the refusal and went on: the scheme is still untraceable.
@@ -425,7 +427,7 @@ def _read_off(
         context.captures = [
             (input_ids[ref_id], proxies[ref_id], capture_origins[ref_id])
             for ref_id in capture_origins
-            if proxies[ref_id].var is not None
+            if proxies[ref_id].is_bound
         ]
         return _normal_form(context, scratch)
 
@@ -447,9 +449,10 @@ def _substitute(
     if isinstance(constraint, DimEq):
         return DimEq(pre.dim(constraint.a), pre.dim(constraint.b), constraint.origin)
     if isinstance(constraint, TotalElems):
+        count = constraint.count
         return TotalElems(
             tuple(pre.row(r) for r in constraint.rows),
-            constraint.count,
+            pre.dim(count) if isinstance(count, DimVar | Size) else count,
             constraint.origin,
         )
     if isinstance(constraint, DimAtLeast):
@@ -459,8 +462,16 @@ def _substitute(
     if isinstance(constraint, PolicyMark):
         return PolicyMark(pre.row(constraint.row), constraint.mark, constraint.origin)
     if isinstance(constraint, CaptureBind):
-        var = pre.dim(constraint.var)
         bound = proxy(constraint.ref)
+        if type(constraint.var) is RowVar:
+            # A row capture (the row's element count): bind a bare row variable.
+            row = pre.row(Row((), constraint.var))
+            if row.var is not None and not row.dims:
+                return CaptureBind(bound, row.var, constraint.origin)
+            fresh_row = pre.session.fresh_row_var()
+            pre.session.add(RowEq(Row((), fresh_row), row, constraint.origin))
+            return CaptureBind(bound, fresh_row, constraint.origin)
+        var = pre.dim(constraint.var)
         if type(var) is DimVar:
             return CaptureBind(bound, var, constraint.origin)
         # The label's variable was solved before the trace: bind a fresh one.
@@ -474,6 +485,7 @@ def _substitute(
             constraint.names,
             constraint.text,
             constraint.origin,
+            constraint.kind,
         )
     if isinstance(constraint, RowPrefix):
         return RowPrefix(
@@ -492,8 +504,14 @@ def _normal_pending(
 ) -> Fact:
     """A pending equation of the scratch solution, its terms normalized."""
     if isinstance(pending, TotalElems):
+        count = pending.count
+        if isinstance(count, DimVar | Size):
+            # A count solved to a size is that number of elements.
+            count = find_dim(count)
+            if type(count) is Size:
+                count = count.n
         return TotalElems(
-            tuple(norm_row(r) for r in pending.rows), pending.count, pending.origin
+            tuple(norm_row(r) for r in pending.rows), count, pending.origin
         )
     if isinstance(pending, DimLinear):
         return DimLinear(
@@ -502,6 +520,7 @@ def _normal_pending(
             pending.names,
             pending.text,
             pending.origin,
+            pending.kind,
         )
     return RowPrefix(
         norm_row(pending.whole),
@@ -584,7 +603,13 @@ def _normal_form(context: _ReadOff, scratch: Window) -> Scheme:
         if gen:
             gens.append((RowVar(var_id), gen))
     capture_inputs = tuple(
-        CaptureInput(ref, find_dim(bound.var), origin)  # type: ignore[arg-type]
+        CaptureInput(
+            ref,
+            find_dim(bound.var)
+            if bound.var is not None
+            else norm_row(Row((), bound.row)),  # type: ignore[arg-type]
+            origin,
+        )
         for ref, bound, origin in context.captures
     )
     placeholders = context.placeholders

@@ -129,8 +129,8 @@ tprog.set_dim "oc" = 4
 %yb = tprog.call @conv(%big) at "big" : !tprog.tensor
 %r2 = tprog.call @rotate(%ys) at "conv-out" : !tprog.tensor
 %r3 = tprog.call @rotate(%small) at "image" : !tprog.tensor
-// CHECK:        "linear [2 d2 'oh', -1 d1 '2*oh=+kh'] 0 '2*oh=+kh' ('einsum' 'c' of 'img', 'kernel' detail 'spec ''... | 2*oh=+kh, ic; kh, ic -> oc => ... | oh, oc''')"
-// CHECK-NEXT:   "linear [1 d6 'i', 1 d6 'j', -1 d3 'i^j'] 0 'i^j' ('einsum' 'j' of 'c', 'c' detail 'spec ''... | h, i; ... | h, j => ... | h, i^j''')"
+// CHECK:        "linear stride [2 d2 'oh', -1 d1 '2*oh=+kh'] 0 '2*oh=+kh' ('einsum' 'c' of 'img', 'kernel' detail 'spec ''... | 2*oh=+kh, ic; kh, ic -> oc => ... | oh, oc''')"
+// CHECK-NEXT:   "linear concat [1 d6 'i', 1 d6 'j', -1 d3 'i^j'] 0 'i^j' ('einsum' 'j' of 'c', 'c' detail 'spec ''... | h, i; ... | h, j => ... | h, i^j''')"
 // CHECK:        "prefix [...r2] begins [d1] rest [...r3] ('einsum' 'r' of 'x' lhs 'spec ''... | a, ..r.. => ... | ..r.., a''' rhs 'spec ''... | a, ..r.. => ... | ..r.., a''' detail 'spec ''... | a, ..r.. => ... | ..r.., a''')"
 // CLOSED:     %ys = tprog.instantiate @conv.scheme(%small) at "small" : !tprog.tensor<"2|4,8">
 // CLOSED-NEXT: %yb = tprog.instantiate @conv.scheme(%big) at "big" : !tprog.tensor<"5|6,8">
