@@ -178,6 +178,7 @@ class Session(Operations):
         self._scheme: str | None = None
         self._application: str | None = None
         self._forcing_guards: list[Callable[[str], None]] = []
+        self._relation_guards: list[Callable[[str, DimRef], None]] = []
         self._constraint_guards: list[Callable[[Constraint], None]] = []
         self._use_observers: list[Callable[[Shape], None]] = []
         self._windows: list[Window] = []
@@ -485,6 +486,20 @@ class Session(Operations):
         """Run the innermost forcing guard, if any."""
         if self._forcing_guards:
             self._forcing_guards[-1](what)
+
+    @contextmanager
+    def guard_relations(self, guard: Callable[[str, DimRef], None]) -> Iterator[None]:
+        """Call ``guard(operation, ref)`` (which may raise) for each capture
+        reference an operation relates to another (``set_equal``).
+
+        A shape-scheme trace uses this to refuse relating a reference made
+        before it, which a scheme cannot carry.
+        """
+        self._relation_guards.append(guard)
+        try:
+            yield
+        finally:
+            self._relation_guards.pop()
 
     @contextmanager
     def guard_constraints(self, guard: Callable[[Constraint], None]) -> Iterator[None]:
@@ -861,6 +876,9 @@ class Session(Operations):
         origin = self._origin(
             "set_equal", first.label, detail=f"= '{second.label}'", site=site
         )
+        if self._relation_guards:
+            for ref in (first, second):
+                self._relation_guards[-1](origin.describe(), ref)
         known_first, known_second = first.known_size(), second.known_size()
         if known_first is not None and known_second is not None:
             if known_first.n != known_second.n:

@@ -43,6 +43,8 @@ EINSUM_SPECS = (
     "i;j=>i^j",
     "i^j;j=>i",
     "a,..r..=>..r..,a",
+    # A row variable named like the capture reference: a row capture.
+    "..i..|j=>..i..|j",
 )
 
 Dims = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]

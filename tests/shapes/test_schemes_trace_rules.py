@@ -411,3 +411,63 @@ def test_a_capture_input_bound_to_a_dim_solved_before_the_trace_is_its_size() ->
     apply(sc, "site", s.leaf("x", "5"))
     s.close()
     assert ref.value == 5
+
+
+def test_a_row_capture_is_a_capture_input_carried_as_a_row() -> None:
+    """A reference bound to a row variable (its element count) made before
+    the trace is an input whose term is a row; each application binds it as
+    the body would, and set_dim outside counts the row's elements."""
+    s = Session()
+    ref = s.dim_ref("r")
+    sc = traced(
+        s, lambda xs: [s.einsum("y", "..r..|j=>..r..|j", xs[0], capture_dims=[ref])]
+    )
+    assert [
+        line.split(" (")[0] for line in sc.to_lines() if line.startswith("capture")
+    ] == ["capture 'r' [...r1]"]
+    (y,) = apply(sc, "site", s.leaf("x", "...|5"))
+    s.set_dim(ref, 6)
+    s.close()
+    assert y.shape.dims() == ((6,), (), (5,))
+    assert ref.value == 6
+
+
+def test_a_total_counted_by_a_dim_is_carried() -> None:
+    """set_equal between a row capture and a label capture, both made in the
+    function: the row holds as many elements as the label has positions."""
+    s = Session()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        rows, label = s.dim_ref("r"), s.dim_ref("n")
+        y = s.einsum("y", "..r..|n=>..r..|n", xs[0], capture_dims=[rows, label])
+        s.set_equal(rows, label)
+        return [y]
+
+    sc = traced(s, body)
+    assert any(line.startswith("total [...r1] = d1 ") for line in sc.to_lines()), (
+        sc.to_lines()
+    )
+    (y,) = apply(sc, "site", s.leaf("x", "2,3|6"))
+    s.close()
+    assert y.shape.dims() == ((2, 3), (), (6,))
+    with pytest.raises(ShapeError, match="cannot hold 4 elements"):
+        apply(sc, "bad", s.leaf("z", "2,3|4"))
+
+
+def test_set_equal_on_a_reference_made_before_the_trace_is_refused() -> None:
+    s = Session()
+    outside, inside_label = s.dim_ref("h"), "n"
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        inside = s.dim_ref(inside_label)
+        y = s.einsum("y", "h;n=>h", xs[0], xs[0], capture_dims=[outside, inside])
+        s.set_equal(inside, outside)
+        return [y]
+
+    with pytest.raises(UntraceableScheme) as info:
+        traced(s, body)
+    assert str(info.value) == (
+        "tracing the shape scheme f: set_equal 'n' (= 'h') relates the capture "
+        "reference 'h', made outside the traced window; a scheme cannot carry that "
+        "(relate the references outside the function)"
+    )

@@ -193,6 +193,14 @@ class _TraceGuard:
                 f"reference in the function and set it outside)"
             )
 
+    def related(self, operation: str, ref: DimRef) -> None:
+        if id(ref) in self.inputs:
+            self.refuse(
+                f"{operation} relates the capture reference '{ref.label}', made "
+                f"outside the traced window; a scheme cannot carry that (relate the "
+                f"references outside the function)"
+            )
+
     def note(self, shape: Shape) -> None:
         self.used.append(shape)
 
@@ -273,6 +281,7 @@ def trace(
     try:
         with (
             session.guard_forcing(guard.forcing),
+            session.guard_relations(guard.related),
             session.guard_constraints(guard.constraint),
             session.observe_uses(guard.note),
         ):
