@@ -350,8 +350,34 @@ TRACER_TEMPLATE_MARK = Program(
 )
 
 
+# Presolving dims and rows with axes: an inequality into a closed row (an
+# einsum's one-axis input) whose operand, the argument's row, has two axes,
+# and one into a row with a size (a leaf's 2) whose operand has 3 there:
+# Stage 1's errors, which presolving the rest of the row must not skip.
+CLOSED_ROW_TOO_SHORT = Program(
+    anchors=(),
+    arity=1,
+    body=(Op("pointwise", (0,)), Op("einsum", (1,), spec="i->j=>j->i")),
+    results=(0,),
+    calls=((("leaf", "...|1,1->..."),),),
+    close_before=(False,),
+    set_dim=None,
+)
+SIZE_WRITTEN_IN_A_ROW = Program(
+    anchors=(),
+    arity=2,
+    body=(Op("leaf", spec="...|2,1->..."), Op("pointwise", (0, 2))),
+    results=(0,),
+    calls=((("leaf", "...|3,1->..."), ("leaf", None)),),
+    close_before=(False,),
+    set_dim=None,
+)
+
+
 @SETTINGS
 @given(programs())
+@example(CLOSED_ROW_TOO_SHORT)
+@example(SIZE_WRITTEN_IN_A_ROW)
 @example(ANCHOR_ABOVE_PRESOLVED)
 @example(PARAMETER_ABOVE_PRESOLVED)
 @example(TRACER_TEMPLATE_MARK)

@@ -44,6 +44,8 @@ from axisflow.shapes.scheme.model import (
     Scheme,
 )
 from axisflow.shapes.scheme.presolve import (
+    Value,
+    Var,
     presolve_plan,
     presolved,
 )
@@ -212,9 +214,10 @@ class _Stamp:
 
 
 def _renamer(
-    dims: dict[DimVar, DimVar], rows: dict[RowVar, RowVar], solved: dict[RowVar, Row]
+    dims: dict[DimVar, Dim], rows: dict[RowVar, RowVar], solved: dict[Var, Value]
 ) -> Callable[[Row], Row]:
-    """Rename a scheme row for one application (presolved variables by their value)."""
+    """Rename a scheme row for one application (presolved variables by their
+    value: ``dims`` maps a presolved dim to its size)."""
 
     def row(r: Row) -> Row:
         var = r.var
@@ -227,7 +230,7 @@ def _renamer(
             return r if r_dims is r.dims else Row(r_dims)
         value = solved.get(var)
         if value is not None:
-            return Row(value.dims + r_dims) if r_dims else value
+            return Row(value.dims + r_dims) if r_dims else value  # type: ignore[union-attr, return-value]
         new_var = rows.get(var, var)
         return r if new_var is var and r_dims is r.dims else Row(r_dims, new_var)
 
@@ -265,17 +268,20 @@ def _apply(
     # Outside rewind windows (check and nested traces log every constraint
     # they add) and with no sabotage, solve the internal-only rows outright.
     pre = presolve_plan(sc)
-    solved: dict[RowVar, Row] = (
+    solved: dict[Var, Value] = (
         presolved(sc, pre, args, results or (), solver.norm_row)
         if pre is not None and not sabotages and not trail.depth
         else {}
     )
     if Sabotage.NO_GENERALIZATION in sabotages:
-        dims: dict[DimVar, DimVar] = {}
+        dims: dict[DimVar, Dim] = {}
         rows: dict[RowVar, RowVar] = {}
     else:
         mint = session.fresh_dim_var
-        dims = {v: mint() for v in sc._dims}  # type: ignore[misc]
+        dims = {
+            v: solved[v] if v in solved else mint()  # type: ignore[misc]
+            for v in sc._dims
+        }
         mint_row = session.fresh_row_var
         rows = {v: mint_row() for v in sc._rows if v not in solved}  # type: ignore[misc]
 
@@ -363,9 +369,9 @@ def _apply(
         skipped = pre.skipped if solved and pre is not None else None
         for at, (code, first, second, origin_at) in enumerate(sc._plan):
             if skipped is not None:
-                presolved_var = skipped[at]
-                if presolved_var is not None and presolved_var in solved:
-                    continue  # holds: the presolved value is the join of its bounds
+                bounded = skipped[at]
+                if bounded is not None and all(v in solved for v in bounded):
+                    continue  # holds: the presolved values join their bounds
             origin = origin_at_index(origin_at)
             if code == ROW_INEQ:
                 add(RowIneq(row(first), row(second), origin))  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ from axisflow.shapes.terms import (
     Origin,
     Row,
     RowVar,
+    Size,
 )
 
 
@@ -93,7 +94,9 @@ class Scheme:
         self._origin_index = {key: i for i, key in enumerate(origins)}
         self._plan = tuple(compile_fact(fact, self._origin_index) for fact in facts)
         self._places: dict[int, tuple[str, int]] | None = None
-        self._presolve_memo: dict[tuple[Row | None, ...], dict[RowVar, Row]] = {}
+        self._presolve_memo: dict[
+            tuple[Row | None, ...], dict[DimVar | RowVar, Row | Size]
+        ] = {}
 
     @property
     def arity(self) -> int:
