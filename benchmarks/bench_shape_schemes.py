@@ -281,6 +281,29 @@ LAYER_PARAMS = (
     ("g2", "...->..."),
     ("b2", "...->..."),
 )
+"""Each encoder layer's parameters as OCANNL writes them (``{ w }``: sizes
+inferred from the applications; only the MLP's hidden width is given)."""
+
+DECLARED_PARAMS = {
+    "w_q": "64->4,16",
+    "w_k": "64->4,16",
+    "w_v": "64->4,16",
+    "w_o": "4,16->64",
+    "g1": "64",
+    "b1": "64",
+    "w_up": "64->256",
+    "b_up": "256",
+    "w_down": "256->64",
+    "g2": "64",
+    "b2": "64",
+    "kernel1": "3,3,3->8",
+    "bias1": "8",
+    "kernel2": "3,3,8->8",
+    "bias2": "8",
+    "classes": "8->10",
+}
+"""The same parameters with their sizes declared (a model loaded with its
+weights): what the first application infers for the inferred ones."""
 
 
 def ocannl_functions() -> str:
@@ -290,21 +313,25 @@ def ocannl_functions() -> str:
     return text[: text.index(FUNCTIONS_END)]
 
 
-def nested_module_text(sites: int) -> str:
+def nested_module_text(sites: int, declared: bool = False) -> str:
     """The bundled blocks, an ``@encoder`` and a ``@cnn``, applied at ``sites`` sites.
 
     Three sites in four apply ``@encoder`` (two encoder blocks: attention,
     layer norms and an MLP, which call the linear layer), the fourth ``@cnn``
     (two convolution blocks, a mean over the positions, a linear
-    classifier); each to data of its own batch size.
+    classifier); each to data of its own batch size. ``declared``: the
+    parameters' sizes are written (``DECLARED_PARAMS``), else inferred.
     """
     lines = [ocannl_functions()]
     for layer in range(2):
         for name, spec in LAYER_PARAMS:
+            spec = DECLARED_PARAMS[name] if declared else spec
             lines.append(f'%l{layer}_{name} = tprog.param "{spec}"')
     for name in ("kernel1", "bias1", "kernel2", "bias2"):
-        lines.append(f'%{name} = tprog.param "...->..."')
-    lines.append('%classes = tprog.param "...->10"')
+        spec = DECLARED_PARAMS[name] if declared else "...->..."
+        lines.append(f'%{name} = tprog.param "{spec}"')
+    classes = DECLARED_PARAMS["classes"] if declared else "...->10"
+    lines.append(f'%classes = tprog.param "{classes}"')
     block_args = [
         ", ".join(f"%l{layer}_{name}" for name, _ in LAYER_PARAMS) for layer in range(2)
     ]
@@ -393,46 +420,65 @@ def nested_report(sites_list: list[int], memory_sites: list[int], repeat: int) -
     )
     for why, count in reasons.items():
         print(f"  {count} {why}")
+    print()
+    print(
+        "# generated modules (@encoder: two blocks of attention, layer norms, MLP,"
+        " calling the linear layer; @cnn: two convolution blocks); parameters"
+        " inferred (OCANNL's { w }) or declared"
+    )
     header = (
-        f"{'sites':>6}  {'call sites':>10}  {'served':>7}  {'re-eval':>7}  "
-        f"{'re-evaluate s':>13}  {'shared s':>9}  {'ratio':>6}  "
+        f"{'params':>8}  {'sites':>5}  {'call sites':>10}  {'served':>6}  "
+        f"{'re-eval':>7}  {'re-evaluate s':>13}  {'shared s':>8}  {'ratio':>6}  "
         f"{'generalize s':>12}  {'ratio':>6}"
     )
     print(header)
     print("-" * len(header))
-    for sites in sites_list:
-        text = nested_module_text(sites)
-        served, re_evaluated, reasons = served_report(text)
-        baseline, shared, schemes = [], [], []
-        for _ in range(repeat):
-            baseline.append(
-                pipeline_seconds(text, [CloseShapesPass(calls="re-evaluate")])
+    for declared in (False, True):
+        label = "declared" if declared else "inferred"
+        for sites in sites_list:
+            text = nested_module_text(sites, declared)
+            served, re_evaluated, reasons = served_report(text)
+            baseline, shared, schemes = [], [], []
+            for _ in range(repeat):
+                baseline.append(
+                    pipeline_seconds(text, [CloseShapesPass(calls="re-evaluate")])
+                )
+                shared.append(pipeline_seconds(text, [CloseShapesPass()]))
+                schemes.append(
+                    pipeline_seconds(text, [GeneralizeShapesPass(), CloseShapesPass()])
+                )
+            assert baseline[0][1] == shared[0][1], (
+                "shared calls and re-evaluation disagree"
             )
-            shared.append(pipeline_seconds(text, [CloseShapesPass()]))
-            schemes.append(
-                pipeline_seconds(text, [GeneralizeShapesPass(), CloseShapesPass()])
+            assert baseline[0][1] == schemes[0][1], "schemes and re-evaluation disagree"
+            base = min(s for s, _ in baseline)
+            by_sharing = min(s for s, _ in shared)
+            through = min(s for s, _ in schemes)
+            print(
+                f"{label:>8}  {sites:>5}  {served + re_evaluated:>10}  {served:>6}  "
+                f"{re_evaluated:>7}  {base:>13.3f}  {by_sharing:>8.3f}  "
+                f"{base / by_sharing:>5.1f}x  {through:>12.3f}  {base / through:>5.1f}x"
             )
-        assert baseline[0][1] == shared[0][1], "shared calls and re-evaluation disagree"
-        assert baseline[0][1] == schemes[0][1], "schemes and re-evaluation disagree"
-        base = min(s for s, _ in baseline)
-        by_sharing = min(s for s, _ in shared)
-        through = min(s for s, _ in schemes)
-        print(
-            f"{sites:>6}  {served + re_evaluated:>10}  {served:>7}  {re_evaluated:>7}  "
-            f"{base:>13.3f}  {by_sharing:>9.3f}  {base / by_sharing:>5.1f}x  "
-            f"{through:>12.3f}  {base / through:>5.1f}x"
-        )
-        for why, count in reasons.items():
-            print(f"        {count} {why}")
+            for why, count in reasons.items():
+                print(f"          {count} {why}")
     low, high = memory_sites
     print()
     print(
         f"# memory a module-level site keeps (tracemalloc peak while close-shapes "
-        f"runs, {low} and {high} sites)"
+        f"runs, {low} and {high} sites), KB per site"
     )
-    for calls in ("shared", "re-evaluate"):
-        per_site = kb_per_site(nested_module_text, low, high, calls)
-        print(f"close-shapes{{calls={calls}}}: {per_site:.1f} KB per site")
+    for declared in (False, True):
+        label = "declared" if declared else "inferred"
+
+        def make(sites: int, declared: bool = declared) -> str:
+            return nested_module_text(sites, declared)
+
+        shared_kb = kb_per_site(make, low, high, "shared")
+        re_kb = kb_per_site(make, low, high, "re-evaluate")
+        print(
+            f"{label:>8} parameters: calls=shared {shared_kb:.1f}, "
+            f"calls=re-evaluate {re_kb:.1f}"
+        )
 
 
 def main() -> None:

@@ -217,9 +217,14 @@ def _renamer(
     dims: dict[DimVar, Dim], rows: dict[RowVar, RowVar], solved: dict[Var, Value]
 ) -> Callable[[Row], Row]:
     """Rename a scheme row for one application (presolved variables by their
-    value: ``dims`` maps a presolved dim to its size)."""
+    value: ``dims`` maps a presolved dim to its size).
 
-    def row(r: Row) -> Row:
+    A row that comes out concrete is the same for every application with the
+    same presolved values: it is kept on them and shared (``Solved.rows``).
+    """
+    shared: dict[int, Row] | None = getattr(solved, "rows", None)
+
+    def renamed(r: Row) -> Row:
         var = r.var
         r_dims = r.dims
         if r_dims and dims:
@@ -233,6 +238,18 @@ def _renamer(
             return Row(value.dims + r_dims) if r_dims else value  # type: ignore[union-attr, return-value]
         new_var = rows.get(var, var)
         return r if new_var is var and r_dims is r.dims else Row(r_dims, new_var)
+
+    if shared is None:
+        return renamed
+
+    def row(r: Row) -> Row:
+        found = shared.get(id(r))
+        if found is not None:
+            return found
+        made = renamed(r)
+        if made.var is None and all(type(d) is Size for d in made.dims):
+            shared[id(r)] = made
+        return made
 
     return row
 

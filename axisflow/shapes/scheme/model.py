@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from axisflow.shapes.constraints import (
     Mark,
@@ -24,7 +25,6 @@ from axisflow.shapes.terms import (
     Origin,
     Row,
     RowVar,
-    Size,
 )
 
 
@@ -94,9 +94,8 @@ class Scheme:
         self._origin_index = {key: i for i, key in enumerate(origins)}
         self._plan = tuple(compile_fact(fact, self._origin_index) for fact in facts)
         self._places: dict[int, tuple[str, int]] | None = None
-        self._presolve_memo: dict[
-            tuple[Row | None, ...], dict[DimVar | RowVar, Row | Size]
-        ] = {}
+        # Presolved values per source values (presolve.Solved).
+        self._presolve_memo: dict[tuple[Row | None, ...], Any] = {}
 
     @property
     def arity(self) -> int:

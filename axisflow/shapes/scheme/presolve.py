@@ -348,7 +348,7 @@ def presolved(
     args: tuple[Shape, ...],
     results: tuple[Shape, ...],
     norm_row: Callable[[Row], Row],
-) -> dict[Var, Value]:
+) -> Solved:
     """The presolvable variables' values at this application (see :func:`plan_presolve`).
 
     Only those whose sources are all concrete now. Empty when a join clashes,
@@ -381,8 +381,24 @@ def presolved(
     if len(memo) >= PRESOLVE_MEMO_SIZE:
         memo.clear()
     known = _read_sources(pre, actual)
-    memo[key] = solved = {} if known is None else solve_presolvable(pre, known)
+    memo[key] = solved = Solved() if known is None else solve_presolvable(pre, known)
     return solved
+
+
+class Solved(dict[Var, Value]):
+    """Presolved values of one set of source values, and the application
+    rows built from them.
+
+    ``rows`` maps a scheme row (by identity: the scheme holds it) to its
+    application row when that is concrete: applications with the same
+    sources share those immutable rows instead of building their own.
+    """
+
+    __slots__ = ("rows",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[int, Row] = {}
 
 
 PRESOLVE_MEMO_SIZE = 256
@@ -450,9 +466,9 @@ def _value(term: Dim | Row, known: dict[Var, Value]) -> Value | None:
     return Row(head + tuple(tail))  # type: ignore[arg-type]
 
 
-def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> dict[Var, Value]:
+def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> Solved:
     """The joins of :func:`presolved`, in dependency order (``known``: the sources)."""
-    solved: dict[Var, Value] = {}
+    solved = Solved()
     join = join_concrete  # looked up once (a test replaces it)
     for var, var_bounds, limit in pre.order:
         values: list[Value] = []
@@ -473,23 +489,23 @@ def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> dict[Var, Value
             if type(var) is RowVar:
                 joined = join(values)  # type: ignore[arg-type]
                 if joined is None or limit + len(joined.dims) > MAX_RANK:
-                    return {}
+                    return Solved()
                 known[var] = solved[var] = joined
             else:
                 size = join_sizes(values)  # type: ignore[arg-type]
                 if size is None or size.n < limit:
-                    return {}
+                    return Solved()
                 known[var] = solved[var] = size
     for opnd, length in pre.closed:
         value = _value(opnd, known)
         if value is not None and len(value.dims) > length:  # type: ignore[union-attr]
-            return {}  # Stage 1's error: the full application reports it
+            return Solved()  # Stage 1's error: the full application reports it
     for opnd, back, size in pre.fixed:
         value = _value(opnd, known)
         if value is not None and len(value.dims) >= back:  # type: ignore[union-attr]
             axis = value.dims[len(value.dims) - back]  # type: ignore[union-attr]
             if axis.n != 1 and axis != size:  # type: ignore[union-attr]
-                return {}
+                return Solved()
     # Keep a value only where its guards are known too.
     sources = {var for var in pre.source_vars if var in known}
     unsettled = [
@@ -502,9 +518,7 @@ def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> dict[Var, Value
     return solved
 
 
-def _drop_unsettled(
-    pre: Presolve, solved: dict[Var, Value], unsettled: list[Var]
-) -> None:
+def _drop_unsettled(pre: Presolve, solved: Solved, unsettled: list[Var]) -> None:
     """Drop ``unsettled`` from ``solved``, and every variable guarded by a
     dropped one (once each: linear in the guards)."""
     guarding: dict[Var, list[Var]] = {}
