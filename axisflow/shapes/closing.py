@@ -96,23 +96,39 @@ def join_bounds(solver: Solver, glbs: Sequence[tuple[Row, Origin]]) -> Row:
 
     Shortest length (fewer axes broadcast to more); per axis the common size,
     1 where sizes differ, a size over a variable; the tail of the shortest
-    bound, closed if any shortest bound is closed. Solving the variable
-    re-checks every bound, so a lossy join cannot go unnoticed.
+    bounds, closed if any shortest bound is closed. Where the bounds leave a
+    choice between different variables (two axes, or the tails of two
+    shortest bounds), the join is a fresh variable above all of them (a
+    tail carries their policy marks): so the join does not depend on the
+    order the bounds arrived in, which differs between a shape scheme and the
+    body it was traced from. (OCANNL's join is pairwise and keeps one of the
+    two variables.) Solving the variable re-states every bound against the
+    join, which relates the variables and re-checks the sizes: a lossy join
+    cannot go unnoticed.
     """
     rows = [solver.norm_row(glb) for glb, _ in glbs]
     length = min(len(r.dims) for r in rows)
     shortest = [r for r in rows if len(r.dims) == length]
-    tail = None if any(r.var is None for r in shortest) else shortest[0].var
+    tail: RowVar | None = None
+    if all(r.var is not None for r in shortest):
+        tails = {r.var for r in shortest if r.var is not None}
+        tail = (
+            next(iter(tails))
+            if len(tails) == 1
+            else solver.fresh_row_above(sorted(tails, key=lambda v: v.id))
+        )
     dims: list[Dim] = []
     for position in range(length):
-        column = [r.dims[len(r.dims) - length + position] for r in rows]
+        column = {r.dims[len(r.dims) - length + position] for r in rows}
         sizes = {d for d in column if type(d) is Size}
         if len(sizes) > 1:
             dims.append(BROADCAST_UNIT)
         elif sizes:
             dims.append(next(iter(sizes)))
+        elif len(column) == 1:
+            dims.append(next(iter(column)))
         else:
-            dims.append(column[0])
+            dims.append(solver.fresh_dim())
     return Row(tuple(dims), tail)
 
 

@@ -33,6 +33,7 @@ from axisflow.shapes.constraints import (
     DimAtLeast,
     DimLinear,
     Mark,
+    PaddedAxis,
     PolicyMark,
     RowEq,
     RowIneq,
@@ -98,6 +99,10 @@ class Operations:
         raise NotImplementedError
 
     def _new_shape(self, name: str) -> Shape:
+        raise NotImplementedError
+
+    def register_shape(self, shape: Shape) -> None:
+        """Have the next closing solve the shape (defined by the session)."""
         raise NotImplementedError
 
     def _leave_fast_mode(self) -> None:
@@ -412,6 +417,19 @@ class Operations:
                     spec_row,
                     origin.with_sides(shape.side(kind), Side(spec_side, kind)),
                 )
+        for position, kind, index, kernel in rows.paddings:
+            shape = tensors[position]
+            if shape is not result:
+                # Its closing publishes the margins (it may be closed already).
+                self.register_shape(shape)
+            self._add(
+                PaddedAxis(
+                    shape.row(kind),
+                    index,
+                    kernel,
+                    origin.with_sides(shape.side(kind), Side(spec_side, kind)),
+                )
+            )
         for ref in capture_dims:
             var: DimVar | RowVar = (
                 rows.labels[ref.label]

@@ -49,6 +49,7 @@ from axisflow.shapes.constraints import (
     DimIneq,
     DimLinear,
     Mark,
+    PaddedAxis,
     PolicyMark,
     RowEq,
     RowIneq,
@@ -675,6 +676,8 @@ class Session(Operations):
             solver.add_linear(self._mint(), c)
         elif isinstance(c, RowPrefix):
             solver.add_prefix(self._mint(), c)
+        elif isinstance(c, PaddedAxis):
+            solver.add_padding(c)
         elif isinstance(c, CaptureBind):
             self._bind(c)
         else:
@@ -733,6 +736,35 @@ class Session(Operations):
                 f"the capture reference '{ref.label}' already stands for size "
                 f"{ref.size!r}, not {c.size!r}",
                 c.origin,
+            )
+
+    def _publish_margins(self, holders: dict[int, list[tuple[Shape, Kind]]]) -> None:
+        """Give the padded convolution axes their margins (``Shape.padding``)."""
+        solver = self._solver
+        widest: dict[tuple[int, Kind], list[tuple[int, int]]] = {}
+        shapes: dict[int, Shape] = {}
+        for padding in solver.paddings:
+            kernel = solver.find_dim(padding.kernel)
+            assert type(kernel) is Size, "closing left a kernel open"
+            after = (kernel.n + 1) // 2
+            margin = (kernel.n - after, after)
+            for shape, kind in holders.get(id(padding.row), ()):
+                key = (id(shape), kind)
+                margins = widest.get(key)
+                if margins is None:
+                    length = len(shape.row(kind).dims)
+                    margins = list(shape.margins.get(kind, ((0, 0),) * length))
+                    widest[key] = margins
+                    shapes[id(shape)] = shape
+                index = padding.index % len(margins)
+                margins[index] = (
+                    max(margins[index][0], margin[0]),
+                    max(margins[index][1], margin[1]),
+                )
+        for (shape_id, kind), margins in widest.items():
+            shape = shapes[shape_id]
+            self._trail.set_attr(
+                shape, "margins", {**shape.margins, kind: tuple(margins)}
             )
 
     def register_shape(self, shape: Shape) -> None:
@@ -979,6 +1011,12 @@ class Session(Operations):
         norm_row = solver.norm_row
         # Rows already concrete (most, after Stage 1) have nothing to close:
         # only the open ones go to the solver, in registration order.
+        # The shapes holding each stored row, for the padded axes' margins.
+        holders: dict[int, list[tuple[Shape, Kind]]] = {}
+        if solver.paddings:
+            for shape in self._shapes:
+                for kind, row in zip(KINDS, shape.rows(), strict=True):
+                    holders.setdefault(id(row), []).append((shape, kind))
         solved: list[tuple[Shape, str, Row]] = []
         open_rows: list[tuple[Shape, str, Row]] = []
         # Shapes share row objects (constant rows, a scheme's presolved rows):
@@ -1013,6 +1051,8 @@ class Session(Operations):
             concrete = norm_row(row)
             assert concrete.is_concrete(), f"closing left {shape.name}.{attr} open"
             set_attr(shape, attr, concrete)
+        if solver.paddings:
+            self._publish_margins(holders)
         for ref in self._refs:
             if ref.is_bound:
                 size = ref.known_size()

@@ -63,6 +63,7 @@ from axisflow.shapes.constraints import (
     DimLinear,
     LinearKind,
     Mark,
+    PaddedAxis,
     RowPrefix,
     Terminal,
     TotalElems,
@@ -196,6 +197,7 @@ class Solver:
         self.totals: dict[int, TotalElems] = {}
         self.linears: dict[int, DimLinear] = {}
         self.prefixes: dict[int, RowPrefix] = {}
+        self.paddings: list[PaddedAxis] = []
         self.terminals: list[Terminal] = []
         self.trigger: Origin | None = None
         self._work: list[tuple[Any, ...]] = []
@@ -285,6 +287,27 @@ class Solver:
         bits = self.row_marks.get(var.id, 0)
         return bool(bits & _SAFE) or (bool(bits & _POINTWISE) and not bits & _SPEC)
 
+    # ----------------------------------------------------------- variables
+
+    def fresh_dim(self) -> DimVar:
+        """A new dim variable (closing's joins mint them)."""
+        return DimVar(self._mint())
+
+    def fresh_row_above(self, below: Iterable[RowVar]) -> RowVar:
+        """A new row variable standing above the variables ``below``: it has
+        the union of their policy marks and their deepest template count."""
+        var = RowVar(self._mint())
+        bits = 0
+        gen = 0
+        for other in below:
+            bits |= self.row_marks.get(other.id, 0)
+            gen = max(gen, self.row_gen.get(other.id, 0))
+        if bits:
+            self.trail.set_item(self.row_marks, var.id, bits)
+        if gen:
+            self.trail.set_item(self.row_gen, var.id, gen)
+        return var
+
     # --------------------------------------------------------------- entries
 
     def push_dim_eq(self, a: Dim, b: Dim, origin: Origin) -> None:
@@ -365,6 +388,10 @@ class Solver:
         bit = MARK_BITS[mark]
         if not bits & bit:
             self.trail.set_item(self.row_marks, var.id, bits | bit)
+
+    def add_padding(self, padding: PaddedAxis) -> None:
+        """Remember a padded convolution axis for the next closing's margins."""
+        self.trail.append(self.paddings, padding)
 
     def add_terminal(self, terminal: Terminal) -> None:
         """Remember a leaf row for the next closing."""
@@ -995,3 +1022,4 @@ class Solver:
         ):
             trail.set_attr(self, name, {})
         trail.set_attr(self, "terminals", [])
+        trail.set_attr(self, "paddings", [])

@@ -539,7 +539,11 @@ class EinsumRows:
     indices' minima; ``linears`` the affine and concatenated axes;
     ``prefixes`` the axes written before a row variable, as ``(s, beg, r)``
     for ``s = [beg..., ...r]``; ``named_rows`` the ``..name..`` row variables
-    by name (what a capture of ``name`` binds).
+    by name (what a capture of ``name`` binds); ``paddings`` the padded
+    convolution axes as ``(tensor, kind, index, kernel)``: the tensor's
+    position (the operands, then the result), the axis's index in its row
+    (from the front for an axis before the row variable, else negative, from
+    the end) and the kernel's variable.
     """
 
     operands: list[tuple[Row, Row, Row]]
@@ -550,6 +554,7 @@ class EinsumRows:
     linears: list[LinearAxis]
     prefixes: list[tuple[RowVar, tuple[Dim, ...], RowVar]]
     named_rows: dict[str, RowVar]
+    paddings: list[tuple[int, Kind, int, DimVar]]
 
 
 def unpadded_convolution(parsed: EinsumSpec) -> Affine | None:
@@ -639,6 +644,20 @@ def einsum_rows(
             )
         return var
 
+    paddings: list[tuple[int, Kind, int, DimVar]] = []
+
+    def note_padding(
+        tensor: int, kind: Kind, items: tuple[LabelItem, ...], front: bool
+    ) -> None:
+        for index, item in enumerate(items):
+            if (
+                isinstance(item, Affine)
+                and item.use_padding
+                and item.kernel is not None
+            ):
+                position = index if front else index - len(items)
+                paddings.append((tensor, kind, position, label_var(item.kernel)))
+
     def spec_row(row: LabelRow, kind: Kind) -> Row:
         dims: list[Dim] = [item_dim(item) for item in row.items]
         row_var: RowVar | None = None
@@ -667,6 +686,11 @@ def einsum_rows(
 
     operands = [tensor_rows(tensor) for tensor in parsed.operands]
     result = tensor_rows(parsed.result)
+    for position, tensor in enumerate((*parsed.operands, parsed.result)):
+        for kind in Kind:
+            row = tensor.row(kind)
+            note_padding(position, kind, row.beg, True)
+            note_padding(position, kind, row.items, False)
     return EinsumRows(
         operands,
         result,
@@ -676,4 +700,5 @@ def einsum_rows(
         linears,
         prefixes,
         named_vars,
+        paddings,
     )

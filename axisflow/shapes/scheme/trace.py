@@ -14,6 +14,7 @@ from axisflow.shapes.constraints import (
     DimIneq,
     DimLinear,
     Mark,
+    PaddedAxis,
     PolicyMark,
     RowEq,
     RowIneq,
@@ -197,6 +198,11 @@ class _TraceGuard:
             self.refuse(
                 f"{constraint.origin.describe()} captures the row variable "
                 f"'{constraint.ref.label}'; shape schemes do not carry row captures yet"
+            )
+        if isinstance(constraint, PaddedAxis):
+            self.refuse(
+                f"{constraint.origin.describe()} pads a convolution axis; shape "
+                f"schemes do not carry padding margins yet"
             )
         if isinstance(constraint, DimLinear | RowPrefix):
             what = (
@@ -472,7 +478,7 @@ def _substitute(
         fresh = pre.session.fresh_dim_var()
         pre.session.add(DimEq(fresh, var, constraint.origin))
         return CaptureBind(bound, fresh, constraint.origin)
-    if isinstance(constraint, DimLinear | RowPrefix):
+    if isinstance(constraint, DimLinear | RowPrefix | PaddedAxis):
         raise AssertionError("refused while the function ran (_TraceGuard.constraint)")
     return SetDim(proxy(constraint.ref), constraint.size, constraint.origin)
 
