@@ -41,7 +41,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
-from axisflow.shapes.constraints import DeferredCount, LinearKind, Terminal, TotalElems
+from axisflow.shapes.constraints import (
+    DeferredCount,
+    LinearKind,
+    RowPrefix,
+    Terminal,
+    TotalElems,
+)
 from axisflow.shapes.solver import DimBounds, RowBounds, Solver
 from axisflow.shapes.terms import (
     BROADCAST_UNIT,
@@ -258,10 +264,15 @@ def _bare_neighbours(
 def close_terminal_rows_to_bounds(
     solver: Solver, terminals: Sequence[Terminal]
 ) -> None:
-    """Leaf rows with lower bounds take their join, all of a round at once."""
+    """Leaf rows with lower bounds take their join, all of a round at once.
+
+    A leaf row with axes written before its row variable (``"3,...,7"``)
+    takes the join's trailing axes, as many as fit behind the written ones.
+    """
     while True:
         decisions: list[tuple[RowVar, Row, Origin]] = []
         seen: set[RowVar] = set()
+        prefixes = _pending_prefixes(solver)
         for terminal in terminals:
             var = _open_var(solver, terminal.row)
             if var is None or var in seen:
@@ -272,10 +283,57 @@ def close_terminal_rows_to_bounds(
             glbs = bounds.glbs or _bounds_through_results(solver, var, bounds)
             if glbs:
                 seen.add(var)
-                decisions.append((var, join_bounds(solver, glbs), terminal.origin))
+                joined = join_bounds(solver, glbs)
+                prefix = prefixes.get(var)
+                fitted = None if prefix is None else _fit_prefix(solver, prefix, joined)
+                if fitted is not None:
+                    decisions.append((*fitted, terminal.origin))
+                else:
+                    decisions.append((var, joined, terminal.origin))
         if not decisions:
             return
         _commit_rows(solver, decisions)
+
+
+def _pending_prefixes(solver: Solver) -> dict[RowVar, RowPrefix]:
+    """The pending row prefixes whose rows are both open, by the row's variable."""
+    found: dict[RowVar, RowPrefix] = {}
+    for prefix in solver.prefixes.values():
+        whole = _open_var(solver, prefix.whole)
+        if whole is not None and _open_var(solver, prefix.rest) is not None:
+            found[whole] = prefix
+    return found
+
+
+def _fit_prefix(
+    solver: Solver, prefix: RowPrefix, joined: Row
+) -> tuple[RowVar, Row] | None:
+    """The value of a prefix's row variable that puts the most of the join's
+    trailing axes behind the written ones, each written axis broadcasting to
+    the join's axis it lands on; if none fits and the join is open, the
+    fewest written axes land in front of it (its row variable takes them).
+    ``None`` if nothing fits."""
+    rest = solver.norm_row(prefix.rest)
+    if rest.dims or rest.var is None:
+        return None
+    beg = [solver.find_dim(d) for d in prefix.beg]
+    dims = joined.dims
+    inside = range(len(dims) - len(beg), -1, -1)
+    beyond = range(max(len(dims) - len(beg) + 1, 0), len(dims) + 1)
+    for taken in (*inside, *(beyond if joined.var is not None else ())):
+        start = len(dims) - taken - len(beg)
+        landing = zip(
+            beg[max(-start, 0) :], dims[max(start, 0) : start + len(beg)], strict=True
+        )
+        if all(
+            type(written) is not Size
+            or type(axis) is not Size
+            or written == axis
+            or written.n == 1
+            for written, axis in landing
+        ):
+            return (rest.var, Row(dims[len(dims) - taken :]))
+    return None
 
 
 def _bounds_through_results(
@@ -386,13 +444,19 @@ def close_unbounded_terminal_rows(
     of the leaves.
     """
     decisions: list[tuple[RowVar, Row, Origin]] = []
+    rests = {
+        whole: _open_var(solver, prefix.rest)
+        for whole, prefix in _pending_prefixes(solver).items()
+    }
     for terminal, safe in zip(terminals, guessable, strict=True):
         var = _open_var(solver, terminal.row)
         if var is None:
             continue
         if terminal.is_param and not safe:
             _hidden_dimension(solver, terminal, "the number")
-        decisions.append((var, EMPTY_ROW, terminal.origin))
+        # A row with axes written before its row variable ("3,...,7") gets
+        # no axes between them: its row variable, not the prefix, is closed.
+        decisions.append((rests.get(var) or var, EMPTY_ROW, terminal.origin))
     _commit_rows(solver, decisions)
     solver.trigger = None
 

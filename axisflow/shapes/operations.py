@@ -165,6 +165,18 @@ class Operations:
                 spec_row = Row(
                     row_spec.sizes, self.fresh_row_var() if row_spec.is_open else None
                 )
+                if row_spec.beg:
+                    # "3,...,7": [...s, 7] with s = [3, ...r] (as an einsum's
+                    # axes before a row variable).
+                    assert spec_row.var is not None
+                    self._add(
+                        RowPrefix(
+                            Row((), spec_row.var),
+                            row_spec.beg,
+                            Row((), self.fresh_row_var()),
+                            origin.with_sides(shape.side(kind), SPEC_SIDES[kind]),
+                        )
+                    )
                 self._add_rows(
                     RowEq,
                     row,

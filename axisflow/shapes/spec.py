@@ -5,9 +5,10 @@ Both share the row layout ``[batch "|"] [input "->"] output``: a spec without
 mentioned is closed and empty. A bare row (``"4"``) is the output row.
 
 **Shape specs** (leaves and parameters): a row is comma-separated sizes, a size
-is a positive integer with an optional basis label (``3@rgb``); ``...`` as the
-first item opens the row (a row variable in front). Examples: ``"8|3,5->4"``,
-``"->4"``, ``"4"``, ``"...|3->..."``, ``""`` (a scalar).
+is a positive integer with an optional basis label (``3@rgb``); ``...`` opens
+the row (a row variable; sizes written before it are the row's first axes).
+Examples: ``"8|3,5->4"``, ``"->4"``, ``"4"``, ``"...|3->..."``, ``"3,...,7"``,
+``""`` (a scalar).
 
 **Einsum specs**: ``operand;operand;...=>result``. A row is either single
 characters (``ij``) or, when it contains a comma, comma-separated names
@@ -15,8 +16,8 @@ characters (``ij``) or, when it contains a comma, comma-separated names
 spec), ``_`` (a placeholder axis, fresh each time), an integer (a fixed index:
 the axis has at least index+1 positions), ``...`` (the kind's row variable,
 shared across the spec's tensors) or ``..name..`` (a named row variable shared
-across kinds). A row variable must come first in its row; a row without one is
-closed.
+across kinds); items may come before and after it (OCANNL's ``beg_dims``). A
+row has at most one row variable; a row without one is closed.
 
 Malformed specs raise :class:`~axisflow.shapes.errors.SpecError` naming the
 spec and the 0-based position of the problem. Parses are cached: a spec string
@@ -45,10 +46,16 @@ _NAMED_VAR_RE = re.compile(r"\.\.([A-Za-z_][A-Za-z0-9_]*)\.\.")
 
 @dataclass(frozen=True)
 class RowSpec:
-    """A row of a shape spec: sizes, open (``...`` in front) or closed."""
+    """A row of a shape spec: sizes, open (``...``) or closed.
+
+    ``sizes`` are the axes after ``...`` (all of them in a closed row);
+    ``beg`` the axes written before it (OCANNL's ``beg_dims``: ``"3,...,7"``
+    is a 3, then any number of axes, then a 7).
+    """
 
     sizes: tuple[Size, ...]
     is_open: bool
+    beg: tuple[Size, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -247,20 +254,17 @@ def _comma_items(spec: str, start: int, end: int) -> list[tuple[int, str]]:
 
 def _parse_shape_row(spec: str, start: int, end: int) -> RowSpec:
     sizes: list[Size] = []
+    beg: tuple[Size, ...] = ()
     is_open = False
-    for index, (pos, item) in enumerate(_comma_items(spec, start, end)):
+    for pos, item in _comma_items(spec, start, end):
         if not item:
             raise SpecError(spec, pos, "empty item in a row", _SHAPE_SPEC)
         if item == "...":
-            if index != 0:
-                raise SpecError(
-                    spec,
-                    pos,
-                    "'...' must come first in its row "
-                    "(broadcasting in the middle is not supported)",
-                    _SHAPE_SPEC,
-                )
+            if is_open:
+                raise SpecError(spec, pos, "a row has at most one '...'", _SHAPE_SPEC)
             is_open = True
+            beg = tuple(sizes)
+            sizes = []
             continue
         match = _SIZE_RE.match(item)
         if match is None:
@@ -276,7 +280,7 @@ def _parse_shape_row(spec: str, start: int, end: int) -> RowSpec:
             raise SpecError(spec, pos, f"a size must be positive, got {n}", _SHAPE_SPEC)
         basis = match.group(2)
         sizes.append(Size(n) if basis is None else Size(n, basis))
-    return RowSpec(tuple(sizes), is_open)
+    return RowSpec(tuple(sizes), is_open, beg)
 
 
 @lru_cache(maxsize=4096)
