@@ -499,11 +499,21 @@ def close_terminal_dims(
         if not decisions:
             break
         _commit_dims(solver, decisions)
+    # An affine or concatenated axis still waiting on its parts is sized by
+    # its equation once they are (a parameter stacked with a literal whose
+    # stacked axis is 1 + 1): it is no hidden dimension.
+    computed = {
+        axis
+        for linear in solver.linears.values()
+        if linear.kind != LinearKind.SUM
+        and type(axis := solver.find_dim(linear.terms[-1][1])) is DimVar
+    }
     for terminal, safe in zip(terminals, guessable, strict=True):
         if not terminal.is_param or safe:
             continue
         for dim in solver.norm_row(terminal.row).dims:
-            if type(solver.find_dim(dim)) is DimVar:
+            found = solver.find_dim(dim)
+            if type(found) is DimVar and found not in computed:
                 _hidden_dimension(solver, terminal, "the size of one")
     solver.trigger = None
 
