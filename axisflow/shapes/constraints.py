@@ -63,6 +63,12 @@ class DeferredCount:
         return f"<{self.description}>"
 
 
+# ``RowEq``, ``RowIneq`` and ``DimIneq`` are made for every relation of
+# every operation's rows: they are immutable by convention (as ``Origin``),
+# not frozen, because a frozen dataclass builds its fields through
+# ``object.__setattr__``, which tripled the cost of making one.
+
+
 @dataclass(frozen=True, slots=True)
 class DimEq:
     """``a = b``."""
@@ -75,7 +81,7 @@ class DimEq:
         return f"{self.a!r} = {self.b!r}  ({self.origin.describe()})"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # immutable by convention: see below
 class RowEq:
     """``a = b`` on rows."""
 
@@ -87,7 +93,7 @@ class RowEq:
         return f"{self.a!r} = {self.b!r}  ({self.origin.describe()})"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # immutable by convention: see below
 class DimIneq:
     """``res ⊑ opnd``: ``opnd`` equals ``res`` or is the broadcast unit."""
 
@@ -99,7 +105,7 @@ class DimIneq:
         return f"{self.res!r} ⊑ {self.opnd!r}  ({self.origin.describe()})"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # immutable by convention: see below
 class RowIneq:
     """``res ⊑ opnd`` on rows: ``opnd`` broadcasts to ``res``."""
 

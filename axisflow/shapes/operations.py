@@ -71,11 +71,6 @@ class Operations:
     def _add(self, constraint: Constraint) -> None:
         raise NotImplementedError
 
-    def _add_rows(
-        self, constraint: type[RowEq | RowIneq], a: Row, b: Row, origin: Origin
-    ) -> None:
-        raise NotImplementedError
-
     def _origin(
         self,
         operation: str,
@@ -177,11 +172,12 @@ class Operations:
                             origin.with_sides(shape.side(kind), SPEC_SIDES[kind]),
                         )
                     )
-                self._add_rows(
-                    RowEq,
-                    row,
-                    spec_row,
-                    origin.with_sides(shape.side(kind), SPEC_SIDES[kind]),
+                self._add(
+                    RowEq(
+                        row,
+                        spec_row,
+                        origin.with_sides(shape.side(kind), SPEC_SIDES[kind]),
+                    )
                 )
             self._add(
                 Terminal(row, is_param, origin.with_sides(shape.side(kind), None))
@@ -260,11 +256,12 @@ class Operations:
         self, origin: Origin, res: Shape, res_kind: Kind, opnd: Shape, opnd_kind: Kind
     ) -> None:
         """``res.res_kind ⊑ opnd.opnd_kind`` with the sides named in the origin."""
-        self._add_rows(
-            RowIneq,
-            res.row(res_kind),
-            opnd.row(opnd_kind),
-            origin.with_sides(res.side(res_kind), opnd.side(opnd_kind)),
+        self._add(
+            RowIneq(
+                res.row(res_kind),
+                opnd.row(opnd_kind),
+                origin.with_sides(res.side(res_kind), opnd.side(opnd_kind)),
+            )
         )
 
     @collector_paused
@@ -423,11 +420,12 @@ class Operations:
             tensors, (*rows.operands, rows.result), strict=True
         ):
             for kind, spec_row in zip(KINDS, spec_rows, strict=True):
-                self._add_rows(
-                    RowEq,
-                    shape.row(kind),
-                    spec_row,
-                    origin.with_sides(shape.side(kind), Side(spec_side, kind)),
+                self._add(
+                    RowEq(
+                        shape.row(kind),
+                        spec_row,
+                        origin.with_sides(shape.side(kind), Side(spec_side, kind)),
+                    )
                 )
         for position, kind, index, kernel in rows.paddings:
             shape = tensors[position]
