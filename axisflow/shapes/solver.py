@@ -211,7 +211,6 @@ class Solver:
         self.terminals: list[Terminal] = []
         self.trigger: Origin | None = None
         self._work: list[tuple[Any, ...]] = []
-        self._handlers = self._handler_table()
 
     # ------------------------------------------------------------------ reads
 
@@ -337,30 +336,12 @@ class Solver:
         A contradiction raises ``ShapeError`` with the work list emptied.
         """
         try:
-            self._handlers[type(constraint)](constraint)
+            _HANDLERS[type(constraint)](self, constraint)
             if self._work:
                 self.run()
         except BaseException:
             self._work.clear()
             raise
-
-    def _handler_table(self) -> dict[type, Callable[[Any], None]]:
-        """What each kind of constraint does here (see :meth:`add`)."""
-        return {
-            RowIneq: self._add_row_ineq,
-            RowEq: self._add_row_eq,
-            DimIneq: self._add_dim_ineq,
-            DimEq: self._add_dim_eq,
-            Terminal: self.add_terminal,
-            PolicyMark: self._add_policy_mark,
-            TotalElems: self._add_total_elems,
-            DimAtLeast: self._add_dim_at_least,
-            DimLinear: self._add_dim_linear,
-            RowPrefix: self._add_row_prefix,
-            PaddedAxis: self.add_padding,
-            CaptureBind: self._bind,
-            SetDim: self._set,
-        }
 
     def _add_row_ineq(self, c: RowIneq) -> None:
         self._row_ineq(c.res, c.opnd, c.origin)
@@ -1122,3 +1103,23 @@ class Solver:
             trail.set_attr(self, name, {})
         trail.set_attr(self, "terminals", [])
         trail.set_attr(self, "paddings", [])
+
+
+_HANDLERS: Final[dict[type, Callable[[Solver, Any], None]]] = {
+    RowIneq: Solver._add_row_ineq,
+    RowEq: Solver._add_row_eq,
+    DimIneq: Solver._add_dim_ineq,
+    DimEq: Solver._add_dim_eq,
+    Terminal: Solver.add_terminal,
+    PolicyMark: Solver._add_policy_mark,
+    TotalElems: Solver._add_total_elems,
+    DimAtLeast: Solver._add_dim_at_least,
+    DimLinear: Solver._add_dim_linear,
+    RowPrefix: Solver._add_row_prefix,
+    PaddedAxis: Solver.add_padding,
+    CaptureBind: Solver._bind,
+    SetDim: Solver._set,
+}
+"""What each kind of constraint does in :meth:`Solver.add` (a table of the
+class's functions, not of bound methods, which would make every solver a
+reference cycle that only the cyclic collector frees)."""
