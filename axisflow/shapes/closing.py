@@ -41,7 +41,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
-from axisflow.shapes.constraints import DeferredCount, LinearKind, Terminal, TotalElems
+from axisflow.shapes.constraints import (
+    DeferredCount,
+    LinearKind,
+    RowPrefix,
+    Terminal,
+    TotalElems,
+)
 from axisflow.shapes.solver import DimBounds, RowBounds, Solver
 from axisflow.shapes.terms import (
     BROADCAST_UNIT,
@@ -96,23 +102,39 @@ def join_bounds(solver: Solver, glbs: Sequence[tuple[Row, Origin]]) -> Row:
 
     Shortest length (fewer axes broadcast to more); per axis the common size,
     1 where sizes differ, a size over a variable; the tail of the shortest
-    bound, closed if any shortest bound is closed. Solving the variable
-    re-checks every bound, so a lossy join cannot go unnoticed.
+    bounds, closed if any shortest bound is closed. Where the bounds leave a
+    choice between different variables (two axes, or the tails of two
+    shortest bounds), the join is a fresh variable above all of them (a
+    tail carries their policy marks): so the join does not depend on the
+    order the bounds arrived in, which differs between a shape scheme and the
+    body it was traced from. (OCANNL's join is pairwise and keeps one of the
+    two variables.) Solving the variable re-states every bound against the
+    join, which relates the variables and re-checks the sizes: a lossy join
+    cannot go unnoticed.
     """
     rows = [solver.norm_row(glb) for glb, _ in glbs]
     length = min(len(r.dims) for r in rows)
     shortest = [r for r in rows if len(r.dims) == length]
-    tail = None if any(r.var is None for r in shortest) else shortest[0].var
+    tail: RowVar | None = None
+    if all(r.var is not None for r in shortest):
+        tails = {r.var for r in shortest if r.var is not None}
+        tail = (
+            next(iter(tails))
+            if len(tails) == 1
+            else solver.fresh_row_above(sorted(tails, key=lambda v: v.id))
+        )
     dims: list[Dim] = []
     for position in range(length):
-        column = [r.dims[len(r.dims) - length + position] for r in rows]
+        column = {r.dims[len(r.dims) - length + position] for r in rows}
         sizes = {d for d in column if type(d) is Size}
         if len(sizes) > 1:
             dims.append(BROADCAST_UNIT)
         elif sizes:
             dims.append(next(iter(sizes)))
+        elif len(column) == 1:
+            dims.append(next(iter(column)))
         else:
-            dims.append(column[0])
+            dims.append(solver.fresh_dim())
     return Row(tuple(dims), tail)
 
 
@@ -242,10 +264,15 @@ def _bare_neighbours(
 def close_terminal_rows_to_bounds(
     solver: Solver, terminals: Sequence[Terminal]
 ) -> None:
-    """Leaf rows with lower bounds take their join, all of a round at once."""
+    """Leaf rows with lower bounds take their join, all of a round at once.
+
+    A leaf row with axes written before its row variable (``"3,...,7"``)
+    takes the join's trailing axes, as many as fit behind the written ones.
+    """
     while True:
         decisions: list[tuple[RowVar, Row, Origin]] = []
         seen: set[RowVar] = set()
+        prefixes = _pending_prefixes(solver)
         for terminal in terminals:
             var = _open_var(solver, terminal.row)
             if var is None or var in seen:
@@ -256,10 +283,57 @@ def close_terminal_rows_to_bounds(
             glbs = bounds.glbs or _bounds_through_results(solver, var, bounds)
             if glbs:
                 seen.add(var)
-                decisions.append((var, join_bounds(solver, glbs), terminal.origin))
+                joined = join_bounds(solver, glbs)
+                prefix = prefixes.get(var)
+                fitted = None if prefix is None else _fit_prefix(solver, prefix, joined)
+                if fitted is not None:
+                    decisions.append((*fitted, terminal.origin))
+                else:
+                    decisions.append((var, joined, terminal.origin))
         if not decisions:
             return
         _commit_rows(solver, decisions)
+
+
+def _pending_prefixes(solver: Solver) -> dict[RowVar, RowPrefix]:
+    """The pending row prefixes whose rows are both open, by the row's variable."""
+    found: dict[RowVar, RowPrefix] = {}
+    for prefix in solver.prefixes.values():
+        whole = _open_var(solver, prefix.whole)
+        if whole is not None and _open_var(solver, prefix.rest) is not None:
+            found[whole] = prefix
+    return found
+
+
+def _fit_prefix(
+    solver: Solver, prefix: RowPrefix, joined: Row
+) -> tuple[RowVar, Row] | None:
+    """The value of a prefix's row variable that puts the most of the join's
+    trailing axes behind the written ones, each written axis broadcasting to
+    the join's axis it lands on; if none fits and the join is open, the
+    fewest written axes land in front of it (its row variable takes them).
+    ``None`` if nothing fits."""
+    rest = solver.norm_row(prefix.rest)
+    if rest.dims or rest.var is None:
+        return None
+    beg = [solver.find_dim(d) for d in prefix.beg]
+    dims = joined.dims
+    inside = range(len(dims) - len(beg), -1, -1)
+    beyond = range(max(len(dims) - len(beg) + 1, 0), len(dims) + 1)
+    for taken in (*inside, *(beyond if joined.var is not None else ())):
+        start = len(dims) - taken - len(beg)
+        landing = zip(
+            beg[max(-start, 0) :], dims[max(start, 0) : start + len(beg)], strict=True
+        )
+        if all(
+            type(written) is not Size
+            or type(axis) is not Size
+            or written == axis
+            or written.n == 1
+            for written, axis in landing
+        ):
+            return (rest.var, Row(dims[len(dims) - taken :]))
+    return None
 
 
 def _bounds_through_results(
@@ -370,13 +444,19 @@ def close_unbounded_terminal_rows(
     of the leaves.
     """
     decisions: list[tuple[RowVar, Row, Origin]] = []
+    rests = {
+        whole: _open_var(solver, prefix.rest)
+        for whole, prefix in _pending_prefixes(solver).items()
+    }
     for terminal, safe in zip(terminals, guessable, strict=True):
         var = _open_var(solver, terminal.row)
         if var is None:
             continue
         if terminal.is_param and not safe:
             _hidden_dimension(solver, terminal, "the number")
-        decisions.append((var, EMPTY_ROW, terminal.origin))
+        # A row with axes written before its row variable ("3,...,7") gets
+        # no axes between them: its row variable, not the prefix, is closed.
+        decisions.append((rests.get(var) or var, EMPTY_ROW, terminal.origin))
     _commit_rows(solver, decisions)
     solver.trigger = None
 
@@ -419,11 +499,21 @@ def close_terminal_dims(
         if not decisions:
             break
         _commit_dims(solver, decisions)
+    # An affine or concatenated axis still waiting on its parts is sized by
+    # its equation once they are (a parameter stacked with a literal whose
+    # stacked axis is 1 + 1): it is no hidden dimension.
+    computed = {
+        axis
+        for linear in solver.linears.values()
+        if linear.kind != LinearKind.SUM
+        and type(axis := solver.find_dim(linear.terms[-1][1])) is DimVar
+    }
     for terminal, safe in zip(terminals, guessable, strict=True):
         if not terminal.is_param or safe:
             continue
         for dim in solver.norm_row(terminal.row).dims:
-            if type(solver.find_dim(dim)) is DimVar:
+            found = solver.find_dim(dim)
+            if type(found) is DimVar and found not in computed:
                 _hidden_dimension(solver, terminal, "the size of one")
     solver.trigger = None
 

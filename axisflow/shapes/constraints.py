@@ -19,6 +19,7 @@ they can be replayed (:meth:`Session.add
 ``DimAtLeast`` a dim is at least ``n`` (einsum fixed indices)
 ``DimLinear``  ``Σ coeff·dim + const = 0`` (affine and concatenated axes)
 ``RowPrefix``  ``whole = [beg..., ...rest]`` (axes before a row variable)
+``PaddedAxis`` an axis is the input of a padded convolution (its margins)
 ``Terminal``   the row belongs to a leaf (data or parameter): at closing it
                takes its lower bound, and a parameter's must be inferable
 ``PolicyMark`` a policy flag on the row's variable, consulted at closing
@@ -62,6 +63,12 @@ class DeferredCount:
         return f"<{self.description}>"
 
 
+# ``RowEq``, ``RowIneq`` and ``DimIneq`` are made for every relation of
+# every operation's rows: they are immutable by convention (as ``Origin``),
+# not frozen, because a frozen dataclass builds its fields through
+# ``object.__setattr__``, which tripled the cost of making one.
+
+
 @dataclass(frozen=True, slots=True)
 class DimEq:
     """``a = b``."""
@@ -74,7 +81,7 @@ class DimEq:
         return f"{self.a!r} = {self.b!r}  ({self.origin.describe()})"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # immutable by convention: see below
 class RowEq:
     """``a = b`` on rows."""
 
@@ -86,7 +93,7 @@ class RowEq:
         return f"{self.a!r} = {self.b!r}  ({self.origin.describe()})"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # immutable by convention: see below
 class DimIneq:
     """``res ⊑ opnd``: ``opnd`` equals ``res`` or is the broadcast unit."""
 
@@ -98,7 +105,7 @@ class DimIneq:
         return f"{self.res!r} ⊑ {self.opnd!r}  ({self.origin.describe()})"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # immutable by convention: see below
 class RowIneq:
     """``res ⊑ opnd`` on rows: ``opnd`` broadcasts to ``res``."""
 
@@ -215,6 +222,27 @@ class RowPrefix:
 
 
 @dataclass(frozen=True, slots=True)
+class PaddedAxis:
+    """An axis of ``row`` is the input of a padded convolution with ``kernel``.
+
+    ``index`` is the axis's position in the row: from the front (``>= 0``, an
+    axis written before the row variable) or from the end (``< 0``, ``-1``
+    the last). Closing gives the axis OCANNL's padding margins for a kernel
+    of size ``k``: ``(k + 1) // 2`` after it, the rest of ``k`` before
+    (``row.ml``, ``Conv_input``); several convolutions on one axis take the
+    widest (:meth:`Shape.padding <axisflow.shapes.tensors.Shape.padding>`).
+    """
+
+    row: Row
+    index: int
+    kernel: Dim
+    origin: Origin
+
+    def __str__(self) -> str:
+        return f"padded axis {self.index} of {self.row!r}, kernel {self.kernel!r}  ({self.origin.describe()})"
+
+
+@dataclass(frozen=True, slots=True)
 class Terminal:
     """The row belongs to a leaf tensor (``is_param``: a parameter)."""
 
@@ -300,6 +328,7 @@ Constraint = (
     | DimAtLeast
     | DimLinear
     | RowPrefix
+    | PaddedAxis
     | Terminal
     | PolicyMark
     | CaptureBind

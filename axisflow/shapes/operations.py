@@ -33,6 +33,7 @@ from axisflow.shapes.constraints import (
     DimAtLeast,
     DimLinear,
     Mark,
+    PaddedAxis,
     PolicyMark,
     RowEq,
     RowIneq,
@@ -70,11 +71,6 @@ class Operations:
     def _add(self, constraint: Constraint) -> None:
         raise NotImplementedError
 
-    def _add_rows(
-        self, constraint: type[RowEq | RowIneq], a: Row, b: Row, origin: Origin
-    ) -> None:
-        raise NotImplementedError
-
     def _origin(
         self,
         operation: str,
@@ -98,6 +94,10 @@ class Operations:
         raise NotImplementedError
 
     def _new_shape(self, name: str) -> Shape:
+        raise NotImplementedError
+
+    def register_shape(self, shape: Shape) -> None:
+        """Have the next closing solve the shape (defined by the session)."""
         raise NotImplementedError
 
     def _leave_fast_mode(self) -> None:
@@ -160,11 +160,24 @@ class Operations:
                 spec_row = Row(
                     row_spec.sizes, self.fresh_row_var() if row_spec.is_open else None
                 )
-                self._add_rows(
-                    RowEq,
-                    row,
-                    spec_row,
-                    origin.with_sides(shape.side(kind), SPEC_SIDES[kind]),
+                if row_spec.beg:
+                    # "3,...,7": [...s, 7] with s = [3, ...r] (as an einsum's
+                    # axes before a row variable).
+                    assert spec_row.var is not None
+                    self._add(
+                        RowPrefix(
+                            Row((), spec_row.var),
+                            row_spec.beg,
+                            Row((), self.fresh_row_var()),
+                            origin.with_sides(shape.side(kind), SPEC_SIDES[kind]),
+                        )
+                    )
+                self._add(
+                    RowEq(
+                        row,
+                        spec_row,
+                        origin.with_sides(shape.side(kind), SPEC_SIDES[kind]),
+                    )
                 )
             self._add(
                 Terminal(row, is_param, origin.with_sides(shape.side(kind), None))
@@ -243,11 +256,12 @@ class Operations:
         self, origin: Origin, res: Shape, res_kind: Kind, opnd: Shape, opnd_kind: Kind
     ) -> None:
         """``res.res_kind ⊑ opnd.opnd_kind`` with the sides named in the origin."""
-        self._add_rows(
-            RowIneq,
-            res.row(res_kind),
-            opnd.row(opnd_kind),
-            origin.with_sides(res.side(res_kind), opnd.side(opnd_kind)),
+        self._add(
+            RowIneq(
+                res.row(res_kind),
+                opnd.row(opnd_kind),
+                origin.with_sides(res.side(res_kind), opnd.side(opnd_kind)),
+            )
         )
 
     @collector_paused
@@ -406,12 +420,26 @@ class Operations:
             tensors, (*rows.operands, rows.result), strict=True
         ):
             for kind, spec_row in zip(KINDS, spec_rows, strict=True):
-                self._add_rows(
-                    RowEq,
+                self._add(
+                    RowEq(
+                        shape.row(kind),
+                        spec_row,
+                        origin.with_sides(shape.side(kind), Side(spec_side, kind)),
+                    )
+                )
+        for position, kind, index, kernel in rows.paddings:
+            shape = tensors[position]
+            if shape is not result:
+                # Its closing publishes the margins (it may be closed already).
+                self.register_shape(shape)
+            self._add(
+                PaddedAxis(
                     shape.row(kind),
-                    spec_row,
+                    index,
+                    kernel,
                     origin.with_sides(shape.side(kind), Side(spec_side, kind)),
                 )
+            )
         for ref in capture_dims:
             var: DimVar | RowVar = (
                 rows.labels[ref.label]

@@ -41,20 +41,12 @@ from axisflow.gc_pause import collector_paused
 from axisflow.shapes.closing import close as close_open_state
 from axisflow.shapes.concrete import FastRecord
 from axisflow.shapes.constraints import (
-    CaptureBind,
     Constraint,
     DeferredCount,
-    DimAtLeast,
     DimEq,
-    DimIneq,
-    DimLinear,
     Mark,
-    PolicyMark,
     RowEq,
-    RowIneq,
-    RowPrefix,
     SetDim,
-    Terminal,
     TotalElems,
 )
 from axisflow.shapes.errors import ShapeError
@@ -591,7 +583,11 @@ class Session(Operations):
         self._add(constraint)
 
     def _add(self, constraint: Constraint) -> None:
-        # ``add`` without pausing the collector: operations call it, paused already.
+        """The one route of a constraint into the solver (``add`` without
+        pausing the collector: the operations call it, paused already): the
+        innermost constraint guard sees it, the log keeps it if anything
+        reads the log, the solver solves it at Stage 1, and a contradiction
+        taints the session."""
         if self._constraint_guards:
             self._constraint_guards[-1](constraint)
         if self._keep_log or self._trail.depth:
@@ -599,40 +595,7 @@ class Session(Operations):
         solver = self._solver
         solver.trigger = constraint.origin
         try:
-            # The operations' most frequent constraints that queue no work first.
-            kind = type(constraint)
-            if kind is Terminal:
-                solver.add_terminal(constraint)  # type: ignore[arg-type]
-            elif kind is PolicyMark:
-                solver.add_mark(constraint.row, constraint.mark)  # type: ignore[union-attr]
-            else:
-                self._dispatch(constraint)
-                solver.run()
-        except ShapeError as error:
-            self._taint(error)
-            raise
-        finally:
-            solver.trigger = None
-
-    def _add_rows(
-        self, constraint: type[RowEq | RowIneq], a: Row, b: Row, origin: Origin
-    ) -> None:
-        """``_add(constraint(a, b, origin))`` for the operations' row constraints.
-
-        When nothing reads the constraint (no guard, no log) it is solved
-        directly: building it and dispatching on its type cost more than
-        solving most of them.
-        """
-        if self._constraint_guards or self._keep_log or self._trail.depth:
-            self._add(constraint(a, b, origin))
-            return
-        solver = self._solver
-        solver.trigger = origin
-        try:
-            if constraint is RowIneq:
-                solver.solve_row_ineq(a, b, origin)
-            else:
-                solver.solve_row_eq(a, b, origin)
+            solver.add(constraint)
         except ShapeError as error:
             self._taint(error)
             raise
@@ -644,86 +607,33 @@ class Session(Operations):
             self._trail.set_attr(self, "_tainted", True)
             self._trail.set_attr(self, "_taint_error", error)
 
-    def _dispatch(self, c: Constraint) -> None:
+    def _publish_margins(self, holders: dict[int, list[tuple[Shape, Kind]]]) -> None:
+        """Give the padded convolution axes their margins (``Shape.padding``)."""
         solver = self._solver
-        if isinstance(c, RowIneq):
-            solver.push_row_ineq(c.res, c.opnd, c.origin)
-        elif isinstance(c, RowEq):
-            solver.push_row_eq(c.a, c.b, c.origin)
-        elif isinstance(c, DimIneq):
-            solver.push_dim_ineq(c.res, c.opnd, c.origin)
-        elif isinstance(c, DimEq):
-            solver.push_dim_eq(c.a, c.b, c.origin)
-        elif isinstance(c, Terminal):
-            solver.add_terminal(c)
-        elif isinstance(c, PolicyMark):
-            solver.add_mark(c.row, c.mark)
-        elif isinstance(c, TotalElems):
-            solver.add_total(self._mint(), c)
-        elif isinstance(c, DimAtLeast):
-            solver.add_at_least(c.dim, c.n, c.origin)
-        elif isinstance(c, DimLinear):
-            solver.add_linear(self._mint(), c)
-        elif isinstance(c, RowPrefix):
-            solver.add_prefix(self._mint(), c)
-        elif isinstance(c, CaptureBind):
-            self._bind(c)
-        else:
-            self._set(c)
-
-    def _bind(self, c: CaptureBind) -> None:
-        ref = c.ref
-        var = c.var
-        what = "label" if type(var) is DimVar else "row variable"
-        origin = c.origin.with_sides(
-            Side(f"{what} '{ref.label}'"), Side(f"capture reference '{ref.label}'")
-        )
-        if ref.is_bound:
-            # One reference stands for one size: equate the two variables.
-            bound = ref.var if ref.var is not None else ref.row
-            assert bound is not None
-            self._equate_vars(var, bound, origin)
-            return
-        self._trail.set_attr(ref, "var" if type(var) is DimVar else "row", var)
-        if ref.size is not None:
-            self._equate_vars(var, ref.size, origin)
-
-    def _equate_vars(
-        self, var: DimVar | RowVar, other: DimVar | RowVar | Size, origin: Origin
-    ) -> None:
-        """Queue ``var = other`` for capture variables: dims or rows are equal,
-        a row holds as many elements as a dim or size counts (OCANNL's
-        ``set_equal``, ``Total_elems``)."""
-        solver = self._solver
-        if type(var) is RowVar and type(other) is RowVar:
-            solver.push_row_eq(Row((), var), Row((), other), origin)
-        elif type(var) is RowVar:
-            assert type(other) is not RowVar
-            count = other.n if type(other) is Size else other
-            self._dispatch(TotalElems((Row((), var),), count, origin))
-        elif type(other) is RowVar:
-            self._dispatch(TotalElems((Row((), other),), var, origin))
-        else:
-            assert type(other) is not RowVar
-            solver.push_dim_eq(var, other, origin)
-
-    def _set(self, c: SetDim) -> None:
-        ref = c.ref
-        if ref.is_bound:
-            origin = c.origin.with_sides(
-                Side(f"capture reference '{ref.label}'"),
-                Side(f"set_dim({ref.label!r})"),
-            )
-            bound = ref.var if ref.var is not None else ref.row
-            assert bound is not None
-            self._equate_vars(bound, c.size, origin)
-        elif ref.size is None:
-            self._trail.set_attr(ref, "size", c.size)
-        elif ref.size != c.size:
-            self._solver.fail(
-                f"the capture reference '{ref.label}' already stands for size "
-                f"{ref.size!r}, not {c.size!r}",
-                c.origin,
+        widest: dict[tuple[int, Kind], list[tuple[int, int]]] = {}
+        shapes: dict[int, Shape] = {}
+        for padding in solver.paddings:
+            kernel = solver.find_dim(padding.kernel)
+            assert type(kernel) is Size, "closing left a kernel open"
+            after = (kernel.n + 1) // 2
+            margin = (kernel.n - after, after)
+            for shape, kind in holders.get(id(padding.row), ()):
+                key = (id(shape), kind)
+                margins = widest.get(key)
+                if margins is None:
+                    length = len(shape.row(kind).dims)
+                    margins = list(shape.margins.get(kind, ((0, 0),) * length))
+                    widest[key] = margins
+                    shapes[id(shape)] = shape
+                index = padding.index % len(margins)
+                margins[index] = (
+                    max(margins[index][0], margin[0]),
+                    max(margins[index][1], margin[1]),
+                )
+        for (shape_id, kind), margins in widest.items():
+            shape = shapes[shape_id]
+            self._trail.set_attr(
+                shape, "margins", {**shape.margins, kind: tuple(margins)}
             )
 
     def register_shape(self, shape: Shape) -> None:
@@ -973,6 +883,12 @@ class Session(Operations):
         norm_row = solver.norm_row
         # Rows already concrete (most, after Stage 1) have nothing to close:
         # only the open ones go to the solver, in registration order.
+        # The shapes holding each stored row, for the padded axes' margins.
+        holders: dict[int, list[tuple[Shape, Kind]]] = {}
+        if solver.paddings:
+            for shape in self._shapes:
+                for kind, row in zip(KINDS, shape.rows(), strict=True):
+                    holders.setdefault(id(row), []).append((shape, kind))
         solved: list[tuple[Shape, str, Row]] = []
         open_rows: list[tuple[Shape, str, Row]] = []
         # Shapes share row objects (constant rows, a scheme's presolved rows):
@@ -1007,6 +923,8 @@ class Session(Operations):
             concrete = norm_row(row)
             assert concrete.is_concrete(), f"closing left {shape.name}.{attr} open"
             set_attr(shape, attr, concrete)
+        if solver.paddings:
+            self._publish_margins(holders)
         for ref in self._refs:
             if ref.is_bound:
                 size = ref.known_size()

@@ -55,15 +55,25 @@ each decision here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, NoReturn, TypeVar
 
 from axisflow.shapes.constraints import (
+    CaptureBind,
+    Constraint,
     DeferredCount,
+    DimAtLeast,
+    DimEq,
+    DimIneq,
     DimLinear,
     LinearKind,
     Mark,
+    PaddedAxis,
+    PolicyMark,
+    RowEq,
+    RowIneq,
     RowPrefix,
+    SetDim,
     Terminal,
     TotalElems,
 )
@@ -77,6 +87,7 @@ from axisflow.shapes.terms import (
     Origin,
     Row,
     RowVar,
+    Side,
     Size,
     format_row,
 )
@@ -196,6 +207,7 @@ class Solver:
         self.totals: dict[int, TotalElems] = {}
         self.linears: dict[int, DimLinear] = {}
         self.prefixes: dict[int, RowPrefix] = {}
+        self.paddings: list[PaddedAxis] = []
         self.terminals: list[Terminal] = []
         self.trigger: Origin | None = None
         self._work: list[tuple[Any, ...]] = []
@@ -398,43 +410,134 @@ class Solver:
                         rows.add(owner.var_id)
         return dims, rows
 
+    # ----------------------------------------------------------- variables
+
+    def fresh_dim(self) -> DimVar:
+        """A new dim variable (closing's joins mint them)."""
+        return DimVar(self._mint())
+
+    def fresh_row_above(self, below: Iterable[RowVar]) -> RowVar:
+        """A new row variable standing above the variables ``below``: it has
+        the union of their policy marks and their deepest template count."""
+        var = RowVar(self._mint())
+        bits = 0
+        gen = 0
+        for other in below:
+            bits |= self.row_marks.get(other.id, 0)
+            gen = max(gen, self.row_gen.get(other.id, 0))
+        if bits:
+            self.trail.set_item(self.row_marks, var.id, bits)
+        if gen:
+            self.trail.set_item(self.row_gen, var.id, gen)
+        return var
+
     # --------------------------------------------------------------- entries
 
     def push_dim_eq(self, a: Dim, b: Dim, origin: Origin) -> None:
-        """Queue ``a = b``."""
+        """Queue ``a = b`` (closing queues its decisions' consequences so)."""
         self._work.append((_DIM_EQ, a, b, origin))
 
     def push_row_eq(self, a: Row, b: Row, origin: Origin) -> None:
         """Queue ``a = b`` on rows."""
         self._work.append((_ROW_EQ, a, b, origin))
 
-    def push_dim_ineq(self, res: Dim, opnd: Dim, origin: Origin) -> None:
-        """Queue ``res ⊑ opnd``."""
-        self._work.append((_DIM_INEQ, res, opnd, origin))
+    def add(self, constraint: Constraint) -> None:
+        """Solve a constraint at Stage 1, and everything solving it queues.
 
-    def push_row_ineq(self, res: Row, opnd: Row, origin: Origin) -> None:
-        """Queue ``res ⊑ opnd`` on rows."""
-        self._work.append((_ROW_INEQ, res, opnd, origin))
-
-    def solve_row_ineq(self, res: Row, opnd: Row, origin: Origin) -> None:
-        """Solve ``res ⊑ opnd`` and what it queues (as ``push_row_ineq``, ``run``)."""
+        The one way a constraint enters the solver (the session's ``add`` and
+        operations come through here); ``trigger`` should name its origin.
+        A contradiction raises ``ShapeError`` with the work list emptied.
+        """
         try:
-            self._row_ineq(res, opnd, origin)
+            _HANDLERS[type(constraint)](self, constraint)
+            if self._work:
+                self.run()
         except BaseException:
             self._work.clear()
             raise
-        if self._work:
-            self.run()
 
-    def solve_row_eq(self, a: Row, b: Row, origin: Origin) -> None:
-        """Solve ``a = b`` and what it queues (as ``push_row_eq``, ``run``)."""
-        try:
-            self._row_eq(a, b, origin)
-        except BaseException:
-            self._work.clear()
-            raise
-        if self._work:
-            self.run()
+    def _add_row_ineq(self, c: RowIneq) -> None:
+        self._row_ineq(c.res, c.opnd, c.origin)
+
+    def _add_row_eq(self, c: RowEq) -> None:
+        self._row_eq(c.a, c.b, c.origin)
+
+    def _add_dim_ineq(self, c: DimIneq) -> None:
+        self._dim_ineq(c.res, c.opnd, c.origin)
+
+    def _add_dim_eq(self, c: DimEq) -> None:
+        self._dim_eq(c.a, c.b, c.origin)
+
+    def _add_policy_mark(self, c: PolicyMark) -> None:
+        self.add_mark(c.row, c.mark)
+
+    def _add_total_elems(self, c: TotalElems) -> None:
+        self.add_total(self._mint(), c)
+
+    def _add_dim_at_least(self, c: DimAtLeast) -> None:
+        self.add_at_least(c.dim, c.n, c.origin)
+
+    def _add_dim_linear(self, c: DimLinear) -> None:
+        self.add_linear(self._mint(), c)
+
+    def _add_row_prefix(self, c: RowPrefix) -> None:
+        self.add_prefix(self._mint(), c)
+
+    # ------------------------------------------------------ capture references
+
+    def _bind(self, c: CaptureBind) -> None:
+        ref = c.ref
+        var = c.var
+        what = "label" if type(var) is DimVar else "row variable"
+        origin = c.origin.with_sides(
+            Side(f"{what} '{ref.label}'"), Side(f"capture reference '{ref.label}'")
+        )
+        if ref.is_bound:
+            # One reference stands for one size: equate the two variables.
+            bound = ref.var if ref.var is not None else ref.row
+            assert bound is not None
+            self._equate_vars(var, bound, origin)
+            return
+        self.trail.set_attr(ref, "var" if type(var) is DimVar else "row", var)
+        if ref.size is not None:
+            self._equate_vars(var, ref.size, origin)
+
+    def _set(self, c: SetDim) -> None:
+        ref = c.ref
+        if ref.is_bound:
+            origin = c.origin.with_sides(
+                Side(f"capture reference '{ref.label}'"),
+                Side(f"set_dim({ref.label!r})"),
+            )
+            bound = ref.var if ref.var is not None else ref.row
+            assert bound is not None
+            self._equate_vars(bound, c.size, origin)
+        elif ref.size is None:
+            self.trail.set_attr(ref, "size", c.size)
+        elif ref.size != c.size:
+            self.fail(
+                f"the capture reference '{ref.label}' already stands for size "
+                f"{ref.size!r}, not {c.size!r}",
+                c.origin,
+            )
+
+    def _equate_vars(
+        self, var: DimVar | RowVar, other: DimVar | RowVar | Size, origin: Origin
+    ) -> None:
+        """Queue ``var = other`` for capture variables: dims or rows are equal,
+        a row holds as many elements as a dim or size counts (OCANNL's
+        ``set_equal``, ``Total_elems``)."""
+        if type(var) is RowVar and type(other) is RowVar:
+            self.push_row_eq(Row((), var), Row((), other), origin)
+        elif type(var) is RowVar:
+            assert type(other) is not RowVar
+            count = other.n if type(other) is Size else other
+            self.add_total(self._mint(), TotalElems((Row((), var),), count, origin))
+        elif type(other) is RowVar:
+            self.add_total(self._mint(), TotalElems((Row((), other),), var, origin))
+        else:
+            assert type(other) is not RowVar
+            self.push_dim_eq(var, other, origin)
 
     def add_total(self, total_id: int, total: TotalElems) -> None:
         """Register a pending ``TotalElems`` and queue its first check."""
@@ -478,6 +581,10 @@ class Solver:
         bit = MARK_BITS[mark]
         if not bits & bit:
             self.trail.set_item(self.row_marks, var.id, bits | bit)
+
+    def add_padding(self, padding: PaddedAxis) -> None:
+        """Remember a padded convolution axis for the next closing's margins."""
+        self.trail.append(self.paddings, padding)
 
     def add_terminal(self, terminal: Terminal) -> None:
         """Remember a leaf row for the next closing."""
@@ -1113,3 +1220,24 @@ class Solver:
         ):
             trail.set_attr(self, name, {})
         trail.set_attr(self, "terminals", [])
+        trail.set_attr(self, "paddings", [])
+
+
+_HANDLERS: Final[dict[type, Callable[[Solver, Any], None]]] = {
+    RowIneq: Solver._add_row_ineq,
+    RowEq: Solver._add_row_eq,
+    DimIneq: Solver._add_dim_ineq,
+    DimEq: Solver._add_dim_eq,
+    Terminal: Solver.add_terminal,
+    PolicyMark: Solver._add_policy_mark,
+    TotalElems: Solver._add_total_elems,
+    DimAtLeast: Solver._add_dim_at_least,
+    DimLinear: Solver._add_dim_linear,
+    RowPrefix: Solver._add_row_prefix,
+    PaddedAxis: Solver.add_padding,
+    CaptureBind: Solver._bind,
+    SetDim: Solver._set,
+}
+"""What each kind of constraint does in :meth:`Solver.add` (a table of the
+class's functions, not of bound methods, which would make every solver a
+reference cycle that only the cyclic collector frees)."""

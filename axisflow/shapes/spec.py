@@ -5,9 +5,10 @@ Both share the row layout ``[batch "|"] [input "->"] output``: a spec without
 mentioned is closed and empty. A bare row (``"4"``) is the output row.
 
 **Shape specs** (leaves and parameters): a row is comma-separated sizes, a size
-is a positive integer with an optional basis label (``3@rgb``); ``...`` as the
-first item opens the row (a row variable in front). Examples: ``"8|3,5->4"``,
-``"->4"``, ``"4"``, ``"...|3->..."``, ``""`` (a scalar).
+is a positive integer with an optional basis label (``3@rgb``); ``...`` opens
+the row (a row variable; sizes written before it are the row's first axes).
+Examples: ``"8|3,5->4"``, ``"->4"``, ``"4"``, ``"...|3->..."``, ``"3,...,7"``,
+``""`` (a scalar).
 
 **Einsum specs**: ``operand;operand;...=>result``. A row is either single
 characters (``ij``) or, when it contains a comma, comma-separated names
@@ -15,8 +16,8 @@ characters (``ij``) or, when it contains a comma, comma-separated names
 spec), ``_`` (a placeholder axis, fresh each time), an integer (a fixed index:
 the axis has at least index+1 positions), ``...`` (the kind's row variable,
 shared across the spec's tensors) or ``..name..`` (a named row variable shared
-across kinds). A row variable must come first in its row; a row without one is
-closed.
+across kinds); items may come before and after it (OCANNL's ``beg_dims``). A
+row has at most one row variable; a row without one is closed.
 
 Malformed specs raise :class:`~axisflow.shapes.errors.SpecError` naming the
 spec and the 0-based position of the problem. Parses are cached: a spec string
@@ -45,10 +46,16 @@ _NAMED_VAR_RE = re.compile(r"\.\.([A-Za-z_][A-Za-z0-9_]*)\.\.")
 
 @dataclass(frozen=True)
 class RowSpec:
-    """A row of a shape spec: sizes, open (``...`` in front) or closed."""
+    """A row of a shape spec: sizes, open (``...``) or closed.
+
+    ``sizes`` are the axes after ``...`` (all of them in a closed row);
+    ``beg`` the axes written before it (OCANNL's ``beg_dims``: ``"3,...,7"``
+    is a 3, then any number of axes, then a 7).
+    """
 
     sizes: tuple[Size, ...]
     is_open: bool
+    beg: tuple[Size, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -247,20 +254,17 @@ def _comma_items(spec: str, start: int, end: int) -> list[tuple[int, str]]:
 
 def _parse_shape_row(spec: str, start: int, end: int) -> RowSpec:
     sizes: list[Size] = []
+    beg: tuple[Size, ...] = ()
     is_open = False
-    for index, (pos, item) in enumerate(_comma_items(spec, start, end)):
+    for pos, item in _comma_items(spec, start, end):
         if not item:
             raise SpecError(spec, pos, "empty item in a row", _SHAPE_SPEC)
         if item == "...":
-            if index != 0:
-                raise SpecError(
-                    spec,
-                    pos,
-                    "'...' must come first in its row "
-                    "(broadcasting in the middle is not supported)",
-                    _SHAPE_SPEC,
-                )
+            if is_open:
+                raise SpecError(spec, pos, "a row has at most one '...'", _SHAPE_SPEC)
             is_open = True
+            beg = tuple(sizes)
+            sizes = []
             continue
         match = _SIZE_RE.match(item)
         if match is None:
@@ -276,7 +280,7 @@ def _parse_shape_row(spec: str, start: int, end: int) -> RowSpec:
             raise SpecError(spec, pos, f"a size must be positive, got {n}", _SHAPE_SPEC)
         basis = match.group(2)
         sizes.append(Size(n) if basis is None else Size(n, basis))
-    return RowSpec(tuple(sizes), is_open)
+    return RowSpec(tuple(sizes), is_open, beg)
 
 
 @lru_cache(maxsize=4096)
@@ -539,7 +543,11 @@ class EinsumRows:
     indices' minima; ``linears`` the affine and concatenated axes;
     ``prefixes`` the axes written before a row variable, as ``(s, beg, r)``
     for ``s = [beg..., ...r]``; ``named_rows`` the ``..name..`` row variables
-    by name (what a capture of ``name`` binds).
+    by name (what a capture of ``name`` binds); ``paddings`` the padded
+    convolution axes as ``(tensor, kind, index, kernel)``: the tensor's
+    position (the operands, then the result), the axis's index in its row
+    (from the front for an axis before the row variable, else negative, from
+    the end) and the kernel's variable.
     """
 
     operands: list[tuple[Row, Row, Row]]
@@ -550,6 +558,7 @@ class EinsumRows:
     linears: list[LinearAxis]
     prefixes: list[tuple[RowVar, tuple[Dim, ...], RowVar]]
     named_rows: dict[str, RowVar]
+    paddings: list[tuple[int, Kind, int, DimVar]]
 
 
 def unpadded_convolution(parsed: EinsumSpec) -> Affine | None:
@@ -639,6 +648,20 @@ def einsum_rows(
             )
         return var
 
+    paddings: list[tuple[int, Kind, int, DimVar]] = []
+
+    def note_padding(
+        tensor: int, kind: Kind, items: tuple[LabelItem, ...], front: bool
+    ) -> None:
+        for index, item in enumerate(items):
+            if (
+                isinstance(item, Affine)
+                and item.use_padding
+                and item.kernel is not None
+            ):
+                position = index if front else index - len(items)
+                paddings.append((tensor, kind, position, label_var(item.kernel)))
+
     def spec_row(row: LabelRow, kind: Kind) -> Row:
         dims: list[Dim] = [item_dim(item) for item in row.items]
         row_var: RowVar | None = None
@@ -667,6 +690,11 @@ def einsum_rows(
 
     operands = [tensor_rows(tensor) for tensor in parsed.operands]
     result = tensor_rows(parsed.result)
+    for position, tensor in enumerate((*parsed.operands, parsed.result)):
+        for kind in Kind:
+            row = tensor.row(kind)
+            note_padding(position, kind, row.beg, True)
+            note_padding(position, kind, row.items, False)
     return EinsumRows(
         operands,
         result,
@@ -676,4 +704,5 @@ def einsum_rows(
         linears,
         prefixes,
         named_vars,
+        paddings,
     )

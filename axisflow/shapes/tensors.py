@@ -75,6 +75,7 @@ class Shape:
         "created_at",
         "discarded",
         "input",
+        "margins",
         "name",
         "output",
         "registered_at",
@@ -107,6 +108,8 @@ class Shape:
             sides if sides is not None else shape_sides(name)
         )
         self._fast: object = None
+        # Padding margins per kind (published by closing, see ``padding``).
+        self.margins: dict[Kind, tuple[tuple[int, int], ...]] = {}
 
     @property
     def session(self) -> ShapeOwner:
@@ -160,6 +163,22 @@ class Shape:
         )
         return (batch, input_, output)
 
+    def padding(self, kind: Kind | str) -> tuple[tuple[int, int], ...] | None:
+        """The padding margins of the row of one kind, as closing published them.
+
+        ``None`` when no axis of the row is the input of a padded convolution
+        (OCANNL's ``batch_padding``/``input_padding``/``output_padding``);
+        otherwise one ``(before, after)`` pair per axis, ``(0, 0)`` for an
+        axis no padded convolution reads. For a kernel of size ``k`` an axis
+        has ``(k + 1) // 2`` positions of padding after it and the rest of
+        ``k`` before (a 3-wide kernel: ``(1, 2)``); several convolutions on
+        one axis take the widest margins.
+        """
+        margins = self.margins.get(Kind(kind)) if kind in KINDS else None
+        if margins is None:
+            self.row(kind)  # an unknown kind: the error names the kinds
+        return margins
+
     def __repr__(self) -> str:
         return f"<Shape {self.name}: {format_concrete_shape(self.rows())}>"
 
@@ -206,6 +225,7 @@ class FastShape(Shape):
         self.registered_at = -1
         self._sides = None  # see Shape.side
         self._fast = record
+        self.margins = {}
 
     @property
     def batch(self) -> Row:  # type: ignore[override]

@@ -29,6 +29,8 @@ from axisflow.shapes import (
     UntraceableScheme,
     scheme,
 )
+from axisflow.shapes.scheme.read import build_scheme
+from axisflow.shapes.scheme.text import parse_scheme_text
 from tests.shapes.test_schemes import apply, traced
 
 
@@ -471,3 +473,61 @@ def test_set_equal_on_a_reference_made_before_the_trace_is_refused() -> None:
         "reference 'h', made outside the traced window; a scheme cannot carry that "
         "(relate the references outside the function)"
     )
+
+
+def padded(s: Session, x: Tensor, kernel: Tensor) -> list[Tensor]:
+    """A padded convolution of the argument, and one of an internal tensor."""
+    conv = s.einsum("conv", "... | 2*o=+k; k => ... | o", x, kernel)
+    relu = s.pointwise("relu", conv)
+    return [s.einsum("again", "... | o=+k; k => ... | o", relu, kernel)]
+
+
+def test_padding_margins_are_carried() -> None:
+    """A padded convolution's axis gets OCANNL's margins at closing; through
+    a scheme the argument and the internal tensor of each application get
+    the margins re-evaluating the body gives them, and the text form names
+    which shape's axis is padded."""
+    s = Session()
+    kernel = s.param("kernel", "3")
+    sc = traced(s, lambda xs: padded(s, xs[0], kernel))
+    pads = [line.split(" (")[0] for line in sc.to_lines() if line.startswith("pad ")]
+    assert pads == ["pad arg 0 output -1 3", "pad internal 1 output -1 3"]
+    assert (
+        build_scheme(
+            parse_scheme_text(sc.to_lines()),
+            session=s,
+            label="f",
+            anchors=[a.shape for a in sc.anchors],
+            ref=s.dim_ref,
+        ).to_lines()
+        == sc.to_lines()
+    )
+    xs = [s.leaf(f"x{i}", f"{i + 1}|{4 * (i + 1)}") for i in range(2)]
+    applied = [
+        scheme.instantiate(
+            sc, application=f"c{i}", args=[x], results=[s.fresh(f"y{i}")]
+        )
+        for i, x in enumerate(xs)
+    ]
+    s.close()
+    reference = Session()
+    ref_kernel = reference.param("kernel", "3")
+    ref_xs = [reference.leaf(f"x{i}", f"{i + 1}|{4 * (i + 1)}") for i in range(2)]
+    runs = []
+    for x in ref_xs:
+        runs.append(
+            reference.pointwise(
+                "relu",
+                reference.einsum("conv", "... | 2*o=+k; k => ... | o", x, ref_kernel),
+            )
+        )
+        reference.einsum("again", "... | o=+k; k => ... | o", runs[-1], ref_kernel)
+    reference.close()
+    assert (
+        [x.shape.padding("output") for x in xs]
+        == [x.shape.padding("output") for x in ref_xs]
+        == [((1, 2),), ((1, 2),)]
+    )
+    assert [app.internal[1].padding("output") for app in applied] == [
+        relu.shape.padding("output") for relu in runs
+    ]

@@ -17,6 +17,7 @@ from axisflow.shapes.constraints import (
     DimIneq,
     DimLinear,
     Mark,
+    PaddedAxis,
     PolicyMark,
     RowEq,
     RowIneq,
@@ -33,6 +34,7 @@ from axisflow.shapes.scheme.data import (
     ROW_INEQ,
     TERMINAL,
     CaptureInput,
+    Padding,
     Sabotage,
     ShapeLike,
     fail,
@@ -418,6 +420,8 @@ def _apply(
                 renamed = tuple(row(r) for r in first)  # type: ignore[union-attr]
                 count = dim(second) if type(second) is DimVar else second  # type: ignore[arg-type]
                 add(TotalElems(renamed, count, origin))  # type: ignore[arg-type]
+        for padding in sc.paddings:
+            _pad(session, sc, padding, args, internal, sabotages, dim, stamp)
         if Sabotage.NO_MARKS not in sabotages or checking:
             mark_origin = stamp.new("policy mark", sc.label)
             for var, mark in sc.marks:
@@ -434,6 +438,40 @@ def _apply(
     except ShapeError as error:
         raise ShapeError(prefix + error.message, error.origins) from error
     return internal
+
+
+def _pad(
+    session: Session,
+    sc: Scheme,
+    padding: Padding,
+    args: tuple[Shape, ...],
+    internal: tuple[Shape, ...],
+    sabotages: frozenset[Sabotage],
+    dim: Callable[[Dim], Dim],
+    stamp: _Stamp,
+) -> None:
+    """A padded convolution axis of the application's shape, as the einsum
+    registers it: the next closing gives the row its margins."""
+    if padding.where == "arg":
+        shape = args[padding.index]
+    elif padding.where == "anchor":
+        if Sabotage.SEVER_SHARED in sabotages:
+            return
+        shape = sc.anchors[padding.index].shape
+    elif internal:
+        shape = internal[padding.index]
+    else:
+        return  # check makes no internal shapes: nothing to pad
+    if padding.where != "internal":
+        session.register_shape(shape)  # its closing publishes the margins
+    session.add(
+        PaddedAxis(
+            shape.row(padding.kind),
+            padding.axis,
+            dim(padding.kernel),
+            stamp(padding.origin),
+        )
+    )
 
 
 def _untemplated_tails(

@@ -24,6 +24,7 @@ from axisflow.shapes.tensors import Shape, Tensor
 from axisflow.shapes.terms import (
     Dim,
     DimVar,
+    Kind,
     Origin,
     Row,
     RowVar,
@@ -94,6 +95,24 @@ class CaptureInput:
 
     ref: DimRef
     dim: Dim | Row
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Padding:
+    """A padded convolution reads axis ``axis`` of a shape's row: closing
+    gives that row its padding margins for a kernel of size ``kernel``.
+
+    ``where`` and ``index`` say which shape (``"arg"``, ``"internal"`` or
+    ``"anchor"``), ``kind`` which of its rows; ``axis`` counts from the
+    front (``>= 0``) or from the end (``< 0``), as ``PaddedAxis.index``.
+    """
+
+    where: str
+    index: int
+    kind: Kind
+    axis: int
+    kernel: Dim
     origin: Origin
 
 

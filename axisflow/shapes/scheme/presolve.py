@@ -155,6 +155,8 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     for item in sc.loose:
         blocked.add(item.old)
         blocked.update(term_vars(item.term))
+    for padding in sc.paddings:
+        blocked.update(term_vars(padding.kernel))
     for index, capture in enumerate(sc.captures):
         blocked.update(term_vars(capture.dim))
         if type(capture.dim) is DimVar:

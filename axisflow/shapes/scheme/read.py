@@ -20,6 +20,7 @@ from axisflow.shapes.scheme.data import (
     Fact,
     InternalRows,
     LooseVariable,
+    Padding,
 )
 from axisflow.shapes.scheme.model import Scheme
 from axisflow.shapes.scheme.text import (
@@ -186,4 +187,8 @@ def build_scheme(
         closings=session.closings,
         arg_names=tuple(name for name, _ in text.args),
         result_names=tuple(name for name, _ in text.results),
+        paddings=tuple(
+            Padding(where, index, kind, axis, dim(kernel), origin)
+            for where, index, kind, axis, kernel, origin in text.paddings
+        ),
     )

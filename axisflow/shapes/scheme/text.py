@@ -30,6 +30,9 @@ inside is doubled). Lines, in this order:
 ``leaf [...r6] ORIGIN``, ``param [...r6] ORIGIN``    a terminal row
 ``mark safe_to_guess r4``                            a policy mark
 ``gen r4 1``                                         template depth of a variable
+``pad arg 0 output -2 d4 ORIGIN``                    a padded convolution's axis
+                                                     (which shape, row, axis,
+                                                     kernel size)
 ``capture 'j' d3 ORIGIN``                            a capture input (a row
                                                      ``[...r2]`` for a row
                                                      variable's)
@@ -68,6 +71,7 @@ from axisflow.shapes.scheme.data import (
     Fact,
     InternalRows,
     LooseVariable,
+    Padding,
     Rows,
 )
 from axisflow.shapes.terms import (
@@ -113,6 +117,8 @@ class SchemeParts(Protocol):
     def captures(self) -> tuple[CaptureInput, ...]: ...
     @property
     def loose(self) -> tuple[LooseVariable, ...]: ...
+    @property
+    def paddings(self) -> tuple[Padding, ...]: ...
 
 
 class SchemeTextError(ShapeError):
@@ -249,6 +255,11 @@ def scheme_lines(sc: SchemeParts) -> list[str]:
         lines.append(f"mark {mark.value} {names.var(var)}")
     for var, gen in sc.gens:
         lines.append(f"gen {names.var(var)} {gen}")
+    for padding in sc.paddings:
+        lines.append(
+            f"pad {padding.where} {padding.index} {padding.kind.value} "
+            f"{padding.axis} {names.dim(padding.kernel)} {origin_text(padding.origin)}"
+        )
     for capture in sc.captures:
         lines.append(
             f"capture {quote(capture.ref.label)} {names.term(capture.dim)} "
@@ -379,6 +390,9 @@ class SchemeText:
     marks: list[tuple[VarName, Mark]] = field(default_factory=list)
     gens: list[tuple[VarName, int]] = field(default_factory=list)
     captures: list[tuple[str, TextDim | TextRow, Origin]] = field(default_factory=list)
+    paddings: list[tuple[str, int, Kind, int, TextDim, Origin]] = field(
+        default_factory=list
+    )
     loose: list[tuple[TextDim | TextRow, VarName]] = field(default_factory=list)
 
 
@@ -558,9 +572,10 @@ def parse_scheme_text(lines: Sequence[str]) -> SchemeText:
         elif keyword == "prefix":
             whole = _row(tokens)
             tokens.take("word", "begins")
+            start = tokens.pos
             beg = _row(tokens)
             if beg[1] is not None:
-                tokens.pos -= 1
+                tokens.pos = start
                 tokens.fail("the axes before a row variable cannot hold a row variable")
             tokens.take("word", "rest")
             rest = _row(tokens)
@@ -577,6 +592,23 @@ def parse_scheme_text(lines: Sequence[str]) -> SchemeText:
             text.marks.append((_var(tokens, "r"), mark))
         elif keyword == "gen":
             text.gens.append((_var(tokens, "r"), tokens.integer()))
+        elif keyword == "pad":
+            where = tokens.take("word")
+            if where not in ("arg", "internal", "anchor"):
+                tokens.pos -= 1
+                tokens.fail(f"expected arg, internal or anchor, got {where!r}")
+            index = tokens.integer()
+            kind_name = tokens.take("word")
+            if kind_name not in {k.value for k in KINDS}:
+                tokens.pos -= 1
+                tokens.fail(
+                    f"expected an axis kind (batch, input, output), got {kind_name!r}"
+                )
+            axis = tokens.integer()
+            kernel = _dim(tokens)
+            text.paddings.append(
+                (where, index, Kind(kind_name), axis, kernel, _origin(tokens))
+            )
         elif keyword == "capture":
             label = tokens.quoted()
             term = _row(tokens) if tokens.peek() == ("punct", "[") else _dim(tokens)

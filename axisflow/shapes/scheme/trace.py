@@ -14,6 +14,7 @@ from axisflow.shapes.constraints import (
     DimIneq,
     DimLinear,
     Mark,
+    PaddedAxis,
     PolicyMark,
     RowEq,
     RowIneq,
@@ -30,6 +31,7 @@ from axisflow.shapes.scheme.data import (
     Fact,
     InternalRows,
     LooseVariable,
+    Padding,
     Rows,
     Sabotage,
     ShapeLike,
@@ -47,8 +49,10 @@ from axisflow.shapes.session import Session, Window
 from axisflow.shapes.solver import marks_of_bits
 from axisflow.shapes.tensors import Shape
 from axisflow.shapes.terms import (
+    KINDS,
     Dim,
     DimVar,
+    Kind,
     Origin,
     Row,
     RowVar,
@@ -354,6 +358,10 @@ class _ReadOff:
     terminals_start: int = 0
     at_least: list[DimAtLeast] = field(default_factory=list)
     captures: list[tuple[DimRef, DimRef, Origin]] = field(default_factory=list)
+    # Padded convolution axes: (where, index, kind, axis, kernel term, origin).
+    paddings: list[tuple[str, int, Kind, int, Dim, Origin]] = field(
+        default_factory=list
+    )
 
 
 def _read_off(
@@ -405,6 +413,17 @@ def _read_off(
     )
     input_ids = {id(ref): ref for ref in inputs}
     capture_origins: dict[int, Origin] = {}
+    # The shape (and its row kind) holding each stored row: a padded axis
+    # names the row of the shape a convolution reads.
+    holders: dict[int, tuple[str, int, Kind]] = {}
+    for where, shapes in (
+        ("anchor", anchor_shapes),
+        ("internal", internal),
+        ("arg", tracers),
+    ):
+        for index, shape in enumerate(shapes):
+            for kind, stored in zip(KINDS, shape.rows(), strict=True):
+                holders[id(stored)] = (where, index, kind)
 
     with session.rewind() as scratch:
         context.terminals_start = session.solver.terminal_count()
@@ -420,6 +439,26 @@ def _read_off(
             replay = _substitute(constraint, pre, proxy)
             if isinstance(replay, DimAtLeast):
                 context.at_least.append(replay)
+            if isinstance(constraint, PaddedAxis):
+                holder = holders.get(id(constraint.row))
+                if holder is None:
+                    raise UntraceableScheme(
+                        f"{prefix}{constraint.origin.describe()} pads an axis of a "
+                        f"shape that is neither an argument, an anchor nor made by "
+                        f"the function; a scheme cannot name it"
+                    )
+                assert isinstance(replay, PaddedAxis)
+                where, index, kind = holder
+                context.paddings.append(
+                    (
+                        where,
+                        index,
+                        kind,
+                        constraint.index,
+                        replay.kernel,
+                        constraint.origin,
+                    )
+                )
             if (
                 isinstance(constraint, CaptureBind)
                 and id(constraint.ref) in input_ids
@@ -501,6 +540,13 @@ def _substitute(
             pre.row(constraint.whole),
             tuple(pre.dim(dim) for dim in constraint.beg),
             pre.row(constraint.rest),
+            constraint.origin,
+        )
+    if isinstance(constraint, PaddedAxis):
+        return PaddedAxis(
+            pre.row(constraint.row),
+            constraint.index,
+            pre.dim(constraint.kernel),
             constraint.origin,
         )
     return SetDim(proxy(constraint.ref), constraint.size, constraint.origin)
@@ -622,6 +668,10 @@ def _normal_form(context: _ReadOff, scratch: Window) -> Scheme:
         for ref, bound, origin in context.captures
     )
     placeholders = context.placeholders
+    paddings = tuple(
+        Padding(where, index, kind, axis, find_dim(kernel), origin)
+        for where, index, kind, axis, kernel, origin in context.paddings
+    )
     loose = tuple(
         LooseVariable(
             old,
@@ -666,6 +716,8 @@ def _normal_form(context: _ReadOff, scratch: Window) -> Scheme:
             mention(term)
     for capture in capture_inputs:
         mention(capture.dim)
+    for padding in paddings:
+        mention(padding.kernel)
     for item in loose:
         mention(item.term)
     fixed_set: set[DimVar | RowVar] = set()
@@ -698,4 +750,5 @@ def _normal_form(context: _ReadOff, scratch: Window) -> Scheme:
         traced_args=context.tracers,
         traced_results=context.results,
         traced_internal=context.internal,
+        paddings=paddings,
     )
