@@ -32,14 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from axisflow.order import ORDERS, Order
-from axisflow.pipeline.memory import (
+from axisflow.scheduling.memory import (
     Lifetime,
     Sizing,
     forest_flops,
     format_bytes,
     lifetimes,
 )
-from axisflow.pipeline.options import SHARE_CHOICES, ShareChoice, parse_blocks
+from axisflow.scheduling.options import SHARE_CHOICES, ShareChoice, parse_blocks
 
 PLOT_SUFFIXES = (".svg", ".png")
 TOP_VALUES = 5

@@ -37,20 +37,21 @@ from xdsl.dialects.builtin import ModuleOp
 
 from axisflow.dialects.batch import ForestOp
 from axisflow.dialects.batch_model import forest_model
-from axisflow.dialects.sched import ScheduleOp, schedule_from_op
+from axisflow.dialects.sched import ScheduleOp
+from axisflow.dialects.sched_model import schedule_from_op
 from axisflow.interpret import run_main
 from axisflow.lowering.harness import decode_printed, fill_input
 from axisflow.lowering.toolchain import require_toolchain
 from axisflow.passes.classify_axes import classify_forest
 from axisflow.passes.lower_schedule import lower_module
 from axisflow.pipeline.api import attach, plan_forest
-from axisflow.pipeline.assemble import assemble_residual, schedule_layout
-from axisflow.pipeline.evaluate import (
+from axisflow.scheduling.assemble import assemble_residual, schedule_layout
+from axisflow.scheduling.evaluate import (
     evaluate_forest,
     relative_difference,
     run_residual,
 )
-from axisflow.pipeline.memory import Sizing
+from axisflow.scheduling.memory import Sizing
 from axisflow.sequant import parse, to_module
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -64,9 +64,9 @@ from axisflow.order import (
 )
 from axisflow.passes.classify_axes import classify_forest
 from axisflow.pipeline.api import ForestSchedule, PipelineError, attach, plan_forest
-from axisflow.pipeline.memory import format_bytes, pad_to_width
 from axisflow.planning import policies
 from axisflow.roles.index import Index
+from axisflow.scheduling.memory import format_bytes, pad_to_width
 from axisflow.sequant import Expression, Share, Term, parse, to_module
 from axisflow.sequant.ordering import plan_term
 

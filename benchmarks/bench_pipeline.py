@@ -42,7 +42,7 @@ from axisflow.dialects.batch import ForestOp, LoopOp
 from axisflow.dialects.sched import LoopOp as PassOp
 from axisflow.passes.classify_axes import classify_forest
 from axisflow.pipeline.api import ForestSchedule, attach, plan_forest
-from axisflow.pipeline.memory import format_bytes, lifetimes, peak
+from axisflow.scheduling.memory import format_bytes, lifetimes, peak
 from axisflow.sequant import Expression, deparse, parse, to_module
 from axisflow.sequant.syntax import repeat_with_fresh_labels
 

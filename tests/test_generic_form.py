@@ -101,7 +101,7 @@ def test_byte_sizes_past_64_bits_stay_readable() -> None:
 
     from axisflow.dialects.integers import count_attr, count_value
     from axisflow.dialects.sched import BufferOp
-    from axisflow.pipeline.schedule import Buffer
+    from axisflow.scheduling.schedule import Buffer
     from tests.conftest import context
 
     size = 2**100 + 8

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from axisflow.pipeline.api import plan_expression, schedule_expression
-from axisflow.pipeline.memory import Lifetime, peak
-from axisflow.pipeline.options import ShareChoice
 from axisflow.planning import live_curve, main, plan_policy, policies
+from axisflow.scheduling.memory import Lifetime, peak
+from axisflow.scheduling.options import ShareChoice
 from axisflow.sequant import PolicyError
 from tests.conftest import EXAMPLES
 

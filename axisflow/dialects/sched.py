@@ -44,9 +44,13 @@ Values are the forest's ``batch.value`` symbols; inputs are read, never built.
 symbol names a value or tree of the forest): xdsl-opt verifies after every
 pass, and rebuilding the forest model each time cost more than the pass that
 made the schedule, which checks it already. The ``check-schedules`` pass
-(``check_schedule_op``) checks a schedule written or edited by hand against
-its forest (``axisflow.pipeline.schedule.check_schedule``, and every ``bytes``
-against the forest's sizes), reporting at the offending op.
+(``axisflow.dialects.sched_model.check_schedule_op``) checks a schedule
+written or edited by hand against its forest
+(``axisflow.scheduling.check.check_schedule``, and every ``bytes`` against
+the forest's sizes), reporting at the offending op.
+
+The schedule model (``axisflow.scheduling.schedule``) converts to and from
+these ops in ``axisflow.dialects.sched_model``.
 """
 
 from __future__ import annotations
@@ -76,7 +80,6 @@ from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from axisflow.dialects.batch import ForestOp, IndexAttr, TextAttr
-from axisflow.dialects.batch_model import forest_model
 from axisflow.dialects.fast_verify import FastVerifiedOp
 from axisflow.dialects.integers import count_attr, count_value
 from axisflow.dialects.keywords import reject_unknown_keyword
@@ -88,11 +91,9 @@ from axisflow.dialects.labels import (
     print_index_list,
     quote_text,
 )
-from axisflow.forest.model import ModelError
-from axisflow.pipeline import schedule as model
-from axisflow.pipeline.memory import Sizing
 from axisflow.residual import Operator, OperatorError
 from axisflow.roles.index import Index, is_key_char
+from axisflow.scheduling import schedule as model
 
 # --------------------------------------------------------------------------
 # Attributes and helpers
@@ -180,7 +181,8 @@ def _symbol(op_value: FlatSymbolRefAttr) -> str:
     return op_value.root_reference.data
 
 
-def _body_items(region: Region) -> list[Operation]:
+def body_ops(region: Region) -> list[Operation]:
+    """The ops of a schedule's or loop's single block, in order."""
     block = region.blocks.first
     return [] if block is None else list(block.ops)
 
@@ -646,7 +648,7 @@ class ScheduleOp(FastVerifiedOp):
 
     Its verifier checks the IR's structure (only schedule ops inside, every
     symbol names a value or tree of the forest) without rebuilding the forest
-    model, so it costs what it checks; ``check_schedule_op`` (the
+    model, so it costs what it checks; ``sched_model.check_schedule_op`` (the
     ``check-schedules`` pass) checks the whole schedule against the forest.
     """
 
@@ -688,7 +690,7 @@ class ScheduleOp(FastVerifiedOp):
 
 
 # --------------------------------------------------------------------------
-# Schedule model <-> ops
+# Structure
 # --------------------------------------------------------------------------
 
 
@@ -698,12 +700,12 @@ def check_structure(op: ScheduleOp, forest: ForestOp) -> None:
     ``forest``. Linear in the schedule's ops; no forest model is built."""
     values = {value.value_name for value in forest.values()}
     trees = {tree.tree_name for tree in forest.trees()}
-    stack = list(_body_items(op.body))
+    stack = list(body_ops(op.body))
     stack.reverse()
     while stack:
         child = stack.pop()
         if isinstance(child, LoopOp):
-            inner = _body_items(child.body)
+            inner = body_ops(child.body)
             inner.reverse()
             stack.extend(inner)
             continue
@@ -726,39 +728,6 @@ def check_structure(op: ScheduleOp, forest: ForestOp) -> None:
         child.emit_error(message, VerifyException(message))
 
 
-def check_schedule_op(op: ScheduleOp) -> None:
-    """The deep check of a schedule against its forest: the rules of
-    ``axisflow.pipeline.schedule.check_schedule`` and every ``bytes`` against
-    the forest's sizes. Builds the forest model; raises ``VerifyException`` at
-    the first offending op. ``schedule-batches`` checks what it makes, so
-    this is for schedules written or edited by hand (``check-schedules``)."""
-    forest = op.parent_op()
-    if not isinstance(forest, ForestOp):
-        return
-    try:
-        forest_info = forest_model(forest, with_roles=False).check_loops()
-    except ModelError as error:
-        message = f"sched.schedule: the forest cannot be scheduled: {error}"
-        op.emit_error(message, VerifyException(message))
-    schedule, origin = schedule_from_op(op)
-    for problem in model.check_schedule(forest_info, schedule):
-        where = op if problem.item is None else origin[id(problem.item)]
-        message = f"{where.name}: {problem.message}"
-        where.emit_error(message, VerifyException(message))
-    sizing = Sizing(forest_info)
-    blocks = schedule.blocks()
-    for item, _ in schedule.walk():
-        if isinstance(item, model.Build | model.Buffer):
-            expected = sizing.bytes(forest_info.values[item.value], item.slices, blocks)
-            if item.bytes != expected:
-                child = origin[id(item)]
-                message = (
-                    f"{child.name} @{item.value}: declares {item.bytes} bytes, but "
-                    f"the forest's sizes give {expected}"
-                )
-                child.emit_error(message, VerifyException(message))
-
-
 _WHAT: dict[type[Operation], str] = {
     BuildOp: "build",
     BufferOp: "buffer",
@@ -771,68 +740,6 @@ _WHAT: dict[type[Operation], str] = {
 def _fail(op: Operation, message: str) -> None:
     text = f"{op.name}: {message}"
     op.emit_error(text, VerifyException(text))
-
-
-def schedule_to_op(schedule: model.Schedule) -> ScheduleOp:
-    """The ``sched.schedule`` op of a schedule."""
-
-    def ops(items: Sequence[model.Item]) -> list[Operation]:
-        out: list[Operation] = []
-        for item in items:
-            if isinstance(item, model.LoopPass):
-                out.append(LoopOp(item, ops(item.body)))
-            elif isinstance(item, model.Build):
-                out.append(BuildOp(item))
-            elif isinstance(item, model.Buffer):
-                out.append(BufferOp(item))
-            elif isinstance(item, model.Write):
-                kind = AccumulateOp if item.accumulate else ScatterOp
-                out.append(kind(item.value, item.into, item.tree))
-            elif isinstance(item, model.Residual):
-                out.append(ResidualOp(item))
-            elif isinstance(item, model.Apply):
-                out.append(ApplyOp(item))
-            else:
-                out.append(OutputOp(item.tree, item.value, item.into, item.direct))
-        return out
-
-    return ScheduleOp(schedule.rounds, ops(schedule.items))
-
-
-def schedule_from_op(
-    op: ScheduleOp,
-) -> tuple[model.Schedule, dict[int, Operation]]:
-    """The schedule of a ``sched.schedule`` op, and the op of each item
-    (keyed by ``id(item)``) for diagnostics."""
-    origin: dict[int, Operation] = {}
-
-    def items(region: Region) -> list[model.Item]:
-        out: list[model.Item] = []
-        for child in _body_items(region):
-            item: model.Item
-            if isinstance(child, LoopOp):
-                item = child.to_model()
-                item.body = items(child.body)
-            elif isinstance(
-                child,
-                BuildOp
-                | BufferOp
-                | OutputOp
-                | ResidualOp
-                | ApplyOp
-                | ScatterOp
-                | AccumulateOp,
-            ):
-                item = child.to_model()
-            else:
-                message = f"{child.name} is not a schedule op"
-                child.emit_error(message, VerifyException(message))
-            origin[id(item)] = child
-            out.append(item)
-        return out
-
-    schedule = model.Schedule(items(op.body), op.rounds.value.data)
-    return schedule, origin
 
 
 Sched = Dialect(

@@ -34,6 +34,12 @@ is decided here, with plain integers:
   last reads each storage object (a piece or buffer is freed right after the
   last item of its own body that mentions it).
 
+The planner is a client of the schedule walker (``axisflow.scheduling.walker``):
+where a piece or buffer lives and which buffer a write fills are the
+walker's rules, the same the checker, the memory accounting and the
+evaluator follow; the planner visits each loop body once per static block
+size.
+
 Pure (no xDSL). ``LoweringError`` names what cannot be lowered: a space
 without extent, a tensor larger than a memref can index.
 """
@@ -41,14 +47,17 @@ without extent, a tensor larger than a memref can index.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
 from axisflow.forest.model import Forest, Value
-from axisflow.pipeline.assemble import AssemblyError, root_axes
-from axisflow.pipeline.memory import Sizing, residual_name
-from axisflow.pipeline.schedule import (
+from axisflow.residual import OperatorError
+from axisflow.residual.operators import axis_permutation
+from axisflow.roles.index import Index
+from axisflow.scheduling.assemble import AssemblyError, root_axes
+from axisflow.scheduling.memory import Sizing, residual_name
+from axisflow.scheduling.schedule import (
     Apply,
     Buffer,
     Build,
@@ -61,9 +70,7 @@ from axisflow.pipeline.schedule import (
     Write,
     loop_extents,
 )
-from axisflow.residual import OperatorError
-from axisflow.residual.operators import axis_permutation
-from axisflow.roles.index import Index
+from axisflow.scheduling.walker import BufferState, Piece, ScheduleWalker
 
 
 class LoweringError(ValueError):
@@ -254,26 +261,30 @@ class Plan:
 
 @dataclass
 class _Stored:
+    """A tensor read, with the loop instance each sliced mode is kept to."""
+
     tensor: int
     slices: dict[Index, int]
 
 
-@dataclass
-class _Frame:
-    pieces: dict[str, _Stored] = field(default_factory=dict[str, _Stored])
-    buffers: dict[str, _Stored] = field(default_factory=dict[str, _Stored])
+class _Planner(ScheduleWalker[int, int]):
+    """The walker's client that spells the schedule as steps: each loop body
+    visited once per static block size (the full blocks, then the
+    remainder), a piece or buffer being its tensor's number."""
 
-
-class _Planner:
     def __init__(self, forest: Forest, schedule: Schedule, sizing: Sizing) -> None:
+        super().__init__()
         self.forest = forest
         self.schedule = schedule
         self.sizing = sizing
         self.tensors: list[Tensor] = []
-        self.frames: list[_Frame] = [_Frame()]
+        self.steps: list[Step] = []
+        """The steps of the body being visited."""
+        self.owned: dict[str, list[int]] = {}
+        """The tensors the item list being visited allocated, by value."""
         self.inputs: dict[str, int] = {}
         self.blocks: dict[int, int] = {}
-        self.memo: dict[int, frozenset[str]] = {}
+        self.memo: dict[int, tuple[str, ...]] = {}
         self.outputs: dict[str, int] = {}
         self.residual_modes: tuple[Index, ...] = schedule.residual_modes() or ()
         self.residuals: dict[int, int] = {}
@@ -341,21 +352,25 @@ class _Planner:
         self.tensors.append(tensor)
         return tensor
 
-    def mentions(self, item: Item) -> frozenset[str]:
-        """Every value an item (with its body) builds, writes or reads."""
+    def mentions(self, item: Item) -> tuple[str, ...]:
+        """Every value an item (with its body) builds, writes or reads, each
+        once, in the order of first mention (the order the frees after it
+        are emitted in: a set's order would change from run to run)."""
         found = self.memo.get(id(item))
         if found is not None:
             return found
-        names: set[str] = set()
+        names: dict[str, None] = {}
         if isinstance(item, LoopPass):
             for child in item.body:
-                names |= self.mentions(child)
+                names.update(dict.fromkeys(self.mentions(child)))
         elif isinstance(item, Build):
-            names.add(item.value)
-            names.update(f.value for f in self.forest.values[item.value].factors)
+            names[item.value] = None
+            names.update(
+                dict.fromkeys(f.value for f in self.forest.values[item.value].factors)
+            )
         elif isinstance(item, Buffer | Write | Output) and item.value is not None:
-            names.add(item.value)  # a buffer, write or output
-        found = self.memo[id(item)] = frozenset(names)
+            names[item.value] = None  # a buffer, write or output
+        found = self.memo[id(item)] = tuple(names)
         return found
 
     # -- the walk ----------------------------------------------------------
@@ -392,13 +407,13 @@ class _Planner:
             residual = self.residual_tensor(0).number
             self.residuals[0] = residual
             arguments.append(residual)
-        steps = self.items(self.schedule.items)
+        self.walk(self.schedule.items)
         return Plan(
             self.forest.name or "forest",
             tuple(self.tensors),
             tuple(inputs),
             tuple(arguments),
-            tuple(steps),
+            tuple(self.steps),
             residual,
         )
 
@@ -408,79 +423,60 @@ class _Planner:
         shape = tuple(self.extent(m) for m in modes)
         return self.add_tensor(residual_name(group), "residual", shape, modes)
 
-    def items(self, items: Sequence[Item]) -> list[Step]:
+    def walk(self, items: Sequence[Item]) -> None:
+        """Visit ``items``; a tensor they allocate is freed right after the
+        last item of the list that mentions its value."""
         last: dict[str, int] = {}
         for position, item in enumerate(items):
             for name in self.mentions(item):
                 last[name] = position
-        owned: dict[str, list[int]] = {}
-        steps: list[Step] = []
+        outer, owned = self.owned, {}
+        self.owned = owned
         for position, item in enumerate(items):
-            if isinstance(item, LoopPass):
-                steps.extend(self.loop(item))
-            elif isinstance(item, Build):
-                tensor = self.build(item, steps)
-                owned.setdefault(item.value, []).append(tensor)
-            elif isinstance(item, Buffer):
-                value = self.forest.values[item.value]
-                slices = {b.mode: b.instance for b in item.slices}
-                tensor = self.tensor(value, "buffer", slices)
-                self.frames[-1].buffers[item.value] = _Stored(tensor.number, slices)
-                steps.append(Alloc(tensor.number))
-                if item.zero:
-                    steps.append(Zero(tensor.number))
-                owned.setdefault(item.value, []).append(tensor.number)
-            elif isinstance(item, Write):
-                if item.into is None:
-                    steps.append(self.write(item))
-                else:
-                    steps.append(self.residual_write(item))
-            elif isinstance(item, Output):
-                if item.into is None:
-                    steps.append(self.output(item))
-                elif not item.direct:  # direct: added piece by piece already
-                    steps.append(self.residual_output(item))
-            elif isinstance(item, Residual):
-                steps.extend(self.residual(item))
-            else:
-                steps.extend(self.apply(item))
+            self.visit(item)
             for name in self.mentions(item):
                 if last[name] == position:
-                    steps.extend(Free(t) for t in owned.pop(name, ()))
+                    self.steps.extend(Free(t) for t in owned.pop(name, ()))
         for tensors in owned.values():  # built, never mentioned again
-            steps.extend(Free(t) for t in tensors)
-        return steps
+            self.steps.extend(Free(t) for t in tensors)
+        self.owned = outer
 
-    def loop(self, item: LoopPass) -> list[Loop]:
+    def loop(self, loop: LoopPass) -> None:
         """A loop pass: the full blocks, then (when the block does not divide
         the extent) the last, smaller block as a loop of its own, so that
         every shape stays static."""
-        extent = self.loop_extents[item.instance]
-        block = min(item.block, extent)
+        extent = self.loop_extents[loop.instance]
+        block = min(loop.block, extent)
         full = extent - extent % block
+        outer = self.steps
         loops: list[Loop] = []
         for start, stop, size in ((0, full, block), (full, extent, extent - full)):
             if stop <= start:
                 continue
-            self.blocks[item.instance] = size
-            self.frames.append(_Frame())
-            body = self.items(item.body)
-            self.frames.pop()
+            self.blocks[loop.instance] = size
+            self.steps = []
+            self.visit_body(loop)
             loops.append(
-                Loop(item.instance, item.space, start, stop, size, tuple(body))
+                Loop(loop.instance, loop.space, start, stop, size, tuple(self.steps))
             )
-        del self.blocks[item.instance]
-        return loops
+        self.steps = outer
+        del self.blocks[loop.instance]
+        outer.extend(loops)
 
-    def lookup(self, name: str) -> _Stored:
+    def unreadable(
+        self, item: Item, name: str, buffer: BufferState[int] | None
+    ) -> None:
+        if buffer is None:
+            raise LoweringError(f"@{name} is read where the schedule has not made it")
+        raise LoweringError(f"@{name} is read before the loop pass writing it closed")
+
+    def lookup(self, item: Item, name: str) -> _Stored:
+        """What ``item`` reads of ``name``: an input, a piece or a buffer."""
         if name in self.inputs:
             return _Stored(self.inputs[name], {})
-        for frame in reversed(self.frames):
-            if name in frame.pieces:
-                return frame.pieces[name]
-            if name in frame.buffers:
-                return frame.buffers[name]
-        raise LoweringError(f"@{name} is read where the schedule has not made it")
+        found = self.read(item, name)
+        assert found is not None  # ``unreadable`` raised otherwise
+        return _Stored(found.data, found.slices)
 
     def window(
         self,
@@ -510,18 +506,18 @@ class _Planner:
                 sizes.append(self.block(instance))
         return Window(stored.tensor, tuple(offsets), tuple(sizes))
 
-    def build(self, build: Build, steps: list[Step]) -> int:
+    def build(self, build: Build) -> None:
         value = self.forest.values[build.value]
         slices = {b.mode: b.instance for b in build.slices}
         bound = slices | {b.mode: b.instance for b in build.sums}
-        kind: TensorKind = "piece" if len(self.frames) > 1 else "value"
+        kind: TensorKind = "piece" if self.in_loop else "value"
         target = self.tensor(value, kind, slices)
         operands: list[Window] = []
         operand_dims: list[tuple[int, ...]] = []
         position = {mode: k for k, mode in enumerate(value.node_modes)}
         for factor, mapping in zip(value.factors, value.factor_maps, strict=True):
             factor_value = self.forest.values[factor.value]
-            stored = self.lookup(factor.value)
+            stored = self.lookup(build, factor.value)
             wanted = {
                 m: bound[mapping[m]] for m in factor_value.modes if mapping[m] in bound
             }
@@ -538,6 +534,7 @@ class _Planner:
             self.sliced_block(m, bound[m]) if m in bound else self.extent(m)
             for m in value.node_modes
         )
+        steps = self.steps
         steps.append(Alloc(target.number))
         steps.append(Zero(target.number))
         steps.append(
@@ -551,40 +548,63 @@ class _Planner:
                 tuple(str(m) for m in value.node_modes),
             )
         )
-        self.frames[-1].pieces[value.name] = _Stored(target.number, slices)
-        return target.number
+        self.keep_piece(build, target.number)
+        self.owned.setdefault(build.value, []).append(target.number)
 
-    def write(self, write: Write) -> WriteBack:
-        piece = self.frames[-1].pieces.pop(write.value)
-        buffer = next(
-            f.buffers[write.value]
-            for f in reversed(self.frames[:-1])
-            if write.value in f.buffers
-        )
+    def buffer(self, buffer: Buffer) -> None:
+        value = self.forest.values[buffer.value]
+        slices = {b.mode: b.instance for b in buffer.slices}
+        tensor = self.tensor(value, "buffer", slices)
+        self.keep_buffer(buffer, tensor.number)
+        self.steps.append(Alloc(tensor.number))
+        if buffer.zero:
+            self.steps.append(Zero(tensor.number))
+        self.owned.setdefault(buffer.value, []).append(tensor.number)
+
+    def write(
+        self, write: Write, piece: Piece[int] | None, buffer: BufferState[int] | None
+    ) -> None:
+        if piece is None or buffer is None:
+            raise LoweringError(
+                f"write of @{write.value}: no piece built in this block, or no "
+                "buffer outside the enclosing loop"
+            )
         value = self.forest.values[write.value]
-        shape = self.tensors[buffer.tensor].shape
+        shape = self.tensors[buffer.data].shape
+        piece_slices = piece.slices
+        buffer_slices = buffer.slices
         offsets: list[int | None] = []
         sizes: list[int] = []
         for mode, size in zip(value.modes, shape, strict=True):
-            instance = piece.slices.get(mode)
-            if instance is None or mode in buffer.slices:
+            instance = piece_slices.get(mode)
+            if instance is None or mode in buffer_slices:
                 offsets.append(None)
                 sizes.append(size)
             else:
                 offsets.append(instance)
                 sizes.append(self.block(instance))
-        return WriteBack(
-            write.value,
-            piece.tensor,
-            Window(buffer.tensor, tuple(offsets), tuple(sizes)),
-            write.accumulate,
+        self.fill(piece, buffer)
+        self.steps.append(
+            WriteBack(
+                write.value,
+                piece.data,
+                Window(buffer.data, tuple(offsets), tuple(sizes)),
+                write.accumulate,
+            )
         )
 
-    def output(self, output: Output) -> Emit:
-        tree = next(t for t in self.forest.trees if t.name == output.tree)
+    def output(self, output: Output) -> None:
+        if output.into is None:
+            self.steps.append(self.emit(output))
+        elif not output.direct:  # direct: added piece by piece already
+            self.steps.append(self.residual_output(output))
+
+    def emit(self, output: Output) -> Emit:
+        """A tree's result written into its output argument."""
+        tree = self.forest.trees[self.tree_number[output.tree]]
         source = None
         if output.value is not None:
-            stored = self.lookup(output.value)
+            stored = self.lookup(output, output.value)
             if stored.slices:
                 raise LoweringError(
                     f"output of @{tree.name} reads a slice of @{output.value}"
@@ -598,14 +618,15 @@ class _Planner:
         shape = self.tensors[tensor].shape
         return Window(tensor, (None,) * len(shape), shape)
 
-    def residual(self, item: Residual) -> list[Step]:
+    def residual(self, residual: Residual) -> None:
         """Group 0 is the result argument, zeroed; another group is a
         buffer of its own, allocated and zeroed."""
-        if item.group == 0:
-            return [Zero(self.residuals[0])]
-        tensor = self.residual_tensor(item.group).number
-        self.residuals[item.group] = tensor
-        return [Alloc(tensor), Zero(tensor)]
+        if residual.group == 0:
+            self.steps.append(Zero(self.residuals[0]))
+            return
+        tensor = self.residual_tensor(residual.group).number
+        self.residuals[residual.group] = tensor
+        self.steps += [Alloc(tensor), Zero(tensor)]
 
     def root_dims(self, tree: str) -> tuple[int, ...]:
         """Per dimension of tree ``tree``'s root value, the residual's
@@ -619,12 +640,18 @@ class _Planner:
             dims[root_dim] = residual_dim
         return tuple(dims)
 
-    def residual_write(self, write: Write) -> AddScaled:
+    def residual_write(self, write: Write, piece: Piece[int] | None) -> None:
         """A root's piece, times the tree's coefficient, added into the
         residual's block at the piece's slices (the root never gets a buffer
         of its own)."""
         assert write.into is not None and write.tree is not None
-        piece = self.frames[-1].pieces.pop(write.value)
+        if piece is None:
+            raise LoweringError(
+                f"write of @{write.value} into the residual: no piece built in "
+                "this block"
+            )
+        self.take(piece)
+        piece_slices = piece.slices
         modes = self.forest.values[write.value].modes
         dims = self.root_dims(write.tree)
         target = self.residuals[write.into]
@@ -632,18 +659,20 @@ class _Planner:
         offsets: list[int | None] = [None] * len(shape)
         sizes = list(shape)
         for mode, dim in zip(modes, dims, strict=True):
-            instance = piece.slices.get(mode)
+            instance = piece_slices.get(mode)
             if instance is not None:
                 offsets[dim] = instance
                 sizes[dim] = self.block(instance)
         tree = self.forest.trees[self.tree_number[write.tree]]
-        return AddScaled(
-            f"@{write.tree} into {residual_name(write.into)}",
-            piece.tensor,
-            dims,
-            Window(target, tuple(offsets), tuple(sizes)),
-            tree.coeff,
-            True,
+        self.steps.append(
+            AddScaled(
+                f"@{write.tree} into {residual_name(write.into)}",
+                piece.data,
+                dims,
+                Window(target, tuple(offsets), tuple(sizes)),
+                tree.coeff,
+                True,
+            )
         )
 
     def residual_output(self, output: Output) -> AddScaled:
@@ -654,7 +683,7 @@ class _Planner:
         source: int | None = None
         dims: tuple[int, ...] = ()
         if output.value is not None:
-            stored = self.lookup(output.value)
+            stored = self.lookup(output, output.value)
             if stored.slices:
                 raise LoweringError(
                     f"output of @{tree.name} reads a slice of @{output.value}"
@@ -670,16 +699,16 @@ class _Planner:
             True,
         )
 
-    def apply(self, item: Apply) -> list[Step]:
+    def apply(self, apply: Apply) -> None:
         """The operator step: per operator (the one next to the tensors
         first) the residual is copied into an operand tensor and rebuilt as
         the sum of its weighted relabellings, one ``AddScaled`` each; the
         operand is the one extra residual-sized buffer the schedule counts.
         A group other than 0 is then added into group 0 and freed."""
-        residual = self.residuals[item.group]
-        name = residual_name(item.group)
-        steps: list[Step] = []
-        if item.operators:
+        residual = self.residuals[apply.group]
+        name = residual_name(apply.group)
+        steps = self.steps
+        if apply.operators:
             operand = self.add_tensor(
                 name,
                 "operand",
@@ -688,7 +717,7 @@ class _Planner:
             ).number
             steps.append(Alloc(operand))
             identity = tuple(range(len(self.residual_modes)))
-            for operator in reversed(item.operators):
+            for operator in reversed(apply.operators):
                 steps.append(
                     AddScaled(
                         f"{name} operand of {operator}",
@@ -718,7 +747,7 @@ class _Planner:
                         )
                     )
             steps.append(Free(operand))
-        if item.group != 0:
+        if apply.group != 0:
             steps.append(
                 AddScaled(
                     f"{name} into {residual_name(0)}",
@@ -730,8 +759,8 @@ class _Planner:
                 )
             )
             steps.append(Free(residual))
-            del self.residuals[item.group]
-        return steps
+            del self.residuals[apply.group]
+        self.close_group(apply.group)
 
 
 def build_plan(

@@ -2,8 +2,8 @@
 
 The ``sched.schedule`` verifier (run by xdsl-opt after parsing and after
 every pass) checks structure only; this pass runs the deep check of
-``axisflow.dialects.sched.check_schedule_op``: the scheduling rules of
-``axisflow.pipeline.schedule.check_schedule`` and every declared ``bytes``
+``axisflow.dialects.sched_model.check_schedule_op``: the scheduling rules of
+``axisflow.scheduling.check.check_schedule`` and every declared ``bytes``
 against the forest's sizes. Use it on schedules written or edited by hand
 (``xdsl-opt -p check-schedules file.mlir``); a broken rule is reported at the
 op that breaks it. The IR is not changed.
@@ -17,7 +17,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from axisflow.dialects.sched import ScheduleOp, check_schedule_op
+from axisflow.dialects.sched import ScheduleOp
+from axisflow.dialects.sched_model import check_schedule_op
 
 
 @dataclass(frozen=True)

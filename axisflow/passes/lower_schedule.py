@@ -553,11 +553,8 @@ def plan_of(forest: ForestOp) -> Plan:
     """The lowering plan of a scheduled ``batch.forest`` (the pass's only view
     of the IR). Raises ``LoweringError``."""
     from axisflow.dialects.batch_model import forest_model
-    from axisflow.dialects.sched import (
-        ScheduleOp,
-        check_schedule_op,
-        schedule_from_op,
-    )
+    from axisflow.dialects.sched import ScheduleOp
+    from axisflow.dialects.sched_model import check_schedule_op, schedule_from_op
     from axisflow.forest.model import ModelError
 
     schedule_op = next(

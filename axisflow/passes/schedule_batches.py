@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from axisflow.pipeline.scheduler import DEFAULT_MAX_ROUNDS
+from axisflow.scheduling.scheduler import DEFAULT_MAX_ROUNDS
 
 REPORT_FORMATS = ("none", "table", "json")
 
@@ -69,7 +69,7 @@ class ScheduleBatchesPass(ModulePass):
                 f"schedule-batches: report must be one of {', '.join(REPORT_FORMATS)}, "
                 f"got {self.report!r}"
             )
-        from axisflow.pipeline.options import OptionError, parse_blocks
+        from axisflow.scheduling.options import OptionError, parse_blocks
 
         try:
             blocks = parse_blocks(self.block)

@@ -1,11 +1,9 @@
-"""The fusion pipeline: schedule by role, account memory, check the numbers.
+"""The fusion pipeline on the IR: classify, schedule, attach the schedule.
 
-Pure modules (no xDSL): ``model`` (the forest the pipeline works on),
-``scheduler`` (roles -> ordered schedule, with split and demotion),
-``schedule`` (the schedule and its validity rules), ``memory`` (sizes, live
-ranges, peaks, report) and ``evaluate`` (NumPy reference evaluator). IR
-plumbing: ``ir`` (``batch.forest`` -> model) and ``api`` (the embedding
-entry points below, which import xDSL when first used).
+``api`` holds the embedding entry points below (they import xDSL when first
+used): ``batch.forest`` ops in, ``sched.schedule`` ops and memory reports
+out. The pure work (the schedule model, the scheduler, memory accounting,
+the NumPy evaluator, the never-worse guard) is ``axisflow.scheduling``.
 
 ::
 

@@ -33,23 +33,24 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from axisflow.dialects.batch import ForestOp, ValueOp
 from axisflow.dialects.batch_model import attach_roles, forest_model, forest_module
-from axisflow.dialects.sched import ScheduleOp, schedule_to_op
+from axisflow.dialects.sched import ScheduleOp
+from axisflow.dialects.sched_model import schedule_to_op
 from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
 from axisflow.forest.sharing import rebuild_per_tree
 from axisflow.numerals import check_count
 from axisflow.order import Order
-from axisflow.pipeline.assemble import forest_layout
-from axisflow.pipeline.guard import DroppedLoop, schedule_never_worse
-from axisflow.pipeline.memory import MemoryReport, Sizing, forest_flops, memory_report
-from axisflow.pipeline.options import SHARE_CHOICES, ShareChoice
-from axisflow.pipeline.schedule import Schedule
-from axisflow.pipeline.scheduler import (
+from axisflow.residual import ResidualError, ResidualLayout, residual_layout
+from axisflow.scheduling.assemble import forest_layout
+from axisflow.scheduling.guard import DroppedLoop, schedule_never_worse
+from axisflow.scheduling.memory import MemoryReport, Sizing, forest_flops, memory_report
+from axisflow.scheduling.options import SHARE_CHOICES, ShareChoice
+from axisflow.scheduling.schedule import Schedule
+from axisflow.scheduling.scheduler import (
     DEFAULT_MAX_ROUNDS,
     Decisions,
     SchedulingError,
 )
-from axisflow.residual import ResidualError, ResidualLayout, residual_layout
 
 if TYPE_CHECKING:
     from axisflow.sequant import Expression, Share
@@ -73,7 +74,7 @@ class ForestSchedule:
     """Demotions and hoists, with reasons."""
     report: MemoryReport
     dropped: list[DroppedLoop] = field(default_factory=list[DroppedLoop])
-    """Loops left out because they raised the peak (``pipeline.guard``)."""
+    """Loops left out because they raised the peak (``scheduling.guard``)."""
     residual: ResidualLayout | None = None
     """The residual the schedule accumulates into, if any."""
     share: str = "forest"
@@ -132,7 +133,7 @@ def plan_forest(
     its roles, if already read. The trees accumulate into ``residual`` (by
     default the one their externals form, when all trees share them; none
     with ``accumulate=False``); loops that would raise the peak above the
-    unbatched one are dropped (``pipeline.guard``; not with
+    unbatched one are dropped (``scheduling.guard``; not with
     ``never_worse=False``, the scheduler alone). Raises ``PipelineError``.
     """
     try:

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from axisflow.pipeline import schedule_expression
-from axisflow.pipeline.evaluate import (
+from axisflow.scheduling.evaluate import (
     evaluate_forest,
     relative_difference,
     run_schedule,
 )
-from axisflow.pipeline.memory import Sizing
+from axisflow.scheduling.memory import Sizing
 from axisflow.sequant import Expression, parse
 from tests.conftest import EXAMPLES
 from tests.einsum_oracle import forest_inputs, term_by_einsum

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from axisflow.forest.roles import classify
 from axisflow.pipeline import ForestSchedule, schedule_expression
-from axisflow.pipeline.evaluate import compare
-from axisflow.pipeline.options import ShareChoice
-from axisflow.pipeline.schedule import Residual, Schedule
 from axisflow.roles.index import Index
+from axisflow.scheduling.evaluate import compare
+from axisflow.scheduling.options import ShareChoice
+from axisflow.scheduling.schedule import Residual, Schedule
 from axisflow.sequant import BatchPolicy, Expression, build_forest, parse
 from tests.forest.strategies import expressions, permuted, renamed
 

@@ -19,10 +19,10 @@ from axisflow.forest.sharing import (
     rebuild_per_tree,
     shared_values,
 )
-from axisflow.pipeline.evaluate import compare, evaluate_forest, random_inputs
-from axisflow.pipeline.memory import Sizing, forest_flops
-from axisflow.pipeline.schedule import check_schedule
-from axisflow.pipeline.scheduler import schedule_forest
+from axisflow.scheduling.check import check_schedule
+from axisflow.scheduling.evaluate import compare, evaluate_forest, random_inputs
+from axisflow.scheduling.memory import Sizing, forest_flops
+from axisflow.scheduling.scheduler import schedule_forest
 from axisflow.sequant import BatchPolicy, build_forest, parse
 from tests.pipeline.test_random_forests import forests
 

@@ -17,20 +17,21 @@ from xdsl.dialects.builtin import ModuleOp
 
 from axisflow.dialects.batch import ForestOp
 from axisflow.dialects.batch_model import forest_model
-from axisflow.dialects.sched import ScheduleOp, schedule_from_op
+from axisflow.dialects.sched import ScheduleOp
+from axisflow.dialects.sched_model import schedule_from_op
 from axisflow.lowering.harness import Array, fill_input
 from axisflow.lowering.plan import Plan
 from axisflow.order import Order
 from axisflow.passes.lower_schedule import lower_module
 from axisflow.pipeline.api import schedule_module
-from axisflow.pipeline.assemble import assemble_residual, schedule_layout
-from axisflow.pipeline.evaluate import (
+from axisflow.scheduling.assemble import assemble_residual, schedule_layout
+from axisflow.scheduling.evaluate import (
     evaluate_forest,
     relative_difference,
     run_residual,
 )
-from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.schedule import Output
+from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.schedule import Output
 from tests.conftest import EXAMPLES, example, parse
 
 TOLERANCE = 1e-10

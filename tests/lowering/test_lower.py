@@ -116,8 +116,9 @@ def test_operator_step_is_one_generic_per_weighted_relabelling() -> None:
     # the memory the schedule counts: each residual buffer is its
     # sched.residual's bytes, each operand its sched.apply's
     from axisflow.dialects.batch import ForestOp
-    from axisflow.dialects.sched import ScheduleOp, schedule_from_op
-    from axisflow.pipeline.schedule import Apply, Residual
+    from axisflow.dialects.sched import ScheduleOp
+    from axisflow.dialects.sched_model import schedule_from_op
+    from axisflow.scheduling.schedule import Apply, Residual
 
     scheduled = scheduled_text(GROUPS, "i", "a=2,i=3", "groups")
     forest = next(op for op in scheduled.walk() if isinstance(op, ForestOp))
@@ -222,8 +223,8 @@ def test_a_loop_binding_composites_of_two_extents_is_refused() -> None:
     """One loop over ``a`` binds a_1<i_1> (kind a<1>, extent 2) in one term
     and a_1<i_1,i_2> (kind a<2>, extent 3) in the other: two ranges, which
     one loop cannot run over; the lowering refuses, as the evaluator does."""
-    from axisflow.pipeline.evaluate import ScheduleRunError, run_schedule
-    from axisflow.pipeline.memory import Sizing
+    from axisflow.scheduling.evaluate import ScheduleRunError, run_schedule
+    from axisflow.scheduling.memory import Sizing
 
     module = scheduled_text(MIXED_KINDS, "a", "i=2,a=4,a<1>=2,a<2>=3", "mixed")
     expected = (
@@ -232,7 +233,8 @@ def test_a_loop_binding_composites_of_two_extents_is_refused() -> None:
     )
     from axisflow.dialects.batch import ForestOp
     from axisflow.dialects.batch_model import forest_model
-    from axisflow.dialects.sched import ScheduleOp, schedule_from_op
+    from axisflow.dialects.sched import ScheduleOp
+    from axisflow.dialects.sched_model import schedule_from_op
 
     forest = next(op for op in module.walk() if isinstance(op, ForestOp))
     model = forest_model(forest)

@@ -13,11 +13,11 @@ from axisflow.interpret import run_main
 from axisflow.lowering.harness import decode_printed, fill_input
 from axisflow.lowering.plan import build_plan
 from axisflow.passes.lower_schedule import lowered_module
-from axisflow.pipeline.assemble import assemble_residual, forest_layout
-from axisflow.pipeline.evaluate import evaluate_forest, relative_difference
-from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.schedule import LoopPass
-from axisflow.pipeline.scheduler import schedule_forest
+from axisflow.scheduling.assemble import assemble_residual, forest_layout
+from axisflow.scheduling.evaluate import evaluate_forest, relative_difference
+from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.schedule import LoopPass
+from axisflow.scheduling.scheduler import schedule_forest
 from tests.pipeline.test_random_forests import forests
 
 

@@ -17,7 +17,7 @@ from axisflow.dialects.sched import ScheduleOp
 from axisflow.passes.classify_axes import ClassifyAxesPass
 from axisflow.passes.schedule_batches import ScheduleBatchesPass
 from axisflow.pipeline import PipelineError, schedule_module
-from axisflow.pipeline.evaluate import compare
+from axisflow.scheduling.evaluate import compare
 from axisflow.universe import AXISFLOW_UNIVERSE
 from tests.conftest import EXAMPLES, context, example, parse
 

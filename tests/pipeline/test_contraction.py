@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from axisflow.pipeline.contraction import (
+from axisflow.scheduling.contraction import (
     Contraction,
     EvaluationMemoryError,
     MemoryGuard,
@@ -37,7 +37,7 @@ def test_memory_guard_refuses_before_allocating() -> None:
 
 def test_compare_refuses_a_huge_dense_evaluation_before_allocating() -> None:
     from axisflow.pipeline import schedule_expression
-    from axisflow.pipeline.evaluate import compare
+    from axisflow.scheduling.evaluate import compare
     from tests.conftest import EXAMPLES
 
     text = (EXAMPLES / "sequant" / "csv_ccsd_doubles_residual_df.txt").read_text(

@@ -12,8 +12,9 @@ from axisflow.dialects.batch_model import forest_model
 from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest, Value
 from axisflow.passes.classify_axes import classify_forest
-from axisflow.pipeline import evaluate
-from axisflow.pipeline.evaluate import (
+from axisflow.scheduling import evaluate
+from axisflow.scheduling.check import check_schedule
+from axisflow.scheduling.evaluate import (
     TOLERANCE,
     Array,
     ScheduleRunError,
@@ -22,15 +23,14 @@ from axisflow.pipeline.evaluate import (
     random_inputs,
     run_schedule,
 )
-from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.schedule import (
+from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.schedule import (
     Buffer,
     LoopPass,
     Schedule,
     Write,
-    check_schedule,
 )
-from axisflow.pipeline.scheduler import schedule_forest
+from axisflow.scheduling.scheduler import schedule_forest
 from tests.conftest import example, only_forest
 
 EXAMPLES = [

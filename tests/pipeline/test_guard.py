@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest, Site
 from axisflow.pipeline import schedule_expression
-from axisflow.pipeline.evaluate import (
+from axisflow.scheduling.check import check_schedule
+from axisflow.scheduling.evaluate import (
     TOLERANCE,
     compare,
     random_inputs,
@@ -19,13 +20,12 @@ from axisflow.pipeline.evaluate import (
     run_residual,
     run_schedule,
 )
-from axisflow.pipeline.guard import (
+from axisflow.scheduling.guard import (
     DroppedLoop,
     GuardedSchedule,
     schedule_never_worse,
 )
-from axisflow.pipeline.memory import Sizing, memory_report
-from axisflow.pipeline.schedule import check_schedule
+from axisflow.scheduling.memory import Sizing, memory_report
 from axisflow.sequant import parse
 from tests.conftest import EXAMPLES
 from tests.einsum_oracle import forest_inputs, oracle_residual

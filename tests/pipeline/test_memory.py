@@ -11,7 +11,7 @@ from axisflow.forest.builder import ForestBuilder, use
 from axisflow.forest.model import Forest
 from axisflow.passes.classify_axes import classify_forest
 from axisflow.pipeline.api import schedule_expression
-from axisflow.pipeline.memory import (
+from axisflow.scheduling.memory import (
     DEFAULT_ELEM,
     DEFAULT_EXTENT,
     Sizing,
@@ -23,7 +23,7 @@ from axisflow.pipeline.memory import (
     peak,
     unbatched_schedule,
 )
-from axisflow.pipeline.scheduler import schedule_forest
+from axisflow.scheduling.scheduler import schedule_forest
 from tests.conftest import EXAMPLES, example, only_forest
 
 # Extents of examples/pipeline/four_tensor.mlir (8-byte elements).

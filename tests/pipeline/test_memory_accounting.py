@@ -18,7 +18,9 @@ import pytest
 from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest
 from axisflow.pipeline import schedule_module
-from axisflow.pipeline.memory import (
+from axisflow.residual import Operator, OperatorGroup, ResidualLayout
+from axisflow.roles.index import Index
+from axisflow.scheduling.memory import (
     DEFAULT_ELEM,
     DEFAULT_EXTENT,
     Lifetime,
@@ -36,7 +38,7 @@ from axisflow.pipeline.memory import (
     residual_name,
     unbatched_schedule,
 )
-from axisflow.pipeline.schedule import (
+from axisflow.scheduling.schedule import (
     Apply,
     Bind,
     Buffer,
@@ -47,8 +49,6 @@ from axisflow.pipeline.schedule import (
     Schedule,
     Write,
 )
-from axisflow.residual import Operator, OperatorGroup, ResidualLayout
-from axisflow.roles.index import Index
 from tests.conftest import example
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

@@ -13,9 +13,9 @@ import pytest
 
 from axisflow.forest.frames import canonical_renaming, expand_modes
 from axisflow.order import ORDERS, Order
-from axisflow.pipeline.evaluate import evaluate_forest, random_inputs
-from axisflow.pipeline.memory import Sizing
 from axisflow.roles.index import Index
+from axisflow.scheduling.evaluate import evaluate_forest, random_inputs
+from axisflow.scheduling.memory import Sizing
 from axisflow.sequant import build_forest, parse
 from axisflow.sequant.forest import canonical_term
 

@@ -15,10 +15,10 @@ from axisflow.forest.builder import (
     use,
 )
 from axisflow.forest.model import Forest
-from axisflow.pipeline.evaluate import compare
-from axisflow.pipeline.memory import memory_report
-from axisflow.pipeline.schedule import check_schedule
-from axisflow.pipeline.scheduler import schedule_forest
+from axisflow.scheduling.check import check_schedule
+from axisflow.scheduling.evaluate import compare
+from axisflow.scheduling.memory import memory_report
+from axisflow.scheduling.scheduler import schedule_forest
 
 POOL = ["i_1", "i_2", "a_1", "a_2", "k_1"]
 

@@ -10,7 +10,8 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from axisflow.dialects.sched import ScheduleOp, schedule_from_op
+from axisflow.dialects.sched import ScheduleOp
+from axisflow.dialects.sched_model import schedule_from_op
 from axisflow.passes.check_schedules import CheckSchedulesPass
 from axisflow.pipeline.api import schedule_module
 from tests.conftest import context, example, parse

@@ -14,8 +14,10 @@ from axisflow.dialects.batch_model import forest_model
 from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest, ModelError
 from axisflow.passes.classify_axes import classify_forest
-from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.schedule import (
+from axisflow.roles import Index
+from axisflow.scheduling.check import check_schedule
+from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.schedule import (
     Bind,
     Buffer,
     Build,
@@ -24,14 +26,12 @@ from axisflow.pipeline.schedule import (
     Output,
     Schedule,
     Write,
-    check_schedule,
 )
-from axisflow.pipeline.scheduler import (
+from axisflow.scheduling.scheduler import (
     Disposition,
     SchedulingError,
     schedule_forest,
 )
-from axisflow.roles import Index
 from tests.conftest import example, only_forest
 
 

@@ -1,15 +1,18 @@
 """What the scheduler emits around the passes: the residual buffers first,
 tree outputs added into their operator group, roots added straight into the
 residual, and the operator steps last (rule 5 of
-``axisflow/pipeline/scheduler.py``). Expected schedules are derived by hand
+``axisflow/scheduling/scheduler.py``). Expected schedules are derived by hand
 from those rules; each test compares the whole schedule."""
 
 from __future__ import annotations
 
 from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest
-from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.schedule import (
+from axisflow.residual import Operator, OperatorGroup, ResidualLayout
+from axisflow.roles.index import Index
+from axisflow.scheduling.check import check_schedule
+from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.schedule import (
     Apply,
     Bind,
     Buffer,
@@ -19,11 +22,8 @@ from axisflow.pipeline.schedule import (
     Residual,
     Schedule,
     Write,
-    check_schedule,
 )
-from axisflow.pipeline.scheduler import Disposition, schedule_forest
-from axisflow.residual import Operator, OperatorGroup, ResidualLayout
-from axisflow.roles.index import Index
+from axisflow.scheduling.scheduler import Disposition, schedule_forest
 
 J1, A1, I1 = Index.parse("j_1"), Index.parse("a_1"), Index.parse("i_1")
 

@@ -1,5 +1,5 @@
 """The scheduler's stage barriers and its fixpoint rounds (rules 2 and 3 of
-``axisflow/pipeline/scheduler.py``): loops of one fusion slot split where a
+``axisflow/scheduling/scheduler.py``): loops of one fusion slot split where a
 value crosses to another loop and back, a sliced value that joins its
 readers' pass only when they are all in its own loop, and rounds whose new
 decision is a lone hoist, or comes before checks that decide nothing.
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest
-from axisflow.pipeline.schedule import Item, LoopPass, check_schedule
-from axisflow.pipeline.scheduler import Disposition, schedule_forest
 from axisflow.roles.decision import LoopRole
+from axisflow.scheduling.check import check_schedule
+from axisflow.scheduling.schedule import Item, LoopPass
+from axisflow.scheduling.scheduler import Disposition, schedule_forest
 
 Outline = list[object]
 

@@ -1,6 +1,6 @@
 """The schedule's structure, passes and placement (issue 18): cases the
 numerical agreement of the evaluator cannot see. Expected schedules are
-derived by hand from the rules in ``axisflow/pipeline/scheduler.py``."""
+derived by hand from the rules in ``axisflow/scheduling/scheduler.py``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import pytest
 
 from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest
-from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.schedule import (
+from axisflow.roles import Index
+from axisflow.scheduling.check import check_schedule
+from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.schedule import (
     Bind,
     Buffer,
     Build,
@@ -18,14 +20,12 @@ from axisflow.pipeline.schedule import (
     Output,
     Schedule,
     Write,
-    check_schedule,
 )
-from axisflow.pipeline.scheduler import (
+from axisflow.scheduling.scheduler import (
     Disposition,
     SchedulingError,
     schedule_forest,
 )
-from axisflow.roles import Index
 from tests.pipeline.test_scheduler import rebuild_forest
 
 

@@ -16,7 +16,7 @@ import pytest
 from xdsl.printer import Printer
 
 from axisflow.pipeline import ForestSchedule, schedule_expression
-from axisflow.pipeline.evaluate import compare
+from axisflow.scheduling.evaluate import compare
 from axisflow.sequant import parse
 from tests.conftest import EXAMPLES
 from tests.pipeline import independent

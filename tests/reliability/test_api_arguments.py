@@ -13,7 +13,7 @@ import pytest
 from axisflow import Index, Occurrence, classify_axis
 from axisflow.pipeline import schedule_module
 from axisflow.pipeline.api import schedule_expression
-from axisflow.pipeline.evaluate import compare
+from axisflow.scheduling.evaluate import compare
 from axisflow.sequant import parse, to_module
 from axisflow.shapes.session import Session
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from axisflow.pipeline.memory import format_bytes
+from axisflow.scheduling.memory import format_bytes
 
 
 @pytest.mark.parametrize(

@@ -12,16 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from axisflow.pipeline import schedule_expression
-from axisflow.pipeline.assemble import assemble_residual
-from axisflow.pipeline.evaluate import (
+from axisflow.residual import residual_layout
+from axisflow.scheduling.assemble import assemble_residual
+from axisflow.scheduling.evaluate import (
     TOLERANCE,
     evaluate_forest,
     relative_difference,
     run_residual,
 )
-from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.options import ShareChoice
-from axisflow.residual import residual_layout
+from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.options import ShareChoice
 from axisflow.sequant import Expression, parse
 from tests.einsum_oracle import forest_inputs, oracle_residual, term_operators
 

@@ -9,8 +9,8 @@ import pytest
 
 from axisflow.forest.frames import expand_modes
 from axisflow.order import ORDERS, Costs, Extents, Order
-from axisflow.pipeline.memory import Sizing
 from axisflow.roles.index import Index
+from axisflow.scheduling.memory import Sizing
 from axisflow.sequant import BatchPolicy, Expression, build_forest, deparse, parse
 from axisflow.sequant.ordering import (
     batched_size,

@@ -9,8 +9,10 @@ Two independent evaluations with NumPy (``numpy.einsum``):
   blocks of its space; a build reads only the blocks its binds name
   (inputs and full buffers are sliced, pieces must already be that block),
   partial sums are added into buffers, slices are scattered into buffers,
-  and a buffer is only readable once the pass writing it has closed. Any
-  read the schedule does not make available raises ``ScheduleRunError``.
+  and a buffer is only readable once the pass writing it has closed (the
+  schedule walker's rules, ``axisflow.scheduling.walker``: the runner is
+  its client that visits each loop body once per block). Any read the
+  schedule does not make available raises ``ScheduleRunError``.
 
 ``compare`` runs both on the same random inputs and reports, per tree, the
 relative difference of the results (``coeff * root``); the schedule is
@@ -20,21 +22,23 @@ correct when every tree agrees within ``TOLERANCE``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from axisflow.forest.model import Forest, Value
-from axisflow.pipeline.assemble import assemble_residual, root_axes, schedule_layout
-from axisflow.pipeline.contraction import (
+from axisflow.residual import apply_operators
+from axisflow.roles.index import Index
+from axisflow.scheduling.assemble import assemble_residual, root_axes, schedule_layout
+from axisflow.scheduling.contraction import (
     DEFAULT_MEMORY_LIMIT,
     Contraction,
     EvaluationMemoryError,
     MemoryGuard,
 )
-from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.schedule import (
+from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.schedule import (
     Apply,
     Bind,
     Buffer,
@@ -48,8 +52,7 @@ from axisflow.pipeline.schedule import (
     Write,
     loop_extents,
 )
-from axisflow.residual import apply_operators
-from axisflow.roles.index import Index
+from axisflow.scheduling.walker import BufferState, Piece, ScheduleWalker, reader
 
 Array = NDArray[np.float64]
 
@@ -90,7 +93,7 @@ def random_inputs(forest: Forest, sizing: Sizing, seed: int = 0) -> dict[str, Ar
 
 
 class _Contractions:
-    """Each value's compiled einsum (``pipeline.contraction``), made once."""
+    """Each value's compiled einsum (``scheduling.contraction``), made once."""
 
     def __init__(self) -> None:
         self.compiled: dict[str, Contraction] = {}
@@ -172,40 +175,25 @@ class _Stored:
     ranges: dict[Index, Range]
 
 
-@dataclass
-class _Buffer:
-    stored: _Stored
-    slices: dict[Index, int]
-    depth: int
-    writer: LoopPass | None = None
-    complete: bool = False
+class _Runner(ScheduleWalker[_Stored, _Stored]):
+    """The walker's client that runs every loop body once per block."""
 
-
-@dataclass
-class _Frame:
-    pieces: dict[str, _Stored] = field(default_factory=dict[str, _Stored])
-    buffers: dict[str, _Buffer] = field(default_factory=dict[str, _Buffer])
-
-
-class _Runner:
     def __init__(
         self, forest: Forest, sizing: Sizing, inputs: Mapping[str, Array]
     ) -> None:
+        super().__init__()
         self.forest = forest
         self.sizing = sizing
-        self.inputs = inputs
-        self.frames: list[_Frame] = [_Frame()]
-        self.open: list[LoopPass] = []
+        self.inputs = {name: _Stored(array, {}) for name, array in inputs.items()}
         self.current: dict[int, Range] = {}
+        """The current block of each open loop instance."""
         self.results: dict[str, Array] = {}
-        # Buffers by the loop that last wrote them (by identity): a loop
-        # completes its own when it ends, without scanning every buffer made
-        # so far (that scan grew with the iterations: quadratic).
-        self.written_by: dict[int, list[_Buffer]] = {}
         self.mode_extents: dict[Index, int] = {}
         self.residuals: dict[int, Array] = {}
         self.residual_modes: tuple[Index, ...] = ()
-        self.tree_number = {tree.name: k for k, tree in enumerate(forest.trees)}
+        self.tree_number: dict[str, int] = {}
+        for number, tree in enumerate(forest.trees):
+            self.tree_number.setdefault(tree.name, number)
         self.contract = _Contractions()
         self.loop_extents: dict[int, int] = {}
 
@@ -218,7 +206,7 @@ class _Runner:
             )
         except LoopExtentError as error:
             raise ScheduleRunError(str(error)) from None
-        self.run(schedule.items)
+        self.walk(schedule.items)
 
     def extent(self, mode: Index) -> int:
         extent = self.mode_extents.get(mode)
@@ -226,41 +214,12 @@ class _Runner:
             extent = self.mode_extents[mode] = self.sizing.mode_extent(mode)
         return extent
 
-    def run(self, items: Sequence[Item]) -> None:
-        for item in items:
-            if isinstance(item, LoopPass):
-                self.loop(item)
-            elif isinstance(item, Build):
-                self.build(item)
-            elif isinstance(item, Buffer):
-                self.buffer(item)
-            elif isinstance(item, Write):
-                if item.into is None:
-                    self.write(item)
-                else:
-                    self.residual_write(item)
-            elif isinstance(item, Residual):
-                self.residual_modes = item.modes
-                shape = tuple(self.extent(m) for m in item.modes)
-                self.residuals[item.group] = np.zeros(shape)
-            elif isinstance(item, Apply):
-                self.apply(item)
-            else:
-                self.output(item)
-
     def loop(self, loop: LoopPass) -> None:
         extent = self.loop_extents[loop.instance]
-        self.open.append(loop)
         for start in range(0, extent, loop.block):
             self.current[loop.instance] = (start, min(start + loop.block, extent))
-            self.frames.append(_Frame())
-            self.run(loop.body)
-            self.frames.pop()
+            self.visit_body(loop)
         del self.current[loop.instance]
-        self.open.pop()
-        for buffer in self.written_by.pop(id(loop), ()):
-            if buffer.writer is loop:
-                buffer.complete = True
 
     def block_of(self, bind: Bind) -> Range:
         block = self.current.get(bind.instance)
@@ -268,28 +227,35 @@ class _Runner:
             raise ScheduleRunError(f"loop instance {bind.instance} is not open")
         return block
 
-    def lookup(self, name: str, reader: str) -> _Stored:
-        if name in self.inputs:
-            return _Stored(self.inputs[name], {})
-        for frame in reversed(self.frames):
-            if name in frame.pieces:
-                return frame.pieces[name]
-            buffer = frame.buffers.get(name)
-            if buffer is not None:
-                if not buffer.complete:
-                    raise ScheduleRunError(
-                        f"{reader} reads @{name} before its buffer is complete"
-                    )
-                return buffer.stored
-        raise ScheduleRunError(f"{reader} reads @{name}, which is not available")
+    def unreadable(
+        self, item: Item, name: str, buffer: BufferState[_Stored] | None
+    ) -> None:
+        if buffer is None:
+            raise ScheduleRunError(
+                f"{reader(item)} reads @{name}, which is not available"
+            )
+        raise ScheduleRunError(
+            f"{reader(item)} reads @{name} before its buffer is complete"
+        )
 
-    def read(
+    def lookup(self, item: Item, name: str) -> _Stored:
+        """What ``item`` reads of ``name``: an input, or the piece or
+        complete buffer the schedule made available."""
+        stored = self.inputs.get(name)
+        if stored is not None:
+            return stored
+        found = self.read(item, name)
+        assert found is not None  # ``unreadable`` raised otherwise
+        return found.data
+
+    def cut(
         self,
         stored: _Stored,
         modes: Sequence[Index],
         wanted: Mapping[Index, Range],
         what: str,
     ) -> Array:
+        """The part of ``stored`` where each mode in ``wanted`` is that range."""
         index: list[slice] = []
         for mode in modes:
             have = stored.ranges.get(mode, (0, self.extent(mode)))
@@ -306,16 +272,20 @@ class _Runner:
         bound = {b.mode: self.block_of(b) for b in (*build.slices, *build.sums)}
         operands: list[Array] = []
         for factor, mapping in zip(value.factors, value.factor_maps, strict=True):
-            what = f"build of @{value.name}"
-            stored = self.lookup(factor.value, what)
+            stored = self.lookup(build, factor.value)
             factor_modes = self.forest.values[factor.value].modes
             wanted = {m: bound[mapping[m]] for m in factor_modes if mapping[m] in bound}
             operands.append(
-                self.read(stored, factor_modes, wanted, f"{what}, @{factor.value}")
+                self.cut(
+                    stored,
+                    factor_modes,
+                    wanted,
+                    f"build of @{value.name}, @{factor.value}",
+                )
             )
         array = self.contract(value, operands)
         ranges = {b.mode: self.block_of(b) for b in build.slices}
-        self.frames[-1].pieces[build.value] = _Stored(array, ranges)
+        self.keep_piece(build, _Stored(array, ranges))
 
     def buffer(self, buffer: Buffer) -> None:
         value = self.forest.values[buffer.value]
@@ -324,84 +294,80 @@ class _Runner:
             (ranges[m][1] - ranges[m][0]) if m in ranges else self.extent(m)
             for m in value.modes
         )
-        state = _Buffer(
-            _Stored(np.zeros(shape), ranges),
-            {b.mode: b.instance for b in buffer.slices},
-            len(self.frames) - 1,
-        )
-        self.frames[-1].buffers[buffer.value] = state
+        self.keep_buffer(buffer, _Stored(np.zeros(shape), ranges))
 
-    def write(self, write: Write) -> None:
-        piece = self.frames[-1].pieces.pop(write.value, None)
+    def write(
+        self,
+        write: Write,
+        piece: Piece[_Stored] | None,
+        buffer: BufferState[_Stored] | None,
+    ) -> None:
         if piece is None:
             raise ScheduleRunError(f"write of @{write.value}: nothing built to write")
-        target = next(
-            (
-                (depth, f.buffers[write.value])
-                for depth, f in reversed(list(enumerate(self.frames[:-1])))
-                if write.value in f.buffers
-            ),
-            None,
-        )
-        if target is None:
+        if buffer is None:
             raise ScheduleRunError(f"write of @{write.value}: no buffer")
-        depth, buffer = target
         value = self.forest.values[write.value]
+        have_ranges = buffer.data.ranges
+        piece_ranges = piece.data.ranges
         index: list[slice] = []
         for mode in value.modes:
-            have = buffer.stored.ranges.get(mode, (0, self.extent(mode)))
-            piece_range = piece.ranges.get(mode, (0, self.extent(mode)))
+            have = have_ranges.get(mode, (0, self.extent(mode)))
+            piece_range = piece_ranges.get(mode, (0, self.extent(mode)))
             index.append(slice(piece_range[0] - have[0], piece_range[1] - have[0]))
         if write.accumulate:
-            buffer.stored.array[tuple(index)] += piece.array
+            buffer.data.array[tuple(index)] += piece.data.array
         else:
-            buffer.stored.array[tuple(index)] = piece.array
-        writer = self.open[depth]
-        if buffer.writer is not writer:
-            buffer.writer = writer
-            self.written_by.setdefault(id(writer), []).append(buffer)
+            buffer.data.array[tuple(index)] = piece.data.array
+        self.fill(piece, buffer)
 
-    def residual_write(self, write: Write) -> None:
+    def residual_write(self, write: Write, piece: Piece[_Stored] | None) -> None:
         assert write.into is not None and write.tree is not None
-        piece = self.frames[-1].pieces.pop(write.value, None)
         if piece is None:
             raise ScheduleRunError(f"write of @{write.value}: nothing built to write")
+        self.take(piece)
         number = self.tree_number[write.tree]
         axes = root_axes(self.forest, number, self.residual_modes)
         modes = self.forest.values[write.value].modes
+        ranges = piece.data.ranges
         index = tuple(
-            slice(*piece.ranges.get(modes[a], (0, self.extent(modes[a])))) for a in axes
+            slice(*ranges.get(modes[a], (0, self.extent(modes[a])))) for a in axes
         )
         coeff = float(self.forest.trees[number].coeff)
-        self.residuals[write.into][index] += coeff * np.transpose(piece.array, axes)
-
-    def apply(self, step: Apply) -> None:
-        applied = apply_operators(
-            self.residuals[step.group], self.residual_modes, step.operators
+        self.residuals[write.into][index] += coeff * np.transpose(
+            piece.data.array, axes
         )
-        if step.group == 0:
+
+    def residual(self, residual: Residual) -> None:
+        self.residual_modes = residual.modes
+        shape = tuple(self.extent(m) for m in residual.modes)
+        self.residuals[residual.group] = np.zeros(shape)
+
+    def apply(self, apply: Apply) -> None:
+        applied = apply_operators(
+            self.residuals[apply.group], self.residual_modes, apply.operators
+        )
+        if apply.group == 0:
             self.residuals[0] = applied
         else:
             self.residuals[0] += applied
-            del self.residuals[step.group]
+            del self.residuals[apply.group]
+        self.close_group(apply.group)
 
     def output(self, output: Output) -> None:
-        tree = next(t for t in self.forest.trees if t.name == output.tree)
-        coeff = float(tree.coeff)
+        number = self.tree_number[output.tree]
+        coeff = float(self.forest.trees[number].coeff)
         if output.direct:
             return  # already added into the residual piece by piece
         if output.value is None:
             result = np.asarray(coeff, dtype=np.float64)
         else:
-            stored = self.lookup(output.value, f"output of @{output.tree}")
+            stored = self.lookup(output, output.value)
             modes = self.forest.values[output.value].modes
-            full = self.read(stored, modes, {}, f"output of @{output.tree}")
+            full = self.cut(stored, modes, {}, f"output of @{output.tree}")
             result = coeff * full
         self.results[output.tree] = result
         if output.into is not None:
-            axes = root_axes(
-                self.forest, self.tree_number[tree.name], self.residual_modes
-            )
+            axes = root_axes(self.forest, number, self.residual_modes)
             self.residuals[output.into] += np.transpose(result, axes)
 
 

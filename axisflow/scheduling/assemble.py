@@ -20,7 +20,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from axisflow.forest.model import Forest
-from axisflow.pipeline.schedule import Apply, Output, Residual, Schedule
 from axisflow.residual import (
     Operator,
     OperatorError,
@@ -31,6 +30,7 @@ from axisflow.residual import (
     residual_layout,
 )
 from axisflow.roles.index import Index
+from axisflow.scheduling.schedule import Apply, Output, Residual, Schedule
 
 Array = NDArray[np.float64]
 

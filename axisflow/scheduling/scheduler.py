@@ -66,8 +66,12 @@ from axisflow.forest.model import (
     readers_of,
     topological_order,
 )
-from axisflow.pipeline.memory import Sizing
-from axisflow.pipeline.schedule import (
+from axisflow.residual import ResidualLayout
+from axisflow.roles.decision import LoopRole
+from axisflow.roles.index import Index
+from axisflow.scheduling.check import check_schedule
+from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.schedule import (
     Apply,
     Bind,
     Buffer,
@@ -78,11 +82,7 @@ from axisflow.pipeline.schedule import (
     Residual,
     Schedule,
     Write,
-    check_schedule,
 )
-from axisflow.residual import ResidualLayout
-from axisflow.roles.decision import LoopRole
-from axisflow.roles.index import Index
 
 DEFAULT_MAX_ROUNDS = 16
 """Bound on scheduling rounds (each round after the first follows a demotion)."""

@@ -49,20 +49,20 @@ from typing import Literal
 
 from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
-from axisflow.pipeline.memory import (
+from axisflow.residual import ResidualLayout
+from axisflow.scheduling.memory import (
     Peak,
     Sizing,
     lifetimes,
     peak,
     unbatched_schedule,
 )
-from axisflow.pipeline.scheduler import (
+from axisflow.scheduling.scheduler import (
     Decisions,
     ScheduleResult,
     SchedulingError,
     schedule_forest,
 )
-from axisflow.residual import ResidualLayout
 
 CANDIDATES = 4
 """(value, space) and (tree, space) candidates tried per drop, of each kind."""
@@ -122,7 +122,7 @@ class DroppedLoop:
         }
 
     def __str__(self) -> str:
-        from axisflow.pipeline.memory import format_bytes
+        from axisflow.scheduling.memory import format_bytes
 
         loops = ", ".join(self.labels)
         whose = (

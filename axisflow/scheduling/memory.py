@@ -19,7 +19,8 @@ Sizes come from the forest's index spaces:
 Live ranges follow program order, each loop body counted once (every
 iteration has the same live set): a piece or value lives from its build to
 its last read (or its write into a buffer), a buffer from its allocation to
-its last read. Inputs (leaves, opaque values) belong to the caller and are
+its last read. What a read finds is the schedule walker's rule
+(``axisflow.scheduling.walker``), as for every reader of a schedule. Inputs (leaves, opaque values) belong to the caller and are
 not part of the peak; the report lists their total. The unbatched forest is
 the same accounting on the schedule with no loops, values in tree order.
 """
@@ -29,14 +30,16 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from axisflow.forest.model import Forest, Value, topological_order
 from axisflow.numerals import check_count
 from axisflow.order.extents import DEFAULT_EXTENT as DEFAULT_EXTENT
 from axisflow.order.extents import Extents, split_kind
-from axisflow.pipeline.schedule import (
+from axisflow.residual import ResidualLayout
+from axisflow.roles.index import Index
+from axisflow.scheduling.schedule import (
     Apply,
     Bind,
     Buffer,
@@ -48,8 +51,12 @@ from axisflow.pipeline.schedule import (
     Schedule,
     Write,
 )
-from axisflow.residual import ResidualLayout
-from axisflow.roles.index import Index
+from axisflow.scheduling.walker import (
+    BrokenScheduleError,
+    BufferState,
+    Piece,
+    ScheduleWalker,
+)
 
 DEFAULT_ELEM = 8
 """Element size in bytes when no space declares one."""
@@ -188,105 +195,141 @@ def lifetimes(
     """Every storage object of a (valid) schedule with its live range (a
     residual buffer from its first write to the end, an operator step's
     extra residual at its step)."""
-    sizing = sizing or Sizing(forest)
-    blocks = schedule.blocks()
-    found: list[Lifetime] = []
-    frames: list[tuple[dict[str, Lifetime], dict[str, Lifetime]]] = [({}, {})]
-    residuals: dict[int, Lifetime] = {}
-    loop_starts: list[int] = []
-    position = 0
+    accounting = _Lifetimes(forest, sizing or Sizing(forest), schedule.blocks())
+    accounting.walk(schedule.items)
+    for life in accounting.residuals.values():  # the result stays to the end
+        if life.start >= 0:
+            life.end = max(life.end, accounting.position)
+    return accounting.found
 
-    def touch(group: int) -> None:
+
+class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
+    """The walker's client that counts program positions: each item one, a
+    loop pass one more at its end; every body is visited once. It accounts
+    any schedule, also one that breaks the rules (the tests measure such),
+    so it looks storage up with ``find``, without the rule of completion."""
+
+    def __init__(self, forest: Forest, sizing: Sizing, blocks: dict[int, int]):
+        super().__init__()
+        self.forest = forest
+        self.sizing = sizing
+        self.blocks = blocks
+        self.found: list[Lifetime] = []
+        self.residuals: dict[int, Lifetime] = {}
+        """Residual group -> its buffer, until an ``Apply`` adds it into 0."""
+        self.loop_starts: list[int] = []
+        self.position = 0
+
+    def walk(self, items: Sequence[Item]) -> None:
+        visit = self.visit
+        for item in items:
+            self.position += 1
+            visit(item)
+
+    def touch(self, group: int) -> None:
         """A residual is live from its first write (from the start of the
         outermost loop pass around it: every iteration holds it)."""
-        life = residuals.get(group)
+        life = self.residuals.get(group)
         if life is None:
             return
         if life.start < 0:
-            life.start = loop_starts[0] if loop_starts else position
-            found.append(life)
-        life.end = max(life.end, position)
+            life.start = self.loop_starts[0] if self.loop_starts else self.position
+            self.found.append(life)
+        life.end = max(life.end, self.position)
 
-    def lookup(name: str) -> Lifetime | None:
-        for pieces, buffers in reversed(frames):
-            if name in pieces:
-                return pieces[name]
-            if name in buffers:
-                return buffers[name]
-        return None
+    def read_until_now(self, name: str) -> None:
+        """A read of ``name``: its piece or buffer lives at least until here
+        (inputs, stored nowhere, are not accounted)."""
+        stored = self.find(name)
+        if stored is not None:
+            stored.data.end = self.position
 
-    def visit(items: list[Item]) -> None:
-        nonlocal position
-        for item in items:
-            position += 1
-            if isinstance(item, LoopPass):
-                frames.append(({}, {}))
-                loop_starts.append(position)
-                visit(item.body)
-                loop_starts.pop()
-                frames.pop()
-                position += 1
-            elif isinstance(item, Build):
-                value = forest.values[item.value]
-                for factor in value.factors:
-                    stored = lookup(factor.value)
-                    if stored is not None:
-                        stored.end = position
-                kind = "piece" if len(frames) > 1 else "value"
-                size = sizing.bytes(value, item.slices, blocks)
-                life = Lifetime(item.value, kind, size, position, position)
-                frames[-1][0][item.value] = life
-                found.append(life)
-            elif isinstance(item, Buffer):
-                value = forest.values[item.value]
-                size = sizing.bytes(value, item.slices, blocks)
-                life = Lifetime(item.value, "buffer", size, position, position)
-                frames[-1][1][item.value] = life
-                found.append(life)
-            elif isinstance(item, Write):
-                piece = frames[-1][0].pop(item.value)
-                piece.end = position
-                if item.into is not None:
-                    touch(item.into)
-                else:
-                    target = lookup(item.value)
-                    if target is not None:
-                        target.end = position
-            elif isinstance(item, Residual):
-                residuals[item.group] = Lifetime(
-                    residual_name(item.group), "residual", item.bytes, -1, -1
-                )
-            elif isinstance(item, Apply):
-                touch(item.group)
-                if item.group != 0:
-                    touch(0)
-                found.append(
-                    Lifetime(
-                        residual_name(item.group),
-                        "operator",
-                        item.bytes,
-                        position,
-                        position,
-                    )
-                )
-                if item.group != 0:  # added into group 0, then released
-                    life = residuals.pop(item.group, None)
-                    if life is not None:
-                        life.end = position
-            elif (
-                isinstance(item, Output) and item.value is not None and not item.direct
-            ):
-                stored = lookup(item.value)
-                if stored is not None:
-                    stored.end = position
-            if isinstance(item, Output) and item.into is not None:
-                touch(item.into)
+    def loop(self, loop: LoopPass) -> None:
+        self.loop_starts.append(self.position)
+        self.visit_body(loop)
+        self.loop_starts.pop()
+        self.position += 1
 
-    visit(schedule.items)
-    for life in residuals.values():  # the result stays to the end
-        if life.start >= 0:
-            life.end = max(life.end, position)
-    return found
+    def build(self, build: Build) -> None:
+        value = self.forest.values[build.value]
+        find, position = self.find, self.position
+        for factor in value.factors:
+            stored = find(factor.value)  # inputs are stored nowhere
+            if stored is not None:
+                stored.data.end = position
+        kind = "piece" if self.in_loop else "value"
+        size = self.sizing.bytes(value, build.slices, self.blocks)
+        life = Lifetime(build.value, kind, size, self.position, self.position)
+        self.keep_piece(build, life)
+        self.found.append(life)
+
+    def buffer(self, buffer: Buffer) -> None:
+        value = self.forest.values[buffer.value]
+        size = self.sizing.bytes(value, buffer.slices, self.blocks)
+        life = Lifetime(buffer.value, "buffer", size, self.position, self.position)
+        self.keep_buffer(buffer, life)
+        self.found.append(life)
+
+    def write(
+        self,
+        write: Write,
+        piece: Piece[Lifetime] | None,
+        buffer: BufferState[Lifetime] | None,
+    ) -> None:
+        if piece is None:
+            raise BrokenScheduleError(
+                f"write of @{write.value}: no piece built in this block to write"
+            )
+        piece.data.end = self.position
+        if buffer is not None:
+            buffer.data.end = self.position
+            self.fill(piece, buffer)
+            return
+        # Not a valid write (check_schedule says so); still accounted: the
+        # piece goes into whatever buffer of the value is in reach.
+        self.take(piece)
+        self.read_until_now(write.value)
+
+    def residual_write(self, write: Write, piece: Piece[Lifetime] | None) -> None:
+        assert write.into is not None
+        if piece is None:
+            raise BrokenScheduleError(
+                f"write of @{write.value} into the residual: no piece built in "
+                "this block"
+            )
+        piece.data.end = self.position
+        self.take(piece)
+        self.touch(write.into)
+
+    def residual(self, residual: Residual) -> None:
+        self.residuals[residual.group] = Lifetime(
+            residual_name(residual.group), "residual", residual.bytes, -1, -1
+        )
+
+    def apply(self, apply: Apply) -> None:
+        self.touch(apply.group)
+        if apply.group != 0:
+            self.touch(0)
+        self.found.append(
+            Lifetime(
+                residual_name(apply.group),
+                "operator",
+                apply.bytes,
+                self.position,
+                self.position,
+            )
+        )
+        if apply.group != 0:  # added into group 0, then released
+            life = self.residuals.pop(apply.group, None)
+            if life is not None:
+                life.end = self.position
+        self.close_group(apply.group)
+
+    def output(self, output: Output) -> None:
+        if output.value is not None and not output.direct:
+            self.read_until_now(output.value)
+        if output.into is not None:
+            self.touch(output.into)
 
 
 def residual_name(group: int) -> str:
