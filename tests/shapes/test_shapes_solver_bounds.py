@@ -995,7 +995,7 @@ def test_a_dim_union_keeps_the_pending_totals_of_the_linked_dim() -> None:
     # a (heavier) waits on a*c = 12, b on b*e = 6; after a = b, sizing the
     # union re-checks both totals.
     s = Session()
-    a, b, c, e = (s.fresh_dim_var() for _ in range(4))
+    a, b, c, e, f, g = (s.fresh_dim_var() for _ in range(6))
     relations(s, a, 2)
     s.add(TotalElems((Row((a, c)),), 12, ORIGIN))
     s.add(TotalElems((Row((b, e)),), 6, ORIGIN))
@@ -1354,3 +1354,65 @@ def test_reading_a_chain_of_linked_dims_compresses_it() -> None:
     assert s.solver.find_dim(a) == c
     assert s.dim_entry(a).value == c
     assert s.dim_entry(b).value == c
+
+
+# ------------------------------------------------ the queries shape schemes use
+
+
+def test_the_queries_read_a_window_without_its_tables() -> None:
+    """What a scheme's read-off asks of the solver, each answer checked: the
+    entries as they were before a point of the trail, the pending equations
+    added since it (in the order added, solved ones left out), the variables
+    whose entries were written since, bounds and relations, marks, depths."""
+    s = Session()
+    a, b, c, e, f, g = (s.fresh_dim_var() for _ in range(6))
+    r, t = s.fresh_row_var(), s.fresh_row_var()
+    s.add(DimEq(a, Size(3), ORIGIN))
+    solver = s.solver
+    with s.rewind() as window:
+        start = window.trail_start
+        s.add(DimEq(a, Size(3), ORIGIN))  # already holds: writes nothing
+        s.add(DimIneq(e, c, ORIGIN))
+        s.add(DimIneq(Size(5), c, ORIGIN))
+        s.add(RowIneq(Row(sizes(2)), Row((), r), ORIGIN))
+        s.add(RowIneq(Row((), t), Row((), r), ORIGIN))
+        linear(s, ((1, b), (1, c), (-1, Size(9))), 0)
+        s.add(TotalElems((Row((f, g)),), 6, ORIGIN))
+        s.add(TotalElems((Row(sizes(2)),), 2, ORIGIN))  # holds at once
+        s.add(RowPrefix(Row((), t), (b,), Row((), r), ORIGIN))
+        solver.raise_template_depth(r.id, 2)
+        solver.raise_template_depth(r.id, 1)  # lower: no change
+        s.add(PolicyMark(Row((), t), Mark.SAFE_TO_GUESS, ORIGIN))
+        dims, rows = solver.touched_since(start)
+        assert a.id not in dims and {b.id, c.id, e.id} <= dims
+        assert rows == {r.id, t.id}
+        pending = solver.pending_since(start)
+        assert [type(p).__name__ for p in pending] == [
+            "DimLinear",
+            "TotalElems",
+            "RowPrefix",
+        ]
+        assert solver.dim_lower_bound(c.id) == (Size(5), ORIGIN)
+        assert solver.dim_lower_bound(b.id) is None
+        assert [v for v, _ in solver.dim_results(c.id)] == [e]
+        assert [row for row, _ in solver.row_lower_bounds(r.id)] == [Row(sizes(2))]
+        assert [v for v, _ in solver.row_results(r.id)] == [t]
+        assert solver.template_depth(r.id) == 2
+        assert solver.mark_bits(t.id) == 1
+        assert not solver.is_row_solved(r.id)
+        assert solver.dim_link(a.id) == Size(3)
+        assert solver.row_link(r.id) is None
+        s.add(DimEq(b, Size(4), ORIGIN))
+        dims_before, rows_before = solver.links_before(start)
+        assert set(dims_before) >= {b.id, c.id} and a.id not in dims_before
+        assert rows_before == {}
+        # The linear equation is solved by b = 4 (c = 5), the others wait.
+        assert [type(p).__name__ for p in solver.pending_since(start)] == [
+            "TotalElems",
+            "RowPrefix",
+        ]
+        terminals = solver.terminal_count()
+        s.add(Terminal(Row((), t), False, ORIGIN))
+        assert list(solver.terminals_since(terminals)) == [
+            Terminal(Row((), t), False, ORIGIN)
+        ]
