@@ -995,7 +995,7 @@ def test_a_dim_union_keeps_the_pending_totals_of_the_linked_dim() -> None:
     # a (heavier) waits on a*c = 12, b on b*e = 6; after a = b, sizing the
     # union re-checks both totals.
     s = Session()
-    a, b, c, e, f, g = (s.fresh_dim_var() for _ in range(6))
+    a, b, c, e = (s.fresh_dim_var() for _ in range(4))
     relations(s, a, 2)
     s.add(TotalElems((Row((a, c)),), 12, ORIGIN))
     s.add(TotalElems((Row((b, e)),), 6, ORIGIN))
