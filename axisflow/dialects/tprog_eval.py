@@ -12,14 +12,16 @@ application site.
 
 How calls are evaluated (``share_calls``): re-evaluation runs the body at
 every call, keeping every constraint and variable of every run until
-closing. Sharing traces a function called at two or more module-level sites
-once, in a rewind window, into a shape scheme held in memory, and
-instantiates it at each call, so a call site keeps what its application adds
-(presolved rows, renamed open state) instead of a re-run body. The typed
-module is the same (the shape schemes' oracle, and a hypothesis test
-comparing the two modes byte for byte). Functions whose bodies reach outside
-an application (calls, capture labels, ``set_dim``, counts, closings) and
-functions a scheme cannot carry are re-evaluated; and if anything fails while
+closing. Sharing traces each function with two or more applications once,
+in a rewind window, into a shape scheme held in memory, bottom-up over the
+call graph (:class:`~axisflow.dialects.tprog_calls.CallGraph`: a callee is
+traced before its callers, whose traces apply its scheme), and instantiates
+it at every call, so a call site keeps what its application adds (presolved
+variables, renamed open state) instead of a re-run body. The typed module
+is the same (the shape schemes' oracle, and a hypothesis test comparing the
+two modes byte for byte). What no scheme carries (the specification's
+refusals), a recursive function and one applied once are re-evaluated, and
+:attr:`ProgramEvaluator.call_report` records why; if anything fails while
 sharing, :class:`RetryByReEvaluation` asks the caller to evaluate the module
 again by re-evaluation, so every diagnostic is re-evaluation's.
 
@@ -124,11 +126,14 @@ class ProgramEvaluator:
     """Evaluates a ``tprog`` module into a shape session.
 
     ``handlers`` maps an operation class to a function evaluating it in a
-    frame; extensions register more. ``share_calls``: apply a function called
-    at several module-level sites through one trace of its body (a shape
-    scheme held in memory) instead of re-evaluating it at each; any shape
-    error then raises :class:`RetryByReEvaluation`. It reads false after
-    construction when no function can be shared.
+    frame; extensions register more. ``share_calls``: apply a function with
+    several applications through one trace of its body (a shape scheme held
+    in memory) instead of re-evaluating it at each; any shape error then
+    raises :class:`RetryByReEvaluation`. It reads false after construction
+    when no function can be shared. ``call_report``: how each call site was
+    served; ``not_shared``: why a function is re-evaluated;
+    ``re_evaluation_reason``: the reason for every call when nothing is
+    shared (``calls=re-evaluate``, or the retry after a failure).
     """
 
     module: ModuleOp

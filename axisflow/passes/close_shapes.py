@@ -4,10 +4,11 @@ The pass runs the ``tprog`` interpreter (:class:`~axisflow.dialects.tprog_eval.P
 over the module, closes the session, and rewrites every result type to
 ``!tprog.tensor<"...">``. How calls are evaluated (``calls``):
 ``re-evaluate`` runs the body at every call; ``shared`` (the default) traces
-a function called at two or more module-level sites once into a shape scheme
-held in memory and instantiates it at each call. Both write the same types
-and diagnostics (if anything fails while sharing, the module is evaluated
-again by re-evaluation).
+each function applied more than once into a shape scheme held in memory,
+callees first, and instantiates it at each call, nested ones included. Both
+write the same types and diagnostics (if anything fails while sharing, the
+module is evaluated again by re-evaluation). ``explain`` writes how each
+call site was served.
 
 A value inside a function body gets a concrete type when every application
 gives it the same shape (and ``annotate-functions`` is on); otherwise it keeps
@@ -68,8 +69,8 @@ class CloseShapesPass(ModulePass):
     ``annotate_functions``: also type the values inside function bodies when
     all applications agree on their shape. ``bytes_per_element``: the
     precision that turns ``tprog.total_elems ... bytes`` into elements.
-    ``calls``: ``shared`` (one trace per function called at several sites,
-    its scheme instantiated at each) or ``re-evaluate`` (the body runs at
+    ``calls``: ``shared`` (one trace per function applied more than once,
+    its scheme instantiated at each call) or ``re-evaluate`` (the body runs at
     every call); both write the same types and diagnostics. ``explain``:
     write on each call site whether a scheme served it or why it was
     re-evaluated (``tprog.served``), and the counts on the module.

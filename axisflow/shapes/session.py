@@ -886,9 +886,13 @@ class Session(Operations):
         # The shapes holding each stored row, for the padded axes' margins.
         holders: dict[int, list[tuple[Shape, Kind]]] = {}
         if solver.paddings:
+            # Only the padded rows: a list per stored row of every shape
+            # would cost memory per shape of the program.
+            padded = {id(padding.row) for padding in solver.paddings}
             for shape in self._shapes:
                 for kind, row in zip(KINDS, shape.rows(), strict=True):
-                    holders.setdefault(id(row), []).append((shape, kind))
+                    if id(row) in padded:
+                        holders.setdefault(id(row), []).append((shape, kind))
         solved: list[tuple[Shape, str, Row]] = []
         open_rows: list[tuple[Shape, str, Row]] = []
         # Shapes share row objects (constant rows, a scheme's presolved rows):

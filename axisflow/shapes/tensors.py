@@ -7,8 +7,10 @@ the solver, refuse reads of discarded shapes or while forcing is guarded).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Literal, Protocol
 
 from axisflow.shapes.errors import ShapeError
@@ -47,6 +49,11 @@ class ShapeOwner(Protocol):
 Role = Literal["leaf", "param", "fresh", "result"]
 
 ROW_ATTRS = tuple(kind.value for kind in KINDS)  # Shape's attributes, in row order
+
+
+NO_MARGINS: Mapping[Kind, tuple[tuple[int, int], ...]] = MappingProxyType({})
+"""The margins of a shape no padded convolution reads (one read-only mapping
+shared by every shape: a dict per shape would cost memory per tensor)."""
 
 
 @lru_cache(maxsize=4096)
@@ -108,8 +115,9 @@ class Shape:
             sides if sides is not None else shape_sides(name)
         )
         self._fast: object = None
-        # Padding margins per kind (published by closing, see ``padding``).
-        self.margins: dict[Kind, tuple[tuple[int, int], ...]] = {}
+        # Padding margins per kind (published by closing, see ``padding``;
+        # closing replaces the mapping, so all shapes start with one empty).
+        self.margins: Mapping[Kind, tuple[tuple[int, int], ...]] = NO_MARGINS
 
     @property
     def session(self) -> ShapeOwner:
@@ -225,7 +233,7 @@ class FastShape(Shape):
         self.registered_at = -1
         self._sides = None  # see Shape.side
         self._fast = record
-        self.margins = {}
+        self.margins = NO_MARGINS
 
     @property
     def batch(self) -> Row:  # type: ignore[override]
