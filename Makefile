@@ -61,6 +61,8 @@ demo-shapes: $(STAMP)
 	$(BIN)/xdsl-opt -p generalize-shapes,close-shapes examples/shapes/mlp_layer.mlir
 	@echo '== OCANNL'"'"'s standard blocks: MLP layer, layer norm, attention, 2-D convolution =='
 	$(BIN)/xdsl-opt -p close-shapes examples/shapes/ocannl_blocks.mlir
+	@echo '== The same blocks as functions calling functions: every call site served by a scheme (explain) =='
+	$(BIN)/xdsl-opt -p 'close-shapes{explain=true}' examples/shapes/ocannl_functions.mlir
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -129,9 +129,14 @@ def test_an_anchor_s_padded_axis_gets_its_margins(sever: bool) -> None:
     s = Session()
     w = s.leaf("w", "4|8")
     sc = rebuilt(traced(s, lambda xs: convolution(w)(s, xs)))
-    assert [
-        line.split(" (")[0] for line in sc.to_lines() if line.startswith("pad")
-    ] == ["pad anchor 0 output -1 d1"]
+    lines = [line.split(" (")[0] for line in sc.to_lines()]
+    assert [line for line in lines if line.startswith("pad")] == [
+        "pad anchor 0 output -1 d1"
+    ]
+    # The einsum registers the anchor again in the trace: it is no internal shape.
+    assert [line.split(" [")[0] for line in lines if line.startswith("internal")] == [
+        "internal 0 'y'"
+    ]
     kernel = s.leaf("k", "3")
     y = s.fresh("y")
     scheme.instantiate(
@@ -347,3 +352,60 @@ def test_a_padded_shape_closed_before_is_registered_again(padded: str) -> None:
         apply(sc, "c", w)
     s.close()
     assert w.shape.padding("output") == ((1, 2),)
+
+
+# ------------------------------------------------------ what the trace reads off
+
+
+def test_a_pending_total_of_the_session_is_not_read_off() -> None:
+    """Only the pending equations the function's constraints leave belong to
+    the scheme, not those the session held before the trace."""
+    s = Session()
+    s.total_elems(s.leaf("u", "...|..."), 12)
+    sc = traced(s, lambda xs: strided(s, xs))
+    assert [
+        line.split(" ")[0]
+        for line in sc.to_lines()
+        if " = " in line or line.startswith("linear")
+    ] == ["linear"]
+
+
+def test_a_count_solved_in_the_function_is_a_number() -> None:
+    """A row capture equated with a label the function sets: the row's total
+    is pending with a known count, written as a number, and applied."""
+
+    def body(s: Session, xs: Sequence[Tensor]) -> list[Tensor]:
+        rows, label = s.dim_ref("r"), s.dim_ref("n")
+        y = s.einsum("y", "..r..|n=>..r..|", xs[0], capture_dims=[rows, label])
+        s.set_dim(label, 6)
+        s.set_equal(rows, label)
+        return [y]
+
+    s = Session()
+    sc = traced(s, lambda xs: body(s, xs))
+    totals = [line.split(" (")[0] for line in sc.to_lines() if line.startswith("total")]
+    assert totals == ["total [...r1] = 6"]
+    (y,) = apply(rebuilt(sc), "c", s.leaf("x", "...|6"))
+    s.close()
+    assert y.shape.dims() == ((6,), (), ())
+    through, re_evaluated = both_ways(body, ["...|6", "2,3|6"])
+    assert through == re_evaluated
+
+
+def test_a_row_bound_before_the_trace_is_given_back() -> None:
+    """A reference bound to a row before the trace reads as unbound while the
+    function runs and is bound again afterwards."""
+    s = Session()
+    ref = s.dim_ref("r")
+    s.einsum("z", "..r..|j=>..r..|j", s.leaf("w", "...|4"), capture_dims=[ref])
+    bound = ref.row
+    assert bound is not None
+    seen: list[object] = []
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        seen.append(ref.row)
+        return [s.pointwise("y", xs[0])]
+
+    traced(s, body)
+    assert seen == [None]
+    assert ref.row == bound

@@ -62,12 +62,11 @@ class Presolve:
     argument/result/anchor, index, kind index) whose variables an
     application reads off the actual row when it is concrete, and the
     capture inputs of labels (``CAPTURE``, index), which read the size their
-    reference stands for when it is known. ``order``: the
-    presolvable variables in dependency order, each with its lower bounds,
-    its template depth (rows) or fixed-index minimum (dims). ``skipped``:
-    for each compiled fact, the variables on its result side if the fact
-    only bounds presolvable variables from below (it holds once they are
-    presolved), else ``None``. ``guards``: for each variable of ``order``,
+    reference stands for when it is known. ``order``: the presolvable
+    variables in dependency order, each with its lower bounds and its
+    template depth (0 for a dim). ``skipped``: for each compiled fact, the
+    variables on its result side if the fact only bounds presolvable
+    variables from below (it holds once they are presolved), else ``None``. ``guards``: for each variable of ``order``,
     the variables that must be known at an application for it to be
     presolved there (see :func:`_guards`). ``closed``: the operand rows of
     inequalities into a closed result row, with its number of axes: an
@@ -268,7 +267,7 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
             (
                 var,
                 tuple(bounds.get(var, ())),
-                gens.get(var, 0) if type(var) is RowVar else 1,  # type: ignore[call-overload, arg-type]
+                gens.get(var, 0),  # type: ignore[call-overload, arg-type]
             )
             for var in order
         ),
@@ -354,7 +353,7 @@ def presolved(
     """The presolvable variables' values at this application (see :func:`plan_presolve`).
 
     Only those whose sources are all concrete now. Empty when a join clashes,
-    would pass the template depth limit or a fixed index's minimum, or the
+    would pass the template depth limit, or the
     sources disagree: the full application then reports the contradiction as
     re-running the body would.
     """
@@ -472,7 +471,7 @@ def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> Solved:
     """The joins of :func:`presolved`, in dependency order (``known``: the sources)."""
     solved = Solved()
     join = join_concrete  # looked up once (a test replaces it)
-    for var, var_bounds, limit in pre.order:
+    for var, var_bounds, gen in pre.order:
         values: list[Value] = []
         for kind, term, back in var_bounds:
             value = _value(term, known)
@@ -490,12 +489,12 @@ def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> Solved:
         else:
             if type(var) is RowVar:
                 joined = join(values)  # type: ignore[arg-type]
-                if joined is None or limit + len(joined.dims) > MAX_RANK:
+                if joined is None or gen + len(joined.dims) > MAX_RANK:
                     return Solved()
                 known[var] = solved[var] = joined
             else:
                 size = join_sizes(values)  # type: ignore[arg-type]
-                if size is None or size.n < limit:
+                if size is None:
                     return Solved()
                 known[var] = solved[var] = size
     for opnd, length in pre.closed:
@@ -512,7 +511,7 @@ def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> Solved:
     sources = {var for var in pre.source_vars if var in known}
     unsettled = [
         var
-        for (var, _bounds, _limit), guards in zip(pre.order, pre.guards, strict=True)
+        for (var, _bounds, _gen), guards in zip(pre.order, pre.guards, strict=True)
         if var in solved and not all(g in solved or g in sources for g in guards)
     ]
     if unsettled:
@@ -524,7 +523,7 @@ def _drop_unsettled(pre: Presolve, solved: Solved, unsettled: list[Var]) -> None
     """Drop ``unsettled`` from ``solved``, and every variable guarded by a
     dropped one (once each: linear in the guards)."""
     guarding: dict[Var, list[Var]] = {}
-    for (var, _bounds, _limit), guards in zip(pre.order, pre.guards, strict=True):
+    for (var, _bounds, _gen), guards in zip(pre.order, pre.guards, strict=True):
         for guard in guards:
             guarding.setdefault(guard, []).append(var)
     while unsettled:
