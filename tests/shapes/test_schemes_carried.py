@@ -16,11 +16,16 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from axisflow.shapes import (
+    DimEq,
     DimRef,
+    Origin,
+    Row,
+    RowEq,
     Sabotage,
     Scheme,
     Session,
     ShapeError,
+    Size,
     Tensor,
     scheme,
 )
@@ -29,6 +34,7 @@ from axisflow.shapes.scheme.text import parse_scheme_text
 from tests.shapes.test_schemes import apply, traced
 
 Body = Callable[[Session, Sequence[Tensor]], list[Tensor]]
+ORIGIN = Origin("by hand", "t")
 
 
 def rebuilt(sc: Scheme) -> Scheme:
@@ -377,8 +383,8 @@ def test_a_count_solved_in_the_function_is_a_number() -> None:
     def body(s: Session, xs: Sequence[Tensor]) -> list[Tensor]:
         rows, label = s.dim_ref("r"), s.dim_ref("n")
         y = s.einsum("y", "..r..|n=>..r..|", xs[0], capture_dims=[rows, label])
-        s.set_dim(label, 6)
-        s.set_equal(rows, label)
+        s.set_equal(rows, label)  # both open: the row's total is the label's dim
+        s.set_dim(label, 6)  # which the function then solves
         return [y]
 
     s = Session()
@@ -406,6 +412,62 @@ def test_a_row_bound_before_the_trace_is_given_back() -> None:
         seen.append(ref.row)
         return [s.pointwise("y", xs[0])]
 
-    traced(s, body)
-    assert seen == [None]
-    assert ref.row == bound
+    with s.rewind():
+        mark = s.var_mark()
+        x = s.fresh("x")
+        scheme.trace(s, var_mark=mark, label="f", args=[x], f=lambda: body([x]))
+        assert seen == [None]
+        assert ref.row == bound  # given back by the trace, not by the rewind
+
+
+def test_a_nested_trace_reads_off_only_its_own_constraints() -> None:
+    """A trace inside a traced function replays what the inner function
+    added, not what the outer one added before it."""
+    s = Session()
+    inner: list[Scheme] = []
+
+    def outer(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.pointwise("p", xs[0], s.leaf("c", "3"))
+        inner.append(traced(s, lambda zs: [s.pointwise("q", zs[0])], label="in"))
+        return [y]
+
+    traced(s, outer, label="out")
+    (sc,) = inner
+    assert not any("'p'" in line or "'c'" in line for line in sc.to_lines())
+
+
+def test_open_variables_no_anchor_holds_are_loose_dims_and_rows() -> None:
+    """The function ties its argument's output to a dim and a row variable
+    of the session that no tensor holds: each is a loose term of its kind,
+    which an application equates with the old variable."""
+    s = Session()
+    old_dim, old_row = s.fresh_dim_var(), s.fresh_row_var()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        s.add(RowEq(xs[0].shape.output, Row((old_dim,), old_row), ORIGIN))
+        return [s.pointwise("y", xs[0])]
+
+    sc = traced(s, body)
+    loose = [line for line in sc.to_lines() if line.startswith("loose")]
+    assert loose == [f"loose d2 = old {old_dim!r}", f"loose [...r6] = old {old_row!r}"]
+    apply(sc, "c", s.leaf("x", "2,3"))
+    assert s.solver.find_dim(old_dim) == Size(3)
+    assert s.solver.norm_row(Row((), old_row)) == Row((Size(2),))
+
+
+def test_a_loose_dim_s_root_made_by_the_function_is_fixed() -> None:
+    """The old dim is equated with one the function made: the class's root
+    is the function's variable, which stands for the old one, so it is a
+    fixed variable of the scheme, not a generalized one."""
+    s = Session()
+    old_dim, old_row = s.fresh_dim_var(), s.fresh_row_var()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        young = s.fresh_dim_var()
+        s.add(RowEq(xs[0].shape.output, Row((young,), old_row), ORIGIN))
+        s.add(DimEq(old_dim, young, ORIGIN))
+        return [s.pointwise("y", xs[0])]
+
+    lines = traced(s, body).to_lines()
+    assert lines[1] == "fixed r6, d2"
+    assert "loose d2 = old d0" in lines

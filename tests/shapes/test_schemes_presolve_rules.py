@@ -199,3 +199,243 @@ def test_the_size_join_is_the_one_size_other_than_one(
     sizes: tuple[int | Size, ...], joined: Size | None
 ) -> None:
     assert P.join_sizes(n if isinstance(n, Size) else Size(n) for n in sizes) == joined
+
+
+def two_row_scheme(extra: list[str], arg_output: str = "[...r1, d1, d2]") -> list[str]:
+    return [
+        "generalized r1, r2, r3, d1, d2, d3, d4",
+        "fixed (none)",
+        f"arg 0 'x' [] | [] -> {arg_output}",
+        "result 0 'y' [] | [] -> []",
+        "internal 0 'h' [] | [] -> [...r2, d3]",
+        "internal 1 'k' [] | [] -> [d4]",
+        *extra,
+    ]
+
+
+def test_a_source_row_s_dims_are_read_from_the_right() -> None:
+    """The argument's row [...r1, d1, d2] holds [3, 4, 5]: d1 = 4, d2 = 5,
+    and what is bounded by them takes those sizes."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        two_row_scheme([f"dim_ineq d3 <= d1 {ORIGIN}", f"dim_ineq d4 <= d2 {ORIGIN}"]),
+    )
+    solved = solved_for(sc, "3,4,5")
+    assert (solved[v["d3"]], solved[v["d4"]]) == (Size(4), Size(5))
+
+
+def test_an_operand_row_with_a_size_and_a_source_dim() -> None:
+    """``[...r2, d3] <= [...r1, 4]``: the operand's value is the source's
+    leading axes then the written 4; a result row that writes a size where
+    the operand has another one is Stage 1's error (nothing presolved), one
+    that writes the operand's size is not."""
+    s = Session()
+    lines = two_row_scheme([f"ineq [...r2, d3] <= [...r1, 4] {ORIGIN}"], "[...r1]")
+    sc, v = text_scheme(s, lines)
+    solved = solved_for(sc, "3")
+    assert (solved[v["r2"]], solved[v["d3"]]) == (Row((Size(3),)), Size(4))
+    s = Session()
+    same, w = text_scheme(
+        s, two_row_scheme([f"ineq [...r2, 4] <= [...r1] {ORIGIN}"], "[...r1]")
+    )
+    assert solved_for(same, "3,4")[w["r2"]] == Row((Size(3),))
+    s = Session()
+    clash, _ = text_scheme(
+        s, two_row_scheme([f"ineq [...r2, 3] <= [...r1] {ORIGIN}"], "[...r1]")
+    )
+    assert solved_for(clash, "5,2") == {}
+    s = Session()
+    closed, u = text_scheme(
+        s, two_row_scheme([f"ineq [d3, d4] <= [...r1] {ORIGIN}"], "[...r1]")
+    )
+    solved = solved_for(closed, "3,4")
+    assert (solved[u["d3"]], solved[u["d4"]]) == (Size(3), Size(4))
+    assert solved_for(closed, "2,3,4") == {}  # more axes than the closed row
+
+
+def test_a_dim_two_arguments_share_is_read_once() -> None:
+    """Two source rows hold the same variable (the function equates them):
+    equal actual sizes presolve, unequal ones leave it to the application,
+    which reports the boundary's error."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized d1, d2",
+            "fixed (none)",
+            "arg 0 'a' [] | [] -> [d1]",
+            "arg 1 'b' [] | [] -> [d1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [d2]",
+            f"dim_ineq d2 <= d1 {ORIGIN}",
+        ],
+    )
+    plan = P.plan_presolve(sc)
+    assert plan is not None
+    a, b, c = s.leaf("a", "3"), s.leaf("b", "3"), s.leaf("c", "4")
+    norm = s.solver.norm_row
+    assert dict(P.presolved(sc, plan, (a.shape, b.shape), (), norm)) == {
+        v["d2"]: Size(3)
+    }
+    assert P.presolved(sc, plan, (a.shape, c.shape), (), norm) == {}
+    short = s.leaf("e", "")
+    assert P.presolved(sc, plan, (short.shape, b.shape), (), norm) == {}
+
+
+def test_a_count_dim_is_blocked() -> None:
+    """A dim a total is counted by waits for the total: presolving it from
+    its operand (1 here) would contradict the count."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, d1, d2",
+            "fixed (none)",
+            "arg 0 'x' [] | [...r1] -> [d1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [d2]",
+            f"dim_ineq d2 <= d1 {ORIGIN}",
+            f"total [...r1] = d2 {ORIGIN}",
+        ],
+    )
+    assert presolvable(sc, v) == []
+
+
+def test_what_lies_above_an_anchor_s_row_or_dim_is_not_presolved() -> None:
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, r2, d1, d2",
+            "fixed r3, d3",
+            "arg 0 'x' [] | [] -> [...r1, d1]",
+            "result 0 'y' [] | [] -> []",
+            "anchor 0 'w' [] | [] -> [...r3, d3]",
+            "internal 0 'h' [] | [] -> [...r2, d2]",
+            f"ineq [...r2] <= [...r1] {ORIGIN}",
+            f"ineq [...r3] <= [...r2] {ORIGIN}",
+            f"dim_ineq d2 <= d1 {ORIGIN}",
+            f"dim_ineq d3 <= d2 {ORIGIN}",
+        ],
+        anchors=("w=...->...",),
+    )
+    assert presolvable(sc, v) == []
+
+
+def test_a_result_above_needs_what_it_broadcasts_from() -> None:
+    """The result's row lies above ``r2`` and also broadcasts from the
+    argument's input row: ``r2`` is presolved only when that row is known."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, r2, r3, r4, d1, d2, d3, d4",
+            "fixed (none)",
+            "arg 0 'x' [] | [...r4, d3] -> [...r1, d1]",
+            "result 0 'y' [] | [] -> [...r3, d2]",
+            "internal 0 'h' [] | [] -> [...r2]",
+            "internal 1 'k' [] | [] -> [d4]",
+            f"ineq [...r2] <= [...r1] {ORIGIN}",
+            f"ineq [...r3] <= [...r2] {ORIGIN}",
+            f"ineq [...r3] <= [...r4] {ORIGIN}",
+            f"dim_ineq d4 <= d1 {ORIGIN}",
+            f"dim_ineq d2 <= d4 {ORIGIN}",
+            f"dim_ineq d2 <= d3 {ORIGIN}",
+        ],
+    )
+    assert presolvable(sc, v) == ["d4", "r2"]
+    plan = P.plan_presolve(sc)
+    assert plan is not None
+    norm = s.solver.norm_row
+    open_input = s.leaf("x", "...,1->5,6")
+    assert P.presolved(sc, plan, (open_input.shape,), (), norm) == {}
+    known = s.leaf("z", "1->5,6")
+    assert dict(P.presolved(sc, plan, (known.shape,), (), norm)) == {
+        v["r2"]: Row((Size(5),)),
+        v["d4"]: Size(6),
+    }
+
+
+def test_a_bound_read_after_a_source_still_orders_the_variables() -> None:
+    """``r3``'s bounds read the source first, then ``r2``: it is presolved
+    after ``r2``, from both."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, r2, r3",
+            "fixed (none)",
+            "arg 0 'x' [] | [] -> [...r1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [...r2]",
+            "internal 1 'k' [] | [] -> [...r3]",
+            f"ineq [...r3] <= [...r1] {ORIGIN}",
+            f"ineq [...r3] <= [...r2] {ORIGIN}",
+            f"ineq [...r2] <= [...r1] {ORIGIN}",
+        ],
+    )
+    assert solved_for(sc, "3,2") == {
+        v["r2"]: Row((Size(3), Size(2))),
+        v["r3"]: Row((Size(3), Size(2))),
+    }
+
+
+def test_a_cycle_of_bounds_is_not_presolved() -> None:
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, r2, r3",
+            "fixed (none)",
+            "arg 0 'x' [] | [] -> [...r1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [...r2]",
+            "internal 1 'k' [] | [] -> [...r3]",
+            f"ineq [...r2] <= [...r3] {ORIGIN}",
+            f"ineq [...r3] <= [...r2] {ORIGIN}",
+            f"ineq [...r2] <= [...r1] {ORIGIN}",
+        ],
+    )
+    assert presolvable(sc, v) == []
+
+
+@pytest.mark.parametrize(("gen", "presolved"), [(0, True), (1, False)])
+def test_the_template_depth_limit_at_64_axes(gen: int, presolved: bool) -> None:
+    """A row variable may get 64 axes in front of it, counting the axes
+    templates already put in front of the variable it descends from."""
+    s = Session()
+    lines = [
+        "generalized r1, r2",
+        "fixed (none)",
+        "arg 0 'x' [] | [] -> [...r1]",
+        "result 0 'y' [] | [] -> []",
+        "internal 0 'h' [] | [] -> [...r2]",
+        f"ineq [...r2] <= [...r1] {ORIGIN}",
+    ]
+    if gen:
+        lines.append(f"gen r2 {gen}")
+    sc, v = text_scheme(s, lines)
+    solved = solved_for(sc, ",".join(["2"] * 64))
+    assert (v["r2"] in solved) == presolved
+
+
+def test_every_capture_input_with_a_size_is_a_source() -> None:
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized d1, d2, d3, d4",
+            "fixed (none)",
+            "arg 0 'x' [] | [] -> []",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [d3, d4]",
+            f"dim_ineq d3 <= d1 {ORIGIN}",
+            f"dim_ineq d4 <= d2 {ORIGIN}",
+            f"capture 'h' d1 {ORIGIN}",
+            f"capture 'e' d2 {ORIGIN}",
+        ],
+    )
+    s.set_dim(sc.captures[0].ref, 5)
+    s.set_dim(sc.captures[1].ref, 7)
+    assert solved_for(sc, "") == {v["d3"]: Size(5), v["d4"]: Size(7)}

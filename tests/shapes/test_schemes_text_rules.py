@@ -221,6 +221,18 @@ def test_pending_equations_paddings_and_row_captures_print_and_parse_back() -> N
     assert [(label, term) for label, term, _ in text.captures] == [("rows", ((), w1))]
 
 
+def test_an_empty_linear_equation_and_a_padded_anchor_parse() -> None:
+    text = parse_scheme_text(
+        ["linear sum [] 0 'k' ('op' 't')", "pad anchor 2 batch 0 d1 ('op' 't')"]
+    )
+    assert [(kind, payload) for kind, payload, _ in text.facts] == [
+        ("linear", (LinearKind.SUM, (), 0, "k"))
+    ]
+    assert [(w, i, k, a, d) for w, i, k, a, d, _ in text.paddings] == [
+        ("anchor", 2, Kind.BATCH, 0, VarName("d", 1))
+    ]
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
@@ -239,6 +251,31 @@ def test_pending_equations_paddings_and_row_captures_print_and_parse_back() -> N
             "pad result 0 output -1 3 ('op' 't')",
             "malformed shape scheme line 1 at column 4: expected arg, internal or "
             "anchor, got 'result' in \"pad result 0 output -1 3 ('op' 't')\"",
+        ),
+        (
+            "total [...r1] = r2 ('op' 't')",
+            "malformed shape scheme line 1 at column 16: expected a dim variable, got "
+            "'r2' in \"total [...r1] = r2 ('op' 't')\"",
+        ),
+        (
+            "linear sum (1 d1 'a'] 0 'a' ('op' 't')",
+            "malformed shape scheme line 1 at column 11: expected '[', got '(' in "
+            "\"linear sum (1 d1 'a'] 0 'a' ('op' 't')\"",
+        ),
+        (
+            "linear sum [1 d1 'a'( 0 'a' ('op' 't')",
+            "malformed shape scheme line 1 at column 20: expected ']', got '(' in "
+            "\"linear sum [1 d1 'a'( 0 'a' ('op' 't')\"",
+        ),
+        (
+            "prefix [...r1] starts [d1] rest [...r2] ('op' 't')",
+            "malformed shape scheme line 1 at column 15: expected 'begins', got "
+            "'starts' in \"prefix [...r1] starts [d1] rest [...r2] ('op' 't')\"",
+        ),
+        (
+            "prefix [...r1] begins [d1] tail [...r2] ('op' 't')",
+            "malformed shape scheme line 1 at column 27: expected 'rest', got 'tail' "
+            "in \"prefix [...r1] begins [d1] tail [...r2] ('op' 't')\"",
         ),
         (
             "pad arg 0 middle -1 3 ('op' 't')",
