@@ -59,6 +59,7 @@ class Presolve:
     order: tuple[tuple[RowVar, tuple[LowerBound, ...], int], ...]
     skipped: tuple[RowVar | None, ...]
     guards: tuple[frozenset[RowVar], ...]
+    tied: frozenset[RowVar] = frozenset()
 
 
 _PLANS: WeakKeyDictionary[Scheme, Presolve | None] = WeakKeyDictionary()
@@ -91,6 +92,13 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     presolvable or the result's, and what they broadcast from known at the
     application (:func:`_guards`). ``None`` when there is nothing to
     presolve.
+
+    A candidate that is the one row a result row broadcasts from is *tied*
+    (``tied``): where its value has no axes, re-evaluation leaves it bare
+    until closing (a bound without axes makes no template), and closing's
+    single-neighbour merge then equates it with the result row, which the
+    caller may give axes later (a total on the result); an application does
+    not presolve it there (:func:`solve_presolvable`).
     """
     places: dict[RowVar, list[tuple[int, int, int]]] = {}
     blocked: set[DimVar | RowVar] = set()
@@ -193,6 +201,13 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     for code, first, _second, _origin in sc._plan:
         var = first.var if code == ROW_INEQ else None  # type: ignore[union-attr]
         skipped.append(var if var in presolvable else None)
+    tied = frozenset(
+        operand
+        for res in results_above
+        if len(operands := below.get(res, ())) == 1
+        for operand in operands
+        if operand in presolvable
+    )
     return Presolve(
         sources=tuple(
             (var, tuple(places[var])) for var in places if var in used_sources
@@ -202,6 +217,7 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
         ),
         skipped=tuple(skipped),
         guards=tuple(guards[var] for var in order),
+        tied=tied,
     )
 
 
@@ -323,6 +339,7 @@ PRESOLVE_MEMO_SIZE = 256
 def solve_presolvable(pre: Presolve, known: dict[RowVar, Row]) -> dict[RowVar, Row]:
     """The joins of :func:`presolved`, in dependency order (``known``: the sources)."""
     solved: dict[RowVar, Row] = {}
+    tied = pre.tied
     for var, bounds, gen in pre.order:
         if len(bounds) == 1 and not bounds[0][1] and bounds[0][0] is not None:
             # The common case: one bare lower bound, whose value it takes.
@@ -330,7 +347,8 @@ def solve_presolvable(pre: Presolve, known: dict[RowVar, Row]) -> dict[RowVar, R
             if value is not None:
                 if gen + len(value.dims) > MAX_RANK:
                     return {}
-                known[var] = solved[var] = value
+                if value.dims or var not in tied:
+                    known[var] = solved[var] = value
             continue
         rows: list[Row] = []
         for bound_var, sizes in bounds:
@@ -345,8 +363,9 @@ def solve_presolvable(pre: Presolve, known: dict[RowVar, Row]) -> dict[RowVar, R
             joined = join_concrete(rows)
             if joined is None or gen + len(joined.dims) > MAX_RANK:
                 return {}
-            known[var] = joined
-            solved[var] = joined
+            if joined.dims or var not in tied:
+                known[var] = joined
+                solved[var] = joined
     # Keep a value only where its guards are known too.
     sources = {var for var, _ in pre.sources if var in known}
     unsettled = [
