@@ -48,7 +48,7 @@ from axisflow.shapes.constraints import (
     Terminal,
     TotalElems,
 )
-from axisflow.shapes.solver import DimBounds, RowBounds, Solver
+from axisflow.shapes.solver import RowBounds, Solver
 from axisflow.shapes.terms import (
     BROADCAST_UNIT,
     EMPTY_ROW,
@@ -572,17 +572,20 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
     1. the dims a fixed index bounds from below (their sizes reach the dims
        they broadcast to at Stage 1; an unbounded result dim guessed 1 in the
        same round would clash with an operand of 3);
-    2. the free dims whose operands are all decided: as in forward
-       evaluation, a result dim follows its operands, so a dim that still
-       broadcasts from an undecided one waits (guessing it 1 would force the
-       operand to 1, e.g. the stacked axis of ``sin [g1; g2]``);
-    3. a dim a pending affine, concatenated or total equation waits on
-       (:func:`_guess_for_equations`), one decision at a time: guessing it
-       may solve the rest;
-    4. the dims that wait on each other only (cycles of inequalities), all at once.
+    2. the free dims, all at once, but those that broadcast (directly or
+       through other dims) from a dim a pending equation waits on: as in
+       forward evaluation, a result dim follows its operands, so it waits for
+       the equation (guessing it 1 would force the operand to 1, e.g. the
+       stacked axis of ``sin [g1; g2]``);
+    3. dims a pending affine, concatenated or total equation waits on
+       (:func:`_guess_for_equations`), one per equation: guessing it may
+       solve the rest;
+    4. the dims that broadcast from a waiting dim once no equation is
+       pending (cycles of inequalities through them), all at once.
     """
     while True:
         waiting = _waiting_dims(solver)
+        downstream = _broadcasting_from(solver, waiting)
         decisions: list[tuple[DimVar, Size, Origin]] = []
         followers: list[tuple[DimVar, Size, Origin]] = []
         waits: list[DimVar] = []  # in the order of the rows, then of the entries
@@ -600,16 +603,13 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
             bounds = solver.dim_bounds.get(dim.id)
             size = Size(1) if bounds is None else Size(bounds.at_least)
             decision = (dim, size, CLOSING_ORIGIN)
-            if bounds is not None and _has_undecided_operand(solver, dim, bounds):
-                followers.append(decision)
-            else:
-                decisions.append(decision)
+            (followers if dim in downstream else decisions).append(decision)
         bounded = [d for d in (*decisions, *followers) if d[1].n > 1]
         if bounded or decisions:
             _commit_dims(solver, bounded or decisions)
             continue
         if waits:
-            _commit_dims(solver, [_guess_for_equations(solver, waits)])
+            _commit_dims(solver, _guess_for_equations(solver, waits))
         elif followers:
             _commit_dims(solver, followers)
         else:
@@ -639,64 +639,94 @@ def _waiting_dims(solver: Solver) -> set[DimVar]:
     return waiting
 
 
-def _has_undecided_operand(solver: Solver, dim: DimVar, bounds: DimBounds) -> bool:
-    """Whether ``dim`` broadcasts from a dim still unknown (other than itself)."""
-    for opnd, _ in bounds.opnd:
-        found = solver.find_dim(opnd)
-        if type(found) is DimVar and found != dim:
-            return True
-    return False
+def _broadcasting_from(solver: Solver, sources: set[DimVar]) -> set[DimVar]:
+    """The unknown dims that broadcast from ``sources``, directly or through
+    other dims (a walk of the stored inequalities: linear in their number)."""
+    found: set[DimVar] = set()
+    stack = list(sources)
+    while stack:
+        bounds = solver.dim_bounds.get(stack.pop().id)
+        if bounds is None:
+            continue
+        for res, _ in bounds.res:
+            dim = solver.find_dim(res)
+            if type(dim) is DimVar and dim not in found and dim not in sources:
+                found.add(dim)
+                stack.append(dim)
+    return found
 
 
 def _guess_for_equations(
     solver: Solver, waits: Sequence[DimVar]
-) -> tuple[DimVar, Size, Origin]:
-    """One guess that keeps the pending equations solvable in positive sizes.
+) -> list[tuple[DimVar, Size, Origin]]:
+    """Guesses that keep the pending equations solvable in positive sizes.
 
     An affine or concatenated axis that no other pending equation uses as a
     part takes the least size its equations allow with every unknown part at
     its minimum (OCANNL subtracts the known parts; with parts all unknown it
     pairs them and allows empty ones, which positive sizes cannot: ``a^b^c =
-    d^e`` closes to ``1+1+1 = 1+2``). Once an axis is known, the first
-    unknown part (in the order the spec writes them) of the first such
-    equation takes its minimum, and Stage 1 gives the last part the rest.
-    Dims only a total waits on are guessed one at a time at their minimum
-    (a total ``a·b = 6`` of two unknown dims closes to ``a = 1, b = 6``).
-    ``waits`` are the waiting dims in the order of the shapes' rows: the
-    equations are taken in the order of their axes there, so that the
-    guess follows the program, not the order the equations were added in.
+    d^e`` closes to ``1+1+1 = 1+2``). Where no such axis is left, the first
+    unknown part (in the order the spec writes them) of an equation whose
+    axis is known takes its minimum, and Stage 1 gives the last part the
+    rest. One guess per equation, and only for equations that share no
+    unknown dim with another guessed in the same round, so the guesses are
+    independent and the rounds follow the nesting of the equations, not
+    their number. Else one dim a total waits on takes its minimum (a total
+    ``a·b = 6`` of two unknown dims closes to ``a = 1, b = 6``). ``waits``
+    are the waiting dims in the order of the shapes' rows: the equations are
+    taken in the order of their axes there, so that the guesses follow the
+    program, not the order the equations were added in.
     """
     find_dim = solver.find_dim
     minimum = _equation_minima(solver)
-    place = {dim: index for index, dim in enumerate(waits)}
-    structured = sorted(
-        (
-            (place.get(find_dim(linear.terms[-1][1]), len(place)), linear_id, linear)  # type: ignore[arg-type]
-            for linear_id, linear in solver.linears.items()
-            if linear.kind != LinearKind.SUM
-        ),
-        key=lambda entry: entry[:2],
-    )
-    parts_of_pending: set[DimVar] = set()
-    for _, _, linear in structured:
-        for _, dim in linear.terms[:-1]:
-            found = find_dim(dim)
-            if type(found) is DimVar:
-                parts_of_pending.add(found)
-    for _, _, linear in structured:
-        axis = find_dim(linear.terms[-1][1])
-        if type(axis) is DimVar and axis not in parts_of_pending:
-            return (axis, Size(minimum[axis]), linear.origin)
-    for _, _, linear in structured:
-        if type(find_dim(linear.terms[-1][1])) is DimVar:
-            continue
-        for _, dim in linear.terms[:-1]:
-            found = find_dim(dim)
-            if type(found) is DimVar:
-                return (found, Size(minimum[found]), linear.origin)
+    place: dict[Dim, int] = {dim: index for index, dim in enumerate(waits)}
+    structured = [
+        entry[2]
+        for entry in sorted(
+            (
+                (
+                    place.get(find_dim(linear.terms[-1][1]), len(place)),
+                    linear_id,
+                    linear,
+                )
+                for linear_id, linear in solver.linears.items()
+                if linear.kind != LinearKind.SUM
+            ),
+            key=lambda entry: entry[:2],
+        )
+    ]
+    unknowns = [
+        [found for _, dim in linear.terms if type(found := find_dim(dim)) is DimVar]
+        for linear in structured
+    ]
+    parts_of_pending = {
+        dim
+        for linear, dims in zip(structured, unknowns, strict=True)
+        for dim in dims
+        if dim != find_dim(linear.terms[-1][1])
+    }
+    for axes_first in (True, False):
+        guesses: list[tuple[DimVar, Size, Origin]] = []
+        used: set[DimVar] = set()
+        for linear, dims in zip(structured, unknowns, strict=True):
+            if used.intersection(dims):
+                continue
+            axis = find_dim(linear.terms[-1][1])
+            if axes_first:
+                if type(axis) is not DimVar or axis in parts_of_pending:
+                    continue
+                guess = axis
+            else:
+                if type(axis) is DimVar or not dims:
+                    continue
+                guess = dims[0]
+            guesses.append((guess, Size(minimum[guess]), linear.origin))
+            used.update(dims)
+        if guesses:
+            return guesses
     var = waits[0]
     bounds = solver.dim_bounds.get(var.id)
-    return (var, Size(1 if bounds is None else bounds.at_least), CLOSING_ORIGIN)
+    return [(var, Size(1 if bounds is None else bounds.at_least), CLOSING_ORIGIN)]
 
 
 def _equation_minima(solver: Solver) -> dict[DimVar, int]:
