@@ -312,14 +312,16 @@ def _fit_prefix(
     trailing axes behind the written ones, each written axis broadcasting to
     the join's axis it lands on; if none fits and the join is open, the
     fewest written axes land in front of it (its row variable takes them).
+    Axes the row variable already ends in (``[...r, 3]``) stay last.
     ``None`` if nothing fits."""
     rest = solver.norm_row(prefix.rest)
-    if rest.dims or rest.var is None:
+    if rest.var is None:
         return None
     beg = [solver.find_dim(d) for d in prefix.beg]
     dims = joined.dims
-    inside = range(len(dims) - len(beg), -1, -1)
-    beyond = range(max(len(dims) - len(beg) + 1, 0), len(dims) + 1)
+    last = len(rest.dims)
+    inside = range(len(dims) - len(beg), last - 1, -1)
+    beyond = range(max(len(dims) - len(beg) + 1, last), len(dims) + 1)
     for taken in (*inside, *(beyond if joined.var is not None else ())):
         start = len(dims) - taken - len(beg)
         landing = zip(
@@ -332,7 +334,7 @@ def _fit_prefix(
             or written.n == 1
             for written, axis in landing
         ):
-            return (rest.var, Row(dims[len(dims) - taken :]))
+            return (rest.var, Row(dims[len(dims) - taken : len(dims) - last]))
     return None
 
 
@@ -444,19 +446,24 @@ def close_unbounded_terminal_rows(
     of the leaves.
     """
     decisions: list[tuple[RowVar, Row, Origin]] = []
-    rests = {
-        whole: _open_var(solver, prefix.rest)
-        for whole, prefix in _pending_prefixes(solver).items()
-    }
+    prefixes = _pending_prefixes(solver)
     for terminal, safe in zip(terminals, guessable, strict=True):
         var = _open_var(solver, terminal.row)
         if var is None:
             continue
         if terminal.is_param and not safe:
             _hidden_dimension(solver, terminal, "the number")
-        # A row with axes written before its row variable ("3,...,7") gets
-        # no axes between them: its row variable, not the prefix, is closed.
-        decisions.append((rests.get(var) or var, EMPTY_ROW, terminal.origin))
+        prefix = prefixes.get(var)
+        if prefix is not None:
+            # A row with axes written before its row variable ("3,...,7"):
+            # if it has fewer axes than written, the row variable between
+            # them closes (no axes there), else the row gets no more axes.
+            whole = solver.norm_row(prefix.whole)
+            rest = solver.norm_row(prefix.rest)
+            if len(whole.dims) < len(prefix.beg) + len(rest.dims):
+                assert rest.var is not None
+                var = rest.var
+        decisions.append((var, EMPTY_ROW, terminal.origin))
     _commit_rows(solver, decisions)
     solver.trigger = None
 
@@ -579,9 +586,11 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
        stacked axis of ``sin [g1; g2]``);
     3. dims a pending affine, concatenated or total equation waits on
        (:func:`_guess_for_equations`), one per equation: guessing it may
-       solve the rest;
-    4. the dims that broadcast from a waiting dim once no equation is
-       pending (cycles of inequalities through them), all at once.
+       solve the rest.
+
+    The dims that broadcast from a waiting dim are decided in a later round,
+    once the equation is solved: forced to its size at Stage 1, or free
+    again if it is 1.
     """
     while True:
         waiting = _waiting_dims(solver)
@@ -608,16 +617,16 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
         if bounded or decisions:
             _commit_dims(solver, bounded or decisions)
             continue
-        if waits:
-            _commit_dims(solver, _guess_for_equations(solver, waits))
-        elif followers:
-            _commit_dims(solver, followers)
-        else:
+        if not waits:
+            # Followers broadcast from a waiting dim, which has stored
+            # relations and so is a candidate: none is left without a wait.
             return
+        _commit_dims(solver, _guess_for_equations(solver, waits))
 
 
 def _waiting_dims(solver: Solver) -> set[DimVar]:
-    """The unknown dims of pending linear equations and totals."""
+    """The unknown dims of pending linear equations and totals (a total's
+    rows and, if a dim counts its elements, that dim)."""
     find_dim = solver.find_dim
     waiting = {
         found
@@ -671,29 +680,16 @@ def _guess_for_equations(
     rest. One guess per equation, and only for equations that share no
     unknown dim with another guessed in the same round, so the guesses are
     independent and the rounds follow the nesting of the equations, not
-    their number. Else one dim a total waits on takes its minimum (a total
-    ``a·b = 6`` of two unknown dims closes to ``a = 1, b = 6``). ``waits``
-    are the waiting dims in the order of the shapes' rows: the equations are
-    taken in the order of their axes there, so that the guesses follow the
-    program, not the order the equations were added in.
+    their number. Else the first dim a total waits on (in ``waits``, the
+    order of the shapes' rows) takes its minimum (a total ``a·b = 6`` of two
+    unknown dims closes to ``a = 1, b = 6``).
     """
     find_dim = solver.find_dim
     minimum = _equation_minima(solver)
-    place: dict[Dim, int] = {dim: index for index, dim in enumerate(waits)}
     structured = [
-        entry[2]
-        for entry in sorted(
-            (
-                (
-                    place.get(find_dim(linear.terms[-1][1]), len(place)),
-                    linear_id,
-                    linear,
-                )
-                for linear_id, linear in solver.linears.items()
-                if linear.kind != LinearKind.SUM
-            ),
-            key=lambda entry: entry[:2],
-        )
+        linear
+        for _, linear in sorted(solver.linears.items())
+        if linear.kind != LinearKind.SUM
     ]
     unknowns = [
         [found for _, dim in linear.terms if type(found := find_dim(dim)) is DimVar]
