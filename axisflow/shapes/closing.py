@@ -43,6 +43,7 @@ from typing import NoReturn
 
 from axisflow.shapes.constraints import (
     DeferredCount,
+    DimLinear,
     LinearKind,
     RowPrefix,
     Terminal,
@@ -585,7 +586,7 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
        the equation (guessing it 1 would force the operand to 1, e.g. the
        stacked axis of ``sin [g1; g2]``);
     3. dims a pending affine, concatenated or total equation waits on
-       (:func:`_guess_for_equations`), one per equation: guessing it may
+       (:func:`_decide_equations`), one per equation: guessing it may
        solve the rest.
 
     The dims that broadcast from a waiting dim are decided in a later round,
@@ -621,7 +622,7 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
             # Followers broadcast from a waiting dim, which has stored
             # relations and so is a candidate: none is left without a wait.
             return
-        _commit_dims(solver, _guess_for_equations(solver, waits))
+        _decide_equations(solver, waits)
 
 
 def _waiting_dims(solver: Solver) -> set[DimVar]:
@@ -665,64 +666,95 @@ def _broadcasting_from(solver: Solver, sources: set[DimVar]) -> set[DimVar]:
     return found
 
 
-def _guess_for_equations(
-    solver: Solver, waits: Sequence[DimVar]
-) -> list[tuple[DimVar, Size, Origin]]:
-    """Guesses that keep the pending equations solvable in positive sizes.
+def _decide_equations(solver: Solver, waits: Sequence[DimVar]) -> None:
+    """Guess the dims of pending equations so they stay solvable in positive sizes.
 
     An affine or concatenated axis that no other pending equation uses as a
     part takes the least size its equations allow with every unknown part at
     its minimum (OCANNL subtracts the known parts; with parts all unknown it
     pairs them and allows empty ones, which positive sizes cannot: ``a^b^c =
     d^e`` closes to ``1+1+1 = 1+2``). Where no such axis is left, the first
-    unknown part (in the order the spec writes them) of an equation whose
+    unknown part (in the order the spec writes them) of each equation whose
     axis is known takes its minimum, and Stage 1 gives the last part the
-    rest. One guess per equation, and only for equations that share no
-    unknown dim with another guessed in the same round, so the guesses are
-    independent and the rounds follow the nesting of the equations, not
-    their number. Else the first dim a total waits on (in ``waits``, the
-    order of the shapes' rows) takes its minimum (a total ``a·b = 6`` of two
+    rest. The equations are taken in the order they were made, one guess
+    each, solved before the next is read (a guess's consequences can size
+    another equation's dims): one round guesses every equation, so the
+    rounds follow the nesting of the equations, not their number. With no
+    such equation, the first dim a total waits on (in ``waits``, the order
+    of the shapes' rows) takes its minimum (a total ``a·b = 6`` of two
     unknown dims closes to ``a = 1, b = 6``).
     """
     find_dim = solver.find_dim
     minimum = _equation_minima(solver)
     structured = [
-        linear
-        for _, linear in sorted(solver.linears.items())
+        (linear_id, linear)
+        for linear_id, linear in sorted(solver.linears.items())
         if linear.kind != LinearKind.SUM
     ]
-    unknowns = [
-        [found for _, dim in linear.terms if type(found := find_dim(dim)) is DimVar]
-        for linear in structured
-    ]
     parts_of_pending = {
-        dim
-        for linear, dims in zip(structured, unknowns, strict=True)
-        for dim in dims
-        if dim != find_dim(linear.terms[-1][1])
+        found
+        for _, linear in structured
+        for _, dim in linear.terms[:-1]
+        if type(found := find_dim(dim)) is DimVar
     }
+    axes: dict[DimVar, list[DimLinear]] = {}
+    for _, linear in structured:
+        axis = find_dim(linear.terms[-1][1])
+        if type(axis) is DimVar:
+            axes.setdefault(axis, []).append(linear)
+
+    def floor(dim: DimVar) -> int:
+        # A dim's least size (a variable unified since reads its own minimum).
+        found = minimum.get(dim)
+        if found is None:
+            bounds = solver.dim_bounds.get(dim.id)
+            return 1 if bounds is None else bounds.at_least
+        return found
+
+    def least(axis: DimVar) -> int:
+        # The axis's least size from its parts as they are now.
+        sizes = [floor(axis)]
+        for linear in axes[axis]:
+            total = linear.const
+            for coeff, dim in linear.terms[:-1]:
+                found = find_dim(dim)
+                assert type(found) is DimVar or type(found) is Size
+                total += coeff * (found.n if type(found) is Size else floor(found))
+            sizes.append(total)
+        return max(sizes)
+
+    guessed = False
     for axes_first in (True, False):
-        guesses: list[tuple[DimVar, Size, Origin]] = []
-        used: set[DimVar] = set()
-        for linear, dims in zip(structured, unknowns, strict=True):
-            if used.intersection(dims):
-                continue
+        for linear_id, linear in structured:
+            if linear_id not in solver.linears:
+                continue  # solved by an earlier guess's consequences
             axis = find_dim(linear.terms[-1][1])
             if axes_first:
-                if type(axis) is not DimVar or axis in parts_of_pending:
+                if type(axis) is not DimVar or axis not in axes:
                     continue
-                guess = axis
+                if axis in parts_of_pending:
+                    continue
+                guess, size = axis, least(axis)
             else:
-                if type(axis) is DimVar or not dims:
+                if type(axis) is DimVar:
                     continue
-                guess = dims[0]
-            guesses.append((guess, Size(minimum[guess]), linear.origin))
-            used.update(dims)
-        if guesses:
-            return guesses
+                unknown = [
+                    found
+                    for _, dim in linear.terms[:-1]
+                    if type(found := find_dim(dim)) is DimVar
+                ]
+                if not unknown:
+                    continue
+                guess, size = unknown[0], floor(unknown[0])
+            _commit_dims(solver, [(guess, Size(size), linear.origin)])
+            guessed = True
+        if guessed:
+            return
     var = waits[0]
     bounds = solver.dim_bounds.get(var.id)
-    return [(var, Size(1 if bounds is None else bounds.at_least), CLOSING_ORIGIN)]
+    _commit_dims(
+        solver, [(var, Size(1 if bounds is None else bounds.at_least), CLOSING_ORIGIN)]
+    )
 
 
 def _equation_minima(solver: Solver) -> dict[DimVar, int]:

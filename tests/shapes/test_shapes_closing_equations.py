@@ -222,3 +222,37 @@ def test_a_solved_dim_equated_later_is_read_through_the_equation() -> None:
     linear(s, LinearKind.CONCAT, [a, b], axis)
     s.add(DimEq(a, Size(4), ORIGIN))
     assert closed(s, a, b, axis) == (4, 1, 5)
+
+
+def test_a_guess_sizes_another_equation_before_it_is_guessed() -> None:
+    """``v1 = a^b`` and ``v2 = c^d`` with ``c ⊑ v1``: guessing ``v1`` (2)
+    forces ``c`` to 2 at Stage 1, and ``v2`` is then guessed from that (3),
+    not from ``c``'s minimum (which would leave ``d`` no room)."""
+    s = Session()
+    a, b, v1, c, d, v2 = (s.fresh_dim_var() for _ in range(6))
+    linear(s, LinearKind.CONCAT, [a, b], v1)
+    linear(s, LinearKind.CONCAT, [c, d], v2)
+    s.add(DimIneq(c, v1, ORIGIN))
+    assert closed(s, a, b, v1, c, d, v2) == (1, 1, 2, 2, 1, 3)
+
+
+def test_a_bounded_dim_after_a_waiting_one_is_sized_first() -> None:
+    """A part ``p`` of ``p^q`` broadcasts from ``b``, a fixed index's axis of
+    at least 3, read after ``p``: ``b`` is sized first and forces ``p`` (3),
+    and the concatenation follows (4)."""
+    s = Session()
+    p, q, v, b = (s.fresh_dim_var() for _ in range(4))
+    linear(s, LinearKind.CONCAT, [p, q], v)
+    s.add(DimAtLeast(b, 3, ORIGIN))
+    s.add(DimIneq(p, b, ORIGIN))
+    assert closed(s, p, q, v, b) == (3, 1, 4, 3)
+
+
+def test_a_prefix_short_of_its_written_axes_closes_its_row_variable() -> None:
+    """An open leaf under ``a, ..r..`` where ``r`` ends in 3: the leaf has
+    fewer axes than the two written, so ``r`` gets no more (``[1, 3]``)."""
+    s = Session()
+    x = s.leaf("x")
+    s.einsum("e", "a, ..r..; ..r.. => ", x, s.leaf("y", "...,3"))
+    s.close()
+    assert x.shape.dims()[2] == (1, 3)
