@@ -17,6 +17,7 @@ from axisflow.shapes import (
     Kind,
     Origin,
     Row,
+    RowEq,
     RowIneq,
     Session,
     Size,
@@ -256,3 +257,15 @@ def test_a_prefix_short_of_its_written_axes_closes_its_row_variable() -> None:
     s.einsum("e", "a, ..r..; ..r.. => ", x, s.leaf("y", "...,3"))
     s.close()
     assert x.shape.dims()[2] == (1, 3)
+
+
+def test_a_leaf_dim_after_a_known_one_still_takes_its_bound() -> None:
+    """A leaf row ``[5, d]`` with ``3 ⊑ d``: the known 5 does not stop the
+    leaf dims step, and ``d`` takes its bound 3 (not the 1 of the last step)."""
+    s = Session()
+    x = s.leaf("x")
+    d = s.fresh_dim_var()
+    s.add(RowEq(x.shape.row(Kind.OUTPUT), Row((Size(5), d)), ORIGIN))
+    s.add(DimIneq(Size(3), d, ORIGIN))
+    s.close()
+    assert x.shape.dims()[2] == (5, 3)
