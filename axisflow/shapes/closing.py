@@ -43,12 +43,13 @@ from typing import NoReturn
 
 from axisflow.shapes.constraints import (
     DeferredCount,
+    DimLinear,
     LinearKind,
     RowPrefix,
     Terminal,
     TotalElems,
 )
-from axisflow.shapes.solver import DimBounds, RowBounds, Solver
+from axisflow.shapes.solver import RowBounds, Solver
 from axisflow.shapes.terms import (
     BROADCAST_UNIT,
     EMPTY_ROW,
@@ -312,14 +313,16 @@ def _fit_prefix(
     trailing axes behind the written ones, each written axis broadcasting to
     the join's axis it lands on; if none fits and the join is open, the
     fewest written axes land in front of it (its row variable takes them).
+    Axes the row variable already ends in (``[...r, 3]``) stay last.
     ``None`` if nothing fits."""
     rest = solver.norm_row(prefix.rest)
-    if rest.dims or rest.var is None:
+    if rest.var is None:
         return None
     beg = [solver.find_dim(d) for d in prefix.beg]
     dims = joined.dims
-    inside = range(len(dims) - len(beg), -1, -1)
-    beyond = range(max(len(dims) - len(beg) + 1, 0), len(dims) + 1)
+    last = len(rest.dims)
+    inside = range(len(dims) - len(beg), last - 1, -1)
+    beyond = range(max(len(dims) - len(beg) + 1, last), len(dims) + 1)
     for taken in (*inside, *(beyond if joined.var is not None else ())):
         start = len(dims) - taken - len(beg)
         landing = zip(
@@ -332,7 +335,7 @@ def _fit_prefix(
             or written.n == 1
             for written, axis in landing
         ):
-            return (rest.var, Row(dims[len(dims) - taken :]))
+            return (rest.var, Row(dims[len(dims) - taken : len(dims) - last]))
     return None
 
 
@@ -444,19 +447,24 @@ def close_unbounded_terminal_rows(
     of the leaves.
     """
     decisions: list[tuple[RowVar, Row, Origin]] = []
-    rests = {
-        whole: _open_var(solver, prefix.rest)
-        for whole, prefix in _pending_prefixes(solver).items()
-    }
+    prefixes = _pending_prefixes(solver)
     for terminal, safe in zip(terminals, guessable, strict=True):
         var = _open_var(solver, terminal.row)
         if var is None:
             continue
         if terminal.is_param and not safe:
             _hidden_dimension(solver, terminal, "the number")
-        # A row with axes written before its row variable ("3,...,7") gets
-        # no axes between them: its row variable, not the prefix, is closed.
-        decisions.append((rests.get(var) or var, EMPTY_ROW, terminal.origin))
+        prefix = prefixes.get(var)
+        if prefix is not None:
+            # A row with axes written before its row variable ("3,...,7"):
+            # if it has fewer axes than written, the row variable between
+            # them closes (no axes there), else the row gets no more axes.
+            whole = solver.norm_row(prefix.whole)
+            rest = solver.norm_row(prefix.rest)
+            if len(whole.dims) < len(prefix.beg) + len(rest.dims):
+                assert rest.var is not None
+                var = rest.var
+        decisions.append((var, EMPTY_ROW, terminal.origin))
     _commit_rows(solver, decisions)
     solver.trigger = None
 
@@ -572,17 +580,22 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
     1. the dims a fixed index bounds from below (their sizes reach the dims
        they broadcast to at Stage 1; an unbounded result dim guessed 1 in the
        same round would clash with an operand of 3);
-    2. the free dims whose operands are all decided: as in forward
-       evaluation, a result dim follows its operands, so a dim that still
-       broadcasts from an undecided one waits (guessing it 1 would force the
-       operand to 1, e.g. the stacked axis of ``sin [g1; g2]``);
-    3. a dim a pending affine, concatenated or total equation waits on
-       (:func:`_guess_for_equations`), one decision at a time: guessing it
-       may solve the rest;
-    4. the dims that wait on each other only (cycles of inequalities), all at once.
+    2. the free dims, all at once, but those that broadcast (directly or
+       through other dims) from a dim a pending equation waits on: as in
+       forward evaluation, a result dim follows its operands, so it waits for
+       the equation (guessing it 1 would force the operand to 1, e.g. the
+       stacked axis of ``sin [g1; g2]``);
+    3. dims a pending affine, concatenated or total equation waits on
+       (:func:`_decide_equations`), one per equation: guessing it may
+       solve the rest.
+
+    The dims that broadcast from a waiting dim are decided in a later round,
+    once the equation is solved: forced to its size at Stage 1, or free
+    again if it is 1.
     """
     while True:
         waiting = _waiting_dims(solver)
+        downstream = _broadcasting_from(solver, waiting)
         decisions: list[tuple[DimVar, Size, Origin]] = []
         followers: list[tuple[DimVar, Size, Origin]] = []
         waits: list[DimVar] = []  # in the order of the rows, then of the entries
@@ -600,24 +613,21 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
             bounds = solver.dim_bounds.get(dim.id)
             size = Size(1) if bounds is None else Size(bounds.at_least)
             decision = (dim, size, CLOSING_ORIGIN)
-            if bounds is not None and _has_undecided_operand(solver, dim, bounds):
-                followers.append(decision)
-            else:
-                decisions.append(decision)
+            (followers if dim in downstream else decisions).append(decision)
         bounded = [d for d in (*decisions, *followers) if d[1].n > 1]
         if bounded or decisions:
             _commit_dims(solver, bounded or decisions)
             continue
-        if waits:
-            _commit_dims(solver, [_guess_for_equations(solver, waits)])
-        elif followers:
-            _commit_dims(solver, followers)
-        else:
+        if not waits:
+            # Followers broadcast from a waiting dim, which has stored
+            # relations and so is a candidate: none is left without a wait.
             return
+        _decide_equations(solver, waits)
 
 
 def _waiting_dims(solver: Solver) -> set[DimVar]:
-    """The unknown dims of pending linear equations and totals."""
+    """The unknown dims of pending linear equations and totals (a total's
+    rows and, if a dim counts its elements, that dim)."""
     find_dim = solver.find_dim
     waiting = {
         found
@@ -639,64 +649,112 @@ def _waiting_dims(solver: Solver) -> set[DimVar]:
     return waiting
 
 
-def _has_undecided_operand(solver: Solver, dim: DimVar, bounds: DimBounds) -> bool:
-    """Whether ``dim`` broadcasts from a dim still unknown (other than itself)."""
-    for opnd, _ in bounds.opnd:
-        found = solver.find_dim(opnd)
-        if type(found) is DimVar and found != dim:
-            return True
-    return False
+def _broadcasting_from(solver: Solver, sources: set[DimVar]) -> set[DimVar]:
+    """The unknown dims that broadcast from ``sources``, directly or through
+    other dims (a walk of the stored inequalities: linear in their number)."""
+    found: set[DimVar] = set()
+    stack = list(sources)
+    while stack:
+        bounds = solver.dim_bounds.get(stack.pop().id)
+        if bounds is None:
+            continue
+        for res, _ in bounds.res:
+            dim = solver.find_dim(res)
+            if type(dim) is DimVar and dim not in found and dim not in sources:
+                found.add(dim)
+                stack.append(dim)
+    return found
 
 
-def _guess_for_equations(
-    solver: Solver, waits: Sequence[DimVar]
-) -> tuple[DimVar, Size, Origin]:
-    """One guess that keeps the pending equations solvable in positive sizes.
+def _decide_equations(solver: Solver, waits: Sequence[DimVar]) -> None:
+    """Guess the dims of pending equations so they stay solvable in positive sizes.
 
     An affine or concatenated axis that no other pending equation uses as a
     part takes the least size its equations allow with every unknown part at
     its minimum (OCANNL subtracts the known parts; with parts all unknown it
     pairs them and allows empty ones, which positive sizes cannot: ``a^b^c =
-    d^e`` closes to ``1+1+1 = 1+2``). Once an axis is known, the first
-    unknown part (in the order the spec writes them) of the first such
-    equation takes its minimum, and Stage 1 gives the last part the rest.
-    Dims only a total waits on are guessed one at a time at their minimum
-    (a total ``a·b = 6`` of two unknown dims closes to ``a = 1, b = 6``).
-    ``waits`` are the waiting dims in the order of the shapes' rows: the
-    equations are taken in the order of their axes there, so that the
-    guess follows the program, not the order the equations were added in.
+    d^e`` closes to ``1+1+1 = 1+2``). Where no such axis is left, the first
+    unknown part (in the order the spec writes them) of each equation whose
+    axis is known takes its minimum, and Stage 1 gives the last part the
+    rest. The equations are taken in the order they were made, one guess
+    each, solved before the next is read (a guess's consequences can size
+    another equation's dims): one round guesses every equation, so the
+    rounds follow the nesting of the equations, not their number. With no
+    such equation, the first dim a total waits on (in ``waits``, the order
+    of the shapes' rows) takes its minimum (a total ``a·b = 6`` of two
+    unknown dims closes to ``a = 1, b = 6``).
     """
     find_dim = solver.find_dim
     minimum = _equation_minima(solver)
-    place = {dim: index for index, dim in enumerate(waits)}
-    structured = sorted(
-        (
-            (place.get(find_dim(linear.terms[-1][1]), len(place)), linear_id, linear)  # type: ignore[arg-type]
-            for linear_id, linear in solver.linears.items()
-            if linear.kind != LinearKind.SUM
-        ),
-        key=lambda entry: entry[:2],
-    )
-    parts_of_pending: set[DimVar] = set()
-    for _, _, linear in structured:
-        for _, dim in linear.terms[:-1]:
-            found = find_dim(dim)
-            if type(found) is DimVar:
-                parts_of_pending.add(found)
-    for _, _, linear in structured:
+    structured = [
+        (linear_id, linear)
+        for linear_id, linear in sorted(solver.linears.items())
+        if linear.kind != LinearKind.SUM
+    ]
+    parts_of_pending = {
+        found
+        for _, linear in structured
+        for _, dim in linear.terms[:-1]
+        if type(found := find_dim(dim)) is DimVar
+    }
+    axes: dict[DimVar, list[DimLinear]] = {}
+    for _, linear in structured:
         axis = find_dim(linear.terms[-1][1])
-        if type(axis) is DimVar and axis not in parts_of_pending:
-            return (axis, Size(minimum[axis]), linear.origin)
-    for _, _, linear in structured:
-        if type(find_dim(linear.terms[-1][1])) is DimVar:
-            continue
-        for _, dim in linear.terms[:-1]:
-            found = find_dim(dim)
-            if type(found) is DimVar:
-                return (found, Size(minimum[found]), linear.origin)
+        if type(axis) is DimVar:
+            axes.setdefault(axis, []).append(linear)
+
+    def floor(dim: DimVar) -> int:
+        # A dim's least size (a variable unified since reads its own minimum).
+        found = minimum.get(dim)
+        if found is None:
+            bounds = solver.dim_bounds.get(dim.id)
+            return 1 if bounds is None else bounds.at_least
+        return found
+
+    def least(axis: DimVar) -> int:
+        # The axis's least size from its parts as they are now.
+        sizes = [floor(axis)]
+        for linear in axes[axis]:
+            total = linear.const
+            for coeff, dim in linear.terms[:-1]:
+                found = find_dim(dim)
+                assert type(found) is DimVar or type(found) is Size
+                total += coeff * (found.n if type(found) is Size else floor(found))
+            sizes.append(total)
+        return max(sizes)
+
+    guessed = False
+    for axes_first in (True, False):
+        for linear_id, linear in structured:
+            if linear_id not in solver.linears:
+                continue  # solved by an earlier guess's consequences
+            axis = find_dim(linear.terms[-1][1])
+            if axes_first:
+                if type(axis) is not DimVar or axis not in axes:
+                    continue
+                if axis in parts_of_pending:
+                    continue
+                guess, size = axis, least(axis)
+            else:
+                if type(axis) is DimVar:
+                    continue
+                unknown = [
+                    found
+                    for _, dim in linear.terms[:-1]
+                    if type(found := find_dim(dim)) is DimVar
+                ]
+                if not unknown:
+                    continue
+                guess, size = unknown[0], floor(unknown[0])
+            _commit_dims(solver, [(guess, Size(size), linear.origin)])
+            guessed = True
+        if guessed:
+            return
     var = waits[0]
     bounds = solver.dim_bounds.get(var.id)
-    return (var, Size(1 if bounds is None else bounds.at_least), CLOSING_ORIGIN)
+    _commit_dims(
+        solver, [(var, Size(1 if bounds is None else bounds.at_least), CLOSING_ORIGIN)]
+    )
 
 
 def _equation_minima(solver: Solver) -> dict[DimVar, int]:

@@ -449,12 +449,17 @@ class Session(Operations):
             "row_marks": dict(solver.row_marks),
             "row_gen": dict(solver.row_gen),
             "totals": dict(solver.totals),
+            "linears": dict(solver.linears),
+            "prefixes": dict(solver.prefixes),
+            "paddings": tuple(solver.paddings),
             "terminals": tuple(solver.terminals),
             "log": tuple(self._log),
             "shapes": tuple(
                 (id(s), s.rows(), s.discarded, s.registered_at) for s in self._shapes
             ),
-            "refs": tuple((id(r), r.var, r.size, r.discarded) for r in self._refs),
+            "refs": tuple(
+                (id(r), r.var, r.row, r.size, r.discarded) for r in self._refs
+            ),
             "tainted": self._tainted,
             "taint_error": self._taint_error,
             "closings": self._closings,

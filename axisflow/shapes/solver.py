@@ -20,13 +20,17 @@ All state lives in dicts mutated only through the session's
 * ``row_gen``: row variable id -> how many axes templates put in front of the
   variable it descends from (absent: 0), to stop cyclic constraints from
   minting axes forever.
-* ``totals``: pending ``TotalElems`` constraints by id.
+* ``totals``, ``linears``, ``prefixes``: pending ``TotalElems``,
+  ``DimLinear`` and ``RowPrefix`` constraints by id (one id space; the
+  variables they wait on list the id).
+* ``paddings``: the padded convolution axes, for closing's margins.
 * ``terminals``: the ``Terminal`` marks since the last closing.
 
 Stage 1
 =======
-Each constraint is pushed on a work list; solving an item may push more
-(solving a variable re-emits every inequality stored on it). The loop is
+:meth:`Solver.add` is the one way in: it solves the constraint, whose
+consequences go on a work list; solving an item may push more (solving a
+variable re-emits every inequality stored on it). The loop is
 iterative (no recursion), each stored relation is re-emitted a bounded number
 of times (unions move the shorter relation lists), so solving is near-linear
 in the number of constraints.

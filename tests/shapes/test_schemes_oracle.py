@@ -374,6 +374,31 @@ SIZE_WRITTEN_IN_A_ROW = Program(
 )
 
 
+# The soak (tests/shapes/oracle_soak.py) found: the result v1 broadcasts
+# only from v0's output row, whose bounds have no axes. Re-evaluation leaves
+# that row bare until closing, which merges it with v1's output row, and the
+# next call's total gives v1 (so v0) axes; presolving v0's row to [] had cut
+# the tie.
+RESULT_MERGED_WITH_PRESOLVED = Program(
+    anchors=(("leaf", "|->"),),
+    arity=2,
+    body=(
+        Op("compose", (2, 1)),
+        Op("pointwise", (2,)),
+        Op("total", (1,), count=3),
+        Op("compose", (4, 3)),
+    ),
+    results=(4,),
+    calls=(
+        (("leaf", "...|2,3->2,1"), ("leaf", "|...->")),
+        (("leaf", "...,3|...,2,3->1"), ("leaf", None)),
+        (("result", 0), ("result", 1)),
+    ),
+    close_before=(False, False, False),
+    set_dim=2,
+)
+
+
 @SETTINGS
 @given(programs())
 @example(CLOSED_ROW_TOO_SHORT)
@@ -381,6 +406,7 @@ SIZE_WRITTEN_IN_A_ROW = Program(
 @example(ANCHOR_ABOVE_PRESOLVED)
 @example(PARAMETER_ABOVE_PRESOLVED)
 @example(TRACER_TEMPLATE_MARK)
+@example(RESULT_MERGED_WITH_PRESOLVED)
 def test_instantiating_the_scheme_is_re_evaluating_the_body(program: Program) -> None:
     assert run(program, through_schemes=True) == run(program, through_schemes=False)
 

@@ -74,7 +74,8 @@ class Presolve:
     would not report (nothing is presolved then). ``fixed``: likewise, the
     sizes result rows write (an operand row, the position from the right,
     the size): an operand's axis there other than 1 and that size is Stage
-    1's error.
+    1's error. ``tied``: the row candidates an application leaves open
+    where their value has no axes (see :func:`plan_presolve`).
     """
 
     sources: tuple[tuple[tuple[int, int, int], Row], ...]
@@ -83,6 +84,7 @@ class Presolve:
     guards: tuple[frozenset[Var], ...]
     closed: tuple[tuple[Row, int], ...] = ()
     fixed: tuple[tuple[Row, int, Size], ...] = ()
+    tied: frozenset[RowVar] = frozenset()
 
     @property
     def source_vars(self) -> frozenset[Var]:
@@ -136,6 +138,14 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     (transitively) must be a candidate or a result's variable, and
     everything those broadcast from known at the application
     (:func:`_guards`). ``None`` when there is nothing to presolve.
+
+    A row candidate that is the one row variable a result's row variable
+    broadcasts from is *tied* (``tied``): where its value has no axes,
+    re-evaluation leaves it bare until closing (a bound without axes makes
+    no template), and closing's single-neighbour merge then equates it with
+    the result's variable, which the caller may give axes later (a total on
+    the result); an application does not presolve it there
+    (:func:`solve_presolvable`). Dims have no such merge.
     """
     blocked: set[Var] = set()
     result_vars: set[Var] = set()
@@ -169,6 +179,9 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     # to (``above``) and those each one broadcasts from (``below``).
     above: dict[Var, list[Var]] = {}
     below: dict[Var, set[Var]] = {}
+    # The row variables each result row's variable broadcasts from (what
+    # closing's single-neighbour merge reads: dims have no such step).
+    row_below: dict[RowVar, set[RowVar]] = {}
     for fact in sc.facts:
         if isinstance(fact, RowIneq):
             res, opnd = fact.res, fact.opnd
@@ -179,6 +192,8 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
                 below.setdefault(high, set()).update(opnd_side)
             if res.var is not None:
                 bounds.setdefault(res.var, []).append((LEAD, opnd, len(res.dims)))
+                if opnd.var is not None:
+                    row_below.setdefault(res.var, set()).add(opnd.var)
             else:
                 closed.append((opnd, len(res.dims)))
             for position, dim in enumerate(res.dims):
@@ -275,6 +290,13 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
         guards=tuple(guards[var] for var in order),
         closed=tuple(closed),
         fixed=tuple(fixed),
+        tied=frozenset(
+            operand
+            for res in results_above
+            if type(res) is RowVar and len(operands := row_below.get(res, ())) == 1
+            for operand in operands
+            if operand in presolvable
+        ),
     )
 
 
@@ -471,6 +493,7 @@ def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> Solved:
     """The joins of :func:`presolved`, in dependency order (``known``: the sources)."""
     solved = Solved()
     join = join_concrete  # looked up once (a test replaces it)
+    tied = pre.tied
     for var, var_bounds, gen in pre.order:
         values: list[Value] = []
         for kind, term, back in var_bounds:
@@ -491,7 +514,8 @@ def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> Solved:
                 joined = join(values)  # type: ignore[arg-type]
                 if joined is None or gen + len(joined.dims) > MAX_RANK:
                     return Solved()
-                known[var] = solved[var] = joined
+                if joined.dims or var not in tied:
+                    known[var] = solved[var] = joined
             else:
                 size = join_sizes(values)  # type: ignore[arg-type]
                 if size is None:
