@@ -174,6 +174,33 @@ def _merge_basis(first: str, second: str) -> str | None:
     return None
 
 
+_Entry = TypeVar("_Entry", bound=tuple[object, Origin])
+
+
+def _distinct(entries: Sequence[_Entry]) -> Sequence[_Entry]:
+    """A bounds list without repeats of a relation, each kept where it last
+    occurs (the copy the work stack solves first).
+
+    Solving a relation again (a variable's bounds re-emitted when it is
+    solved) records it again, so a cycle of inequalities that templates one
+    axis per round would double its relations every round, 2**MAX_RANK work
+    before the cyclic error; without repeats each round re-emits each
+    relation once.
+    """
+    if len(entries) < 2:
+        return entries
+    seen: set[object] = set()
+    kept: list[_Entry] = []
+    for entry in reversed(entries):
+        if entry[0] not in seen:
+            seen.add(entry[0])
+            kept.append(entry)
+    if len(kept) == len(entries):
+        return entries
+    kept.reverse()
+    return kept
+
+
 def _sides(origin: Origin) -> tuple[str, str, str]:
     """Texts for the two sides of a constraint and the kind of axes."""
     lhs, rhs = origin.lhs, origin.rhs
@@ -895,16 +922,16 @@ class Solver:
             # ``glb ⊑ []`` hold whatever ``res`` and ``glb`` are, so only the
             # operands (which must now be empty as well) are re-emitted. Closing
             # empties most variables, so this keeps it linear in their operands.
-            for opnd, opnd_origin in bounds.opnd:
+            for opnd, opnd_origin in _distinct(bounds.opnd):
                 work.append((_ROW_INEQ, value, Row((), opnd), opnd_origin))
             for total_id in bounds.totals:
                 work.append((_TOTAL, total_id))
             return
-        for res, res_origin in bounds.res:
+        for res, res_origin in _distinct(bounds.res):
             work.append((_ROW_INEQ, Row((), res), value, res_origin))
-        for opnd, opnd_origin in bounds.opnd:
+        for opnd, opnd_origin in _distinct(bounds.opnd):
             work.append((_ROW_INEQ, value, Row((), opnd), opnd_origin))
-        for glb, glb_origin in bounds.glbs:
+        for glb, glb_origin in _distinct(bounds.glbs):
             work.append((_ROW_INEQ, glb, value, glb_origin))
         for total_id in bounds.totals:
             work.append((_TOTAL, total_id))

@@ -399,8 +399,34 @@ RESULT_MERGED_WITH_PRESOLVED = Program(
 )
 
 
+# The soak found a program whose closing ran out of memory (both ways): the
+# einsum and the pointwise operation make a cycle of inequalities that
+# templates one axis per round, and every round doubled the relations the
+# solver re-emits (tests/shapes/test_shapes_solver_bounds.py has the rule).
+# Both ways now fail the closing at the rank limit.
+CYCLE_OF_INEQUALITIES = Program(
+    anchors=(("leaf", "|3->..."),),
+    arity=2,
+    body=(
+        Op("einsum", (1,), spec="...i=>...", capture=True),
+        Op("leaf", spec="...,1,3|...,2->1,1"),
+        Op("compose", (4, 4)),
+        Op("leaf", spec="3|1,2->1"),
+        Op("pointwise", (1, 3, 3)),
+    ),
+    results=(3,),
+    calls=(
+        (("leaf", "|3,3->1,3"), ("leaf", None)),
+        (("leaf", "|1->2,2"), ("result", 0)),
+    ),
+    close_before=(False, False),
+    set_dim=None,
+)
+
+
 @SETTINGS
 @given(programs())
+@example(CYCLE_OF_INEQUALITIES)
 @example(CLOSED_ROW_TOO_SHORT)
 @example(SIZE_WRITTEN_IN_A_ROW)
 @example(ANCHOR_ABOVE_PRESOLVED)

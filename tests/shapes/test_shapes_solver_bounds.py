@@ -1416,3 +1416,52 @@ def test_the_queries_read_a_window_without_its_tables() -> None:
         assert list(solver.terminals_since(terminals)) == [
             Terminal(Row((), t), False, ORIGIN)
         ]
+
+
+def test_a_cycle_of_inequalities_reaches_the_rank_limit_re_emitting_each_relation_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``x`` broadcasts to ``p`` and ``p`` to ``x`` with one axis less, through
+    two einsums dropping an axis: closing templates one axis per round until
+    the rank limit. Solving a relation again records it again; re-emitting
+    every copy when a variable is solved doubled the relations each round
+    (2**64 work: the soak's program ran out of memory). Each relation is
+    re-emitted once, so the cycle reaches the limit in a few hundred steps."""
+    import axisflow.shapes.solver as solver_module
+
+    solved = 0
+    real = solver_module.Solver._row_ineq
+
+    def counted(self: solver_module.Solver, *args: object) -> None:
+        nonlocal solved
+        solved += 1
+        assert solved < 20_000, "the cycle's relations multiply"
+        real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(solver_module.Solver, "_row_ineq", counted)
+    s = Session()
+    x = s.leaf("x", None)
+    y = s.einsum("y", "...i=>...", x)
+    s.pointwise("p", x, y)
+    z = s.einsum("z", "...i=>...", y)
+    s.pointwise("q", y, z)
+    with pytest.raises(ShapeError) as info:
+        s.close()
+    assert re.fullmatch(
+        r"pointwise 'p' of x, y: output axes cannot agree: p\.output \[\.\.\.r\d+\] "
+        r"and x\.output \[\.\.\.r\d+, d\d+\] would need infinitely many axes \(more "
+        r"than 64 axes in one row: the inequalities are cyclic\) \(found while "
+        r"solving leaf 'x'\)",
+        str(info.value),
+    ), str(info.value)
+
+
+def test_repeated_relations_are_re_emitted_once_each_at_their_last_place() -> None:
+    from axisflow.shapes.solver import _distinct
+
+    a, b, c = (RowVar(n) for n in (1, 2, 3))
+    first, second, third = (Origin("leaf", name) for name in ("u", "v", "w"))
+    entries = [(a, first), (b, first), (a, second), (c, third), (b, third)]
+    assert _distinct(entries) == [(a, second), (c, third), (b, third)]
+    unique = [(a, first), (b, second)]
+    assert _distinct(unique) is unique
