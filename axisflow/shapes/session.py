@@ -182,6 +182,10 @@ class Session(Operations):
         self._next_id = vid + 1
         return vid
 
+    def tick(self) -> int:
+        """Spend one tick of the variable counter (a shape's ``created_at``)."""
+        return self._mint()
+
     def var_mark(self) -> int:
         """The variable counter: variables minted later have larger ids."""
         return self._next_id
@@ -727,14 +731,17 @@ class Session(Operations):
         *,
         sides: tuple[Side, Side, Side] | None = None,
         register: bool = True,
+        created_at: int | None = None,
     ) -> Shape:
         """A shape of the given rows, discarded if a window around it is rewound.
 
         ``register``: have the next closing solve it. ``sides`` may share the
         sides of another shape of the same name (they only name its rows).
+        ``created_at``: a tick of :meth:`tick` shared by shapes made together
+        (each takes one of its own by default).
         """
         self._leave_fast_mode()
-        shape = Shape(self, name, batch, input_, output, sides)
+        shape = Shape(self, name, batch, input_, output, sides, created_at)
         if register:
             # A new shape is registered directly: if a rewind drops it from
             # the list, it is discarded as well, so its epoch needs no undo.

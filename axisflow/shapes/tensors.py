@@ -96,6 +96,7 @@ class Shape:
         input_: Row,
         output: Row,
         sides: tuple[Side, Side, Side] | None = None,
+        created_at: int | None = None,
     ):
         self._session = session
         self.name = name
@@ -107,7 +108,9 @@ class Shape:
         # on this): a shape made after ``var_mark()`` was read has
         # ``created_at >= mark``, one made before has ``created_at < mark``. A
         # shape scheme tells the shapes its function made from older ones so.
-        self.created_at = session._mint()
+        # Shapes made together may share one tick (``created_at``: the
+        # internal shapes of one scheme application share its int object).
+        self.created_at = session._mint() if created_at is None else created_at
         # The closing count when the shape was registered (-1: never), so that
         # registering twice before one closing registers once.
         self.registered_at = -1

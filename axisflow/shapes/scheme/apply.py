@@ -48,6 +48,7 @@ from axisflow.shapes.scheme.model import (
 from axisflow.shapes.scheme.presolve import (
     Value,
     Var,
+    facts_to_add,
     presolve_plan,
     presolved,
 )
@@ -320,6 +321,9 @@ def _apply(
     if not checking:
         register = Sabotage.NO_INTERNAL_ROWS not in sabotages
         new_shape = session.new_shape
+        # One tick for all: the shapes are made together (an int each would
+        # cost memory per internal tensor of every call site).
+        tick = session.tick()
         internal = tuple(
             new_shape(
                 item.name,
@@ -328,6 +332,7 @@ def _apply(
                 row(item.rows[2]),
                 sides=sides,
                 register=register,
+                created_at=tick,
             )
             for item, sides in zip(sc.internal, sc._internal_sides, strict=True)
         )
@@ -367,7 +372,7 @@ def _apply(
                     KINDS, anchor.rows, concrete, strict=True
                 ):
                     current = shape.row(kind)
-                    if is_concrete and norm_row(current) == term:
+                    if is_concrete and (current == term or norm_row(current) == term):
                         continue  # already holds: the equality would add nothing
                     origin = stamp.new(
                         "anchor",
@@ -385,12 +390,7 @@ def _apply(
                 else:
                     add(RowEq(row(item.term), Row((), item.old), origin))  # type: ignore[arg-type]
         origin_at_index = stamp.at
-        skipped = pre.skipped if solved and pre is not None else None
-        for at, (code, first, second, origin_at) in enumerate(sc._plan):
-            if skipped is not None:
-                bounded = skipped[at]
-                if bounded is not None and all(v in solved for v in bounded):
-                    continue  # holds: the presolved values join their bounds
+        for code, first, second, origin_at in facts_to_add(sc, pre, solved):
             origin = origin_at_index(origin_at)
             if code == ROW_INEQ:
                 add(RowIneq(row(first), row(second), origin))  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 from weakref import WeakKeyDictionary
 
 from axisflow.shapes.concrete import join_rows
@@ -415,13 +415,37 @@ class Solved(dict[Var, Value]):
     ``rows`` maps a scheme row (by identity: the scheme holds it) to its
     application row when that is concrete: applications with the same
     sources share those immutable rows instead of building their own.
+    ``facts``: the scheme's compiled facts such an application still adds
+    (see :func:`facts_to_add`), once computed.
     """
 
-    __slots__ = ("rows",)
+    __slots__ = ("facts", "rows")
 
     def __init__(self) -> None:
         super().__init__()
         self.rows: dict[int, Row] = {}
+        self.facts: Sequence[tuple[Any, ...]] | None = None
+
+
+def facts_to_add(
+    sc: Scheme, pre: Presolve | None, solved: dict[Var, Value]
+) -> Sequence[tuple[Any, ...]]:
+    """The compiled facts an application with these presolved values adds:
+    all but those that only bound presolved variables from below (they hold
+    by construction). Kept on ``solved``, which applications with the same
+    source values share."""
+    if not solved or pre is None:
+        return sc._plan
+    facts = getattr(solved, "facts", None)
+    if facts is None:
+        facts = [
+            fact
+            for fact, bounded in zip(sc._plan, pre.skipped, strict=True)
+            if bounded is None or not all(v in solved for v in bounded)
+        ]
+        if isinstance(solved, Solved):
+            solved.facts = facts
+    return facts
 
 
 PRESOLVE_MEMO_SIZE = 256
