@@ -86,8 +86,9 @@ fuzz: $(STAMP)
 	$(BIN)/python -m tests.reliability.fuzzing $(FUZZ_ARGS)
 
 # The scheme oracle (tests/shapes/test_schemes_oracle.py) on 100,000 generated
-# programs instead of make test's 200, at the lowest CPU priority
-# (docs/shape-schemes.md): SOAK_ARGS="--programs 200000 --seed 7" for others.
+# programs instead of make test's 200, at the lowest CPU priority, each chunk
+# of 5,000 in a process limited to 2 GB (docs/shape-schemes.md):
+# SOAK_ARGS="--programs 200000 --seed 7" for others.
 SOAK_ARGS ?= --programs 100000
 soak: $(STAMP)
 	nice -n 19 $(BIN)/python -m tests.shapes.oracle_soak $(SOAK_ARGS)
