@@ -17,7 +17,8 @@ error, exiting with status 1:
   read) are refused with their position;
 - ``-o FILE`` is written to a temporary file next to ``FILE`` and moved into
   place only when every input chunk succeeded, so a failure never leaves an
-  empty or half-written file.
+  empty or half-written file; so are the report files of
+  ``schedule-batches{report-file=...}`` (``axisflow.report_file``).
 
 For its run it raises the cyclic collector's thresholds
 (``axisflow.gc_pause.collector_tuned``; measured in
@@ -42,11 +43,19 @@ from xdsl.ir import IRNode, Operation
 from xdsl.parser import Parser
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline, parse_spec
 from xdsl.utils.diagnostic import Diagnostic
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
-from xdsl.utils.lexer import Input, Span
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    ParseError,
+    VerifyException,
+)
+from xdsl.utils.lexer import Input, Span, Token
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from axisflow.gc_pause import collector_tuned
+from axisflow.numerals import MAX_DIGITS
+from axisflow.report_file import all_or_nothing
 
 MAX_NESTING = 1000
 """Deepest bracket nesting (``{``, ``(``, ``[``, ``<``) accepted in MLIR input.
@@ -68,7 +77,8 @@ _STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"
 _INTERESTING = re.compile(r'//[^\n]*|["{}()\[\]<>]|[^\x00-\x7f]')
 _CLOSERS = {"}": "{", ")": "(", "]": "["}
 
-_FAILING_OP = "_axisflow_failing_op"
+FAILING_OP = "_axisflow_failing_op"
+"""The attribute naming the op an error was raised at (``diagnostics_without_dump``)."""
 
 
 def check_mlir_text(data: bytes, name: str) -> str:
@@ -88,6 +98,14 @@ def check_mlir_text(data: bytes, name: str) -> str:
         position = len(prefix)
         message = f"input is not valid UTF-8 (byte 0x{data[error.start]:02x})"
         raise ParseError(Span(position, position + 1, shown), message) from None
+    check_mlir_source(text, name)
+    return text
+
+
+def check_mlir_source(text: str, name: str) -> None:
+    """``check_mlir_text`` on decoded text: one linear pass, ``ParseError``
+    at the first string literal never closed, bracket nested deeper than
+    ``MAX_NESTING`` or non-ASCII digit outside strings and comments."""
     source = Input(text, name)
     openers: list[str] = []
     position = 0
@@ -127,10 +145,9 @@ def check_mlir_text(data: bytes, name: str) -> str:
             # Unclosed '<' inside are dropped with their bracket.
             while openers.pop() != _CLOSERS[token]:
                 pass
-    return text
 
 
-class _LocatingParser(Parser):
+class LocatingParser(Parser):
     """xDSL's parser, remembering where each op starts in the input."""
 
     def __init__(
@@ -144,6 +161,106 @@ class _LocatingParser(Parser):
         op = super().parse_operation()
         self._op_starts[op] = start
         return op
+
+    def _consume_token(
+        self, expected_kind: MLIRTokenKind | None = None
+    ) -> Token[MLIRTokenKind, str]:
+        """xDSL's, refusing a decimal literal longer than ``MAX_DIGITS``
+        (Python's int conversion would fail with its own wording)."""
+        token = self._current_token
+        if (
+            token.kind == MLIRTokenKind.INTEGER_LIT
+            and len(token.text) > MAX_DIGITS
+            and not token.text[:2].lower() == "0x"
+        ):
+            raise ParseError(
+                token.span,
+                f"integer literal has {len(token.text)} digits, more than the "
+                f"limit of {MAX_DIGITS}",
+            )
+        return super()._consume_token(expected_kind)
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        """xDSL's ``parse_module``; what some op and attribute parsers raise
+        instead of a ``ParseError`` becomes one at the token where it was
+        raised: a ``ValueError`` (``'par\\ufeffallel' is not a valid
+        IteratorType``), an ``IndexError`` (``linalg.fill i ns(...)`` parses as
+        a fill without inputs), the ``VerifyException`` of an integer
+        attribute out of its type's range (``rounds = 99999999999999999999 :
+        i64`` in generic form: named by its entry, at its literal); xDSL's
+        own located message for a literal out of range is said the same
+        way."""
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as error:
+            if _XDSL_OUT_OF_RANGE.match(error.msg) is None:
+                raise
+            raise _out_of_range(error.span, error.msg) from None
+        except VerifyException as error:
+            raise self._attribute_error(error) from None
+        except ValueError as error:
+            span = self._current_token.span
+            if _XDSL_OUT_OF_RANGE.match(str(error)) is not None:
+                # raised after the literal was read: at the last one before
+                before = span.input.content[max(0, span.start - 200) : span.start]
+                literal = _LAST_LITERAL.search(before)
+                if literal is not None:
+                    offset = span.start - len(before)
+                    start, end = (offset + k for k in literal.span(1))
+                    span = Span(start, end, span.input)
+                raise _out_of_range(span, str(error)) from None
+            raise ParseError(span, str(error)) from None
+        except (IndexError, KeyError, TypeError, AttributeError) as error:
+            raise ParseError(
+                self._current_token.span,
+                f"cannot read the op before this token (xDSL's parser stopped with "
+                f"{type(error).__name__})",
+            ) from None
+
+    def _attribute_error(self, error: VerifyException) -> ParseError:
+        """An attribute refused as it was built: at its integer literal
+        (``N : type``, named by its entry ``name = N : type`` if it is one)
+        when the text before the parser's position ends in one."""
+        span = self._current_token.span
+        before = span.input.content[: span.start]
+        literal = _TYPED_INTEGER.search(before)
+        if literal is None:
+            return ParseError(span, str(error))
+        name, digits, type_name = literal.group(1, 2, 3)
+        start, end = literal.span(2)
+        what = f"{name} = {_shortened(digits)}" if name else _shortened(digits)
+        return ParseError(
+            Span(start, end, span.input),
+            f"{what}: the value does not fit in {type_name}",
+        )
+
+
+# xDSL's message for a literal out of its type's range (a ParseError).
+_XDSL_OUT_OF_RANGE = re.compile(r"Integer value -?\d+ is out of range for type (\w+)")
+
+# The last integer literal of a text (what follows it: punctuation, spaces).
+_LAST_LITERAL = re.compile(r"(-?(?:0x[0-9a-fA-F]+|[0-9]+))[^\w%]*$")
+
+# ``123 : i64`` or ``name = 123 : i64`` right before the parser's position.
+_TYPED_INTEGER = re.compile(
+    r'(?:([\w$.-]+|"[^"\n]*")\s*=\s*)?(-?[0-9]+)\s*:\s*(\w+)\s*$'
+)
+
+
+def _out_of_range(span: Span[str] | Span[bytes], message: str) -> ParseError:
+    """xDSL's message for the literal at ``span`` out of its type's range,
+    said as the generic form's is (``N: the value does not fit in i64``)."""
+    found = _XDSL_OUT_OF_RANGE.match(message)
+    assert found is not None
+    text = span.text if isinstance(span.text, str) else span.text.decode()
+    return ParseError(
+        span, f"{_shortened(text)}: the value does not fit in {found.group(1)}"
+    )
+
+
+def _shortened(digits: str) -> str:
+    """A numeral for a message: long ones cut to 24 characters."""
+    return digits if len(digits) <= 24 else digits[:24] + "…"
 
 
 class AxisflowOptMain(xDSLOptMain):
@@ -184,8 +301,33 @@ class AxisflowOptMain(xDSLOptMain):
         self.source = Input(text, name)
         self.line_offset = start_offset
         self.op_starts = {}
-        parser = _LocatingParser(self.ctx, text, name, self.op_starts)
+        parser = LocatingParser(self.ctx, text, name, self.op_starts)
         return parser.parse_module(not self.args.no_implicit_module)
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        """xDSL's printed program, refused when ``axisflow-opt`` could not
+        read it back (``check_mlir_source``: brackets nested deeper than
+        ``MAX_NESTING``, as a SeQuant product of 1005 factors nests a
+        use-site per factor): what the tool writes, the tool reads."""
+        text = super().output_resulting_program(prog)
+        # xDSL's printer indents two spaces per region and leaves at most two
+        # brackets open per region (``({``) across lines, so no line nests
+        # deeper than its length: only text with a line longer than the
+        # limit needs the scan (a linear pass, a tenth of a microsecond per
+        # character).
+        if (
+            self.args.target == "mlir"
+            and max(map(len, text.splitlines()), default=0) > MAX_NESTING
+        ):
+            try:
+                check_mlir_source(text, "output")
+            except ParseError as error:
+                where = error.span.get_location()
+                raise DiagnosticException(
+                    f"the output could not be read back (its line {where.line}: "
+                    f"{error.msg}): nothing is written"
+                ) from None
+        return text
 
     def prepare_output(self) -> IO[str]:
         target = self.args.output_file
@@ -218,7 +360,7 @@ class AxisflowOptMain(xDSLOptMain):
 
     def locate(self, error: BaseException) -> str:
         """The message of a diagnostic, at the failing op when it is known."""
-        op: Operation | None = getattr(error, _FAILING_OP, None)
+        op: Operation | None = getattr(error, FAILING_OP, None)
         while op is not None and op not in self.op_starts:
             op = op.parent_op()
         if op is None or self.source is None:
@@ -295,7 +437,7 @@ def _output_mode(target: str) -> int:
 
 
 @contextmanager
-def _diagnostics_without_dump(enabled: bool) -> Iterator[None]:
+def diagnostics_without_dump(enabled: bool) -> Iterator[None]:
     """Make an op's diagnostic remember the op instead of dumping the module.
 
     xDSL's ``Diagnostic.raise_exception`` prints the whole module in generic
@@ -311,7 +453,10 @@ def _diagnostics_without_dump(enabled: bool) -> Iterator[None]:
         self: Diagnostic, ir: IRNode, underlying_error: Exception
     ) -> NoReturn:
         del ir
-        setattr(underlying_error, _FAILING_OP, next(iter(self.op_messages), None))
+        # The first op to report an error is where it happened; an enclosing
+        # op re-raising it (xDSL's interpreter does) does not move it.
+        if getattr(underlying_error, FAILING_OP, None) is None:
+            setattr(underlying_error, FAILING_OP, next(iter(self.op_messages), None))
         raise underlying_error
 
     Diagnostic.raise_exception = raise_at_op
@@ -335,7 +480,8 @@ def _run(argv: list[str] | None) -> int:
     try:
         with (
             collector_tuned(),
-            _diagnostics_without_dump(not tool.args.verify_diagnostics),
+            diagnostics_without_dump(not tool.args.verify_diagnostics),
+            all_or_nothing(),  # report files: written if the whole run succeeds
         ):
             tool.run()
         succeeded = True
@@ -353,7 +499,7 @@ def _run(argv: list[str] | None) -> int:
     return 0
 
 
-def _in_deep_thread(work: Callable[[], int]) -> int:
+def in_deep_thread(work: Callable[[], int]) -> int:
     """Run ``work`` on a thread whose stack and recursion limit cover
     ``MAX_NESTING``; re-raise what it raised (``SystemExit`` included)."""
     outcome: list[int | BaseException] = []
@@ -384,7 +530,7 @@ def _in_deep_thread(work: Callable[[], int]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``xdsl-opt`` with ``argv``; return the exit status."""
-    return _in_deep_thread(lambda: _run(argv))
+    return in_deep_thread(lambda: _run(argv))
 
 
 if __name__ == "__main__":

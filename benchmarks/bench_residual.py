@@ -42,12 +42,17 @@ import numpy as np
 from axisflow.dialects.batch_model import forest_module
 from axisflow.forest.sharing import rebuild_per_tree, shared_values
 from axisflow.pipeline import schedule_expression, schedule_module
-from axisflow.pipeline.api import expression_layout
 from axisflow.planning import policies
 from axisflow.scheduling.evaluate import RESIDUAL, compare
 from axisflow.scheduling.guard import DroppedLoop
 from axisflow.scheduling.memory import Sizing, forest_flops, format_bytes
-from axisflow.sequant import BatchPolicy, PolicyError, build_forest, parse
+from axisflow.sequant import (
+    BatchPolicy,
+    PolicyError,
+    build_forest,
+    expression_layout,
+    parse,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EQUATIONS = ("csv_ccsd_doubles_residual_df", "csv_ccsd_singles_residual_df")

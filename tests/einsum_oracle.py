@@ -5,9 +5,10 @@ term of the parsed text is evaluated with one ``numpy.einsum`` over its
 tensors and scaled by its coefficient (``term_by_einsum``: one term onto any
 output order, for per-tree checks); the residual (``oracle_residual``) sums
 them and applies the terms' reserved operators
-(``axisflow.residual.operators``, which states SeQuant's definitions). The
-one place that looks at a forest, ``forest_inputs``, only reads which text
-tensor each leaf is, to hand the evaluator the same inputs.
+(``axisflow.residual.operators``, which states SeQuant's definitions).
+``oracle_inputs`` hands the same numbers to the evaluator the way a user
+does: one array per input, by key (``axisflow.execution``, which builds the
+leaves' frames from them), so the public input layer is under test too.
 
 Dense model (the forest model's convention): a tensor carrying
 ``a_1<i_1,i_2>`` has the composite as a mode of the extent of ``a`` and its
@@ -43,7 +44,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from axisflow.forest.model import Forest
+from axisflow.execution import signature_of
 from axisflow.residual import Operator, apply_operators, residual_layout
 from axisflow.roles.index import Index
 from axisflow.sequant import Expression, Tensor, Term
@@ -243,30 +244,24 @@ def tensor_array(tensor: Tensor, extents: Mapping[str, int], seed: int = 0) -> A
     return np.transpose(array, axes)
 
 
-def forest_inputs(
-    expression: Expression, forest: Forest, extents: Mapping[str, int], seed: int = 0
+def oracle_inputs(
+    expression: Expression, extents: Mapping[str, int], seed: int = 0
 ) -> dict[str, Array]:
-    """The oracle's inputs in the forest's leaf frames: each leaf read from
-    the text tensor at one of its use-sites (same label, symmetry, layout and
-    indices: ``A{;i_2,i_3}`` and ``A{i_2;i_3}`` are different tensors), its
-    axes in the order of the leaf value's modes."""
+    """The oracle's arrays as a user gives them to ``axisflow.execution``:
+    one per input of the expression, by its exact key, axes in the input's
+    layout; each read from the text tensor of the input's first occurrence
+    (``signature_of`` names its label on every axis)."""
     inputs: dict[str, Array] = {}
-    for site in forest.sites:
-        value = forest.values[site.value]
-        if not value.is_input or value.name in inputs:
-            continue
-        term = expression.terms[site.tree]
-        occurrence = next(
-            t
-            for t in term.tensors
-            if (t.label, t.symmetry, t.layout, t.indices)
-            == (value.tensor, value.symmetry, value.layout, site.labels)
-        )
-        array = tensor_array(occurrence, extents, seed)
-        axes = {mode: k for k, mode in enumerate(modes_of(occurrence.indices))}
-        inputs[value.name] = np.transpose(
-            array, [axes[site.mode_labels[m]] for m in value.modes]
-        )
+    for term in expression.terms:
+        for tensor in term.tensors:
+            signature, labels = signature_of(tensor)
+            if signature.exact_key in inputs:
+                continue
+            array = tensor_array(tensor, extents, seed)
+            axes = {mode: k for k, mode in enumerate(modes_of(tensor.indices))}
+            inputs[signature.exact_key] = np.transpose(
+                array, [axes[labels[mode]] for mode in signature.modes]
+            )
     return inputs
 
 

@@ -81,7 +81,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from axisflow.dialects.batch import ForestOp, IndexAttr, TextAttr
 from axisflow.dialects.fast_verify import FastVerifiedOp
-from axisflow.dialects.integers import count_attr, count_value
+from axisflow.dialects.integers import count_attr, count_value, parse_int
 from axisflow.dialects.keywords import reject_unknown_keyword
 from axisflow.dialects.labels import (
     parse_index,
@@ -147,9 +147,7 @@ def _parse_binds(parser: Parser) -> list[model.Bind]:
     while True:
         mode = parse_index(parser)
         parser.parse_punctuation(":", " after a mode (mode:instance)")
-        instance = parser.parse_integer(
-            allow_boolean=False, allow_negative=False, context_msg=" (loop instance)"
-        )
+        instance = parse_int(parser, "a loop instance", allow_negative=False)
         binds.append(model.Bind(mode, instance))
         if parser.parse_optional_punctuation(",") is None:
             parser.parse_punctuation("]", " to close the list")
@@ -166,15 +164,13 @@ def _print_binds(printer: Printer, keyword: str, binds: ArrayAttr[BindAttr]) -> 
 def _parse_int_list(parser: Parser) -> list[int]:
     return parser.parse_comma_separated_list(
         parser.Delimiter.SQUARE,
-        lambda: parser.parse_integer(allow_boolean=False, allow_negative=False),
+        lambda: parse_int(parser, "a demoted instance", allow_negative=False),
     )
 
 
 def _parse_bytes(parser: Parser) -> int:
     parser.parse_keyword("bytes")
-    return parser.parse_integer(
-        allow_boolean=False, allow_negative=False, context_msg=" (size in bytes)"
-    )
+    return parse_int(parser, "a size in bytes", None, allow_negative=False)
 
 
 def _symbol(op_value: FlatSymbolRefAttr) -> str:
@@ -369,7 +365,7 @@ class _WriteOp(FastVerifiedOp):
         value = parser.parse_symbol_name().data
         into = tree = None
         if parser.parse_optional_keyword("into") is not None:
-            into = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            into = parse_int(parser, "a residual group", None, allow_negative=False)
             parser.parse_keyword("for")
             tree = parser.parse_symbol_name().data
         op = cls(value, into, tree)
@@ -445,7 +441,7 @@ class OutputOp(FastVerifiedOp):
             value = parser.parse_symbol_name().data
         into = None
         if parser.parse_optional_keyword("into") is not None:
-            into = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            into = parse_int(parser, "sched.output group", None, allow_negative=False)
         direct = parser.parse_optional_keyword("direct") is not None
         op = cls(tree, value, into, direct)
         op.attributes |= parser.parse_optional_attr_dict()
@@ -493,7 +489,7 @@ class ResidualOp(FastVerifiedOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> ResidualOp:
-        group = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        group = parse_int(parser, "sched.residual group", None, allow_negative=False)
         modes = parse_index_list(parser)
         size = _parse_bytes(parser)
         op = cls(model.Residual(group, tuple(modes), size))
@@ -545,7 +541,7 @@ class ApplyOp(FastVerifiedOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> ApplyOp:
-        group = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        group = parse_int(parser, "sched.apply group", None, allow_negative=False)
         texts = parser.parse_comma_separated_list(
             parser.Delimiter.SQUARE, lambda: parse_text(parser, "an operator")
         )
@@ -622,7 +618,7 @@ class LoopOp(FastVerifiedOp):
         for keyword in ("instance", "pass", "block"):
             parser.parse_keyword(keyword)
             numbers.append(
-                parser.parse_integer(allow_boolean=False, allow_negative=False)
+                parse_int(parser, f"sched.loop {keyword}", allow_negative=False)
             )
         region = parser.parse_region()
         if not region.blocks:
@@ -675,7 +671,7 @@ class ScheduleOp(FastVerifiedOp):
     @classmethod
     def parse(cls, parser: Parser) -> ScheduleOp:
         parser.parse_keyword("rounds")
-        rounds = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        rounds = parse_int(parser, "sched.schedule rounds", allow_negative=False)
         region = parser.parse_region()
         if not region.blocks:
             region.add_block(Block())

@@ -42,8 +42,9 @@ from axisflow.scheduling.memory import Sizing
 
 def check_schedule_op(op: ScheduleOp) -> None:
     """The deep check of a schedule against its forest: the rules of
-    ``axisflow.scheduling.check.check_schedule`` and every ``bytes`` against
-    the forest's sizes. Builds the forest model; raises ``VerifyException`` at
+    ``axisflow.scheduling.check.check_schedule``, one extent per loop
+    instance (``loop_extents``) and every ``bytes`` against the forest's
+    sizes: what the lowering and the evaluator rely on. Builds the forest model; raises ``VerifyException`` at
     the first offending op. ``schedule-batches`` checks what it makes, so
     this is for schedules written or edited by hand (``check-schedules``)."""
     forest = op.parent_op()
@@ -60,6 +61,11 @@ def check_schedule_op(op: ScheduleOp) -> None:
         message = f"{where.name}: {problem.message}"
         where.emit_error(message, VerifyException(message))
     sizing = Sizing(forest_info)
+    try:  # one range per loop, as the lowering and the evaluator run them
+        model.loop_extents(schedule, sizing.mode_extent, sizing.extent)
+    except model.LoopExtentError as error:
+        message = f"sched.schedule: {error}"
+        op.emit_error(message, VerifyException(message))
     blocks = schedule.blocks()
     for item, _ in schedule.walk():
         if isinstance(item, model.Build | model.Buffer):

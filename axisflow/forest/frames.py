@@ -13,8 +13,10 @@ Pure Python, no xDSL. Every other module that renames indices calls here.
   the result indices are positional (``[a_3<i_5,i_6>]``); the protos follow
   from them, except that a composite's protos of one index space can pair up
   in several ways (proto lists are symmetric sets). Such pairings are carried
-  explicitly (``protos``), never guessed: ``mode_map`` derives only the
-  pairings that are forced and reports an ambiguous one.
+  explicitly (``protos``), never guessed: ``mode_map`` derives the pairings
+  that are forced, takes one of those that cannot matter (protos that occur
+  in one composite of the frame and nowhere else are interchangeable), and
+  reports an ambiguous one.
 
 All functions here are iterative: proto nesting of any depth is fine.
 """
@@ -159,6 +161,7 @@ def _derive(
     """``mode_map``; with ``fallback``, an ambiguous pairing is taken from it
     (returned as the second item) instead of being an error."""
     taken: list[tuple[Index, Index]] = []
+    chosen = False  # an interchangeable pairing was taken (sorted)
     if len(frame) != len(here):
         raise FrameError(
             f"{where}: {len(here)} labels for a value with {len(frame)} indices"
@@ -191,6 +194,10 @@ def _derive(
                     queued.add((proto, image))
                     waiting.append((proto, image))
         if not progress:
+            if fallback is None and _pair_interchangeable(binder, frame, waiting):
+                chosen = True
+                pending = waiting
+                continue
             source, target = waiting[0]
             unpaired = [p for p in source.protos if p not in binder.forward]
             if fallback is not None:
@@ -206,7 +213,51 @@ def _derive(
             )
         pending = waiting
     # In mode order: callers read the map as the list of the frame's modes.
-    return {mode: binder.forward[mode] for mode in expand_modes(frame)}, taken
+    kind = SortedPairing if chosen else dict
+    return kind((mode, binder.forward[mode]) for mode in expand_modes(frame)), taken
+
+
+class SortedPairing(dict[Index, Index]):
+    """A mode map in which interchangeable protos were paired in sorted order
+    (``_pair_interchangeable``): a consumer that relates them otherwise
+    needs the pairing given (``node_labels`` says so)."""
+
+
+def _pair_interchangeable(
+    binder: _Binder, frame: Sequence[Index], waiting: Sequence[tuple[Index, Index]]
+) -> bool:
+    """Pair the open protos of the first waiting composite whose open protos
+    are interchangeable, in sorted order; whether one was found.
+
+    Protos that occur in one composite of the value's frame and nowhere else
+    (no plain index, no other composite, no protos of their own) can be
+    permuted without changing the value: the composite depends on the set
+    of them (proto lists are symmetric, and the frontend's CSE relies on
+    that symmetry of the data), and no other mode of the value tells them
+    apart. Every pairing of such protos is the same relabelling up to that
+    symmetry, so one is taken (sorted frame protos to sorted labels) instead
+    of calling the use-site ambiguous. Protos also carried plainly or shared
+    with another composite stay an error when nothing forces them."""
+    occurrences: dict[Index, int] = {}
+    for index in (*frame, *proto_closure(frame)):
+        occurrences[index] = occurrences.get(index, 0) + 1
+    for source, target in waiting:
+        unpaired = [p for p in source.protos if p not in binder.forward]
+        if not all(occurrences.get(p) == 1 and not p.protos for p in unpaired):
+            continue
+        taken = {binder.forward[p] for p in source.protos if p in binder.forward}
+        free = [label for label in target.protos if label not in taken]
+        by_shape: dict[tuple[str, int], list[Index]] = {}
+        for label in free:
+            by_shape.setdefault(_shape(label), []).append(label)
+        for proto in sorted(unpaired, key=Index.sort_key):
+            labels = by_shape.get(_shape(proto))
+            if not labels:
+                return False  # the lists do not match: _pair_protos says how
+            labels.sort(key=Index.sort_key)
+            binder.bind(proto, labels.pop(0))
+        return True
+    return False
 
 
 def _pair_protos(binder: _Binder, source: Index, target: Index) -> tuple[bool, bool]:
@@ -301,11 +352,20 @@ def node_labels(
         if consistent:
             return forward
     binder = _Binder(where)
-    for mode, label in site_map.items():
-        binder.bind(mode, label)
-    for factor_map, child_map in zip(factor_maps, child_maps, strict=True):
-        for mode, node_mode in factor_map.items():
-            binder.bind(node_mode, child_map[mode])
+    try:
+        for mode, label in site_map.items():
+            binder.bind(mode, label)
+        for factor_map, child_map in zip(factor_maps, child_maps, strict=True):
+            for mode, node_mode in factor_map.items():
+                binder.bind(node_mode, child_map[mode])
+    except FrameError as error:
+        if any(isinstance(m, SortedPairing) for m in (site_map, *child_maps)):
+            raise FrameError(
+                f"{error} (interchangeable protos without protos [...] are paired "
+                "in sorted order; give the pairing where this node relates them "
+                "otherwise)"
+            ) from None
+        raise
     return binder.forward
 
 
@@ -351,24 +411,49 @@ def canonical_renaming(lists: Sequence[Sequence[Index]]) -> dict[Index, Index]:
         for index in indices:
             if index not in ordinal:
                 number(index)
+    tie_keys = _proto_tie_keys(lists, ordinal)
+    for proto in sorted(tie_keys, key=lambda p: (tie_keys[p], p.sort_key())):
+        number(proto)
+    renamed: dict[Index, Index] = {}
+    for index in list(ordinal):
+        _rebuild(index, ordinal, renamed)
+    return renamed
+
+
+def _proto_tie_keys(
+    lists: Sequence[Sequence[Index]], carried: Mapping[Index, object]
+) -> dict[Index, tuple[list[tuple[int, int, int]], tuple[int, int]]]:
+    """Per index of ``lists`` that occurs only as a proto (not in
+    ``carried``): the label-free key ``canonical_renaming`` orders it by,
+    its sorted places (list, slot, depth) and its shape."""
     places: dict[Index, list[tuple[int, int, int]]] = {}
     for list_number, indices in enumerate(lists):
         for slot, index in enumerate(indices):
             stack = [(proto, 1) for proto in reversed(index.protos)]
             while stack:
                 proto, depth = stack.pop()
-                if proto not in ordinal:
+                if proto not in carried:
                     places.setdefault(proto, []).append((list_number, slot, depth))
                 stack.extend((inner, depth + 1) for inner in reversed(proto.protos))
     shapes = _shapes(places)
     # Sorted places: the walk's order follows the (label-sorted) proto lists.
-    where = {proto: sorted(found) for proto, found in places.items()}
-    for proto in sorted(places, key=lambda p: (where[p], shapes[p], p.sort_key())):
-        number(proto)
-    renamed: dict[Index, Index] = {}
-    for index in list(ordinal):
-        _rebuild(index, ordinal, renamed)
-    return renamed
+    return {proto: (sorted(found), shapes[proto]) for proto, found in places.items()}
+
+
+def proto_ties(indices: Sequence[Index]) -> list[tuple[Index, ...]]:
+    """The groups (two or more, in label order) of proto-only indices of one
+    tensor carrying ``indices`` that ``canonical_renaming`` tells apart only
+    by their labels: of one shape, in exactly the same places. Proto lists
+    are symmetric sets, so a tensor's data must not depend on which member
+    of a group is which (``C{a_1<i_1,i_2>;μ̃_1}``: ``i_1`` and ``i_2``); the
+    frontend relies on that when it shares a leaf across terms."""
+    keys = _proto_tie_keys((indices,), dict.fromkeys(indices))
+    groups: dict[tuple[tuple[tuple[int, int, int], ...], tuple[int, int]], list[Index]]
+    groups = {}
+    for proto in sorted(keys, key=Index.sort_key):
+        places, shape = keys[proto]
+        groups.setdefault((tuple(places), shape), []).append(proto)
+    return [tuple(group) for group in groups.values() if len(group) > 1]
 
 
 def _shapes(indices: Iterable[Index]) -> dict[Index, tuple[int, int]]:

@@ -56,7 +56,7 @@ from axisflow.residual import OperatorError
 from axisflow.residual.operators import axis_permutation
 from axisflow.roles.index import Index
 from axisflow.scheduling.assemble import AssemblyError, root_axes
-from axisflow.scheduling.memory import Sizing, residual_name
+from axisflow.scheduling.memory import Sizing, format_count, residual_name
 from axisflow.scheduling.schedule import (
     Apply,
     Buffer,
@@ -344,7 +344,7 @@ class _Planner(ScheduleWalker[int, int]):
             elements *= extent
         if elements > MAX_ELEMENTS:
             raise LoweringError(
-                f"@{name} would be a memref of {elements:.3e} elements "
+                f"@{name} would be a memref of {format_count(elements)} elements "
                 f"({'x'.join(map(str, shape))} over {' '.join(map(str, modes))}): "
                 "more than a memref can index (2^63 - 1); lower at smaller extents"
             )
@@ -650,7 +650,7 @@ class _Planner(ScheduleWalker[int, int]):
                 f"write of @{write.value} into the residual: no piece built in "
                 "this block"
             )
-        self.take(piece)
+        self.add(piece)
         piece_slices = piece.slices
         modes = self.forest.values[write.value].modes
         dims = self.root_dims(write.tree)

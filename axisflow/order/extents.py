@@ -57,8 +57,9 @@ def split_kind(key: str) -> tuple[str, int | None]:
 def parse_extents(text: str) -> dict[str, int]:
     """``"i=80,a=896,a<2>=40"`` → ``{"i": 80, "a": 896, "a<2>": 40}``.
 
-    Keys are space keys or composite kinds ``KEY<N>``; values positive
-    integers. Raises ``ExtentError`` naming the malformed item.
+    Keys are space keys or composite kinds ``KEY<N>``, each at most once;
+    values positive integers. Raises ``ExtentError`` naming the malformed
+    item (or the key given twice).
     """
     extents: dict[str, int] = {}
     for item in text.split(","):
@@ -80,6 +81,8 @@ def parse_extents(text: str) -> dict[str, int]:
             ) from None
         if value <= 0:
             raise ExtentError(f"extent of {kind} {key!r} must be positive, got {value}")
+        if key in extents:
+            raise ExtentError(f"{kind} {key!r} is given twice in {text[:80]!r}")
         extents[key] = value
     return extents
 

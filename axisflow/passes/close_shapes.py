@@ -109,8 +109,9 @@ class CloseShapesPass(ModulePass):
                     else UNKNOWN
                 )
                 updates.append((value, agreed))
+        forward = _forward_referenced(op)
         for value, new_type in updates:
-            if value.type != new_type:
+            if value.type != new_type and value not in forward:
                 _set_type(value, new_type)
         if self.annotate_functions:
             for func in op.ops:
@@ -152,6 +153,24 @@ class CloseShapesPass(ModulePass):
                 )
         evaluator.evaluate()
         return evaluator
+
+
+def _forward_referenced(module: ModuleOp) -> set[SSAValue]:
+    """Results used before their definition (the module is a graph region).
+
+    The custom syntax prints no operand types: the reader gives a forward
+    reference the plain type and requires its definition to have that type,
+    so these keep the type they were read with (a refined one would make the
+    output unreadable). One walk, linear in the ops and their operands."""
+    position: dict[Operation, int] = {}
+    forward: set[SSAValue] = set()
+    for number, op in enumerate(module.walk()):
+        position[op] = number
+        for operand in op.operands:
+            owner = operand.owner
+            if isinstance(owner, Operation) and owner not in position:
+                forward.add(operand)  # defined further down
+    return forward
 
 
 def _set_type(value: SSAValue, new_type: Attribute) -> None:

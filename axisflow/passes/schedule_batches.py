@@ -12,13 +12,28 @@ Run after ``classify-axes`` (``-p classify-axes,schedule-batches``). Each
   error. The first write in a process replaces the file, later ones (the
   next chunk of ``--split-input-file``) append; each write is atomic (a
   temporary file renamed over ``PATH``), so the file is never half-written;
+  under ``axisflow-opt`` the file is written when the run ends, and only if
+  it succeeded, as ``-o`` is (``axisflow.report_file``);
 * ``block=N`` or ``block="i=8,Κ=64"``: elements per block of every batch
   loop, or per index space (spaces not named keep blocks of 1; default 1);
+  ``block=auto``: as large as ``budget`` allows (without a budget, within
+  10% of the peak at blocks of one element);
+* ``budget=100GiB``: the memory budget ``block=auto`` fills (``500MB``,
+  ``4e9`` bytes); the report says whether the peak is within it;
+* ``rebuild=never|fused``: a value an enclosing loop does not bind is hoisted
+  above it (``never``, the default), or, when a deeper loop of its consumer
+  binds it, kept inside and rebuilt every iteration (``fused``: multiply-adds
+  for memory, counted in the report);
 * ``max-rounds=N``: bound on the demotion fixpoint (default 16);
 * ``never-worse=true|false``: drop the loops that would raise the peak above
   the unbatched one, and say so in the report (default true);
 * ``accumulate=true|false``: when all trees share their externals, add each
-  into one residual buffer as soon as it is computed (default true).
+  into one residual buffer as soon as it is computed (default true);
+* ``quiet=true|false``: no notes on standard error (default false). A note
+  is one line, ``note: schedule-batches: ...``, when the never-worse guard
+  dropped loops (how many groups, the peak with them and without: batching
+  was asked for and is not, or not wholly, done) or when ``block`` names a
+  space the forest lacks (``axisflow.notes``).
 
 A forest that cannot be scheduled fails the pass with a diagnostic naming the
 forest; no forest is changed then.
@@ -26,11 +41,10 @@ forest; no forest is changed then.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -60,8 +74,16 @@ class ScheduleBatchesPass(ModulePass):
     """Drop loops that would raise the peak above the unbatched one."""
     accumulate: bool = True
     """Accumulate trees that share their externals into one residual."""
+    budget: str = ""
+    """A memory budget (``100GiB``) for ``block=auto``."""
+    rebuild: Literal["never", "fused"] = "never"
+    """A value an enclosing loop does not bind: hoisted (``never``) or
+    rebuilt every iteration inside it (``fused``)."""
+    quiet: bool = False
+    """No notes on standard error (loops dropped, unused block entries)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from axisflow.notes import collected_notes
         from axisflow.pipeline.api import PipelineError, schedule_module
 
         if self.report not in REPORT_FORMATS:
@@ -69,25 +91,41 @@ class ScheduleBatchesPass(ModulePass):
                 f"schedule-batches: report must be one of {', '.join(REPORT_FORMATS)}, "
                 f"got {self.report!r}"
             )
-        from axisflow.scheduling.options import OptionError, parse_blocks
+        from axisflow.scheduling.options import (
+            REBUILDS,
+            OptionError,
+            parse_blocks,
+            parse_budget,
+        )
 
         try:
             blocks = parse_blocks(self.block)
+            budget = parse_budget(self.budget)
+            if self.rebuild not in REBUILDS:
+                raise OptionError(
+                    f"rebuild must be one of {', '.join(REBUILDS)}, got {self.rebuild!r}"
+                )
         except OptionError as error:
             raise PassFailedException(f"schedule-batches: {error}") from None
         try:
             # xdsl-opt verifies the module after parsing and after each pass.
-            result = schedule_module(
-                op,
-                block=blocks,
-                max_rounds=self.max_rounds,
-                classify=False,
-                verify=False,
-                never_worse=self.never_worse,
-                accumulate=self.accumulate,
-            )
+            with collected_notes() as notes:
+                result = schedule_module(
+                    op,
+                    block=blocks,
+                    max_rounds=self.max_rounds,
+                    classify=False,
+                    verify=False,
+                    never_worse=self.never_worse,
+                    accumulate=self.accumulate,
+                    rebuild=self.rebuild,
+                    budget=budget,
+                    quiet=self.quiet,
+                )
         except (PipelineError, TypeError, ValueError) as error:  # options too
             raise PassFailedException(f"schedule-batches: {error}") from None
+        for note in notes:
+            sys.stderr.write(f"note: schedule-batches: {note}\n")
         if self.report == "none":
             return
         if self.report == "table":
@@ -103,6 +141,8 @@ class ScheduleBatchesPass(ModulePass):
             sys.stderr.write(text)
             sys.stderr.flush()
             return
+        from axisflow.report_file import write_report
+
         try:
             write_report(Path(self.report_file), text)
         except OSError as error:
@@ -110,25 +150,3 @@ class ScheduleBatchesPass(ModulePass):
                 f"schedule-batches: cannot write report-file {self.report_file!r}: "
                 f"{error.strerror or error}"
             ) from None
-
-
-_WRITTEN: set[Path] = set()
-"""Report files this process has written (later writes append)."""
-
-
-def write_report(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` the first time in this process, append
-    afterwards; atomically (temporary file in the same directory, renamed)."""
-    key = path.resolve()
-    previous = ""
-    if key in _WRITTEN and path.exists():
-        previous = path.read_text(encoding="utf-8")
-    handle, temporary = tempfile.mkstemp(dir=key.parent, prefix=f".{key.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(previous + text)
-        os.replace(temporary, key)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    _WRITTEN.add(key)

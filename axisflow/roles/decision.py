@@ -18,7 +18,7 @@ The cost is linear in the total size of the occurrences.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import FrozenInstanceError, dataclass
 from enum import StrEnum
 from typing import cast
@@ -86,6 +86,19 @@ class Occurrence:
                 )
         if not isinstance(site, str):
             raise TypeError(f"Occurrence site must be a str, got {site!r}")
+        if isinstance(slots, str | bytes) or not all(
+            isinstance(slot, int) and not isinstance(slot, bool) for slot in self.slots
+        ):
+            raise TypeError(f"Occurrence slots must be ints, got {slots!r}")
+        if self.protos is not None and not all(
+            isinstance(pair, tuple)
+            and len(pair) == 2
+            and all(isinstance(index, Index) for index in pair)
+            for pair in self.protos
+        ):
+            raise TypeError(
+                f"Occurrence protos must be (Index, Index) pairs, got {protos!r}"
+            )
         if self.slots and len(self.slots) != len(self.ectx):
             raise ValueError(
                 f"occurrence has {len(self.ectx)} enclosing loops but "
@@ -389,6 +402,23 @@ def _check_arguments(
         )
 
 
+def _checked_sliced(sliced: object) -> Iterable[Index]:
+    """``sliced`` as the decision reads it: a collection of Index (a
+    one-shot iterable is read once, here); ``TypeError`` otherwise."""
+    if isinstance(sliced, str | bytes) or not isinstance(sliced, Iterable):
+        raise TypeError(
+            f"sliced must be an iterable of Index, got {type(sliced).__name__}"
+        )
+    if not isinstance(sliced, Collection):
+        sliced = tuple(cast(Iterable[object], sliced))
+    for index in cast(Collection[object], sliced):
+        if not isinstance(index, Index):
+            raise TypeError(
+                f"sliced must hold Index objects (Index.parse('i_1')), got {index!r}"
+            )
+    return cast(Collection[Index], sliced)
+
+
 def decide_axis(
     carried: Sequence[Index],
     contracted_below: Sequence[Index],
@@ -399,6 +429,7 @@ def decide_axis(
 ) -> Verdict:
     """``classify_axis`` with the evidence that decided the role."""
     _check_arguments(carried, contracted_below, axis, occurrences, enclosing_slot)
+    sliced = _checked_sliced(sliced)
     return decide_axis_trusted(
         carried, contracted_below, axis, occurrences, sliced, enclosing_slot
     )

@@ -5,18 +5,22 @@ Pure Python, no xDSL: the decision tree and the frontend share this type.
 Grammar (whitespace is allowed around ``<``, ``,`` and ``>``)::
 
     label   ::= key ( "_" digits | digits )? ( "<" label ( "," label )* ">" )?
-    key     ::= one or more key characters (anything but digits, white space
-                and the structural characters listed in ``STRUCTURAL``)
+    key     ::= one or more key characters (anything printable but digits,
+                white space and the structural characters listed in
+                ``STRUCTURAL``: a zero-width space, a control character or
+                a byte order mark would make two labels look alike)
 
 The base key is the text before ``_`` (or before the first digit); a label
 without an ordinal (``i``) has ``ordinal`` ``None``. ``i1`` is accepted as a
 spelling of ``i_1`` and printed canonically. Proto lists are symmetric, so
-they are sorted on construction.
+they are sorted on construction; a proto listed twice (``a_1<i_1,i_1>``) is
+an error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import pairwise
 from weakref import WeakValueDictionary
 
 from axisflow.numerals import (
@@ -32,8 +36,11 @@ STRUCTURAL = frozenset("_<>,;{}()[]*+-/:=!\"'#@%&|\\`$?~^.")
 
 
 def is_key_char(char: str) -> bool:
-    """Whether ``char`` may appear in a base key."""
-    return not (char.isspace() or char.isdigit() or char in STRUCTURAL)
+    """Whether ``char`` may appear in a base key: printable (combining marks
+    are: the tilde of ``μ̃``), not white space, a digit or structural."""
+    return char.isprintable() and not (
+        char.isspace() or char.isdigit() or char in STRUCTURAL
+    )
 
 
 class Index:
@@ -84,6 +91,12 @@ class Index:
                 )
         if len(proto_list) > 1:
             proto_list.sort(key=Index.sort_key)
+            for first, second in pairwise(proto_list):
+                if first is second:  # interned: equal protos are one object
+                    raise ValueError(
+                        f"proto index {first} is listed twice in the protos of "
+                        f"{Index(base_key, ordinal).label}"
+                    )
         # An int subclass is kept as the int it equals (the key compares so).
         number = None if ordinal is None else int(ordinal)
         key = (base_key, number, tuple(proto_list))
@@ -129,27 +142,33 @@ class Index:
             raise TypeError(
                 f"Index.parse_prefix: text must be a str, got {type(text).__name__}"
             )
-        # Each open label: its base key, ordinal and the protos read so far.
-        open_labels: list[tuple[str, int | None, list[Index]]] = []
+        # Each open label: its base key, ordinal, the protos read so far (a
+        # list, and a set for the duplicate check) and where it starts.
+        open_labels: list[tuple[str, int | None, list[Index], set[Index], int]] = []
         pos = start
         while True:
+            label_start = _skip_space(text, pos)
             base_key, ordinal, pos = _parse_head(text, pos)
             after = _skip_space(text, pos)
             if after < len(text) and text[after] == "<":
-                open_labels.append((base_key, ordinal, []))
+                open_labels.append((base_key, ordinal, [], set(), label_start))
                 pos = after + 1
                 continue
             index = Index(base_key, ordinal)
             # Close every list this label ends, innermost first.
             while open_labels:
-                open_labels[-1][2].append(index)
+                _, _, protos, seen, _ = open_labels[-1]
+                if index in seen:
+                    raise _error(text, label_start, "a proto index not listed before")
+                protos.append(index)
+                seen.add(index)
                 pos = _skip_space(text, pos)
                 if pos < len(text) and text[pos] == ",":
                     pos += 1
                     break
                 if pos < len(text) and text[pos] == ">":
                     pos += 1
-                    key, number, protos = open_labels.pop()
+                    key, number, protos, _, label_start = open_labels.pop()
                     index = Index(key, number, protos)
                     continue
                 raise _error(text, pos, "',' or '>' in a proto-index list")
@@ -254,7 +273,9 @@ class Index:
 
     # -- identity ----------------------------------------------------------
 
-    def __lt__(self, other: Index) -> bool:
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Index):
+            return NotImplemented  # Python raises TypeError naming both types
         return self.sort_key() < other.sort_key()
 
     def __str__(self) -> str:

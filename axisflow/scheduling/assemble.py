@@ -63,7 +63,20 @@ def root_axes(forest: Forest, tree: int, modes: Sequence[Index]) -> tuple[int, .
 def assemble_residual(
     forest: Forest, results: Mapping[str, Array], layout: ResidualLayout
 ) -> Array:
-    """The residual from per-tree results (``coeff * root``, value frame)."""
+    """The residual from per-tree results (``coeff * root``, value frame).
+    ``TypeError`` for a ``layout`` that is no ``ResidualLayout`` (a plan of
+    terms whose externals differ, without an operator, has none)."""
+    if not isinstance(layout, ResidualLayout):
+        raise TypeError(
+            "layout must be a ResidualLayout, got "
+            f"{type(layout).__name__}"
+            + (
+                " (the plan has no residual: its terms' externals differ and no "
+                "operator makes them one; evaluate its trees one by one)"
+                if layout is None
+                else ""
+            )
+        )
     if len(forest.trees) != sum(len(g.terms) for g in layout.groups):
         raise AssemblyError(
             f"{len(forest.trees)} trees for a residual of "

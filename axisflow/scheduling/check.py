@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from axisflow.forest.model import Forest, Tree, Value
+from axisflow.residual import OperatorError
+from axisflow.residual.operators import axis_permutation
 from axisflow.roles.index import Index
 from axisflow.scheduling.schedule import (
     Apply,
@@ -116,7 +118,7 @@ class _Checker(ScheduleWalker[None, None]):
             self.fail(loop, f"loop instance {loop.instance} is nested in itself")
         scope = self.visit_body(loop)
         for name, piece in scope.pieces.items():
-            if piece.build.sums:
+            if piece.build.sums and not piece.added:
                 self.fail(
                     piece.build,
                     f"partial sums of @{name} are never accumulated into a buffer",
@@ -198,6 +200,13 @@ class _Checker(ScheduleWalker[None, None]):
                 continue  # inputs are read, sliced as needed
             stored = self.read(build, factor.value)
             if stored is None:
+                continue
+            if isinstance(stored, Piece) and stored.added:
+                self.fail(
+                    build,
+                    f"build of @{build.value} reads @{factor.value}, whose pieces "
+                    "are added into the residual (a root read by its trees only)",
+                )
                 continue
             for mode, instance in stored.slices.items():
                 if bound.get(mapping[mode]) != instance:
@@ -306,6 +315,7 @@ class _Checker(ScheduleWalker[None, None]):
             return
         if tree.name in self.direct:
             self.fail(write, f"tree @{tree.name} is written into the residual twice")
+        self.check_root_fits(write, tree.name, self.groups[write.into].item)
         self.direct[tree.name] = write.value
         bound = set(piece.slices.values()) | {b.instance for b in piece.build.sums}
         for loop in self.open_loops():
@@ -315,7 +325,7 @@ class _Checker(ScheduleWalker[None, None]):
                     f"write of @{write.value}: loop instance {loop.instance} binds "
                     "no mode of the value (every iteration would add the same piece)",
                 )
-        self.take(piece)
+        self.add(piece)
 
     def apply(self, apply: Apply) -> None:
         if self.in_loop:
@@ -324,7 +334,27 @@ class _Checker(ScheduleWalker[None, None]):
             return
         if apply.group != 0 and 0 not in self.groups:
             self.fail(apply, "another group is added into group 0, which has no buffer")
+        residual = self.groups[apply.group].item
+        for operator in apply.operators:  # each relabelling permutes the modes
+            try:
+                for _, mapping in operator.relabellings():
+                    axis_permutation(residual.modes, mapping, operator)
+            except OperatorError as error:
+                self.fail(apply, str(error))
         self.close_group(apply.group)
+
+    def check_root_fits(self, item: Item, tree: str, residual: Residual) -> None:
+        """Tree ``tree``'s root lands on the residual's modes, as the
+        lowering and the evaluator map it (``assemble.root_axes``)."""
+        from axisflow.scheduling.assemble import AssemblyError, root_axes
+
+        number = next(k for k, t in enumerate(self.forest.trees) if t.name == tree)
+        if self.forest.trees[number].root is None:
+            return  # a bare number: added to every element
+        try:
+            root_axes(self.forest, number, residual.modes)
+        except AssemblyError as error:
+            self.fail(item, str(error))
 
     def output(self, output: Output) -> None:
         tree = self.trees.get(output.tree)
@@ -344,8 +374,11 @@ class _Checker(ScheduleWalker[None, None]):
         if self.in_loop:
             self.fail(output, "outputs belong outside every loop")
             return
-        if output.into is not None and not self.open_residual(output, output.into):
-            return
+        if output.into is not None:
+            if not self.open_residual(output, output.into):
+                return
+            if not output.direct:  # a direct one's root was checked at its write
+                self.check_root_fits(output, output.tree, self.groups[output.into].item)
         if output.direct:
             if self.direct.get(output.tree) != expected:
                 self.fail(

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
+
+from axisflow.numerals import significant
 
 Array = NDArray[np.float64]
 
@@ -100,4 +103,8 @@ class MemoryGuard:
 
 
 def _gib(size: int) -> str:
-    return f"{size / 1024**3:.3g} GiB" if size >= 1024**2 else f"{size} B"
+    """``size`` in GiB (three significant digits, any size), or in bytes
+    below 1 MiB."""
+    if size < 1024**2:
+        return f"{size} B"
+    return f"{significant(Fraction(size, 1024**3), 3)} GiB"

@@ -43,12 +43,13 @@ report lists every dropped group, whose it was, and the reason.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
+from axisflow.notes import LoopsDroppedNote
 from axisflow.residual import ResidualLayout
 from axisflow.scheduling.memory import (
     Peak,
@@ -148,6 +149,27 @@ class GuardedSchedule:
     first_peak: int
     """The peak before any loop was dropped."""
     dropped: list[DroppedLoop] = field(default_factory=list[DroppedLoop])
+
+
+def dropped_note(
+    label: str,
+    dropped: Sequence[DroppedLoop],
+    first_peak: int,
+    scheduled_peak: int,
+    every_loop: bool,
+) -> LoopsDroppedNote:
+    """The one line that says the guard dropped loops of the forest
+    ``label``: how many groups, the peak with them and without them (and
+    that nothing is batched any more when ``every_loop`` went)."""
+    from axisflow.scheduling.memory import format_bytes
+
+    groups = f"{len(dropped)} loop group{'' if len(dropped) == 1 else 's'}"
+    what = f"every batch loop ({groups}): nothing is batched" if every_loop else groups
+    return LoopsDroppedNote(
+        f"{label}: the never-worse guard dropped {what}; peak "
+        f"{format_bytes(first_peak)} with them, {format_bytes(scheduled_peak)} "
+        "without (report=table says which)"
+    )
 
 
 def without_loops(forest: Forest, drops: Collection[tuple[int, str] | Cut]) -> Forest:

@@ -35,6 +35,7 @@ from axisflow.sequant.forest import (
     ascii_alias,
     binarize,
     build_forest,
+    expression_layout,
 )
 from axisflow.sequant.syntax import (
     Expression,
@@ -169,6 +170,7 @@ __all__ = [
     "binarize",
     "build_forest",
     "deparse",
+    "expression_layout",
     "parse",
     "to_model",
     "to_module",

@@ -75,6 +75,7 @@ from axisflow.forest.frames import (
 )
 from axisflow.forest.model import Factor, Forest, Loop, Site, Space, Tree, Value
 from axisflow.forest.sharing import rebuild_per_tree
+from axisflow.notes import UnusedOptionNote, say
 from axisflow.order import (
     ORDERS,
     Costs,
@@ -87,6 +88,7 @@ from axisflow.order import (
     split_kind,
 )
 from axisflow.order import parse_extents as _parse_extents
+from axisflow.residual import ResidualError, ResidualLayout, residual_layout
 from axisflow.residual.operators import Operator, OperatorError
 from axisflow.roles.index import Index
 from axisflow.sequant.ordering import batched_size
@@ -181,14 +183,13 @@ class BatchPolicy:
         """Build a policy from user-facing values.
 
         ``batch`` is a key, a comma-separated list of keys, or an iterable of
-        keys; ``extents`` a mapping or text such as ``"i=80,a=896,Κ=1682"``.
-        Raises ``PolicyError`` on malformed values.
+        keys (an empty string: no batching; an empty name in a list is an
+        error); ``extents`` a mapping or text such as
+        ``"i=80,a=896,Κ=1682"``. Raises ``PolicyError`` on malformed values.
         """
-        if isinstance(batch, str):
-            batch = batch.split(",")
         spaces: list[str] = []
         external: list[str] = []
-        for entry in (key.strip() for key in batch if key.strip()):
+        for entry in batch_entries(batch):
             key, colon, which = (part.strip() for part in entry.partition(":"))
             if colon and which != "external":
                 raise PolicyError(
@@ -223,6 +224,24 @@ class PolicyError(ValueError):
     """A batching option that does not fit the expression."""
 
 
+def batch_entries(batch: str | Iterable[str]) -> list[str]:
+    """The entries of a ``batch`` option (``"i,Κ:external"`` or an iterable),
+    stripped. ``""`` is none (no batching) and a comma after the last name is
+    allowed (``"i,"``); an empty name anywhere else (``","``, ``"i,,Κ"``) is
+    a ``PolicyError``."""
+    given = batch
+    if isinstance(batch, str):
+        batch = batch.split(",") if batch.strip() else []
+    entries = [key.strip() for key in batch]
+    if len(entries) > 1 and not entries[-1] and isinstance(given, str):
+        entries.pop()  # "i,Κ,": a trailing comma
+    if any(not entry for entry in entries):
+        raise PolicyError(
+            f"batch: an empty space name in {given!r} (expected SPACE,SPACE,...)"
+        )
+    return entries
+
+
 def parse_extents(text: str) -> dict[str, int]:
     """``"i=80,a=896,a<2>=40,Κ=1682"`` → ``{"i": 80, ..., "a<2>": 40, ...}``
     (``axisflow.order.parse_extents``, raising ``PolicyError``)."""
@@ -232,19 +251,45 @@ def parse_extents(text: str) -> dict[str, int]:
         raise PolicyError(str(error)) from None
 
 
-def _resolve_key(name: str, keys: Sequence[str], aliases: Mapping[str, str]) -> str:
+def space_aliases(keys: Iterable[str]) -> dict[str, str]:
+    """The ASCII alias of each space key that has one (``ascii_alias``),
+    mapped to the key."""
+    return {alias: key for key in keys if (alias := ascii_alias(key)) is not None}
+
+
+def resolve_space_key(
+    name: str, keys: Sequence[str], aliases: Mapping[str, str]
+) -> str:
+    """The space key ``name`` stands for: one of ``keys`` (an expression's
+    space keys), or the key of an ASCII alias (``aliases``, from
+    ``space_aliases``). Raises ``PolicyError`` listing the spaces."""
     if name in keys:
         return name
     if name in aliases:
         return aliases[name]
+    raise PolicyError(
+        f"index space {name!r} does not occur in the expression (its spaces: "
+        f"{_known_keys(keys)})"
+    )
+
+
+def check_spaces(expression: Expression, names: Iterable[str]) -> None:
+    """Raise ``PolicyError`` for the first of ``names`` (``batch`` entries:
+    ``Κ`` or ``Κ:external``) that is neither a space key of ``expression``
+    nor the ASCII alias of one."""
+    keys = expression.space_keys()
+    aliases = {alias: key for key in keys if (alias := ascii_alias(key)) is not None}
+    for name in names:
+        resolve_space_key(name.partition(":")[0].strip(), keys, aliases)
+
+
+def _known_keys(keys: Sequence[str]) -> str:
+    """The expression's space keys for a message, with their ASCII aliases."""
     known = ", ".join(
         key + (f" (alias {alias})" if (alias := ascii_alias(key)) else "")
         for key in keys
     )
-    raise PolicyError(
-        f"index space {name!r} does not occur in the expression (its spaces: "
-        f"{known or 'none'})"
-    )
+    return known or "none"
 
 
 # --------------------------------------------------------------------------
@@ -573,30 +618,46 @@ def build_forest(
     term's loops (``ordering.batched_size``).
 
     Raises ``SequantError`` (located) for a term that cannot be a tree and
-    ``PolicyError`` for a policy naming a space the expression lacks or an
-    unknown order.
+    ``PolicyError`` for a policy batching a space the expression lacks or an
+    unknown order; an extent of such a space is ignored with an
+    ``UnusedOptionNote`` (``axisflow.notes``).
     """
     if order not in ORDERS:
         raise PolicyError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     policy = policy or BatchPolicy()
     keys = expression.space_keys()
-    aliases = {alias: key for key in keys if (alias := ascii_alias(key)) is not None}
-    batch_keys = [_resolve_key(k, keys, aliases) for k in policy.spaces]
-    external_keys = {_resolve_key(k, keys, aliases) for k in policy.external}
+    aliases = space_aliases(keys)
+    batch_keys = [resolve_space_key(k, keys, aliases) for k in policy.spaces]
+    external_keys = {resolve_space_key(k, keys, aliases) for k in policy.external}
     if len(set(batch_keys)) != len(batch_keys):
         raise PolicyError(f"an index space is named twice in batch={policy.spaces}")
     extents: dict[str, int] = {}
     composites: dict[tuple[str, int], int] = {}
+    unused: list[str] = []
     for key, extent in policy.extents:
         try:
             base, protos = split_kind(key)
         except ExtentError as error:
             raise PolicyError(str(error)) from None
-        base = _resolve_key(base, keys, aliases)
+        if base not in keys and base not in aliases:
+            unused.append(key)  # one text for several equations: said, not refused
+            continue
+        base = resolve_space_key(base, keys, aliases)
+        if (base in extents) if protos is None else ((base, protos) in composites):
+            raise PolicyError(f"extents gives {key!r} twice (by its key and its alias)")
         if protos is None:
             extents[base] = extent
         else:
             composites[(base, protos)] = extent
+    if unused:
+        named = ", ".join(unused)
+        verb = "does" if len(unused) == 1 else "do"
+        say(
+            UnusedOptionNote(
+                f"extents names {named}, which {verb} not occur in the expression "
+                f"(its spaces: {_known_keys(keys)}); ignored"
+            )
+        )
     spaces = {
         key: Space(
             key,
@@ -665,6 +726,25 @@ def build_forest(
     return forest
 
 
+def expression_layout(expression: Expression) -> ResidualLayout:
+    """The residual of a SeQuant expression: its terms' externals and their
+    reserved operators (``axisflow.residual.residual_layout``). Raises
+    ``ResidualError`` naming the term that does not fit."""
+    operators = []
+    for position, term in enumerate(expression.terms):
+        try:
+            operators.append(
+                tuple(Operator.make(o.label, o.bra, o.ket) for o in term.operators)
+            )
+        except OperatorError as error:
+            raise ResidualError(str(error), position) from None
+    return residual_layout(
+        [term.externals() for term in expression.terms],
+        operators,
+        None if expression.result is None else expression.result.indices,
+    )
+
+
 def _flatten(
     root: _Use,
     tree: int,
@@ -707,4 +787,7 @@ __all__ = [
     "Share",
     "binarize",
     "build_forest",
+    "expression_layout",
+    "resolve_space_key",
+    "space_aliases",
 ]

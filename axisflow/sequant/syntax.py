@@ -404,9 +404,34 @@ def parse(text: str, source: str = "<input>") -> Expression:
     """Parse SeQuant expression text into an ``Expression``.
 
     ``source`` names the input in error messages. Raises
-    ``SequantSyntaxError`` (line, column, what was expected) on bad input.
+    ``SequantSyntaxError`` (line, column, what was expected) on bad input
+    and ``TypeError`` for a ``text`` or ``source`` that is no ``str``. Text
+    without a term (empty, blank or comments only) is the empty sum, as in
+    SeQuant: an ``Expression`` with no terms (``deparse`` of it is ``""``).
     """
+    if not isinstance(text, str):
+        hint = (
+            " (decode it first: data.decode('utf-8'))"
+            if isinstance(text, bytes | bytearray)
+            else ""
+        )
+        raise TypeError(f"text must be a str{hint}, got {type(text).__name__}")
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a str, got {type(source).__name__}")
     return _Parser(text, source).parse_expression()
+
+
+def decode(data: bytes, source: str = "<input>") -> str:
+    """The text of SeQuant input read as bytes; invalid UTF-8 raises
+    ``SequantError`` at its line and column (in characters)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        before = data[: error.start].decode("utf-8")
+        line = before.count("\n") + 1
+        column = len(before) - (before.rfind("\n") + 1) + 1
+        reason = f"input is not valid UTF-8 (byte 0x{data[error.start]:02x})"
+        raise SequantError(reason, source, len(before), line, column) from None
 
 
 class _Parser:

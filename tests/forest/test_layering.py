@@ -38,6 +38,10 @@ PURE = [
     "lowering/plan.py",
     "lowering/harness.py",
     "lowering/toolchain.py",
+    "execution/__init__.py",
+    "execution/inputs.py",
+    "execution/evaluation.py",
+    "execution/chem.py",
 ]
 
 
@@ -77,6 +81,13 @@ def test_pure_modules_import_no_xdsl_and_nothing_above(relative: str) -> None:
 )
 def test_dialects_import_no_pass_and_no_api(relative: str) -> None:
     assert offending(relative, ("axisflow.passes", "axisflow.pipeline.api")) == []
+
+
+@pytest.mark.parametrize(
+    "relative", [m for m in PURE if not m.startswith("execution/")]
+)
+def test_nothing_below_imports_the_execution_layer(relative: str) -> None:
+    assert offending(relative, ("axisflow.execution",)) == []
 
 
 def test_the_pipeline_api_imports_no_pass() -> None:

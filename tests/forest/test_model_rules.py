@@ -368,9 +368,10 @@ def test_mode_map_refusals_name_the_place() -> None:
         "",
         r"^at X: proto k_1 of a_2<i_2,k_1> stands for no proto of a_1<i_1,j_1>$",
     )
+    # protos shared by two composites: the pairing matters, nothing forces it
     refused(
-        "a_1<i_1,i_2>",
-        "a_2<i_3,i_4>",
+        "a_1<i_1,i_2> b_1<i_1,i_2>",
+        "a_2<i_3,i_4> b_2<i_3,i_4>",
         "",
         r"^at X: the pairing of the protos i_1, i_2 of a_1<i_1,i_2> with those of "
         r"a_2<i_3,i_4> is ambiguous; give it explicitly \(protos \[\.\.\.\]\)$",
@@ -500,9 +501,10 @@ def test_mismatched_proto_groups_are_refused() -> None:
 
 
 # c's pairing is ambiguous until a's forced j pairing (made in the first pass
-# over the composites, a itself still ambiguous in i) fixes c's j_1.
-FORCED_LATER_FRAME = "c_1<j_1,j_3> a_1<i_1,i_2,j_1>"
-FORCED_LATER_HERE = "c_2<j_2,j_4> a_2<i_3,i_4,j_2>"
+# over the composites, a itself still ambiguous in i: b shares its i protos,
+# so they are not interchangeable) fixes c's j_1.
+FORCED_LATER_FRAME = "c_1<j_1,j_3> a_1<i_1,i_2,j_1> b_1<i_1,i_2>"
+FORCED_LATER_HERE = "c_2<j_2,j_4> a_2<i_3,i_4,j_2> b_2<i_3,i_4>"
 
 
 def test_a_forced_pairing_counts_as_progress_before_the_ambiguity_is_reported() -> None:
@@ -520,6 +522,7 @@ def test_a_forced_pairing_counts_as_progress_before_the_ambiguity_is_reported() 
     assert [(str(a), str(b)) for a, b in found.items()] == [
         ("c_1<j_1,j_3>", "c_2<j_2,j_4>"),
         ("a_1<i_1,i_2,j_1>", "a_2<i_3,i_4,j_2>"),
+        ("b_1<i_1,i_2>", "b_2<i_3,i_4>"),
         ("j_1", "j_2"),
         ("j_3", "j_4"),
         ("i_1", "i_4"),

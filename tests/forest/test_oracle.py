@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from axisflow.execution import read_inputs
 from axisflow.pipeline import schedule_expression
 from axisflow.scheduling.evaluate import (
     evaluate_forest,
@@ -19,7 +20,7 @@ from axisflow.scheduling.evaluate import (
 from axisflow.scheduling.memory import Sizing
 from axisflow.sequant import Expression, parse
 from tests.conftest import EXAMPLES
-from tests.einsum_oracle import forest_inputs, term_by_einsum
+from tests.einsum_oracle import oracle_inputs, term_by_einsum
 from tests.forest.strategies import expressions
 
 TOLERANCE = 1e-10
@@ -34,7 +35,9 @@ def check(expression: Expression, batch: str) -> None:
         expression, batch, extents=extent, elem=8, accumulate=False
     )
     forest = result.model
-    inputs = forest_inputs(expression, forest, extent)
+    inputs = read_inputs(
+        expression, oracle_inputs(expression, extent), extents=extent
+    ).leaf_arrays(forest)
     unbatched = evaluate_forest(forest, inputs)
     scheduled = run_schedule(forest, result.schedule, inputs, Sizing(forest))
     for term, tree in zip(expression.terms, forest.trees, strict=True):

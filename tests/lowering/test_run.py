@@ -218,7 +218,10 @@ def test_axisflow_run_reports_errors_in_one_line(tmp_path: Path) -> None:
         check=False,
     )
     assert run.returncode == 1
-    assert run.stderr == f"axisflow-run: {path}: Could not find symbol nowhere\n"
+    assert run.stderr == (
+        f"axisflow-run: {path}: no function @nowhere (functions: @four_tensor, "
+        "@main, @printI64, @printNewline)\n"
+    )
 
 
 def test_stock_xdsl_run_lacks_the_functions_axisflow_run_adds(tmp_path: Path) -> None:

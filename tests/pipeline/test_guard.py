@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from axisflow.execution import read_inputs
 from axisflow.forest.builder import ForestBuilder, loop, use
 from axisflow.forest.model import Forest, Site
 from axisflow.pipeline import schedule_expression
@@ -28,7 +29,7 @@ from axisflow.scheduling.guard import (
 from axisflow.scheduling.memory import Sizing, memory_report
 from axisflow.sequant import parse
 from tests.conftest import EXAMPLES
-from tests.einsum_oracle import forest_inputs, oracle_residual
+from tests.einsum_oracle import oracle_inputs, oracle_residual
 
 REAL = "i=80,a=896,μ̃=896,Κ=1682"
 
@@ -269,7 +270,9 @@ def test_value_drops_of_the_energy_agree_with_the_einsum_oracle() -> None:
     assert [kind for kind, *_ in kinds] == ["value", "value"]
     assert planned.report.scheduled_peak <= planned.report.unbatched_peak
     small = dict.fromkeys(expression.space_keys(), 2)
-    inputs = forest_inputs(expression, planned.model, small, 0)
+    inputs = read_inputs(
+        expression, oracle_inputs(expression, small, 0), extents=small
+    ).leaf_arrays(planned.model)
     _, scheduled = run_residual(
         planned.model, planned.schedule, inputs, Sizing(planned.model, small)
     )

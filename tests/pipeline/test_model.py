@@ -42,7 +42,7 @@ def test_mode_map_follows_plain_indices_into_the_protos() -> None:
         ("i_1 a_1", "i_1 i_2", "another index space"),
         ("a_1<i_1> i_1", "a_1<i_2> i_3", "not a proto"),
         ("i_1", "i_1 i_2", "2 labels for a value with 1"),
-        ("a_1<i_1,i_2>", "a_3<i_4,i_5>", "ambiguous"),
+        ("a_1<i_1,i_2> b_1<i_1,i_2>", "a_3<i_4,i_5> b_3<i_4,i_5>", "ambiguous"),
     ],
 )
 def test_mode_map_rejects_inconsistent_or_ambiguous_renamings(
@@ -165,7 +165,8 @@ def test_a_use_site_is_renamed_jointly_across_its_factors() -> None:
 
 
 def test_an_unpaired_ambiguous_use_site_is_rejected() -> None:
-    builder = ForestBuilder().input("C", "a_1<i_1,i_2>")
-    builder.tree("t", use("C", "a_3<i_4,i_5>"))
+    # i_1, i_2 shared by two composites: their pairing is not interchangeable
+    builder = ForestBuilder().input("C", "a_1<i_1,i_2> b_1<i_1,i_2>")
+    builder.tree("t", use("C", "a_3<i_4,i_5> b_3<i_4,i_5>"))
     with pytest.raises(ModelError, match="ambiguous"):
         builder.finish()

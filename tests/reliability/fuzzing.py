@@ -3,12 +3,19 @@
 Each bundled input (``examples/``) is mutated (truncation, line deletion and
 duplication, token swaps, character flips, huge and odd numbers, malformed
 labels, Unicode junk and invalid UTF-8, deep nesting, long lines, unclosed
-strings and long products) and run in process through ``axisflow-opt`` (``axisflow.cli.main``)
-with the entry point it belongs to: ``classify-axes``, ``schedule-batches``,
-the SeQuant frontend, ``close-shapes`` and ``generalize-shapes``.
+strings and long products) and run in process through the command it belongs
+to: ``axisflow-opt`` (``axisflow.cli.main``) with ``classify-axes``,
+``schedule-batches``, the SeQuant frontend, ``close-shapes`` and
+``generalize-shapes``; ``axisflow plan`` (``axisflow.planning.main``) on the
+SeQuant equations, with misused options too; ``axisflow-run``
+(``axisflow.interpret.main``) on modules lowered by ``lower-schedule`` (made
+by ``axisflow-opt`` at the start of the campaign).
 
 Each run has one outcome: ``success`` (status 0), ``clean error`` (status 1,
-one ``error:`` message, no traceback), ``traceback`` (an exception escaped),
+one message starting with the command's error prefix, no traceback; for
+``axisflow plan`` and ``axisflow-run`` also argparse's usage error, status
+2),
+``traceback`` (an exception escaped),
 ``timeout`` (not done within the per-input limit) or ``memory``
 (``MemoryError``). The suite's test runs a small campaign and requires only
 the first two; ``make fuzz`` runs ``python -m tests.reliability.fuzzing``, a
@@ -30,10 +37,22 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-from axisflow.cli import MAX_NESTING, main
+import axisflow.cli
+import axisflow.interpret
+import axisflow.planning
+from axisflow.cli import MAX_NESTING
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+Tool = Literal["axisflow-opt", "axisflow-run", "axisflow plan"]
+ERROR_PREFIX: dict[Tool, str] = {
+    "axisflow-opt": "error: ",
+    "axisflow-run": "axisflow-run: ",
+    "axisflow plan": "axisflow plan: error: ",
+}
+"""How each command's one error message starts."""
 
 OUTCOMES = ("success", "clean error", "traceback", "timeout", "memory")
 
@@ -48,6 +67,7 @@ class EntryPoint:
     suffix: str = ".mlir"
     odd_args: tuple[tuple[str, ...], ...] = ()
     """Misused options, each tried on some inputs instead of ``args``."""
+    tool: Tool = "axisflow-opt"
 
 
 BATCH_INPUTS = (
@@ -64,6 +84,30 @@ SEQUANT_INPUTS = (
     "sequant/csv_ccsd_doubles_residual_df.txt",
 )
 SEQUANT_PASSES = ("-p", "classify-axes,schedule-batches{report=json}")
+PLAN_INPUTS = SEQUANT_INPUTS[:3]  # the doubles: 30 s per plan of four policies
+PLAN_ARGS = ("--extents", "i=8,a=16,μ̃=16,Κ=20", "--batch", "i,Κ")
+LOWER = "classify-axes,schedule-batches{block=2 quiet=true},lower-schedule{main=true}"
+LOWERED_INPUTS: dict[str, tuple[str, ...]] = {
+    "lowered/four_tensor.mlir": ("pipeline/four_tensor.mlir", "-p", LOWER),
+    "lowered/sibling_nests.mlir": ("pipeline/sibling_nests.mlir", "-p", LOWER),
+    "lowered/energy.mlir": (
+        "sequant/csv_ccsd_energy_df.txt",
+        "-f",
+        'sequant{batch=i extents="i=2,a=2,μ̃=2,Κ=2"}',
+        "-p",
+        LOWER,
+    ),
+    "lowered/two_groups.mlir": (
+        "lowering/two_groups.txt",
+        "-f",
+        'sequant{batch=i extents="a=2,i=2"}',
+        "-p",
+        LOWER,
+    ),
+}
+"""Modules lowered at the start of a campaign for ``axisflow-run``: the
+example and how ``axisflow-opt`` lowers it (``main=true``; blocks of 2, so
+some loops have a ragged last block)."""
 ENTRY_POINTS = (
     EntryPoint(
         "classify-axes",
@@ -117,6 +161,57 @@ ENTRY_POINTS = (
         "generalize-shapes",
         ("shapes/mlp.mlir",),
         ("-p", "generalize-shapes,close-shapes"),
+    ),
+    EntryPoint(
+        "axisflow plan",
+        PLAN_INPUTS,
+        PLAN_ARGS,
+        ".txt",
+        odd_args=(
+            ("--extents", "i=3,i=4"),
+            ("--extents", "i=²,a=2"),
+            ("--extents", "i=0"),
+            ("--extents", f"i={2**64}"),
+            ("--extents", f"i={'9' * 4400}"),
+            (
+                "--extents",
+                "i=1000000000000000000,a=1000000000000000000",
+                "--batch",
+                "i",
+            ),
+            ("--extents", "zz=4"),
+            ("--batch", ",,,"),
+            ("--batch", ","),
+            ("--batch", "nosuch"),
+            ("--batch", "i,i"),
+            ("--batch", "i,a,μ̃,Κ,i,a,μ̃"),
+            ("--block", "zz=2"),
+            ("--block", "0"),
+            ("--block", "i=2,i=3"),
+            ("--elem", "0"),
+            ("--elem", "-8"),
+            ("--elem", "x"),
+            ("--order", "bogus"),
+            ("--share", "bogus"),
+            ("--plot", "memory.txt"),
+            ("--plot", "/nonexistent-directory/memory.svg"),
+            ("--batch", "i", "--plot", "{scratch}/memory.svg"),
+        ),
+        tool="axisflow plan",
+    ),
+    EntryPoint(
+        "axisflow-run",
+        tuple(LOWERED_INPUTS),
+        (),
+        odd_args=(
+            ("--symbol", "nowhere"),
+            ("--symbol", "printI64"),
+            ("--symbol", ""),
+            ("--memory-limit", "0"),
+            ("--memory-limit", "64"),
+            ("--memory-limit", "²"),
+        ),
+        tool="axisflow-run",
     ),
 )
 
@@ -262,8 +357,21 @@ def long_product(rng: random.Random, text: str) -> str:
 
     199 is where the SeQuant printer used to recurse too deep; much longer
     products are slow in the batch verifier (docs/reliability.md, limits)."""
+    return _with_product(rng, text, rng.choice((199, 400)))
+
+
+def planned_product(rng: random.Random, text: str) -> str:
+    """``long_product`` for ``axisflow plan``: a product of 100 factors.
+
+    The planner schedules every policy's forest about eight times (both
+    sharings, the never-worse guard's trials) and every use-site lists all
+    the loops of its tree: 400 factors batched over their own index take
+    about 26 s (docs/reliability.md, limits)."""
+    return _with_product(rng, text, 100)
+
+
+def _with_product(rng: random.Random, text: str, factors: int) -> str:
     lines = _lines(text)
-    factors = rng.choice((199, 400))
     product = " * ".join(f"t{{i_{n};i_{n + 1}}}" for n in range(1, factors + 1))
     lines[rng.randrange(len(lines))] = product
     return "\n".join(lines)
@@ -284,12 +392,22 @@ TEXT_MUTATIONS: tuple[Callable[[random.Random, str], str], ...] = (
 )
 
 
-def mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
-    """One mutation of ``data``: its name and the mutated bytes."""
+PLAN_MUTATIONS = tuple(
+    planned_product if m is long_product else m for m in TEXT_MUTATIONS
+)
+
+
+def mutate(
+    rng: random.Random,
+    data: bytes,
+    mutations: tuple[Callable[[random.Random, str], str], ...] = TEXT_MUTATIONS,
+) -> tuple[str, bytes]:
+    """One mutation of ``data`` (one of ``mutations``, or invalid UTF-8):
+    its name and the mutated bytes."""
     if rng.random() < 0.08:
         k = rng.randrange(len(data) + 1)
         return "invalid UTF-8", data[:k] + rng.choice(INVALID_UTF8) + data[k:]
-    mutation = rng.choice(TEXT_MUTATIONS)
+    mutation = rng.choice(mutations)
     text = data.decode("utf-8")
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
         text = mutation(rng, text)
@@ -314,6 +432,12 @@ LEAKED_INTERNALS = (
 escaped as the diagnostic, not a diagnostic written for the input."""
 
 
+_SAID = re.compile(
+    r"^(?:note: |axisflow plan: note: |axisflow plan: \d+ spaces: ).*\n", re.M
+)
+"""Lines a command says that are no error (``axisflow.notes``)."""
+
+
 @dataclass(frozen=True)
 class Run:
     """One fuzz input and what became of it."""
@@ -326,34 +450,60 @@ class Run:
     detail: str
 
 
-def run_once(args: list[str], time_limit: float) -> tuple[str, float, str]:
-    """Run ``axisflow-opt args`` in process: outcome, seconds, detail."""
+def _command(tool: Tool) -> Callable[[list[str]], int]:
+    """The function behind ``tool``, looked up when called (so that a test
+    can sabotage it)."""
+    if tool == "axisflow-run":
+        return lambda args: axisflow.interpret.main(args)
+    if tool == "axisflow plan":
+        return lambda args: axisflow.planning.main(["plan", *args])
+    return lambda args: axisflow.cli.main(args)
+
+
+def run_once(
+    args: list[str], time_limit: float, tool: Tool = "axisflow-opt"
+) -> tuple[str, float, str]:
+    """Run ``tool args`` in process: outcome, seconds, detail."""
     out, err = io.StringIO(), io.StringIO()
     result: list[int | BaseException] = []
+    command = _command(tool)
 
     def work() -> None:
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                result.append(main(args))
+                result.append(command(args))
         except BaseException as error:
             result.append(error)
 
     start = time.perf_counter()
-    worker = threading.Thread(target=work, daemon=True)
+    worker = threading.Thread(target=work, name=_WORKER, daemon=True)
     worker.start()
     worker.join(time_limit)
     seconds = time.perf_counter() - start
     if worker.is_alive():
         return "timeout", seconds, f"still running after {time_limit} s"
     outcome = result[0]
-    message = err.getvalue()
+    # What a run says besides its error (notes, the policy count) comes first.
+    message = _SAID.sub("", err.getvalue())
+    prefix = ERROR_PREFIX[tool]
+    if isinstance(outcome, SystemExit) and tool != "axisflow-opt":
+        # argparse: the usage (wrapped), then one "axisflow plan: error: ..."
+        lines = message.splitlines()
+        if (
+            outcome.code == 2
+            and lines
+            and lines[0].startswith("usage: ")
+            and lines[-1].startswith(prefix)
+            and sum(line.startswith(prefix) for line in lines) == 1
+        ):
+            return "clean error", seconds, lines[-1]
     if isinstance(outcome, MemoryError):
         return "memory", seconds, "MemoryError"
     if isinstance(outcome, BaseException):
         return "traceback", seconds, f"{type(outcome).__name__}: {outcome}"[:300]
     if outcome == 0:
         return "success", seconds, ""
-    if outcome == 1 and message.startswith("error: ") and "Traceback" not in message:
+    if outcome == 1 and message.startswith(prefix) and "Traceback" not in message:
         leaked = [phrase for phrase in LEAKED_INTERNALS if phrase in message]
         if leaked:  # an internal error surfaced as the message, unlocated
             return "traceback", seconds, f"leaked {leaked[0]!r}: {message[:300]}"
@@ -361,30 +511,78 @@ def run_once(args: list[str], time_limit: float) -> tuple[str, float, str]:
     return "traceback", seconds, f"status {outcome}: {message[:300]}"
 
 
+_WORKER = "axisflow-fuzz-run"
+"""The name of ``run_once``'s worker threads."""
+
+
+def drain(wait: float) -> None:
+    """Wait up to ``wait`` seconds for the workers of runs that timed out:
+    one still running shares the CPU and the process's redirected standard
+    streams with the next run, which would then be misjudged."""
+    deadline = time.perf_counter() + wait
+    for thread in threading.enumerate():
+        if thread.name == _WORKER:
+            thread.join(max(0.0, deadline - time.perf_counter()))
+
+
 def campaign(
     mutations_per_input: Callable[[EntryPoint, str], int],
     seed: int,
     time_limit: float,
+    keep: Path | None = None,
 ) -> Iterator[Run]:
-    """Every entry point, every input, the given number of mutations each."""
+    """Every entry point, every input, the given number of mutations each;
+    with ``keep``, each input that fails is copied there (its path and the
+    arguments end the run's detail)."""
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="axisflow-fuzz-") as scratch:
         for entry in ENTRY_POINTS:
             for source in entry.inputs:
-                data = (EXAMPLES / source).read_bytes()
-                for k in range(mutations_per_input(entry, source)):
-                    mutation, mutated = mutate(rng, data)
+                count = mutations_per_input(entry, source)
+                if count == 0:
+                    continue
+                data = input_bytes(source, Path(scratch))
+                for k in range(count):
+                    mutations = (
+                        PLAN_MUTATIONS
+                        if entry.tool == "axisflow plan"
+                        else TEXT_MUTATIONS
+                    )
+                    mutation, mutated = mutate(rng, data, mutations)
                     path = Path(scratch) / f"input{entry.suffix}"
                     options = entry.args
                     if entry.odd_args and rng.random() < 0.15:
                         options = rng.choice(entry.odd_args)
+                        options = tuple(
+                            o.replace("{scratch}", scratch) for o in options
+                        )
                         mutation, mutated = "misused option", data
                     path.write_bytes(mutated)
-                    args = [*options, str(path)]
-                    if k % 4 == 0:  # the atomic -o path as well
+                    args = [str(path), *options]
+                    if entry.tool == "axisflow-opt" and k % 4 == 0:
+                        # the atomic -o path as well
                         args += ["-o", str(Path(scratch) / "out.mlir")]
-                    outcome, seconds, detail = run_once(args, time_limit)
+                    outcome, seconds, detail = run_once(args, time_limit, entry.tool)
+                    if outcome == "timeout":
+                        drain(10 * time_limit)
+                    if keep is not None and outcome not in OUTCOMES[:2]:
+                        kept = keep / f"failure{k}-{path.name}"
+                        kept.write_bytes(mutated)
+                        detail += f" [input kept as {kept}; {entry.tool} {args[1:]}]"
                     yield Run(entry.name, source, mutation, outcome, seconds, detail)
+
+
+def input_bytes(source: str, scratch: Path) -> bytes:
+    """A bundled input, or a module of ``LOWERED_INPUTS`` lowered now."""
+    if source not in LOWERED_INPUTS:
+        return (EXAMPLES / source).read_bytes()
+    example, *how = LOWERED_INPUTS[source]
+    target = scratch / source.replace("/", "_")
+    if not target.exists():
+        status = axisflow.cli.main([*how, str(EXAMPLES / example), "-o", str(target)])
+        if status != 0:
+            raise RuntimeError(f"lowering {example} for the campaign failed")
+    return target.read_bytes()
 
 
 # -- the Python readers, called directly --------------------------------
@@ -462,26 +660,55 @@ def main_campaign(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="axisflow fuzz campaign")
     parser.add_argument("--per-input", type=int, default=120)
     parser.add_argument("--seed", type=int, default=2026)
-    parser.add_argument("--time-limit", type=float, default=20.0)
+    # A hang guard, far above any real run: the slowest inputs (the doubles
+    # with two 400-factor products) take about 10 s of CPU, twice that in
+    # wall-clock time on a loaded 2-core machine.
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--keep", type=Path, help="copy failing inputs here")
     options = parser.parse_args(argv)
+    # The process's own stdout: a run that timed out keeps its thread's
+    # redirection of sys.stdout until it ends.
+    out = sys.__stdout__
     start = time.perf_counter()
-    runs = list(
-        campaign(lambda _e, _s: options.per_input, options.seed, options.time_limit)
-    )
+    runs: list[Run] = []
+
+    def per_input(entry: EntryPoint, source: str) -> int:
+        del entry, source
+        return options.per_input
+
+    for run in campaign(per_input, options.seed, options.time_limit, options.keep):
+        runs.append(run)
+        if run.outcome not in OUTCOMES[:2]:  # said at once: a campaign is long
+            print(
+                f"FAIL {run.outcome}: {run.entry} {run.source} {run.mutation}: ",
+                file=out,
+            )
+            print(f"    {run.detail}", file=out, flush=True)
     runs += api_campaign(options.per_input * 5, options.seed)
     elapsed = time.perf_counter() - start
-    print(table(runs))
+    print(table(runs), file=out)
+    print(file=out)
+    for entry in dict.fromkeys(run.entry for run in runs):
+        of_entry = [run for run in runs if run.entry == entry]
+        slow = max(of_entry, key=lambda run: run.seconds)
+        print(
+            f"slowest of {entry}: {slow.seconds:.2f} s ({slow.source}, {slow.mutation})",
+            file=out,
+        )
     slowest = max(runs, key=lambda run: run.seconds)
     print(
         f"\n{len(runs)} inputs, seed {options.seed}, per-input limit "
         f"{options.time_limit:g} s, {elapsed:.0f} s in all; slowest "
         f"{slowest.seconds:.2f} s ({slowest.entry}, {slowest.source}, "
-        f"{slowest.mutation})"
+        f"{slowest.mutation})",
+        file=out,
     )
     failures = [run for run in runs if run.outcome not in OUTCOMES[:2]]
     for run in failures:
-        print(f"FAIL {run.outcome}: {run.entry} {run.source} {run.mutation}: ")
-        print(f"    {run.detail}")
+        print(
+            f"FAIL {run.outcome}: {run.entry} {run.source} {run.mutation}: ", file=out
+        )
+        print(f"    {run.detail}", file=out)
     return 1 if failures else 0
 
 

@@ -1,4 +1,5 @@
-"""The error examples in the docs show exactly what the commands print."""
+"""The error examples in the docs show exactly what the commands print
+(``axisflow-opt``, ``axisflow-run`` and ``axisflow plan``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def examples(doc: str) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     lines = (ROOT / doc).read_text(encoding="utf-8").splitlines()
     for k, line in enumerate(lines):
-        if not line.startswith("    $ ") or "-opt" not in line:
+        commands = ("-opt", "axisflow-run", "axisflow plan")
+        if not line.startswith("    $ ") or not any(c in line for c in commands):
             continue
         shown: list[str] = []
         for following in lines[k + 1 :]:

@@ -70,6 +70,54 @@ def test_natural_names_what_and_the_limit(digits: str, message: str) -> None:
             "1:21",
             "tprog.set_dim size has 4301 digits",
         ),
+        # sched ops: their own message, the field named (xDSL's had no
+        # location for i64, Python's set_int_max_str_digits for 4301 digits)
+        (
+            f"sched.schedule rounds {ABOVE_2_64} {{\n}}\n",
+            "1:23",
+            f"sched.schedule rounds '{ABOVE_2_64}' exceeds the maximum {I64_MAX}",
+        ),
+        (
+            f"sched.schedule rounds {HUGE} {{\n}}\n",
+            "1:23",
+            "sched.schedule rounds has 4301 digits, more than the limit of 4300",
+        ),
+        (
+            f"sched.schedule rounds 1 {{\n sched.loop over b instance 0 pass "
+            f"{ABOVE_2_64} block 1 {{\n }}\n}}\n",
+            "2:36",
+            f"sched.loop pass '{ABOVE_2_64}' exceeds the maximum {I64_MAX}",
+        ),
+        # generic form: named by the entry, at the literal
+        (
+            f'"sched.schedule"() <{{rounds = {ABOVE_2_64} : i64}}> ({{\n}}) : () -> ()\n',
+            "1:31",
+            f"rounds = {ABOVE_2_64}: the value does not fit in i64",
+        ),
+        (
+            f'"sched.schedule"() <{{rounds = {HUGE} : i64}}> ({{\n}}) : () -> ()\n',
+            "1:31",
+            "integer literal has 4301 digits, more than the limit of 4300",
+        ),
+        # any integer of the standard dialects
+        (
+            f"%a = memref.alloc() : memref<2x{HUGE}xf64>\n",
+            "1:32",
+            "integer literal has 4301 digits, more than the limit of 4300",
+        ),
+        (
+            f"%c = arith.constant {ABOVE_2_64} : i64\n",
+            "1:21",
+            f"{ABOVE_2_64}: the value does not fit in i64",
+        ),
+        # an operand list's literal, refused after the list was read
+        (
+            "%a = memref.alloc() : memref<4xf64>\n%b = memref.subview "
+            "%a[0x7fffffffffffffffff] [1] [1] : memref<4xf64> to "
+            "memref<1xf64, strided<[1], offset: ?>>\n",
+            "2:24",
+            "0x7fffffffffffffffff: the value does not fit in i64",
+        ),
     ],
 )
 def test_mlir_numbers_are_located(
@@ -80,6 +128,7 @@ def test_mlir_numbers_are_located(
     assert err.splitlines()[0] == f"error: {tmp_path / 'input.mlir'}:{line_col}"
     assert message in err
     assert "sys.set_int_max_str_digits" not in err
+    assert "out of range for type" not in err
 
 
 @pytest.mark.parametrize(

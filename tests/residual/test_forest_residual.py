@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from axisflow.execution import read_inputs
 from axisflow.pipeline import schedule_expression
 from axisflow.residual import residual_layout
 from axisflow.scheduling.assemble import assemble_residual
@@ -23,7 +24,7 @@ from axisflow.scheduling.evaluate import (
 from axisflow.scheduling.memory import Sizing
 from axisflow.scheduling.options import ShareChoice
 from axisflow.sequant import Expression, parse
-from tests.einsum_oracle import forest_inputs, oracle_residual, term_operators
+from tests.einsum_oracle import oracle_inputs, oracle_residual, term_operators
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sequant"
 Array = np.ndarray
@@ -46,7 +47,9 @@ def check_both_ways(
         [t.externals() for t in expression.terms],
         [term_operators(t.operators) for t in expression.terms],
     )
-    inputs = forest_inputs(expression, forest, extents, seed)
+    inputs = read_inputs(
+        expression, oracle_inputs(expression, extents, seed), extents=extents
+    ).leaf_arrays(forest)
     unbatched = assemble_residual(forest, evaluate_forest(forest, inputs), layout)
     _, scheduled = run_residual(
         forest, planned.schedule, inputs, Sizing(forest, extents)
@@ -80,6 +83,7 @@ BUNDLED = [
     ("csv_ccsd_singles_residual_df", "Κ"),
     ("csv_ccsd_doubles_residual_df", "i"),
     ("legality_cross_iteration", "i"),
+    ("ccsd_doubles_residual_sf", "i"),
 ]
 
 

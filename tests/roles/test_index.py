@@ -112,7 +112,7 @@ indices = st.recursive(
         Index,
         keys,
         st.integers(min_value=0, max_value=99),
-        st.lists(children, max_size=3),
+        st.lists(children, max_size=3, unique=True),  # a proto is listed once
     ),
     max_leaves=8,
 )

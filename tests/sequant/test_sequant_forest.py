@@ -469,14 +469,35 @@ def test_spaces_extents_elem_and_aliases() -> None:
             "index space 'j' does not occur in the expression (its spaces: a, i, Κ (alias Kappa), μ̃ (alias mutilde))",
         ),
         ("i,i", None, "named twice"),
-        ((), "q=3", "index space 'q' does not occur"),
         ((), "i=x", "malformed extent 'i=x'"),
         ((), "i=0", "extent of space 'i' must be positive"),
+        ((), "i=3,i=4", "space 'i' is given twice in 'i=3,i=4'"),
+        ((), "Κ=3,Kappa=4", "extents gives 'Kappa' twice (by its key and its alias)"),
+        (",", None, "batch: an empty space name in ',' (expected SPACE,SPACE,...)"),
+        ("i,,Κ", None, "batch: an empty space name in 'i,,Κ'"),
     ],
 )
 def test_policy_errors(batch: str, extents: str | None, message: str) -> None:
     with pytest.raises(PolicyError, match=re.escape(message)):
         to_module(_example("csv_ccsd_energy_df.txt"), batch, extents=extents)
+
+
+def test_an_extent_of_a_space_the_expression_lacks_is_a_note() -> None:
+    # One extents text for the energy, singles and doubles of a method: the
+    # space the energy lacks is said once and ignored, not refused.
+    from axisflow.notes import UnusedOptionNote
+
+    with pytest.warns(UnusedOptionNote) as notes:
+        module = to_module(
+            _example("csv_ccsd_energy_df.txt"), "i", extents="i=8,q=3,q<2>=4,Κ=5"
+        )
+    assert [str(note.message) for note in notes] == [
+        "extents names q, q<2>, which do not occur in the expression (its "
+        "spaces: a, i, Κ (alias Kappa), μ̃ (alias mutilde)); ignored"
+    ]
+    text = str(module)
+    assert "batch.space i extent 8" in text and "batch.space Κ extent 5" in text
+    assert "q" not in text.replace("sequant", "")
 
 
 @pytest.mark.parametrize(

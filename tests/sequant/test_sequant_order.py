@@ -179,7 +179,6 @@ def test_composite_extents_reach_the_ir_and_the_memory_model() -> None:
     ("options", "message"),
     [
         ({"order": "fastest"}, "order must be one of file, flops, memory"),
-        ({"extents": "q<2>=4"}, "index space 'q' does not occur"),
         ({"extents": "a<0>=4"}, "composite kind 'a<0>' has no protos"),
         ({"extents": "a<1>=0"}, "extent of composite kind 'a<1>' must be positive"),
     ],

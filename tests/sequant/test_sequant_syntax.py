@@ -24,8 +24,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sequant"
 FILES = sorted(EXAMPLES.glob("*.txt"))
 
 
-def test_all_four_files_are_bundled() -> None:
+def test_all_five_files_are_bundled() -> None:
     assert [f.name for f in FILES] == [
+        "ccsd_doubles_residual_sf.txt",
         "csv_ccsd_doubles_residual_df.txt",
         "csv_ccsd_energy_df.txt",
         "csv_ccsd_singles_residual_df.txt",
@@ -48,7 +49,8 @@ def test_real_files_parse_with_independent_counts(path: Path) -> None:
     expression = parse(text, path.name)
     terms, tensors = _independent_counts(text)
     assert len(expression.terms) == terms
-    assert sum(len(t.tensors) for t in expression.terms) == tensors
+    # the regular expression counts operators (Ŝ{...}) as tensors too
+    assert sum(len(t.tensors) + len(t.operators) for t in expression.terms) == tensors
     assert parse(deparse(expression)) == expression
 
 
@@ -62,6 +64,7 @@ def test_real_file_counts_are_the_known_ones() -> None:
         for e in [parse(path.read_text(encoding="utf-8"))]
     }
     assert counts == {
+        "ccsd_doubles_residual_sf.txt": (113, 341),
         "csv_ccsd_doubles_residual_df.txt": (55, 558),
         "csv_ccsd_energy_df.txt": (5, 25),
         "csv_ccsd_singles_residual_df.txt": (26, 188),
@@ -226,7 +229,10 @@ _plain = st.builds(Index, _keys, st.one_of(st.none(), st.integers(0, 30)))
 _index = st.one_of(
     _plain,
     st.builds(
-        Index, _keys, st.integers(1, 9), st.lists(_plain, min_size=1, max_size=2)
+        Index,
+        _keys,
+        st.integers(1, 9),
+        st.lists(_plain, min_size=1, max_size=2, unique=True),
     ),
 )
 _group = st.lists(_index, max_size=3).map(tuple)

@@ -237,11 +237,13 @@ batch.forest {
 
 // -----
 
-// A pairing of symmetric protos that nothing forces must be given.
+// A pairing of symmetric protos that nothing forces must be given when it
+// matters: i_1, i_2 are shared by two composites (alone in one, they are
+// interchangeable: interchangeable-protos.mlir).
 batch.forest {
-  batch.value @c [a_1<i_1,i_2>] leaf "c"
+  batch.value @c [a_1<i_1,i_2>, b_1<i_1,i_2>] leaf "c"
   batch.tree @t {
-    batch.use @c [a_3<i_4,i_5>]
+    batch.use @c [a_3<i_4,i_5>, b_3<i_4,i_5>]
   }
 }
 

@@ -2,11 +2,11 @@
 // Malformed labels in the custom syntax are reported at their exact position.
 
 batch.forest {
-  batch.value @t [a_1<i_1, i_1] leaf "t"
+  batch.value @t [a_1<i_1, i_2] leaf "t"
 }
 
 // CHECK: 5:31
-// CHECK-NEXT: batch.value @t [a_1<i_1, i_1] leaf "t"
+// CHECK-NEXT: batch.value @t [a_1<i_1, i_2] leaf "t"
 // CHECK-NEXT: ^
 // CHECK-NEXT: malformed index label: expected ',' or '>' in a proto-index list, found ']'
 
@@ -59,3 +59,15 @@ batch.forest {
 }
 
 // CHECK: composite kind 1 given twice
+
+// -----
+
+// A proto listed twice: at the second.
+batch.forest {
+  batch.value @t [a_1<i_1, i_1>] leaf "t"
+}
+
+// CHECK: invalid_syntax.mlir:{{[0-9]+}}:28
+// CHECK-NEXT: batch.value @t [a_1<i_1, i_1>] leaf "t"
+// CHECK-NEXT: ^
+// CHECK-NEXT: malformed index label: expected a proto index not listed before, found 'i'

@@ -274,3 +274,39 @@ batch.forest @f {
 }
 
 // CHECK: sched.loop: loop instance 0 of the forest iterates i, not a
+
+// -----
+// A residual without a mode of the tree it receives (lower-schedule and the
+// evaluator map the tree's root onto the residual's modes).
+batch.forest @f {
+  batch.space a extent 2
+  batch.space i extent 3
+  batch.value @t_0 [a_1, i_1] leaf "t"
+  batch.tree @term0 {
+    batch.use @t_0 [a_1, i_1]
+  }
+  sched.schedule rounds 1 {
+    sched.residual 0 [a_1] bytes 16
+    sched.output @term0 = @t_0 into 0
+  }
+}
+
+// CHECK: sched.output: tree @term0 computes (a_1, i_1), the residual has modes (a_1)
+
+// -----
+// An operator over indices the residual does not have.
+batch.forest @f {
+  batch.space a extent 2
+  batch.space i extent 3
+  batch.value @t_0 [a_1, i_1] leaf "t"
+  batch.tree @term0 {
+    batch.use @t_0 [a_1, i_1]
+  }
+  sched.schedule rounds 1 {
+    sched.residual 0 [a_1, i_1] bytes 48
+    sched.output @term0 = @t_0 into 0
+    sched.apply 0 ["Ŝ{a_1,a_2;i_1,i_2}"] bytes 48
+  }
+}
+
+// CHECK: sched.apply: Ŝ{a_1,a_2;i_1,i_2} maps mode a_1 of the residual to a_2, which is not a mode of the residual
