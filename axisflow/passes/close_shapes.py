@@ -26,7 +26,7 @@ from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FunctionType, ModuleOp
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
