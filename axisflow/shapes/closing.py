@@ -296,6 +296,21 @@ def close_terminal_rows_to_bounds(
         _commit_rows(solver, decisions)
 
 
+def _through_prefix(solver: Solver, row: Row, prefixes: dict[RowVar, RowPrefix]) -> Row:
+    """A total's (normalized) row with the axes written before its row
+    variable in place of it, if it has a pending prefix: ``[...s]`` with
+    ``s = [2, ...r]`` counts as ``[2, ...r]``, so the total's elements go to
+    ``r`` after the written 2 (OCANNL's rows hold their ``beg_dims``)."""
+    if row.var is None:
+        return row
+    prefix = prefixes.get(row.var)
+    if prefix is None or solver.norm_row(prefix.whole).dims:
+        return row
+    rest = solver.norm_row(prefix.rest)
+    beg = tuple([solver.find_dim(d) for d in prefix.beg])
+    return Row(beg + rest.dims + row.dims, rest.var)
+
+
 def _pending_prefixes(solver: Solver) -> dict[RowVar, RowPrefix]:
     """The pending row prefixes whose rows are both open, by the row's variable."""
     found: dict[RowVar, RowPrefix] = {}
@@ -410,9 +425,9 @@ def close_totals(solver: Solver) -> None:
             if type(found) is not Size:
                 continue
             count = found.n
-        open_vars = [
-            var for var in (norm_row(r).var for r in total.rows) if var is not None
-        ]
+        prefixes = _pending_prefixes(solver) if solver.prefixes else {}
+        rows = [_through_prefix(solver, norm_row(r), prefixes) for r in total.rows]
+        open_vars = [row.var for row in rows if row.var is not None]
         for var in open_vars[:-1]:
             if norm_row(Row((), var)).var == var:
                 _close_empty(solver, var, total.origin)
@@ -420,7 +435,7 @@ def close_totals(solver: Solver) -> None:
         if last is not None:
             product = 1
             unknown = 0
-            for row in total.rows:
+            for row in rows:
                 for d in norm_row(row).dims:
                     if type(d) is Size:
                         product *= d.n

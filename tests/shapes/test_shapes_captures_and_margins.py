@@ -88,6 +88,45 @@ def test_a_second_binding_equates_two_rows_or_a_row_and_a_dim() -> None:
     assert n.value == 12
 
 
+@pytest.mark.parametrize("size", [6, 5])
+def test_a_label_bound_to_a_row_capture_counts_the_row(size: int) -> None:
+    """The reference captures a row first, then a label: the row holds as
+    many elements as the label has positions (a total named after the
+    label's einsum)."""
+    s = Session()
+    r = s.dim_ref("r")
+    s.einsum("a", "..r..=>", s.leaf("x", "2,3"), capture_dims=[r])
+    if size == 6:
+        s.einsum("b", "r=>", s.leaf("y", "6"), capture_dims=[r])
+        s.close()
+        assert r.value == 6
+        return
+    with pytest.raises(ShapeError) as info:
+        s.einsum("b", "r=>", s.leaf("y", "5"), capture_dims=[r])
+    assert str(info.value) == (
+        "einsum 'b' of y (spec 'r=>'): the axes [2, 3] cannot hold 5 elements "
+        "(their known sizes multiply to 6)"
+    )
+
+
+@pytest.mark.parametrize("row_first", [True, False])
+def test_a_counted_row_with_axes_before_its_variable_keeps_them(
+    row_first: bool,
+) -> None:
+    """``2,...`` captured as a row that a label counts 6: closing puts the
+    elements after the written 2 (``[2, 3]``), as OCANNL's rows hold their
+    leading axes, instead of giving the whole row 6 against its 2."""
+    s = Session()
+    r = s.dim_ref("r")
+    x = s.leaf("x", "2,...")
+    y = s.leaf("y", "6")
+    einsums = [("a", "..r..=>", x), ("b", "r=>", y)]
+    for name, spec, operand in einsums if row_first else einsums[::-1]:
+        s.einsum(name, spec, operand, capture_dims=[r])
+    s.close()
+    assert (x.shape.dims(), r.value) == (((), (), (2, 3)), 6)
+
+
 def test_a_capture_of_a_name_the_spec_does_not_have_is_refused() -> None:
     s = Session()
     with pytest.raises(ShapeError, match="names no label or row variable"):
@@ -286,7 +325,9 @@ def test_a_trace_refuses_set_equal_on_references_made_before_it() -> None:
             s.set_equal(row, dim)
             return [y]
 
-        with pytest.raises(scheme.UntraceableScheme, match="made outside the traced window"):
+        with pytest.raises(
+            scheme.UntraceableScheme, match="made outside the traced window"
+        ):
             scheme.trace(s, var_mark=mark, label="f", args=[x], f=body)
 
 

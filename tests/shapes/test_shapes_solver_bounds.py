@@ -37,7 +37,7 @@ from axisflow.shapes import (
     TotalElems,
 )
 from axisflow.shapes.closing import merge_single_neighbours
-from axisflow.shapes.constraints import DimLinear, RowPrefix
+from axisflow.shapes.constraints import DimLinear, LinearKind, RowPrefix
 
 ORIGIN = Origin("test", "t", lhs=Side("p", Kind.OUTPUT), rhs=Side("q", Kind.OUTPUT))
 
@@ -1465,3 +1465,46 @@ def test_repeated_relations_are_re_emitted_once_each_at_their_last_place() -> No
     assert _distinct(entries) == [(a, second), (c, third), (b, third)]
     unique = [(a, first), (b, second)]
     assert _distinct(unique) is unique
+
+
+@pytest.mark.parametrize(
+    ("kind", "terms", "parts"),
+    [
+        (
+            "concat",
+            ((1, Size(2, "x")), (1, Size(3, "x")), (-1, Size(5, "y"))),
+            "n0 = 2@x, n1 = 3@x, n2 = 5@y",
+        ),
+        ("stride", ((2, Size(4, "x")), (-1, Size(8, "y"))), "n0 = 4@x, n1 = 8@y"),
+    ],
+)
+def test_an_equation_of_known_sizes_checks_the_axis_basis(
+    kind: str, terms: tuple[tuple[int, Size], ...], parts: str
+) -> None:
+    """Every size known: the axis (the last term) must have the basis its
+    parts give (OCANNL's ``row.ml``), else the equation names both."""
+    s = Session()
+    names = tuple(f"n{i}" for i in range(len(terms)))
+    with pytest.raises(ShapeError) as info:
+        s.add(DimLinear(terms, 0, names, "a^b", ORIGIN, LinearKind(kind)))
+    assert str(info.value) == (
+        f"test 't': the axis 'a^b' cannot hold with {parts}: its size has basis y "
+        "but its parts give x (different bases)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "terms"),
+    [
+        ("concat", ((1, Size(2, "x")), (1, Size(3, "x")), (-1, Size(5, "x")))),
+        ("concat", ((1, Size(2, "x")), (1, Size(3)), (-1, Size(5, "x")))),
+        ("stride", ((2, Size(4, "x")), (-1, Size(8, "x")))),
+    ],
+)
+def test_an_equation_of_known_sizes_in_the_basis_of_its_parts_holds(
+    kind: str, terms: tuple[tuple[int, Size], ...]
+) -> None:
+    s = Session()
+    names = tuple(f"n{i}" for i in range(len(terms)))
+    s.add(DimLinear(terms, 0, names, "a^b", ORIGIN, LinearKind(kind)))
+    assert not s.solver.linears
