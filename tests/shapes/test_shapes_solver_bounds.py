@@ -1508,3 +1508,169 @@ def test_an_equation_of_known_sizes_in_the_basis_of_its_parts_holds(
     names = tuple(f"n{i}" for i in range(len(terms)))
     s.add(DimLinear(terms, 0, names, "a^b", ORIGIN, LinearKind(kind)))
     assert not s.solver.linears
+
+
+def test_the_queries_of_an_inner_window_see_only_what_it_wrote() -> None:
+    """Inside a window nested in another, the entries as they were, the
+    pending equations and the answers for variables nothing touched count
+    from the inner window's start, not from the outer one's."""
+    s = Session()
+    a, b, c = (s.fresh_dim_var() for _ in range(3))
+    r, t, u = s.fresh_row_var(), s.fresh_row_var(), s.fresh_row_var()
+    solver = s.solver
+    with s.rewind():
+        s.add(DimEq(a, Size(3), ORIGIN))
+        s.add(RowEq(Row((), u), Row(sizes(2)), ORIGIN))
+        s.add(TotalElems((Row((b, c)),), 12, ORIGIN))
+        with s.rewind() as inner:
+            start = inner.trail_start
+            s.add(RowEq(Row((), r), Row(sizes(4)), ORIGIN))
+            dims_before, rows_before = solver.links_before(start)
+            assert a.id not in dims_before
+            assert set(rows_before) == {r.id}
+            assert [p.count for p in solver.pending_since(start)] == []  # type: ignore[union-attr]
+            assert solver.row_link(r.id) == Row(sizes(4))
+            assert solver.row_link(u.id) == Row(sizes(2))
+    assert solver.mark_bits(t.id) == 0
+    assert solver.template_depth(t.id) == 0
+    assert list(solver.dim_results(b.id)) == []
+    solver.raise_template_depth(t.id, 1)
+    assert solver.template_depth(t.id) == 1
+
+
+def test_pending_since_lists_only_the_equations_added_after_the_start() -> None:
+    s = Session()
+    b, c, d = (s.fresh_dim_var() for _ in range(3))
+    solver = s.solver
+    with s.rewind():
+        s.add(TotalElems((Row((b, c)),), 6, ORIGIN))
+        with s.rewind() as inner:
+            s.add(TotalElems((Row((c, d)),), 10, ORIGIN))
+            assert [p.count for p in solver.pending_since(inner.trail_start)] == [10]  # type: ignore[union-attr]
+
+
+def test_set_dim_twice_on_an_unbound_reference_must_agree() -> None:
+    s = Session()
+    r = s.dim_ref("r")
+    s.set_dim(r, 3)
+    s.set_dim(r, 3)  # the same size again: nothing to refuse
+    with pytest.raises(ShapeError) as info:
+        s.set_dim(r, 4)
+    assert str(info.value) == (
+        "set_dim 'r': the capture reference 'r' already stands for size 3, not 4"
+    )
+
+
+def test_set_dim_on_a_bound_reference_names_both_sides() -> None:
+    s = Session()
+    r = s.dim_ref("r")
+    s.einsum("z", "r=>", s.leaf("x", "5"), capture_dims=[r])
+    with pytest.raises(ShapeError) as info:
+        s.set_dim(r, 4)
+    assert "capture reference 'r' has size 5 but set_dim('r') has size 4" in str(
+        info.value
+    ), str(info.value)
+
+
+def test_a_second_row_capture_that_disagrees_names_the_row_variable() -> None:
+    s = Session()
+    r = s.dim_ref("r")
+    s.einsum("a", "..r..=>", s.leaf("x", "2,3"), capture_dims=[r])
+    with pytest.raises(ShapeError) as info:
+        s.einsum("b", "..r..=>", s.leaf("y", "4"), capture_dims=[r])
+    assert str(info.value) == (
+        "einsum 'b' of y (spec '..r..=>'): sizes disagree: capture reference 'r' "
+        "[2, 3] and row variable 'r' [4] have different numbers of axes"
+    )
+
+
+@pytest.mark.parametrize(
+    ("terms", "message"),
+    [
+        # A part conflicts with another while two are unknown (Stage 1).
+        (
+            ((1, Size(2, "x")), (1, Size(3, "y")), (1, "c"), (-1, "d")),
+            "concat: conflicting dimension bases (x and y)",
+        ),
+        # A part solved from the whole, whose basis conflicts with the parts'.
+        (
+            ((1, Size(2, "x")), (1, "b"), (-1, Size(5, "y"))),
+            "concat: conflicting dimension bases (x and y)",
+        ),
+    ],
+)
+def test_a_concatenation_names_its_conflicting_bases(
+    terms: tuple[tuple[int, Size | str], ...], message: str
+) -> None:
+    s = Session()
+    made = tuple(
+        (coeff, s.fresh_dim_var() if isinstance(dim, str) else dim)
+        for coeff, dim in terms
+    )
+    names = tuple(f"n{i}" for i in range(len(made)))
+    with pytest.raises(ShapeError) as info:
+        s.add(DimLinear(made, 0, names, "a^b", ORIGIN, LinearKind.CONCAT))
+    assert str(info.value).endswith(message), str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("parts", "whole", "basis"),
+    [
+        # The other parts' named basis, though the whole has the default.
+        ((Size(2), Size(3, "x")), Size(7), "x"),
+        # The whole's named basis, though the other parts have the default.
+        ((Size(2), Size(3)), Size(7, "x"), "x"),
+    ],
+)
+def test_a_part_solved_from_a_concatenation_takes_the_named_basis(
+    parts: tuple[Size, Size], whole: Size, basis: str
+) -> None:
+    s = Session()
+    unknown = s.fresh_dim_var()
+    terms = ((1, parts[0]), (1, parts[1]), (1, unknown), (-1, whole))
+    s.add(DimLinear(terms, 0, ("a", "b", "c", "d"), "a^b^c", ORIGIN, LinearKind.CONCAT))
+    assert s.solver.find_dim(unknown) == Size(2, basis)
+
+
+def test_an_unpadded_convolution_axis_takes_the_kernel_basis() -> None:
+    """``o+k`` of input size ``i`` (stride 1, dilation 1): ``o + k - 1 = i``.
+    A named kernel basis wins over the default of ``o``; two named ones
+    conflict, and the message names both."""
+    s = Session()
+    axis = s.fresh_dim_var()
+    terms = ((1, Size(4)), (1, Size(3, "k")), (-1, axis))
+    s.add(DimLinear(terms, -1, ("o", "k", "i"), "o+k", ORIGIN, LinearKind.CONVOLUTION))
+    assert s.solver.find_dim(axis) == Size(6, "k")
+    s = Session()
+    terms = ((1, Size(4, "x")), (1, Size(3, "y")), (-1, s.fresh_dim_var()))
+    with pytest.raises(ShapeError) as info:
+        s.add(
+            DimLinear(terms, -1, ("o", "k", "i"), "o+k", ORIGIN, LinearKind.CONVOLUTION)
+        )
+    assert str(info.value).endswith(
+        "convolution: conflicting dimension bases between stride and kernel (x and y)"
+    ), str(info.value)
+
+
+def test_a_dim_counting_a_row_is_sized_at_stage_one_once_the_row_is_known() -> None:
+    """set_equal between a row capture and a label, both open: when the row
+    is solved later, Stage 1 re-checks the waiting total and sizes the dim,
+    before any closing."""
+    s = Session()
+    rows, label = s.dim_ref("r"), s.dim_ref("n")
+    x = s.leaf("x")
+    s.einsum("a", "..r..=>", x, capture_dims=[rows])
+    s.einsum("b", "n=>", s.leaf("y"), capture_dims=[label])
+    s.set_equal(rows, label)
+    assert label.value is None
+    s.pointwise("p", x, s.leaf("z", "2,3"))
+    s.add(RowEq(x.shape.row(Kind.OUTPUT), Row(sizes(2, 3)), ORIGIN))
+    assert label.value == 6
+
+
+def test_two_repeats_of_one_relation_are_re_emitted_once() -> None:
+    from axisflow.shapes.solver import _distinct
+
+    a = RowVar(1)
+    first, second = Origin("leaf", "u"), Origin("leaf", "v")
+    assert _distinct([(a, first), (a, second)]) == [(a, second)]
