@@ -1,5 +1,6 @@
-"""The layers of the roles half: pure logic below the dialects, no import
-running back up (every import statement, also those inside functions)."""
+"""The layers: pure logic below the dialects, no import running back up,
+no pass importing another pass (every import statement, also those inside
+functions)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,10 @@ def test_pure_modules_import_no_xdsl_and_nothing_above(relative: str) -> None:
         "dialects/batch.py",
         "dialects/sched.py",
         "dialects/batch_model.py",
+        "dialects/tprog.py",
+        "dialects/tprog_calls.py",
+        "dialects/tprog_eval.py",
+        "dialects/tprog_generalize.py",
         "dialects/sched_model.py",
     ],
 )
@@ -87,3 +92,26 @@ def test_nothing_below_imports_the_execution_layer(relative: str) -> None:
 
 def test_the_pipeline_api_imports_no_pass() -> None:
     assert offending("pipeline/api.py", ("axisflow.passes",)) == []
+
+
+SHAPES = sorted(
+    str(path.relative_to(PACKAGE)) for path in (PACKAGE / "shapes").rglob("*.py")
+)
+
+
+@pytest.mark.parametrize("relative", SHAPES)
+def test_the_shape_engine_imports_no_xdsl_and_nothing_above(relative: str) -> None:
+    above = ("xdsl", "axisflow.dialects", "axisflow.passes")
+    assert offending(relative, above) == []
+
+
+PASSES = sorted(
+    str(path.relative_to(PACKAGE))
+    for path in (PACKAGE / "passes").glob("*.py")
+    if path.name != "__init__.py"
+)
+
+
+@pytest.mark.parametrize("relative", PASSES)
+def test_no_pass_imports_another_pass(relative: str) -> None:
+    assert offending(relative, ("axisflow.passes",)) == []
