@@ -12,7 +12,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 MLIR_RUNNER := /usr/lib/llvm-22/bin/mlir-runner
 
-.PHONY: venv mlir-tools demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit docs docs-check bench fuzz soak soak-hypothesis mutation clean
+.PHONY: venv mlir-tools demo demo-four-tensor demo-sequant demo-pipeline demo-shapes test lint typecheck unit lit docs docs-check bench fuzz soak soak-hypothesis soak-shapes mutation clean
 
 venv: $(STAMP)
 
@@ -63,6 +63,8 @@ demo-shapes: $(STAMP)
 	$(BIN)/xdsl-opt -p generalize-shapes,close-shapes examples/shapes/mlp_layer.mlir
 	@echo '== OCANNL'"'"'s standard blocks: MLP layer, layer norm, attention, 2-D convolution =='
 	$(BIN)/xdsl-opt -p close-shapes examples/shapes/ocannl_blocks.mlir
+	@echo '== The same blocks as functions calling functions: every call site served by a scheme (explain) =='
+	$(BIN)/xdsl-opt -p 'close-shapes{explain=true}' examples/shapes/ocannl_functions.mlir
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -106,14 +108,24 @@ FUZZ_ARGS ?= --per-input 120
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.reliability.fuzzing $(FUZZ_ARGS)
 
-# The long campaigns, not part of `make test` (docs/development.md): every
-# hypothesis property with ten times its examples (the `soak` profile of
-# tests/conftest.py), then the long fuzz campaign; at the lowest CPU priority.
+# The long campaigns, not part of `make test` (docs/development.md), one
+# after the other at the lowest CPU priority: every hypothesis property with
+# ten times its examples (the `soak` profile of tests/conftest.py), the long
+# fuzz campaign, and the shape-scheme oracle on 100,000 programs.
 soak: soak-hypothesis
 	nice -n 19 $(MAKE) --no-print-directory fuzz
+	$(MAKE) --no-print-directory soak-shapes
 
 soak-hypothesis: $(STAMP) mlir-tools
-	nice -n 19 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m hypothesis --hypothesis-profile=soak
+	nice -n 19 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -m hypothesis --hypothesis-profile=soak
+
+# The scheme oracle (tests/shapes/test_schemes_oracle.py) on 100,000 generated
+# programs instead of make test's 200, at the lowest CPU priority, each chunk
+# of 5,000 in a process limited to 2 GB (docs/shape-schemes.md):
+# SOAK_ARGS="--programs 200000 --seed 7" for others.
+SOAK_ARGS ?= --programs 100000
+soak-shapes: $(STAMP)
+	nice -n 19 $(BIN)/python -m tests.shapes.oracle_soak $(SOAK_ARGS)
 
 bench: $(STAMP)
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done

@@ -17,6 +17,22 @@ once and instantiate the scheme at every call. Two levels:
 
 Goal: schemes at least 5x faster at 100 sites and more.
 
+**Nested and convolutional modules.** OCANNL's blocks as functions
+(``examples/shapes/ocannl_functions.mlir``: a transformer encoder block
+calling attention, layer norms and an MLP, which call a linear layer; a CNN
+calling a convolution block) as bundled, and a generated module of that
+kind: ``@encoder`` (two encoder blocks, each layer's parameters module-level
+tensors) or ``@cnn`` (two convolution blocks, a mean and a linear
+classifier) applied at 10, 100 and 1000 module-level sites, each to data of
+its own batch size. For each: how many call sites (module-level and in
+bodies) a scheme served and how many were re-evaluated, and why (the report
+``close-shapes{explain=true}`` writes); ``close-shapes{calls=re-evaluate}``
+against ``close-shapes`` (shared calls) and ``generalize-shapes,close-shapes``
+(the same typed modules, asserted); and the memory a call site keeps (the
+peak ``tracemalloc`` sees while ``close-shapes`` runs, at two numbers of
+sites). Goals: every call site served by a scheme, at least 5x faster than
+re-evaluation at 1000 sites, at most 25 KB per call site.
+
 **check.** ``scheme.check`` of that function against sessions holding 100,
 10k and 100k unrelated open constraints (pointwise operations on open data
 leaves), and the ratio of its time to the 100-constraint session's. Goal: at
@@ -35,6 +51,7 @@ noise shared by both sides. ``--gc`` shows the figures with the collector on.
 Run:
 
     .venv/bin/python benchmarks/bench_shape_schemes.py [--sites 10,100,1000] [--repeat 3] [--gc]
+        [--nested-sites 10,100,1000] [--memory-sites 100,400] [--parts ...]
 """
 
 from __future__ import annotations
@@ -44,7 +61,9 @@ import gc
 import os
 import platform
 import time
+import tracemalloc
 from collections.abc import Sequence
+from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, ModuleOp
@@ -52,6 +71,7 @@ from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 
 from axisflow.dialects.tprog import CallOp, InstantiateOp, Tprog
+from axisflow.dialects.tprog_calls import BY_A_SCHEME, SERVED_ATTR, call_sites
 from axisflow.passes.close_shapes import CloseShapesPass
 from axisflow.passes.generalize_shapes import GeneralizeShapesPass
 from axisflow.shapes import Session, Tensor, scheme
@@ -244,6 +264,223 @@ def check_seconds(sc: scheme.Scheme, x: Tensor, checks: int) -> float:
     return measured.seconds / checks
 
 
+# --------------------------------------------------- nested and convolutional
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples/shapes/ocannl_functions.mlir"
+FUNCTIONS_END = "// Two encoder layers, each with its own parameters."
+LAYER_PARAMS = (
+    ("w_q", "...->..."),
+    ("w_k", "...->..."),
+    ("w_v", "...->..."),
+    ("w_o", "...->..."),
+    ("g1", "...->..."),
+    ("b1", "...->..."),
+    ("w_up", "...->..."),
+    ("b_up", "...->256"),
+    ("w_down", "...->..."),
+    ("g2", "...->..."),
+    ("b2", "...->..."),
+)
+"""Each encoder layer's parameters as OCANNL writes them (``{ w }``: sizes
+inferred from the applications; only the MLP's hidden width is given)."""
+
+DECLARED_PARAMS = {
+    "w_q": "64->4,16",
+    "w_k": "64->4,16",
+    "w_v": "64->4,16",
+    "w_o": "4,16->64",
+    "g1": "64",
+    "b1": "64",
+    "w_up": "64->256",
+    "b_up": "256",
+    "w_down": "256->64",
+    "g2": "64",
+    "b2": "64",
+    "kernel1": "3,3,3->8",
+    "bias1": "8",
+    "kernel2": "3,3,8->8",
+    "bias2": "8",
+    "classes": "8->10",
+}
+"""The same parameters with their sizes declared (a model loaded with its
+weights): what the first application infers for the inferred ones."""
+
+
+def ocannl_functions() -> str:
+    """The bundled blocks' functions and set_dims (the example up to its model)."""
+    text = EXAMPLE.read_text("utf-8")
+    assert FUNCTIONS_END in text, f"{EXAMPLE} changed: no {FUNCTIONS_END!r}"
+    return text[: text.index(FUNCTIONS_END)]
+
+
+def nested_module_text(sites: int, declared: bool = False) -> str:
+    """The bundled blocks, an ``@encoder`` and a ``@cnn``, applied at ``sites`` sites.
+
+    Three sites in four apply ``@encoder`` (two encoder blocks: attention,
+    layer norms and an MLP, which call the linear layer), the fourth ``@cnn``
+    (two convolution blocks, a mean over the positions, a linear
+    classifier); each to data of its own batch size. ``declared``: the
+    parameters' sizes are written (``DECLARED_PARAMS``), else inferred.
+    """
+    lines = [ocannl_functions()]
+    for layer in range(2):
+        for name, spec in LAYER_PARAMS:
+            spec = DECLARED_PARAMS[name] if declared else spec
+            lines.append(f'%l{layer}_{name} = tprog.param "{spec}"')
+    for name in ("kernel1", "bias1", "kernel2", "bias2"):
+        spec = DECLARED_PARAMS[name] if declared else "...->..."
+        lines.append(f'%{name} = tprog.param "{spec}"')
+    classes = DECLARED_PARAMS["classes"] if declared else "...->10"
+    lines.append(f'%classes = tprog.param "{classes}"')
+    block_args = [
+        ", ".join(f"%l{layer}_{name}" for name, _ in LAYER_PARAMS) for layer in range(2)
+    ]
+    lines += [
+        "tprog.func @encoder(%x: !tprog.tensor) -> !tprog.tensor {",
+        f'  %h0 = tprog.call @encoder_block(%x, {block_args[0]}) at "layer0" : !tprog.tensor',
+        f'  %h1 = tprog.call @encoder_block(%h0, {block_args[1]}) at "layer1" : !tprog.tensor',
+        "  tprog.return %h1",
+        "}",
+        "tprog.func @cnn(%img: !tprog.tensor) -> !tprog.tensor {",
+        '  %c1 = tprog.call @conv_block(%img, %kernel1, %bias1) at "conv1" : !tprog.tensor',
+        '  %c2 = tprog.call @conv_block(%c1, %kernel2, %bias2) at "conv2" : !tprog.tensor',
+        '  %m = tprog.einsum "... | h, w, c => ... | c" (%c2) : !tprog.tensor',
+        '  %logits = tprog.call @linear(%m, %classes) at "classify" : !tprog.tensor',
+        "  tprog.return %logits",
+        "}",
+    ]
+    for i in range(sites):
+        batch = batch_of(i)
+        if i % 4 == 3:
+            lines.append(f'%x{i} = tprog.leaf "{batch}|16,16,3"')
+            lines.append(f'%y{i} = tprog.call @cnn(%x{i}) at "site{i}" : !tprog.tensor')
+        else:
+            lines.append(f'%x{i} = tprog.leaf "{batch},10|->64"')
+            lines.append(
+                f'%y{i} = tprog.call @encoder(%x{i}) at "site{i}" : !tprog.tensor'
+            )
+    return "\n".join(lines)
+
+
+def typed_results(module: ModuleOp) -> list[object]:
+    """Every result type, module-level and in bodies, in walk order."""
+    return [value.type for op in module.walk() for value in op.results]
+
+
+def served_report(text: str) -> tuple[int, int, dict[str, int]]:
+    """Call sites served by a scheme and re-evaluated under ``close-shapes``, and
+    how many each reason for re-evaluating accounts for."""
+    module = parse_module(text)
+    CloseShapesPass(explain=True).apply(Context(), module)
+    served = re_evaluated = 0
+    reasons: dict[str, int] = {}
+    for call in call_sites(module):
+        status = call.attributes[SERVED_ATTR].data  # type: ignore[attr-defined]
+        if status == BY_A_SCHEME:
+            served += 1
+        else:
+            re_evaluated += 1
+            reasons[status] = reasons.get(status, 0) + 1
+    return served, re_evaluated, reasons
+
+
+def pipeline_seconds(
+    text: str, passes: Sequence[ModulePass]
+) -> tuple[float, list[object]]:
+    """CPU seconds of the passes on a freshly parsed module, and its types."""
+    module = parse_module(text)
+    with Measured() as measured:
+        for one in passes:
+            one.apply(Context(), module)
+    return measured.seconds, typed_results(module)
+
+
+def kb_per_site(make: object, low: int, high: int, calls: str) -> float:
+    """The memory one more module-level site keeps while close-shapes runs (KB)."""
+    peaks = []
+    for sites in (low, high):
+        module = parse_module(make(sites))  # type: ignore[operator]
+        gc.collect()
+        tracemalloc.start()
+        CloseShapesPass(calls=calls).apply(Context(), module)  # type: ignore[arg-type]
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        del module
+    return (peaks[1] - peaks[0]) / (high - low) / 1e3
+
+
+def nested_report(sites_list: list[int], memory_sites: list[int], repeat: int) -> None:
+    """The nested and convolutional modules' section of the benchmark."""
+    example = EXAMPLE.read_text("utf-8")
+    served, re_evaluated, reasons = served_report(example)
+    print("# nested and convolutional modules: call sites served by a scheme")
+    print(
+        f"bundled OCANNL blocks ({EXAMPLE.name}): {served + re_evaluated} call sites, "
+        f"{served} served by a scheme, {re_evaluated} re-evaluated"
+    )
+    for why, count in reasons.items():
+        print(f"  {count} {why}")
+    print()
+    print(
+        "# generated modules (@encoder: two blocks of attention, layer norms, MLP,"
+        " calling the linear layer; @cnn: two convolution blocks); parameters"
+        " inferred (OCANNL's { w }) or declared"
+    )
+    header = (
+        f"{'params':>8}  {'sites':>5}  {'call sites':>10}  {'served':>6}  "
+        f"{'re-eval':>7}  {'re-evaluate s':>13}  {'shared s':>8}  {'ratio':>6}  "
+        f"{'generalize s':>12}  {'ratio':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for declared in (False, True):
+        label = "declared" if declared else "inferred"
+        for sites in sites_list:
+            text = nested_module_text(sites, declared)
+            served, re_evaluated, reasons = served_report(text)
+            baseline, shared, schemes = [], [], []
+            for _ in range(repeat):
+                baseline.append(
+                    pipeline_seconds(text, [CloseShapesPass(calls="re-evaluate")])
+                )
+                shared.append(pipeline_seconds(text, [CloseShapesPass()]))
+                schemes.append(
+                    pipeline_seconds(text, [GeneralizeShapesPass(), CloseShapesPass()])
+                )
+            assert baseline[0][1] == shared[0][1], (
+                "shared calls and re-evaluation disagree"
+            )
+            assert baseline[0][1] == schemes[0][1], "schemes and re-evaluation disagree"
+            base = min(s for s, _ in baseline)
+            by_sharing = min(s for s, _ in shared)
+            through = min(s for s, _ in schemes)
+            print(
+                f"{label:>8}  {sites:>5}  {served + re_evaluated:>10}  {served:>6}  "
+                f"{re_evaluated:>7}  {base:>13.3f}  {by_sharing:>8.3f}  "
+                f"{base / by_sharing:>5.1f}x  {through:>12.3f}  {base / through:>5.1f}x"
+            )
+            for why, count in reasons.items():
+                print(f"          {count} {why}")
+    low, high = memory_sites
+    print()
+    print(
+        f"# memory a module-level site keeps (tracemalloc peak while close-shapes "
+        f"runs, {low} and {high} sites), KB per site"
+    )
+    for declared in (False, True):
+        label = "declared" if declared else "inferred"
+
+        def make(sites: int, declared: bool = declared) -> str:
+            return nested_module_text(sites, declared)
+
+        shared_kb = kb_per_site(make, low, high, "shared")
+        re_kb = kb_per_site(make, low, high, "re-evaluate")
+        print(
+            f"{label:>8} parameters: calls=shared {shared_kb:.1f}, "
+            f"calls=re-evaluate {re_kb:.1f}"
+        )
+
+
 def main() -> None:
     global PAUSE_GC
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
@@ -252,7 +489,18 @@ def main() -> None:
     parser.add_argument("--checks", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--gc", action="store_true", help="keep the cyclic GC on")
+    parser.add_argument("--nested-sites", default="10,100,1000")
+    parser.add_argument("--memory-sites", default="100,400")
+    parser.add_argument(
+        "--parts",
+        default="engine,ir,check,nested",
+        help="comma-separated: engine, ir, check, nested",
+    )
     options = parser.parse_args()
+    parts = set(options.parts.split(","))
+    unknown = parts - {"engine", "ir", "check", "nested"}
+    if unknown:
+        parser.error(f"unknown part(s): {', '.join(sorted(unknown))}")
     PAUSE_GC = not options.gc
     sites_list = [int(n) for n in options.sites.split(",")]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -264,71 +512,89 @@ def main() -> None:
     )
     print(f"# function: {BLOCKS * 10} operations, {BLOCKS * 3} shared parameters")
     print()
-    print("# engine (Python API): re-evaluating the body vs instantiating its scheme")
-    header = (
-        f"{'sites':>6}  {'re-eval s':>9}  {'close s':>7}  {'schemes s':>9}  "
-        f"{'close s':>7}  {'stage-1 x':>9}  {'total x':>7}"
-    )
-    print(header)
-    print("-" * len(header))
-    for sites in sites_list:
-        # The two sides alternate, so that both see the same machine.
-        re_runs, sc_runs = [], []
-        for _ in range(options.repeat):
-            re_runs.append(re_evaluation(sites))
-            sc_runs.append(through_schemes(sites))
-        assert re_runs[0][2] == sc_runs[0][2], "schemes and re-evaluation disagree"
-        re1, re2 = min(r[0] for r in re_runs), min(r[1] for r in re_runs)
-        sc1, sc2 = min(r[0] for r in sc_runs), min(r[1] for r in sc_runs)
+    if "engine" in parts:
         print(
-            f"{sites:>6}  {re1:>9.3f}  {re2:>7.3f}  {sc1:>9.3f}  {sc2:>7.3f}  "
-            f"{re1 / sc1:>8.1f}x  {(re1 + re2) / (sc1 + sc2):>6.1f}x"
+            "# engine (Python API): re-evaluating the body vs instantiating its scheme"
         )
-    print()
-    print(
-        "# IR passes: close-shapes{calls=re-evaluate} vs generalize-shapes,close-shapes;"
-        " shared: close-shapes as it runs by default (one trace per function)"
-    )
-    header = (
-        f"{'sites':>6}  {'re-evaluate s':>14}  {'with schemes s':>14}  {'ratio':>6}"
-        f"  {'shared s':>9}  {'ratio':>6}"
-    )
-    print(header)
-    print("-" * len(header))
-    for sites in sites_list:
-        baseline, schemes, shared = [], [], []
-        for _ in range(options.repeat):
-            baseline.append(ir_pipeline(sites, [CloseShapesPass(calls="re-evaluate")]))
-            schemes.append(
-                ir_pipeline(sites, [GeneralizeShapesPass(), CloseShapesPass()])
+        header = (
+            f"{'sites':>6}  {'re-eval s':>9}  {'close s':>7}  {'schemes s':>9}  "
+            f"{'close s':>7}  {'stage-1 x':>9}  {'total x':>7}"
+        )
+        print(header)
+        print("-" * len(header))
+        for sites in sites_list:
+            # The two sides alternate, so that both see the same machine.
+            re_runs, sc_runs = [], []
+            for _ in range(options.repeat):
+                re_runs.append(re_evaluation(sites))
+                sc_runs.append(through_schemes(sites))
+            assert re_runs[0][2] == sc_runs[0][2], "schemes and re-evaluation disagree"
+            re1, re2 = min(r[0] for r in re_runs), min(r[1] for r in re_runs)
+            sc1, sc2 = min(r[0] for r in sc_runs), min(r[1] for r in sc_runs)
+            print(
+                f"{sites:>6}  {re1:>9.3f}  {re2:>7.3f}  {sc1:>9.3f}  {sc2:>7.3f}  "
+                f"{re1 / sc1:>8.1f}x  {(re1 + re2) / (sc1 + sc2):>6.1f}x"
             )
-            shared.append(ir_pipeline(sites, [CloseShapesPass()]))
-        assert baseline[0][1] == schemes[0][1], "schemes and re-evaluation disagree"
-        assert baseline[0][1] == shared[0][1], "shared calls and re-evaluation disagree"
-        base = min(t for t, _ in baseline)
-        through = min(t for t, _ in schemes)
-        by_sharing = min(t for t, _ in shared)
+        print()
+    if "ir" in parts:
         print(
-            f"{sites:>6}  {base:>14.3f}  {through:>14.3f}  {base / through:>5.1f}x"
-            f"  {by_sharing:>9.3f}  {base / by_sharing:>5.1f}x"
+            "# IR passes: close-shapes{calls=re-evaluate} vs generalize-shapes,close-shapes;"
+            " shared: close-shapes as it runs by default (one trace per function)"
         )
-    print()
-    print(f"# check: {options.checks} checks per run, sessions measured in turn")
-    header = f"{'open constraints':>16}  {'ms per check':>12}  {'ratio':>6}"
-    print(header)
-    print("-" * len(header))
-    sizes = [int(n) for n in options.sessions.split(",")]
-    sessions = [check_session(unrelated) for unrelated in sizes]
-    before = sessions[0][0].state()
-    times: list[list[float]] = [[] for _ in sizes]
-    for _ in range(options.repeat):
-        for index, (_, sc, x) in enumerate(sessions):
-            times[index].append(check_seconds(sc, x, options.checks))
-    assert sessions[0][0].state() == before, "check changed the session"
-    reference = min(times[0])
-    for unrelated, measured in zip(sizes, times, strict=True):
-        seconds = min(measured)
-        print(f"{unrelated:>16}  {seconds * 1000:>12.3f}  {seconds / reference:>5.2f}x")
+        header = (
+            f"{'sites':>6}  {'re-evaluate s':>14}  {'with schemes s':>14}  {'ratio':>6}"
+            f"  {'shared s':>9}  {'ratio':>6}"
+        )
+        print(header)
+        print("-" * len(header))
+        for sites in sites_list:
+            baseline, schemes, shared = [], [], []
+            for _ in range(options.repeat):
+                baseline.append(
+                    ir_pipeline(sites, [CloseShapesPass(calls="re-evaluate")])
+                )
+                schemes.append(
+                    ir_pipeline(sites, [GeneralizeShapesPass(), CloseShapesPass()])
+                )
+                shared.append(ir_pipeline(sites, [CloseShapesPass()]))
+            assert baseline[0][1] == schemes[0][1], "schemes and re-evaluation disagree"
+            assert baseline[0][1] == shared[0][1], (
+                "shared calls and re-evaluation disagree"
+            )
+            base = min(t for t, _ in baseline)
+            through = min(t for t, _ in schemes)
+            by_sharing = min(t for t, _ in shared)
+            print(
+                f"{sites:>6}  {base:>14.3f}  {through:>14.3f}  {base / through:>5.1f}x"
+                f"  {by_sharing:>9.3f}  {base / by_sharing:>5.1f}x"
+            )
+        print()
+    if "check" in parts:
+        print(f"# check: {options.checks} checks per run, sessions measured in turn")
+        header = f"{'open constraints':>16}  {'ms per check':>12}  {'ratio':>6}"
+        print(header)
+        print("-" * len(header))
+        sizes = [int(n) for n in options.sessions.split(",")]
+        sessions = [check_session(unrelated) for unrelated in sizes]
+        before = sessions[0][0].state()
+        times: list[list[float]] = [[] for _ in sizes]
+        for _ in range(options.repeat):
+            for index, (_, sc, x) in enumerate(sessions):
+                times[index].append(check_seconds(sc, x, options.checks))
+        assert sessions[0][0].state() == before, "check changed the session"
+        reference = min(times[0])
+        for unrelated, measured in zip(sizes, times, strict=True):
+            seconds = min(measured)
+            print(
+                f"{unrelated:>16}  {seconds * 1000:>12.3f}  {seconds / reference:>5.2f}x"
+            )
+        print()
+    if "nested" in parts:
+        nested_report(
+            [int(n) for n in options.nested_sites.split(",")],
+            [int(n) for n in options.memory_sites.split(",")],
+            options.repeat,
+        )
 
 
 if __name__ == "__main__":

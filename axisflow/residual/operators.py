@@ -254,16 +254,28 @@ def check_residual(operator: Operator, modes: Sequence[Index]) -> None:
 
 
 def apply_operator(array: Array, modes: Sequence[Index], operator: Operator) -> Array:
-    """``operator`` applied to a residual ``array`` whose axes are ``modes``."""
+    """``operator`` applied to a residual ``array`` whose axes are ``modes``.
+    It allocates one array of the residual's size and nothing more (what
+    the memory model counts for an operator step): each relabelling is added
+    or subtracted in place, the weight they share applied once at the end."""
     if array.ndim != len(modes):
         raise OperatorError(
             f"{operator}: the residual has {array.ndim} axes but {len(modes)} modes"
         )
     check_residual(operator, modes)
+    relabellings = operator.relabellings()
+    scale = abs(relabellings[0][0])
     result = np.zeros_like(array)
-    for weight, mapping in operator.relabellings():
-        axes = axis_permutation(modes, mapping, operator)
-        result += float(weight) * np.transpose(array, axes)
+    for weight, mapping in relabellings:
+        view = np.transpose(array, axis_permutation(modes, mapping, operator))
+        if abs(weight) != scale:  # no operator mixes weights (``relabellings``)
+            result += float(weight / scale) * view
+        elif weight > 0:
+            result += view
+        else:
+            result -= view
+    if scale != 1:
+        result *= float(scale)
     return result
 
 

@@ -14,6 +14,18 @@ Two independent evaluations with NumPy (``numpy.einsum``):
   its client that visits each loop body once per block). Any read the
   schedule does not make available raises ``ScheduleRunError``.
 
+The run holds what the memory model counts (``scheduling.memory``,
+``docs/pipeline.md`` section 3.4), so that the model's peak is what it
+allocates (``tests/pipeline/test_measured_memory.py`` measures it): each
+piece and buffer is dropped after the item the model ends its life at
+(``memory.releases``); a residual buffer is allocated at its first write;
+pieces and roots are added into it scaled without a copy
+(``contraction.add_scaled``); an operator step holds one residual more; a
+contraction allocates its result only (``scheduling.contraction``). A
+tree's result of its own (``coeff * root``, not added into the residual) is
+the caller's, as in the model; ``compare`` also keeps those of the trees
+added into the residual, to check them one by one.
+
 ``compare`` runs both on the same random inputs and reports, per tree, the
 relative difference of the results (``coeff * root``); the schedule is
 correct when every tree agrees within ``TOLERANCE``.
@@ -21,6 +33,7 @@ correct when every tree agrees within ``TOLERANCE``.
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,7 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from axisflow.forest.model import Forest, Value
-from axisflow.residual import apply_operators
+from axisflow.residual import apply_operator
 from axisflow.roles.index import Index
 from axisflow.scheduling.assemble import assemble_residual, root_axes, schedule_layout
 from axisflow.scheduling.contraction import (
@@ -36,8 +49,9 @@ from axisflow.scheduling.contraction import (
     Contraction,
     EvaluationMemoryError,
     MemoryGuard,
+    add_scaled,
 )
-from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.memory import Sizing, releases
 from axisflow.scheduling.schedule import (
     Apply,
     Bind,
@@ -52,7 +66,13 @@ from axisflow.scheduling.schedule import (
     Write,
     loop_extents,
 )
-from axisflow.scheduling.walker import BufferState, Piece, ScheduleWalker, reader
+from axisflow.scheduling.walker import (
+    BrokenScheduleError,
+    BufferState,
+    Piece,
+    ScheduleWalker,
+    reader,
+)
 
 Array = NDArray[np.float64]
 
@@ -62,15 +82,20 @@ __all__ = [
     "TOLERANCE",
     "Comparison",
     "EvaluationMemoryError",
+    "ScheduleRun",
     "ScheduleRunError",
     "check_memory",
     "compare",
     "evaluate_forest",
+    "measured_peak",
     "random_inputs",
     "relative_difference",
     "run_residual",
     "run_schedule",
 ]
+
+UFUNC_BUFSIZE = 1024
+"""Elements of NumPy's ufunc buffers while a schedule runs (8 KiB each)."""
 
 TOLERANCE = 1e-10
 """Largest relative difference accepted between the two evaluations."""
@@ -98,7 +123,8 @@ class _Contractions:
     def __init__(self) -> None:
         self.compiled: dict[str, Contraction] = {}
 
-    def __call__(self, value: Value, operands: Sequence[Array]) -> Array:
+    def compile(self, value: Value) -> Contraction:
+        """``value``'s contraction, compiled at its first use."""
         contraction = self.compiled.get(value.name)
         if contraction is None:
             contraction = self.compiled[value.name] = Contraction(
@@ -107,7 +133,10 @@ class _Contractions:
                 [list(mapping.values()) for mapping in value.factor_maps],
                 value.modes,
             )
-        return contraction(operands)
+        return contraction
+
+    def __call__(self, value: Value, operands: Sequence[Array]) -> Array:
+        return self.compile(value)(operands)
 
 
 FLOAT_BYTES = 8
@@ -167,7 +196,7 @@ def evaluate_forest(forest: Forest, inputs: Mapping[str, Array]) -> dict[str, Ar
 Range = tuple[int, int]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Stored:
     """An array covering ``ranges`` of the sliced modes (others in full)."""
 
@@ -175,38 +204,85 @@ class _Stored:
     ranges: dict[Index, Range]
 
 
+class ScheduleRun:
+    """A schedule made ready to run, once: its loops' extents, where its
+    storage dies (``memory.releases``) and its values' compiled
+    contractions. That bookkeeping grows with the schedule, not with the
+    data; ``run`` evaluates the schedule, as often as asked."""
+
+    def __init__(self, forest: Forest, schedule: Schedule, sizing: Sizing) -> None:
+        self.forest = forest
+        self.schedule = schedule
+        self.sizing = sizing
+        try:
+            self.loop_extents = loop_extents(
+                schedule, sizing.mode_extent, sizing.extent
+            )
+            self.releases = releases(forest, schedule, sizing)
+        except (LoopExtentError, BrokenScheduleError) as error:
+            raise ScheduleRunError(str(error)) from None
+        self.contract = _Contractions()
+        for item, _ in schedule.walk():
+            if isinstance(item, Build) and item.value in forest.values:
+                self.contract.compile(forest.values[item.value])
+        self.tree_number: dict[str, int] = {}
+        for number, tree in enumerate(forest.trees):
+            self.tree_number.setdefault(tree.name, number)
+
+    def run(
+        self, inputs: Mapping[str, Array], *, keep_trees: bool = False
+    ) -> tuple[dict[str, Array], Array | None]:
+        """The trees' results and the residual (``run_residual``)."""
+        runner = _Runner(self, inputs, keep_trees)
+        # NumPy buffers an operand of an elementwise operation that does not
+        # lie as the others do (a piece added into a buffer slice): 8192
+        # elements each by default, three per ``+=``; smaller buffers keep
+        # that below what a piece or buffer weighs
+        previous = np.setbufsize(UFUNC_BUFSIZE)
+        try:
+            runner.walk(self.schedule.items)
+        finally:
+            np.setbufsize(previous)
+        if not runner.groups:
+            return runner.results, None
+        return runner.results, runner.residual_buffer(0)  # zero if never written
+
+
 class _Runner(ScheduleWalker[_Stored, _Stored]):
     """The walker's client that runs every loop body once per block."""
 
     def __init__(
-        self, forest: Forest, sizing: Sizing, inputs: Mapping[str, Array]
+        self, run: ScheduleRun, inputs: Mapping[str, Array], keep_trees: bool
     ) -> None:
         super().__init__()
-        self.forest = forest
-        self.sizing = sizing
+        self.forest = run.forest
+        self.sizing = run.sizing
         self.inputs = {name: _Stored(array, {}) for name, array in inputs.items()}
+        self.keep_trees = keep_trees
+        """Keep the result of a tree added into the residual too."""
         self.current: dict[int, Range] = {}
         """The current block of each open loop instance."""
         self.results: dict[str, Array] = {}
         self.mode_extents: dict[Index, int] = {}
         self.residuals: dict[int, Array] = {}
+        """Residual group -> its buffer, from its first write."""
         self.residual_modes: tuple[Index, ...] = ()
-        self.tree_number: dict[str, int] = {}
-        for number, tree in enumerate(forest.trees):
-            self.tree_number.setdefault(tree.name, number)
-        self.contract = _Contractions()
-        self.loop_extents: dict[int, int] = {}
+        self.releases = run.releases
+        self.tree_number = run.tree_number
+        self.contract = run.contract
+        self.loop_extents = run.loop_extents
 
-    def start(self, schedule: Schedule) -> None:
-        """Run ``schedule``; each loop over the extent of the modes it binds
-        (``loop_extents``: a composite kind's own extent included)."""
-        try:
-            self.loop_extents = loop_extents(
-                schedule, self.sizing.mode_extent, self.sizing.extent
-            )
-        except LoopExtentError as error:
-            raise ScheduleRunError(str(error)) from None
-        self.walk(schedule.items)
+    def walk(self, items: Sequence[Item]) -> None:
+        """Visit ``items``, dropping after each what nothing uses later
+        (``memory.releases``: where the model ends its life)."""
+        visit, dead_after = self.visit, self.releases
+        for item in items:
+            visit(item)
+            dead = dead_after.get(id(item))
+            if dead is not None:
+                scope = self.scopes[-1]
+                for name, is_buffer in dead:
+                    (scope.buffers if is_buffer else scope.pieces).pop(name, None)
 
     def extent(self, mode: Index) -> int:
         extent = self.mode_extents.get(mode)
@@ -333,24 +409,36 @@ class _Runner(ScheduleWalker[_Stored, _Stored]):
             slice(*ranges.get(modes[a], (0, self.extent(modes[a])))) for a in axes
         )
         coeff = float(self.forest.trees[number].coeff)
-        self.residuals[write.into][index] += coeff * np.transpose(
-            piece.data.array, axes
+        add_scaled(
+            self.residual_buffer(write.into)[(*index, ...)],  # a view, 0-d too
+            np.transpose(piece.data.array, axes),
+            coeff,
         )
 
     def residual(self, residual: Residual) -> None:
         self.residual_modes = residual.modes
-        shape = tuple(self.extent(m) for m in residual.modes)
-        self.residuals[residual.group] = np.zeros(shape)
+
+    def residual_buffer(self, group: int) -> Array:
+        """Group ``group``'s residual, allocated (zero) at its first write,
+        where the model starts its life."""
+        array = self.residuals.get(group)
+        if array is None:
+            shape = tuple(self.extent(m) for m in self.residual_modes)
+            array = self.residuals[group] = np.zeros(shape)
+        return array
 
     def apply(self, apply: Apply) -> None:
-        applied = apply_operators(
-            self.residuals[apply.group], self.residual_modes, apply.operators
-        )
-        if apply.group == 0:
-            self.residuals[0] = applied
-        else:
-            self.residuals[0] += applied
-            del self.residuals[apply.group]
+        array = self.residual_buffer(apply.group)
+        if apply.group != 0:
+            self.residual_buffer(0)
+        # one operator at a time, the last first (``apply_operators``), each
+        # result replacing its operand: one residual more, as the model says
+        for operator in reversed(apply.operators):
+            array = self.residuals[apply.group] = apply_operator(
+                array, self.residual_modes, operator
+            )
+        if apply.group != 0:  # added into group 0, then released
+            self.residuals[0] += self.residuals.pop(apply.group)
         self.close_group(apply.group)
 
     def output(self, output: Output) -> None:
@@ -359,16 +447,18 @@ class _Runner(ScheduleWalker[_Stored, _Stored]):
         if output.direct:
             return  # already added into the residual piece by piece
         if output.value is None:
-            result = np.asarray(coeff, dtype=np.float64)
+            full = np.asarray(1.0, dtype=np.float64)
         else:
             stored = self.lookup(output, output.value)
             modes = self.forest.values[output.value].modes
             full = self.cut(stored, modes, {}, f"output of @{output.tree}")
-            result = coeff * full
-        self.results[output.tree] = result
+        if output.into is None or self.keep_trees:
+            self.results[output.tree] = coeff * full  # the caller's
         if output.into is not None:
             axes = root_axes(self.forest, number, self.residual_modes)
-            self.residuals[output.into] += np.transpose(result, axes)
+            add_scaled(
+                self.residual_buffer(output.into), np.transpose(full, axes), coeff
+            )
 
 
 def run_schedule(
@@ -378,11 +468,9 @@ def run_schedule(
     sizing: Sizing,
 ) -> dict[str, Array]:
     """Each tree's result computed by running ``schedule`` block by block
-    (trees added straight into the residual have none: see
+    (trees added straight into the residual piece by piece have none: see
     ``run_residual``)."""
-    runner = _Runner(forest, sizing, inputs)
-    runner.start(schedule)
-    return runner.results
+    return ScheduleRun(forest, schedule, sizing).run(inputs, keep_trees=True)[0]
 
 
 def run_residual(
@@ -390,12 +478,41 @@ def run_residual(
     schedule: Schedule,
     inputs: Mapping[str, Array],
     sizing: Sizing,
+    *,
+    keep_trees: bool = False,
 ) -> tuple[dict[str, Array], Array | None]:
     """The trees' results and the residual the schedule accumulates (its
-    operator steps applied; ``None`` if it accumulates none)."""
-    runner = _Runner(forest, sizing, inputs)
-    runner.start(schedule)
-    return runner.results, runner.residuals.get(0)
+    operator steps applied; ``None`` if it accumulates none). The results
+    are those of the trees output on their own; ``keep_trees`` keeps those
+    of the trees added into the residual whole as well (a copy each, which
+    the memory model does not count)."""
+    return ScheduleRun(forest, schedule, sizing).run(inputs, keep_trees=keep_trees)
+
+
+def measured_peak(
+    forest: Forest,
+    schedule: Schedule,
+    inputs: Mapping[str, Array],
+    sizing: Sizing,
+) -> tuple[int, Array | None]:
+    """The most bytes a run of ``schedule`` holds at once, as
+    ``tracemalloc`` traces them (NumPy's arrays and buffers, and the run's
+    Python objects), above what was held before it (the inputs, the
+    schedule, the run's bookkeeping: ``ScheduleRun``); and the residual.
+    The memory model predicts it (``memory.peak``; the test
+    ``tests/pipeline/test_measured_memory.py``)."""
+    run = ScheduleRun(forest, schedule, sizing)
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        _, residual = run.run(inputs)
+        return tracemalloc.get_traced_memory()[1] - before, residual
+    finally:
+        if not tracing:
+            tracemalloc.stop()
 
 
 # --------------------------------------------------------------------------
@@ -458,7 +575,9 @@ def compare(
     check_memory(forest, sizing, f"evaluating forest @{forest.name}", memory_limit)
     inputs = random_inputs(forest, sizing, seed)
     unbatched = evaluate_forest(forest, inputs)
-    scheduled, residual = run_residual(forest, schedule, inputs, sizing)
+    scheduled, residual = run_residual(
+        forest, schedule, inputs, sizing, keep_trees=True
+    )
     direct = {
         item.tree
         for item, _ in schedule.walk()

@@ -18,10 +18,15 @@ Sizes come from the forest's index spaces:
 
 Live ranges follow program order, each loop body counted once (every
 iteration has the same live set): a piece or value lives from its build to
-its last read (or its write into a buffer), a buffer from its allocation to
-its last read. What a read finds is the schedule walker's rule
-(``axisflow.scheduling.walker``), as for every reader of a schedule. Inputs (leaves, opaque values) belong to the caller and are
-not part of the peak; the report lists their total. The unbatched forest is
+its last use (a read, or its write into a buffer), a buffer from its
+allocation to its last use; a use inside a loop nested in the object's own
+scope keeps it to the end of that loop (every iteration needs it). What a
+read finds is the schedule walker's rule (``axisflow.scheduling.walker``),
+as for every reader of a schedule. ``releases`` says where a run may free
+each piece and buffer, so that an executor holds what the model counts
+(the NumPy evaluator does: ``tests/pipeline/test_measured_memory.py``).
+Inputs (leaves, opaque values) belong to the caller and are not part of the
+peak; the report lists their total. The unbatched forest is
 the same accounting on the schedule with no loops, values in tree order.
 """
 
@@ -180,6 +185,12 @@ class Lifetime:
     bytes: int
     start: int
     end: int
+    depth: int = field(default=0, compare=False, repr=False)
+    """The scope it lives in (0: outside every loop); pieces and buffers."""
+    release: Item | None = field(default=None, compare=False, repr=False)
+    """The item of its own scope's body after which nothing uses it: its
+    last use, or the loop pass around its last use (``releases``); ``None``
+    for residuals and operator steps."""
 
 
 @dataclass
@@ -197,12 +208,38 @@ def lifetimes(
     """Every storage object of a (valid) schedule with its live range (a
     residual buffer from its first write to the end, an operator step's
     extra residual at its step)."""
-    accounting = _Lifetimes(forest, sizing or Sizing(forest), schedule.blocks())
+    sizing = sizing or Sizing(forest)
+    try:
+        extents = loop_extents(schedule, sizing.mode_extent, sizing.extent)
+    except LoopExtentError:
+        extents = {}  # a loop over two ranges (refused elsewhere): many blocks
+    iterations = {
+        item.instance: -(-extents[item.instance] // item.block)
+        for item, _ in schedule.walk()
+        if isinstance(item, LoopPass) and item.instance in extents
+    }
+    accounting = _Lifetimes(forest, sizing, schedule.blocks(), iterations)
     accounting.walk(schedule.items)
     for life in accounting.residuals.values():  # the result stays to the end
         if life.start >= 0:
             life.end = max(life.end, accounting.position)
     return accounting.found
+
+
+def releases(
+    forest: Forest, schedule: Schedule, sizing: Sizing | None = None
+) -> dict[int, list[tuple[str, bool]]]:
+    """Where a run frees what ``lifetimes`` says is dead: for each item (by
+    ``id``), the pieces (``False``) and buffers (``True``) of the scope it
+    sits in that nothing uses after it, by value name. An executor that
+    drops them after visiting the item holds what the model counts."""
+    found: dict[int, list[tuple[str, bool]]] = {}
+    for life in lifetimes(forest, schedule, sizing):
+        if life.release is not None:
+            found.setdefault(id(life.release), []).append(
+                (life.value, life.kind == "buffer")
+            )
+    return found
 
 
 class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
@@ -211,31 +248,65 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
     any schedule, also one that breaks the rules (the tests measure such),
     so it looks storage up with ``find``, without the rule of completion."""
 
-    def __init__(self, forest: Forest, sizing: Sizing, blocks: dict[int, int]):
+    def __init__(
+        self,
+        forest: Forest,
+        sizing: Sizing,
+        blocks: dict[int, int],
+        iterations: Mapping[int, int],
+    ):
         super().__init__()
         self.forest = forest
         self.sizing = sizing
         self.blocks = blocks
+        self.iterations = iterations
+        """Loop instance -> its blocks (absent: not known, taken as many)."""
         self.found: list[Lifetime] = []
         self.residuals: dict[int, Lifetime] = {}
         """Residual group -> its buffer, until an ``Apply`` adds it into 0."""
         self.loop_starts: list[int] = []
         self.position = 0
+        self.current: Item | None = None
+        """The item being visited."""
+        self.used_in: dict[int, list[Lifetime]] = {}
+        """Loop pass (by ``id``) -> what its body uses of outer scopes."""
 
     def walk(self, items: Sequence[Item]) -> None:
         visit = self.visit
         for item in items:
             self.position += 1
+            self.current = item
             visit(item)
 
+    def use(self, life: Lifetime) -> None:
+        """A read or write of a piece or buffer: it lives until the end of
+        the item of its own scope that holds the use, a loop pass when the
+        use is in its body (every iteration needs it, up to the last)."""
+        depth = len(self.scopes) - 1
+        if life.depth == depth:
+            life.release = self.current
+            life.end = self.position
+            return
+        loop = self.scopes[life.depth + 1].loop
+        if life.release is not loop:
+            life.release = loop
+            self.used_in.setdefault(id(loop), []).append(life)
+
     def touch(self, group: int) -> None:
-        """A residual is live from its first write (from the start of the
-        outermost loop pass around it: every iteration holds it)."""
+        """A residual is live from its first write, or from the start of the
+        outermost loop pass around it that runs more than one block (its
+        second block holds the residual throughout; loops of one block run
+        once, up to the write)."""
         life = self.residuals.get(group)
         if life is None:
             return
         if life.start < 0:
-            life.start = self.loop_starts[0] if self.loop_starts else self.position
+            life.start = self.position
+            for scope, start in zip(self.scopes[1:], self.loop_starts, strict=True):
+                loop = scope.loop
+                if loop is not None and self.iterations.get(loop.instance, 2) > 1:
+                    life.start = start
+                    break
             self.found.append(life)
         life.end = max(life.end, self.position)
 
@@ -244,31 +315,40 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
         (inputs, stored nowhere, are not accounted)."""
         stored = self.find(name)
         if stored is not None:
-            stored.data.end = self.position
+            self.use(stored.data)
 
     def loop(self, loop: LoopPass) -> None:
         self.loop_starts.append(self.position)
         self.visit_body(loop)
         self.loop_starts.pop()
         self.position += 1
+        for life in self.used_in.pop(id(loop), ()):
+            if life.release is loop:
+                life.end = self.position
 
     def build(self, build: Build) -> None:
         value = self.forest.values[build.value]
-        find, position = self.find, self.position
+        find, use = self.find, self.use
         for factor in value.factors:
             stored = find(factor.value)  # inputs are stored nowhere
             if stored is not None:
-                stored.data.end = position
-        kind = "piece" if self.in_loop else "value"
+                use(stored.data)
+        depth = len(self.scopes) - 1
+        kind = "piece" if depth else "value"
         size = self.sizing.bytes(value, build.slices, self.blocks)
-        life = Lifetime(build.value, kind, size, self.position, self.position)
+        life = Lifetime(
+            build.value, kind, size, self.position, self.position, depth, build
+        )
         self.keep_piece(build, life)
         self.found.append(life)
 
     def buffer(self, buffer: Buffer) -> None:
         value = self.forest.values[buffer.value]
         size = self.sizing.bytes(value, buffer.slices, self.blocks)
-        life = Lifetime(buffer.value, "buffer", size, self.position, self.position)
+        depth = len(self.scopes) - 1
+        life = Lifetime(
+            buffer.value, "buffer", size, self.position, self.position, depth, buffer
+        )
         self.keep_buffer(buffer, life)
         self.found.append(life)
 
@@ -282,9 +362,9 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
             raise BrokenScheduleError(
                 f"write of @{write.value}: no piece built in this block to write"
             )
-        piece.data.end = self.position
+        self.use(piece.data)
         if buffer is not None:
-            buffer.data.end = self.position
+            self.use(buffer.data)
             self.fill(piece, buffer)
             return
         # Not a valid write (check_schedule says so); still accounted: the
@@ -299,7 +379,7 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
                 f"write of @{write.value} into the residual: no piece built in "
                 "this block"
             )
-        piece.data.end = self.position
+        self.use(piece.data)
         self.add(piece)
         self.touch(write.into)
 

@@ -41,7 +41,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
-from axisflow.shapes.constraints import DeferredCount, Terminal, TotalElems
+from axisflow.shapes.constraints import (
+    DeferredCount,
+    DimLinear,
+    LinearKind,
+    RowPrefix,
+    Terminal,
+    TotalElems,
+)
 from axisflow.shapes.solver import RowBounds, Solver
 from axisflow.shapes.terms import (
     BROADCAST_UNIT,
@@ -70,7 +77,13 @@ def close(solver: Solver, shape_rows: Iterable[Row]) -> None:
     merge_single_neighbours(solver)
     close_terminal_rows_to_bounds(solver, terminals)
     close_totals(solver)
-    # Safety to guess is read before any leaf row is closed (closing moves marks).
+    # Rows that got lower bounds from the totals (a total giving a row
+    # variable its axes, which a row prefix passes on to a result a leaf
+    # broadcasts to) take them before anything is guessed.
+    close_terminal_rows_to_bounds(solver, terminals)
+    # Safety to guess is read after the leaf rows took their bounds (a leaf
+    # row that took a template's row is as safe to guess as that template)
+    # and before any leaf row is closed to no axes (closing moves marks).
     guessable = [_row_is_guessable(solver, t) for t in terminals]
     close_unbounded_terminal_rows(solver, terminals, guessable)
     close_terminal_dims(solver, terminals, guessable)
@@ -90,23 +103,39 @@ def join_bounds(solver: Solver, glbs: Sequence[tuple[Row, Origin]]) -> Row:
 
     Shortest length (fewer axes broadcast to more); per axis the common size,
     1 where sizes differ, a size over a variable; the tail of the shortest
-    bound, closed if any shortest bound is closed. Solving the variable
-    re-checks every bound, so a lossy join cannot go unnoticed.
+    bounds, closed if any shortest bound is closed. Where the bounds leave a
+    choice between different variables (two axes, or the tails of two
+    shortest bounds), the join is a fresh variable above all of them (a
+    tail carries their policy marks): so the join does not depend on the
+    order the bounds arrived in, which differs between a shape scheme and the
+    body it was traced from. (OCANNL's join is pairwise and keeps one of the
+    two variables.) Solving the variable re-states every bound against the
+    join, which relates the variables and re-checks the sizes: a lossy join
+    cannot go unnoticed.
     """
     rows = [solver.norm_row(glb) for glb, _ in glbs]
     length = min(len(r.dims) for r in rows)
     shortest = [r for r in rows if len(r.dims) == length]
-    tail = None if any(r.var is None for r in shortest) else shortest[0].var
+    tail: RowVar | None = None
+    if all(r.var is not None for r in shortest):
+        tails = {r.var for r in shortest if r.var is not None}
+        tail = (
+            next(iter(tails))
+            if len(tails) == 1
+            else solver.fresh_row_above(sorted(tails, key=lambda v: v.id))
+        )
     dims: list[Dim] = []
     for position in range(length):
-        column = [r.dims[len(r.dims) - length + position] for r in rows]
+        column = {r.dims[len(r.dims) - length + position] for r in rows}
         sizes = {d for d in column if type(d) is Size}
         if len(sizes) > 1:
             dims.append(BROADCAST_UNIT)
         elif sizes:
             dims.append(next(iter(sizes)))
+        elif len(column) == 1:
+            dims.append(next(iter(column)))
         else:
-            dims.append(column[0])
+            dims.append(solver.fresh_dim())
     return Row(tuple(dims), tail)
 
 
@@ -236,10 +265,15 @@ def _bare_neighbours(
 def close_terminal_rows_to_bounds(
     solver: Solver, terminals: Sequence[Terminal]
 ) -> None:
-    """Leaf rows with lower bounds take their join, all of a round at once."""
+    """Leaf rows with lower bounds take their join, all of a round at once.
+
+    A leaf row with axes written before its row variable (``"3,...,7"``)
+    takes the join's trailing axes, as many as fit behind the written ones.
+    """
     while True:
         decisions: list[tuple[RowVar, Row, Origin]] = []
         seen: set[RowVar] = set()
+        prefixes = _pending_prefixes(solver)
         for terminal in terminals:
             var = _open_var(solver, terminal.row)
             if var is None or var in seen:
@@ -250,10 +284,74 @@ def close_terminal_rows_to_bounds(
             glbs = bounds.glbs or _bounds_through_results(solver, var, bounds)
             if glbs:
                 seen.add(var)
-                decisions.append((var, join_bounds(solver, glbs), terminal.origin))
+                joined = join_bounds(solver, glbs)
+                prefix = prefixes.get(var)
+                fitted = None if prefix is None else _fit_prefix(solver, prefix, joined)
+                if fitted is not None:
+                    decisions.append((*fitted, terminal.origin))
+                else:
+                    decisions.append((var, joined, terminal.origin))
         if not decisions:
             return
         _commit_rows(solver, decisions)
+
+
+def _through_prefix(solver: Solver, row: Row, prefixes: dict[RowVar, RowPrefix]) -> Row:
+    """A total's (normalized) row with the axes written before its row
+    variable in place of it, if it has a pending prefix: ``[...s]`` with
+    ``s = [2, ...r]`` counts as ``[2, ...r]``, so the total's elements go to
+    ``r`` after the written 2 (OCANNL's rows hold their ``beg_dims``)."""
+    if row.var is None:
+        return row
+    prefix = prefixes.get(row.var)
+    if prefix is None or solver.norm_row(prefix.whole).dims:
+        return row
+    rest = solver.norm_row(prefix.rest)
+    beg = tuple([solver.find_dim(d) for d in prefix.beg])
+    return Row(beg + rest.dims + row.dims, rest.var)
+
+
+def _pending_prefixes(solver: Solver) -> dict[RowVar, RowPrefix]:
+    """The pending row prefixes whose rows are both open, by the row's variable."""
+    found: dict[RowVar, RowPrefix] = {}
+    for prefix in solver.prefixes.values():
+        whole = _open_var(solver, prefix.whole)
+        if whole is not None and _open_var(solver, prefix.rest) is not None:
+            found[whole] = prefix
+    return found
+
+
+def _fit_prefix(
+    solver: Solver, prefix: RowPrefix, joined: Row
+) -> tuple[RowVar, Row] | None:
+    """The value of a prefix's row variable that puts the most of the join's
+    trailing axes behind the written ones, each written axis broadcasting to
+    the join's axis it lands on; if none fits and the join is open, the
+    fewest written axes land in front of it (its row variable takes them).
+    Axes the row variable already ends in (``[...r, 3]``) stay last.
+    ``None`` if nothing fits."""
+    rest = solver.norm_row(prefix.rest)
+    if rest.var is None:
+        return None
+    beg = [solver.find_dim(d) for d in prefix.beg]
+    dims = joined.dims
+    last = len(rest.dims)
+    inside = range(len(dims) - len(beg), last - 1, -1)
+    beyond = range(max(len(dims) - len(beg) + 1, last), len(dims) + 1)
+    for taken in (*inside, *(beyond if joined.var is not None else ())):
+        start = len(dims) - taken - len(beg)
+        landing = zip(
+            beg[max(-start, 0) :], dims[max(start, 0) : start + len(beg)], strict=True
+        )
+        if all(
+            type(written) is not Size
+            or type(axis) is not Size
+            or written == axis
+            or written.n == 1
+            for written, axis in landing
+        ):
+            return (rest.var, Row(dims[len(dims) - taken : len(dims) - last]))
+    return None
 
 
 def _bounds_through_results(
@@ -319,10 +417,17 @@ def close_totals(solver: Solver) -> None:
             continue
         solver.trigger = total.origin
         count = total.count
-        assert isinstance(count, int)
-        open_vars = [
-            var for var in (norm_row(r).var for r in total.rows) if var is not None
-        ]
+        if not isinstance(count, int):
+            # A dim count (a resolved deferred count is an int): once the
+            # rows are closed by the later steps, Stage 1 gives it its size.
+            assert not isinstance(count, DeferredCount)
+            found = solver.find_dim(count)
+            if type(found) is not Size:
+                continue
+            count = found.n
+        prefixes = _pending_prefixes(solver) if solver.prefixes else {}
+        rows = [_through_prefix(solver, norm_row(r), prefixes) for r in total.rows]
+        open_vars = [row.var for row in rows if row.var is not None]
         for var in open_vars[:-1]:
             if norm_row(Row((), var)).var == var:
                 _close_empty(solver, var, total.origin)
@@ -330,7 +435,7 @@ def close_totals(solver: Solver) -> None:
         if last is not None:
             product = 1
             unknown = 0
-            for row in total.rows:
+            for row in rows:
                 for d in norm_row(row).dims:
                     if type(d) is Size:
                         product *= d.n
@@ -352,19 +457,28 @@ def close_unbounded_terminal_rows(
 ) -> None:
     """Leaf rows still open get no further axes; a parameter row must be safe to guess.
 
-    Rows that got lower bounds from the totals take them first. The check
-    reads every leaf row before any of them is closed, so whether a
-    parameter is the hidden-dimension error does not depend on the order of
-    the leaves.
+    The check reads every leaf row before any of them is closed, so whether
+    a parameter is the hidden-dimension error does not depend on the order
+    of the leaves.
     """
-    close_terminal_rows_to_bounds(solver, terminals)
     decisions: list[tuple[RowVar, Row, Origin]] = []
+    prefixes = _pending_prefixes(solver)
     for terminal, safe in zip(terminals, guessable, strict=True):
         var = _open_var(solver, terminal.row)
         if var is None:
             continue
         if terminal.is_param and not safe:
             _hidden_dimension(solver, terminal, "the number")
+        prefix = prefixes.get(var)
+        if prefix is not None:
+            # A row with axes written before its row variable ("3,...,7"):
+            # if it has fewer axes than written, the row variable between
+            # them closes (no axes there), else the row gets no more axes.
+            whole = solver.norm_row(prefix.whole)
+            rest = solver.norm_row(prefix.rest)
+            if len(whole.dims) < len(prefix.beg) + len(rest.dims):
+                assert rest.var is not None
+                var = rest.var
         decisions.append((var, EMPTY_ROW, terminal.origin))
     _commit_rows(solver, decisions)
     solver.trigger = None
@@ -376,7 +490,12 @@ def close_terminal_dims(
     """Leaf dims take their lower bound; a parameter dim without one is an error.
 
     Unless the parameter's row variable was safe to guess (then the dim
-    falls to the remaining-dims step).
+    falls to the remaining-dims step). An affine or concatenated axis still
+    waiting on its parts takes its lower bound too, before any parameter is
+    checked: OCANNL relates such an axis by equality, not broadcasting
+    (``row.ml``, ``solve_dim_ineq``), so a parameter sized only through a
+    concatenation gets what the other parts leave (``kk`` of ``ii^jj^kk``
+    added to a ``[7]``).
     """
     while True:
         decisions: list[tuple[DimVar, Size, Origin]] = []
@@ -390,14 +509,34 @@ def close_terminal_dims(
                 if bounds is not None and bounds.glb is not None:
                     seen.add(dim)
                     decisions.append((dim, bounds.glb, terminal.origin))
+        for linear in solver.linears.values():
+            if linear.kind == LinearKind.SUM:
+                continue
+            axis = solver.find_dim(linear.terms[-1][1])
+            if type(axis) is not DimVar or axis in seen:
+                continue
+            bounds = solver.dim_bounds.get(axis.id)
+            if bounds is not None and bounds.glb is not None:
+                seen.add(axis)
+                decisions.append((axis, bounds.glb, linear.origin))
         if not decisions:
             break
         _commit_dims(solver, decisions)
+    # An affine or concatenated axis still waiting on its parts is sized by
+    # its equation once they are (a parameter stacked with a literal whose
+    # stacked axis is 1 + 1): it is no hidden dimension.
+    computed = {
+        axis
+        for linear in solver.linears.values()
+        if linear.kind != LinearKind.SUM
+        and type(axis := solver.find_dim(linear.terms[-1][1])) is DimVar
+    }
     for terminal, safe in zip(terminals, guessable, strict=True):
         if not terminal.is_param or safe:
             continue
         for dim in solver.norm_row(terminal.row).dims:
-            if type(solver.find_dim(dim)) is DimVar:
+            found = solver.find_dim(dim)
+            if type(found) is DimVar and found not in computed:
                 _hidden_dimension(solver, terminal, "the size of one")
     solver.trigger = None
 
@@ -450,28 +589,31 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
     """Every other dim becomes 1, or what a fixed index needs.
 
     A deliberate difference like :func:`close_remaining_rows`: OCANNL's
-    ``eliminate_dim_entry`` (stage 6) gives it its lower bound.
+    ``eliminate_dim_entry`` (stage 6) gives it its lower bound. Each round
+    decides, in this order of preference:
+
+    1. the dims a fixed index bounds from below (their sizes reach the dims
+       they broadcast to at Stage 1; an unbounded result dim guessed 1 in the
+       same round would clash with an operand of 3);
+    2. the free dims, all at once, but those that broadcast (directly or
+       through other dims) from a dim a pending equation waits on: as in
+       forward evaluation, a result dim follows its operands, so it waits for
+       the equation (guessing it 1 would force the operand to 1, e.g. the
+       stacked axis of ``sin [g1; g2]``);
+    3. dims a pending affine, concatenated or total equation waits on
+       (:func:`_decide_equations`), one per equation: guessing it may
+       solve the rest.
+
+    The dims that broadcast from a waiting dim are decided in a later round,
+    once the equation is solved: forced to its size at Stage 1, or free
+    again if it is 1.
     """
     while True:
-        # A dim an affine or concatenated axis or a pending total still waits
-        # on is left to that equation when other dims are decided: guessing
-        # them may solve it (guessing all of a total's dims at once would
-        # set them all to their minimum, which rarely multiplies to the total).
-        waiting = {
-            found
-            for linear in solver.linears.values()
-            for _, dim in linear.terms
-            if type(found := solver.find_dim(dim)) is DimVar
-        }
-        waiting.update(
-            found
-            for total in solver.totals.values()
-            for row in total.rows
-            for dim in solver.norm_row(row).dims
-            if type(found := solver.find_dim(dim)) is DimVar
-        )
+        waiting = _waiting_dims(solver)
+        downstream = _broadcasting_from(solver, waiting)
         decisions: list[tuple[DimVar, Size, Origin]] = []
-        deferred: list[tuple[DimVar, Size, Origin]] = []
+        followers: list[tuple[DimVar, Size, Origin]] = []
+        waits: list[DimVar] = []  # in the order of the rows, then of the entries
         seen: set[DimVar] = set()
         candidates: list[Dim] = [d for row in rows for d in solver.norm_row(row).dims]
         candidates.extend(DimVar(var_id) for var_id in solver.dim_bounds)
@@ -480,20 +622,190 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
             if type(dim) is not DimVar or dim in seen:
                 continue
             seen.add(dim)
+            if dim in waiting:
+                waits.append(dim)
+                continue
             bounds = solver.dim_bounds.get(dim.id)
             size = Size(1) if bounds is None else Size(bounds.at_least)
-            (deferred if dim in waiting else decisions).append(
-                (dim, size, CLOSING_ORIGIN)
-            )
-        if not decisions and not deferred:
+            decision = (dim, size, CLOSING_ORIGIN)
+            (followers if dim in downstream else decisions).append(decision)
+        bounded = [d for d in (*decisions, *followers) if d[1].n > 1]
+        if bounded or decisions:
+            _commit_dims(solver, bounded or decisions)
+            continue
+        if not waits:
+            # Followers broadcast from a waiting dim, which has stored
+            # relations and so is a candidate: none is left without a wait.
             return
-        # Dims a fixed index bounds from below go first, in a round of their
-        # own: their sizes reach the dims they broadcast to at Stage 1 (an
-        # unbounded result dim guessed 1 in the same round would clash with
-        # an operand of 3). Only when nothing else is left is a waiting dim
-        # guessed, one at a time.
-        bounded = [decision for decision in decisions if decision[1].n > 1]
-        _commit_dims(solver, bounded or decisions or deferred[:1])
+        _decide_equations(solver, waits)
+
+
+def _waiting_dims(solver: Solver) -> set[DimVar]:
+    """The unknown dims of pending linear equations and totals (a total's
+    rows and, if a dim counts its elements, that dim)."""
+    find_dim = solver.find_dim
+    waiting = {
+        found
+        for linear in solver.linears.values()
+        for _, dim in linear.terms
+        if type(found := find_dim(dim)) is DimVar
+    }
+    for total in solver.totals.values():
+        waiting.update(
+            found
+            for row in total.rows
+            for dim in solver.norm_row(row).dims
+            if type(found := find_dim(dim)) is DimVar
+        )
+        if isinstance(total.count, DimVar | Size):
+            found = find_dim(total.count)
+            if type(found) is DimVar:
+                waiting.add(found)
+    return waiting
+
+
+def _broadcasting_from(solver: Solver, sources: set[DimVar]) -> set[DimVar]:
+    """The unknown dims that broadcast from ``sources``, directly or through
+    other dims (a walk of the stored inequalities: linear in their number)."""
+    found: set[DimVar] = set()
+    stack = list(sources)
+    while stack:
+        bounds = solver.dim_bounds.get(stack.pop().id)
+        if bounds is None:
+            continue
+        for res, _ in bounds.res:
+            dim = solver.find_dim(res)
+            if type(dim) is DimVar and dim not in found and dim not in sources:
+                found.add(dim)
+                stack.append(dim)
+    return found
+
+
+def _decide_equations(solver: Solver, waits: Sequence[DimVar]) -> None:
+    """Guess the dims of pending equations so they stay solvable in positive sizes.
+
+    An affine or concatenated axis that no other pending equation uses as a
+    part takes the least size its equations allow with every unknown part at
+    its minimum (OCANNL subtracts the known parts; with parts all unknown it
+    pairs them and allows empty ones, which positive sizes cannot: ``a^b^c =
+    d^e`` closes to ``1+1+1 = 1+2``). Where no such axis is left, the first
+    unknown part (in the order the spec writes them) of each equation whose
+    axis is known takes its minimum, and Stage 1 gives the last part the
+    rest. The equations are taken in the order they were made, one guess
+    each, solved before the next is read (a guess's consequences can size
+    another equation's dims): one round guesses every equation, so the
+    rounds follow the nesting of the equations, not their number. With no
+    such equation, the first dim a total waits on (in ``waits``, the order
+    of the shapes' rows) takes its minimum (a total ``a·b = 6`` of two
+    unknown dims closes to ``a = 1, b = 6``).
+    """
+    find_dim = solver.find_dim
+    minimum = _equation_minima(solver)
+    structured = [
+        (linear_id, linear)
+        for linear_id, linear in sorted(solver.linears.items())
+        if linear.kind != LinearKind.SUM
+    ]
+    parts_of_pending = {
+        found
+        for _, linear in structured
+        for _, dim in linear.terms[:-1]
+        if type(found := find_dim(dim)) is DimVar
+    }
+    axes: dict[DimVar, list[DimLinear]] = {}
+    for _, linear in structured:
+        axis = find_dim(linear.terms[-1][1])
+        if type(axis) is DimVar:
+            axes.setdefault(axis, []).append(linear)
+
+    def floor(dim: DimVar) -> int:
+        # A dim's least size (a variable unified since reads its own minimum).
+        found = minimum.get(dim)
+        if found is None:
+            bounds = solver.dim_bounds.get(dim.id)
+            return 1 if bounds is None else bounds.at_least
+        return found
+
+    def least(axis: DimVar) -> int:
+        # The axis's least size from its parts as they are now.
+        sizes = [floor(axis)]
+        for linear in axes[axis]:
+            total = linear.const
+            for coeff, dim in linear.terms[:-1]:
+                found = find_dim(dim)
+                assert type(found) is DimVar or type(found) is Size
+                total += coeff * (found.n if type(found) is Size else floor(found))
+            sizes.append(total)
+        return max(sizes)
+
+    guessed = False
+    for axes_first in (True, False):
+        for linear_id, linear in structured:
+            if linear_id not in solver.linears:
+                continue  # solved by an earlier guess's consequences
+            axis = find_dim(linear.terms[-1][1])
+            if axes_first:
+                if type(axis) is not DimVar or axis not in axes:
+                    continue
+                if axis in parts_of_pending:
+                    continue
+                guess, size = axis, least(axis)
+            else:
+                if type(axis) is DimVar:
+                    continue
+                unknown = [
+                    found
+                    for _, dim in linear.terms[:-1]
+                    if type(found := find_dim(dim)) is DimVar
+                ]
+                if not unknown:
+                    continue
+                guess, size = unknown[0], floor(unknown[0])
+            _commit_dims(solver, [(guess, Size(size), linear.origin)])
+            guessed = True
+        if guessed:
+            return
+    var = waits[0]
+    bounds = solver.dim_bounds.get(var.id)
+    _commit_dims(
+        solver, [(var, Size(1 if bounds is None else bounds.at_least), CLOSING_ORIGIN)]
+    )
+
+
+def _equation_minima(solver: Solver) -> dict[DimVar, int]:
+    """The least size of each unknown dim of the pending structured equations.
+
+    A dim's own minimum (a fixed index), raised for an axis to what its parts
+    at their minima make; axes nested in other equations (a concatenation of
+    concatenations) are raised from the inside out.
+    """
+    find_dim = solver.find_dim
+    minimum: dict[DimVar, int] = {}
+    linears = [
+        linear for linear in solver.linears.values() if linear.kind != LinearKind.SUM
+    ]
+    for linear in linears:
+        for _, dim in linear.terms:
+            found = find_dim(dim)
+            if type(found) is DimVar and found not in minimum:
+                bounds = solver.dim_bounds.get(found.id)
+                minimum[found] = 1 if bounds is None else bounds.at_least
+    for _ in range(len(linears) + 1):
+        changed = False
+        for linear in linears:
+            axis = find_dim(linear.terms[-1][1])
+            if type(axis) is not DimVar:
+                continue
+            least = linear.const
+            for coeff, dim in linear.terms[:-1]:
+                found = find_dim(dim)
+                least += coeff * (found.n if type(found) is Size else minimum[found])
+            if least > minimum[axis]:
+                minimum[axis] = least
+                changed = True
+        if not changed:
+            break
+    return minimum
 
 
 def check_totals(solver: Solver) -> None:

@@ -172,6 +172,19 @@ def broadcast(rows: Sequence[Dims]) -> tuple[Dims, int] | None:
     return tuple(result), mints
 
 
+def join_rows(rows: Sequence[Dims]) -> Dims | None:
+    """The broadcast join of concrete rows: the longest, per axis the size
+    other than 1 among them, else 1; ``None`` when two such sizes clash.
+
+    What :func:`broadcast` computes for a result row, without counting
+    templates: shape schemes presolve internal rows with it.
+    """
+    if not rows:
+        return ()
+    found = broadcast(rows)
+    return None if found is None else found[0]
+
+
 def fits(res: Dims, opnd: Dims) -> bool:
     """Whether ``res ⊑ opnd`` holds for a closed concrete result row.
 

@@ -17,6 +17,9 @@ they can be replayed (:meth:`Session.add
                ``⊒`` the result's
 ``TotalElems`` the product of all dims of the rows is ``count``
 ``DimAtLeast`` a dim is at least ``n`` (einsum fixed indices)
+``DimLinear``  ``Σ coeff·dim + const = 0`` (affine and concatenated axes)
+``RowPrefix``  ``whole = [beg..., ...rest]`` (axes before a row variable)
+``PaddedAxis`` an axis is the input of a padded convolution (its margins)
 ``Terminal``   the row belongs to a leaf (data or parameter): at closing it
                takes its lower bound, and a parameter's must be inferable
 ``PolicyMark`` a policy flag on the row's variable, consulted at closing
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from axisflow.shapes.refs import DimRef
-from axisflow.shapes.terms import Dim, DimVar, Origin, Row, Size
+from axisflow.shapes.terms import Dim, DimVar, Origin, Row, RowVar, Size
 
 
 class Mark(StrEnum):
@@ -60,6 +63,12 @@ class DeferredCount:
         return f"<{self.description}>"
 
 
+# ``RowEq``, ``RowIneq`` and ``DimIneq`` are made for every relation of
+# every operation's rows: they are immutable by convention (as ``Origin``),
+# not frozen, because a frozen dataclass builds its fields through
+# ``object.__setattr__``, which tripled the cost of making one.
+
+
 @dataclass(frozen=True, slots=True)
 class DimEq:
     """``a = b``."""
@@ -72,7 +81,7 @@ class DimEq:
         return f"{self.a!r} = {self.b!r}  ({self.origin.describe()})"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # immutable by convention: see below
 class RowEq:
     """``a = b`` on rows."""
 
@@ -84,7 +93,7 @@ class RowEq:
         return f"{self.a!r} = {self.b!r}  ({self.origin.describe()})"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # immutable by convention: see below
 class DimIneq:
     """``res ⊑ opnd``: ``opnd`` equals ``res`` or is the broadcast unit."""
 
@@ -96,7 +105,7 @@ class DimIneq:
         return f"{self.res!r} ⊑ {self.opnd!r}  ({self.origin.describe()})"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # immutable by convention: see below
 class RowIneq:
     """``res ⊑ opnd`` on rows: ``opnd`` broadcasts to ``res``."""
 
@@ -110,16 +119,26 @@ class RowIneq:
 
 @dataclass(frozen=True, slots=True)
 class TotalElems:
-    """The product of every dim of ``rows`` is ``count``."""
+    """The product of every dim of ``rows`` is ``count``.
+
+    ``count`` is a number, a :class:`DeferredCount`, or a dim (OCANNL's
+    ``Strided_var``: ``set_equal`` between a row capture and a dim capture
+    says a row holds as many elements as a dim has positions).
+    """
 
     rows: tuple[Row, ...]
-    count: int | DeferredCount
+    count: int | DeferredCount | Dim
     origin: Origin
 
     @property
     def is_deferred(self) -> bool:
         """Whether the count is only known at closing (e.g. precision-dependent)."""
         return isinstance(self.count, DeferredCount)
+
+    @property
+    def counts_a_dim(self) -> bool:
+        """Whether the count is a dim (a variable, or the size it was solved to)."""
+        return isinstance(self.count, DimVar | Size)
 
     def __str__(self) -> str:
         return f"elements({', '.join(map(repr, self.rows))}) = {self.count}  ({self.origin.describe()})"
@@ -137,6 +156,26 @@ class DimAtLeast:
         return f"{self.dim!r} >= {self.n}  ({self.origin.describe()})"
 
 
+class LinearKind(StrEnum):
+    """What a :class:`DimLinear` stands for, which says how bases pass through it.
+
+    The kind fixes the layout of the terms; the axis itself is always the
+    last term:
+
+    * ``SUM``: any equation; a dim it solves takes the default basis;
+    * ``STRIDE``: ``((stride, over), (-1, axis))``, a strided axis or a padded
+      convolution (whose kernel takes no part in the size);
+    * ``CONVOLUTION``: ``((stride, over), (dilation, kernel), (-1, axis))``,
+      an unpadded convolution;
+    * ``CONCAT``: ``((1, part), ..., (-1, axis))``, a concatenation.
+    """
+
+    SUM = "sum"
+    STRIDE = "stride"
+    CONVOLUTION = "convolution"
+    CONCAT = "concat"
+
+
 @dataclass(frozen=True, slots=True)
 class DimLinear:
     """``Σ coeff·dim + const = 0`` over positive sizes (affine and concatenated axes).
@@ -144,7 +183,11 @@ class DimLinear:
     An einsum's ``stride*o<+k`` axis of size ``i`` is ``stride·o + k - i +
     (1 - stride) - 1 = 0``; ``a^b`` of size ``c`` is ``a + b - c = 0``. Solved
     once at most one of the dims is unknown. ``names`` name the dims for
-    messages and ``text`` is the axis as the spec writes it.
+    messages and ``text`` is the axis as the spec writes it. ``kind`` says
+    which basis a solved dim takes (OCANNL's ``row.ml``: a strided axis and
+    its ``over`` share one; a convolution's is that of ``over`` and the
+    kernel, which must agree; a concatenation's that of its parts, which
+    must agree).
     """
 
     terms: tuple[tuple[int, Dim], ...]
@@ -152,6 +195,7 @@ class DimLinear:
     names: tuple[str, ...]
     text: str
     origin: Origin
+    kind: LinearKind = LinearKind.SUM
 
     def __str__(self) -> str:
         parts = " + ".join(f"{c}*{d!r}" for c, d in self.terms)
@@ -175,6 +219,27 @@ class RowPrefix:
 
     def __str__(self) -> str:
         return f"{self.whole!r} = {list(self.beg)!r} ++ {self.rest!r}  ({self.origin.describe()})"
+
+
+@dataclass(frozen=True, slots=True)
+class PaddedAxis:
+    """An axis of ``row`` is the input of a padded convolution with ``kernel``.
+
+    ``index`` is the axis's position in the row: from the front (``>= 0``, an
+    axis written before the row variable) or from the end (``< 0``, ``-1``
+    the last). Closing gives the axis OCANNL's padding margins for a kernel
+    of size ``k``: ``(k + 1) // 2`` after it, the rest of ``k`` before
+    (``row.ml``, ``Conv_input``); several convolutions on one axis take the
+    widest (:meth:`Shape.padding <axisflow.shapes.tensors.Shape.padding>`).
+    """
+
+    row: Row
+    index: int
+    kernel: Dim
+    origin: Origin
+
+    def __str__(self) -> str:
+        return f"padded axis {self.index} of {self.row!r}, kernel {self.kernel!r}  ({self.origin.describe()})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,14 +268,17 @@ class PolicyMark:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class CaptureBind:
-    """An operation binds the capture reference ``ref`` to the dim ``var``.
+    """An operation binds the capture reference ``ref`` to the variable ``var``.
 
-    The first binding of an unbound reference records the variable; binding a
-    bound reference (or one with a known size) equates the two.
+    ``var`` is the dim variable of a label, or the row variable of a
+    ``..name..`` (the reference then stands for the row's element count). The
+    first binding of an unbound reference records the variable; binding a
+    bound reference (or one with a known size) equates the two: dims or rows
+    are equal, a row holds as many elements as the dim has positions.
     """
 
     ref: DimRef
-    var: DimVar
+    var: DimVar | RowVar
     origin: Origin
 
     def __str__(self) -> str:
@@ -260,6 +328,7 @@ Constraint = (
     | DimAtLeast
     | DimLinear
     | RowPrefix
+    | PaddedAxis
     | Terminal
     | PolicyMark
     | CaptureBind

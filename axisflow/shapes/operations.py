@@ -33,6 +33,7 @@ from axisflow.shapes.constraints import (
     DimAtLeast,
     DimLinear,
     Mark,
+    PaddedAxis,
     PolicyMark,
     RowEq,
     RowIneq,
@@ -70,11 +71,6 @@ class Operations:
     def _add(self, constraint: Constraint) -> None:
         raise NotImplementedError
 
-    def _add_rows(
-        self, constraint: type[RowEq | RowIneq], a: Row, b: Row, origin: Origin
-    ) -> None:
-        raise NotImplementedError
-
     def _origin(
         self,
         operation: str,
@@ -98,6 +94,10 @@ class Operations:
         raise NotImplementedError
 
     def _new_shape(self, name: str) -> Shape:
+        raise NotImplementedError
+
+    def register_shape(self, shape: Shape) -> None:
+        """Have the next closing solve the shape (defined by the session)."""
         raise NotImplementedError
 
     def _leave_fast_mode(self) -> None:
@@ -160,11 +160,24 @@ class Operations:
                 spec_row = Row(
                     row_spec.sizes, self.fresh_row_var() if row_spec.is_open else None
                 )
-                self._add_rows(
-                    RowEq,
-                    row,
-                    spec_row,
-                    origin.with_sides(shape.side(kind), SPEC_SIDES[kind]),
+                if row_spec.beg:
+                    # "3,...,7": [...s, 7] with s = [3, ...r] (as an einsum's
+                    # axes before a row variable).
+                    assert spec_row.var is not None
+                    self._add(
+                        RowPrefix(
+                            Row((), spec_row.var),
+                            row_spec.beg,
+                            Row((), self.fresh_row_var()),
+                            origin.with_sides(shape.side(kind), SPEC_SIDES[kind]),
+                        )
+                    )
+                self._add(
+                    RowEq(
+                        row,
+                        spec_row,
+                        origin.with_sides(shape.side(kind), SPEC_SIDES[kind]),
+                    )
                 )
             self._add(
                 Terminal(row, is_param, origin.with_sides(shape.side(kind), None))
@@ -243,11 +256,12 @@ class Operations:
         self, origin: Origin, res: Shape, res_kind: Kind, opnd: Shape, opnd_kind: Kind
     ) -> None:
         """``res.res_kind ⊑ opnd.opnd_kind`` with the sides named in the origin."""
-        self._add_rows(
-            RowIneq,
-            res.row(res_kind),
-            opnd.row(opnd_kind),
-            origin.with_sides(res.side(res_kind), opnd.side(opnd_kind)),
+        self._add(
+            RowIneq(
+                res.row(res_kind),
+                opnd.row(opnd_kind),
+                origin.with_sides(res.side(res_kind), opnd.side(opnd_kind)),
+            )
         )
 
     @collector_paused
@@ -361,17 +375,17 @@ class Operations:
                 f"but {len(operands)} were given"
             )
         self._check_operands("einsum", name, operands)
-        labels_in_spec = parsed.labels()
+        capturable = parsed.labels() | parsed.row_var_names()
         for ref in capture_dims:
             if not isinstance(ref, DimRef) or ref._session is not self:
                 self._fail_input(
                     f"einsum '{name}': capture_dims must hold this session's dim_ref()s, "
                     f"got {ref!r}"
                 )
-            if ref.label not in labels_in_spec:
+            if ref.label not in capturable:
                 self._fail_input(
-                    f"einsum '{name}': capture reference '{ref.label}' names no label of "
-                    f"spec {spec!r}"
+                    f"einsum '{name}': capture reference '{ref.label}' names no label "
+                    f"or row variable of spec {spec!r}"
                 )
         unpadded = unpadded_convolution(parsed)
         if unpadded is not None:
@@ -399,19 +413,38 @@ class Operations:
                     origin.with_sides(Side(spec_side), Side(spec_side)),
                 )
             )
-        for terms, const, names, text in rows.linears:
-            self._add(DimLinear(terms, const, names, text, origin))
+        for terms, const, names, text, kind in rows.linears:
+            self._add(DimLinear(terms, const, names, text, origin, kind))
         tensors = (*(operand.shape for operand in operands), result)
         for shape, spec_rows in zip(
             tensors, (*rows.operands, rows.result), strict=True
         ):
             for kind, spec_row in zip(KINDS, spec_rows, strict=True):
-                self._add_rows(
-                    RowEq,
+                self._add(
+                    RowEq(
+                        shape.row(kind),
+                        spec_row,
+                        origin.with_sides(shape.side(kind), Side(spec_side, kind)),
+                    )
+                )
+        for position, kind, index, kernel in rows.paddings:
+            shape = tensors[position]
+            if shape is not result:
+                # Its closing publishes the margins (it may be closed already).
+                self.register_shape(shape)
+            self._add(
+                PaddedAxis(
                     shape.row(kind),
-                    spec_row,
+                    index,
+                    kernel,
                     origin.with_sides(shape.side(kind), Side(spec_side, kind)),
                 )
+            )
         for ref in capture_dims:
-            self._add(CaptureBind(ref, rows.labels[ref.label], origin))
+            var: DimVar | RowVar = (
+                rows.labels[ref.label]
+                if ref.label in rows.labels
+                else rows.named_rows[ref.label]
+            )
+            self._add(CaptureBind(ref, var, origin))
         return Tensor(name, result, "result", origin)

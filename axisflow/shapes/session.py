@@ -41,26 +41,18 @@ from axisflow.gc_pause import collector_paused
 from axisflow.shapes.closing import close as close_open_state
 from axisflow.shapes.concrete import FastRecord
 from axisflow.shapes.constraints import (
-    CaptureBind,
     Constraint,
     DeferredCount,
-    DimAtLeast,
     DimEq,
-    DimIneq,
-    DimLinear,
     Mark,
-    PolicyMark,
     RowEq,
-    RowIneq,
-    RowPrefix,
     SetDim,
-    Terminal,
     TotalElems,
 )
 from axisflow.shapes.errors import ShapeError
 from axisflow.shapes.operations import Operations
 from axisflow.shapes.refs import DimRef
-from axisflow.shapes.solver import DimBounds, RowBounds, Solver
+from axisflow.shapes.solver import Solver
 from axisflow.shapes.spec import parse_shape_spec
 from axisflow.shapes.tensors import ROW_ATTRS, FastShape, Shape, Tensor
 from axisflow.shapes.terms import (
@@ -142,31 +134,7 @@ class Window:
         Costs what the window wrote, not the size of the session.
         """
         self._require_open()
-        solver = self.session.solver
-        dims: set[int] = set()
-        rows: set[int] = set()
-
-        row_tables = (
-            solver.row_subst,
-            solver.row_bounds,
-            solver.row_marks,
-            solver.row_gen,
-        )
-        for _tag, container, key, _old in self.session.trail.entries[
-            self._trail_start :
-        ]:
-            if container is solver.dim_subst or container is solver.dim_bounds:
-                dims.add(key)
-            elif any(container is table for table in row_tables):
-                rows.add(key)
-            else:
-                # Attribute writes name the bounds object; list writes its owner.
-                for owner in (container, key):
-                    if isinstance(owner, DimBounds):
-                        dims.add(owner.var_id)
-                    elif isinstance(owner, RowBounds):
-                        rows.add(owner.var_id)
-        return dims, rows
+        return self.session.solver.touched_since(self._trail_start)
 
 
 class Session(Operations):
@@ -202,6 +170,7 @@ class Session(Operations):
         self._scheme: str | None = None
         self._application: str | None = None
         self._forcing_guards: list[Callable[[str], None]] = []
+        self._relation_guards: list[Callable[[str, DimRef], None]] = []
         self._constraint_guards: list[Callable[[Constraint], None]] = []
         self._use_observers: list[Callable[[Shape], None]] = []
         self._windows: list[Window] = []
@@ -212,6 +181,10 @@ class Session(Operations):
         vid = self._next_id
         self._next_id = vid + 1
         return vid
+
+    def tick(self) -> int:
+        """Spend one tick of the variable counter (a shape's ``created_at``)."""
+        return self._mint()
 
     def var_mark(self) -> int:
         """The variable counter: variables minted later have larger ids."""
@@ -480,12 +453,17 @@ class Session(Operations):
             "row_marks": dict(solver.row_marks),
             "row_gen": dict(solver.row_gen),
             "totals": dict(solver.totals),
+            "linears": dict(solver.linears),
+            "prefixes": dict(solver.prefixes),
+            "paddings": tuple(solver.paddings),
             "terminals": tuple(solver.terminals),
             "log": tuple(self._log),
             "shapes": tuple(
                 (id(s), s.rows(), s.discarded, s.registered_at) for s in self._shapes
             ),
-            "refs": tuple((id(r), r.var, r.size, r.discarded) for r in self._refs),
+            "refs": tuple(
+                (id(r), r.var, r.row, r.size, r.discarded) for r in self._refs
+            ),
             "tainted": self._tainted,
             "taint_error": self._taint_error,
             "closings": self._closings,
@@ -509,6 +487,20 @@ class Session(Operations):
         """Run the innermost forcing guard, if any."""
         if self._forcing_guards:
             self._forcing_guards[-1](what)
+
+    @contextmanager
+    def guard_relations(self, guard: Callable[[str, DimRef], None]) -> Iterator[None]:
+        """Call ``guard(operation, ref)`` (which may raise) for each capture
+        reference an operation relates to another (``set_equal``).
+
+        A shape-scheme trace uses this to refuse relating a reference made
+        before it, which a scheme cannot carry.
+        """
+        self._relation_guards.append(guard)
+        try:
+            yield
+        finally:
+            self._relation_guards.pop()
 
     @contextmanager
     def guard_constraints(self, guard: Callable[[Constraint], None]) -> Iterator[None]:
@@ -600,7 +592,11 @@ class Session(Operations):
         self._add(constraint)
 
     def _add(self, constraint: Constraint) -> None:
-        # ``add`` without pausing the collector: operations call it, paused already.
+        """The one route of a constraint into the solver (``add`` without
+        pausing the collector: the operations call it, paused already): the
+        innermost constraint guard sees it, the log keeps it if anything
+        reads the log, the solver solves it at Stage 1, and a contradiction
+        taints the session."""
         if self._constraint_guards:
             self._constraint_guards[-1](constraint)
         if self._keep_log or self._trail.depth:
@@ -608,40 +604,7 @@ class Session(Operations):
         solver = self._solver
         solver.trigger = constraint.origin
         try:
-            # The operations' most frequent constraints that queue no work first.
-            kind = type(constraint)
-            if kind is Terminal:
-                solver.add_terminal(constraint)  # type: ignore[arg-type]
-            elif kind is PolicyMark:
-                solver.add_mark(constraint.row, constraint.mark)  # type: ignore[union-attr]
-            else:
-                self._dispatch(constraint)
-                solver.run()
-        except ShapeError as error:
-            self._taint(error)
-            raise
-        finally:
-            solver.trigger = None
-
-    def _add_rows(
-        self, constraint: type[RowEq | RowIneq], a: Row, b: Row, origin: Origin
-    ) -> None:
-        """``_add(constraint(a, b, origin))`` for the operations' row constraints.
-
-        When nothing reads the constraint (no guard, no log) it is solved
-        directly: building it and dispatching on its type cost more than
-        solving most of them.
-        """
-        if self._constraint_guards or self._keep_log or self._trail.depth:
-            self._add(constraint(a, b, origin))
-            return
-        solver = self._solver
-        solver.trigger = origin
-        try:
-            if constraint is RowIneq:
-                solver.solve_row_ineq(a, b, origin)
-            else:
-                solver.solve_row_eq(a, b, origin)
+            solver.add(constraint)
         except ShapeError as error:
             self._taint(error)
             raise
@@ -653,60 +616,33 @@ class Session(Operations):
             self._trail.set_attr(self, "_tainted", True)
             self._trail.set_attr(self, "_taint_error", error)
 
-    def _dispatch(self, c: Constraint) -> None:
+    def _publish_margins(self, holders: dict[int, list[tuple[Shape, Kind]]]) -> None:
+        """Give the padded convolution axes their margins (``Shape.padding``)."""
         solver = self._solver
-        if isinstance(c, RowIneq):
-            solver.push_row_ineq(c.res, c.opnd, c.origin)
-        elif isinstance(c, RowEq):
-            solver.push_row_eq(c.a, c.b, c.origin)
-        elif isinstance(c, DimIneq):
-            solver.push_dim_ineq(c.res, c.opnd, c.origin)
-        elif isinstance(c, DimEq):
-            solver.push_dim_eq(c.a, c.b, c.origin)
-        elif isinstance(c, Terminal):
-            solver.add_terminal(c)
-        elif isinstance(c, PolicyMark):
-            solver.add_mark(c.row, c.mark)
-        elif isinstance(c, TotalElems):
-            solver.add_total(self._mint(), c)
-        elif isinstance(c, DimAtLeast):
-            solver.add_at_least(c.dim, c.n, c.origin)
-        elif isinstance(c, DimLinear):
-            solver.add_linear(self._mint(), c)
-        elif isinstance(c, RowPrefix):
-            solver.add_prefix(self._mint(), c)
-        elif isinstance(c, CaptureBind):
-            self._bind(c)
-        else:
-            self._set(c)
-
-    def _bind(self, c: CaptureBind) -> None:
-        ref = c.ref
-        origin = c.origin.with_sides(
-            Side(f"label '{ref.label}'"), Side(f"capture reference '{ref.label}'")
-        )
-        if ref.var is not None:
-            self._solver.push_dim_eq(c.var, ref.var, origin)
-            return
-        self._trail.set_attr(ref, "var", c.var)
-        if ref.size is not None:
-            self._solver.push_dim_eq(c.var, ref.size, origin)
-
-    def _set(self, c: SetDim) -> None:
-        ref = c.ref
-        if ref.var is not None:
-            origin = c.origin.with_sides(
-                Side(f"capture reference '{ref.label}'"),
-                Side(f"set_dim({ref.label!r})"),
-            )
-            self._solver.push_dim_eq(ref.var, c.size, origin)
-        elif ref.size is None:
-            self._trail.set_attr(ref, "size", c.size)
-        elif ref.size != c.size:
-            self._solver.fail(
-                f"the capture reference '{ref.label}' already stands for size "
-                f"{ref.size!r}, not {c.size!r}",
-                c.origin,
+        widest: dict[tuple[int, Kind], list[tuple[int, int]]] = {}
+        shapes: dict[int, Shape] = {}
+        for padding in solver.paddings:
+            kernel = solver.find_dim(padding.kernel)
+            assert type(kernel) is Size, "closing left a kernel open"
+            after = (kernel.n + 1) // 2
+            margin = (kernel.n - after, after)
+            for shape, kind in holders.get(id(padding.row), ()):
+                key = (id(shape), kind)
+                margins = widest.get(key)
+                if margins is None:
+                    length = len(shape.row(kind).dims)
+                    margins = list(shape.margins.get(kind, ((0, 0),) * length))
+                    widest[key] = margins
+                    shapes[id(shape)] = shape
+                index = padding.index % len(margins)
+                margins[index] = (
+                    max(margins[index][0], margin[0]),
+                    max(margins[index][1], margin[1]),
+                )
+        for (shape_id, kind), margins in widest.items():
+            shape = shapes[shape_id]
+            self._trail.set_attr(
+                shape, "margins", {**shape.margins, kind: tuple(margins)}
             )
 
     def register_shape(self, shape: Shape) -> None:
@@ -795,14 +731,17 @@ class Session(Operations):
         *,
         sides: tuple[Side, Side, Side] | None = None,
         register: bool = True,
+        created_at: int | None = None,
     ) -> Shape:
         """A shape of the given rows, discarded if a window around it is rewound.
 
         ``register``: have the next closing solve it. ``sides`` may share the
         sides of another shape of the same name (they only name its rows).
+        ``created_at``: a tick of :meth:`tick` shared by shapes made together
+        (each takes one of its own by default).
         """
         self._leave_fast_mode()
-        shape = Shape(self, name, batch, input_, output, sides)
+        shape = Shape(self, name, batch, input_, output, sides, created_at)
         if register:
             # A new shape is registered directly: if a rewind drops it from
             # the list, it is discarded as well, so its epoch needs no undo.
@@ -837,6 +776,71 @@ class Session(Operations):
             )
         origin = self._origin("set_dim", ref.label, site=site)
         self._add(SetDim(ref, Size(n, basis), origin))
+
+    @collector_paused
+    def set_equal(self, first: DimRef, second: DimRef, *, site: object = None) -> None:
+        """The two capture references stand for the same size (OCANNL's
+        ``Shape.set_equal``).
+
+        If one of them stands for a known size, the other is ``set_dim`` to it
+        (both known: they must agree). Otherwise both must be bound by an
+        einsum: two dims are equated, two rows too, and a row and a dim say
+        the row holds as many elements as the dim has positions. A reference
+        neither bound nor set gives too little to relate.
+        """
+        self._leave_fast_mode()
+        for ref in (first, second):
+            if not isinstance(ref, DimRef) or ref._session is not self:
+                self._fail_input(
+                    f"set_equal needs two dim_ref()s of this session, got {ref!r}"
+                )
+        labels = f"'{first.label}' and '{second.label}'"
+        origin = self._origin(
+            "set_equal", first.label, detail=f"= '{second.label}'", site=site
+        )
+        if self._relation_guards:
+            for ref in (first, second):
+                self._relation_guards[-1](origin.describe(), ref)
+        known_first, known_second = first.known_size(), second.known_size()
+        if known_first is not None and known_second is not None:
+            if known_first.n != known_second.n:
+                self._fail_input(
+                    f"set_equal: the capture references {labels} stand for different "
+                    f"sizes ({known_first!r} and {known_second!r})"
+                )
+            return
+        if known_first is not None or known_second is not None:
+            ref, size = (
+                (second, known_first)
+                if known_first is not None
+                else (first, known_second)
+            )
+            assert size is not None
+            self._add(SetDim(ref, size, origin))
+            return
+        if not first.is_bound or not second.is_bound:
+            self._fail_input(
+                f"set_equal: insufficient information between the capture "
+                f"references {labels}: a reference must be bound by an einsum or "
+                f"stand for a known size"
+            )
+        side_first, side_second = (
+            Side(f"capture reference '{first.label}'"),
+            Side(f"capture reference '{second.label}'"),
+        )
+        origin = origin.with_sides(side_first, side_second)
+        bound_first = first.var if first.var is not None else first.row
+        bound_second = second.var if second.var is not None else second.row
+        if type(bound_first) is DimVar and type(bound_second) is DimVar:
+            self._add(DimEq(bound_first, bound_second, origin))
+        elif type(bound_first) is RowVar and type(bound_second) is RowVar:
+            self._add(RowEq(Row((), bound_first), Row((), bound_second), origin))
+        elif type(bound_first) is RowVar:
+            assert type(bound_second) is DimVar
+            self._add(TotalElems((Row((), bound_first),), bound_second, origin))
+        else:
+            assert type(bound_first) is DimVar and type(bound_second) is RowVar
+            self._add(TotalElems((Row((), bound_second),), bound_first, origin))
 
     @collector_paused
     def total_elems(
@@ -891,6 +895,16 @@ class Session(Operations):
         norm_row = solver.norm_row
         # Rows already concrete (most, after Stage 1) have nothing to close:
         # only the open ones go to the solver, in registration order.
+        # The shapes holding each stored row, for the padded axes' margins.
+        holders: dict[int, list[tuple[Shape, Kind]]] = {}
+        if solver.paddings:
+            # Only the padded rows: a list per stored row of every shape
+            # would cost memory per shape of the program.
+            padded = {id(padding.row) for padding in solver.paddings}
+            for shape in self._shapes:
+                for kind, row in zip(KINDS, shape.rows(), strict=True):
+                    if id(row) in padded:
+                        holders.setdefault(id(row), []).append((shape, kind))
         solved: list[tuple[Shape, str, Row]] = []
         open_rows: list[tuple[Shape, str, Row]] = []
         # Shapes share row objects (constant rows, a scheme's presolved rows):
@@ -910,6 +924,7 @@ class Session(Operations):
                     open_rows.append((shape, attr, row))
         rows = [row for _, _, row in open_rows]
         rows.extend(Row((ref.var,)) for ref in self._refs if ref.var is not None)
+        rows.extend(Row((), ref.row) for ref in self._refs if ref.row is not None)
         try:
             close_open_state(solver, rows)
         except ShapeError as error:
@@ -924,12 +939,15 @@ class Session(Operations):
             concrete = norm_row(row)
             assert concrete.is_concrete(), f"closing left {shape.name}.{attr} open"
             set_attr(shape, attr, concrete)
+        if solver.paddings:
+            self._publish_margins(holders)
         for ref in self._refs:
-            if ref.var is not None:
-                dim = solver.find_dim(ref.var)
-                assert type(dim) is Size, f"closing left capture '{ref.label}' open"
-                set_attr(ref, "size", dim)
+            if ref.is_bound:
+                size = ref.known_size()
+                assert size is not None, f"closing left capture '{ref.label}' open"
+                set_attr(ref, "size", size)
                 set_attr(ref, "var", None)
+                set_attr(ref, "row", None)
         solver.reset()
         set_attr(self, "_shapes", [])
         set_attr(self, "_closings", self._closings + 1)

@@ -20,13 +20,17 @@ All state lives in dicts mutated only through the session's
 * ``row_gen``: row variable id -> how many axes templates put in front of the
   variable it descends from (absent: 0), to stop cyclic constraints from
   minting axes forever.
-* ``totals``: pending ``TotalElems`` constraints by id.
+* ``totals``, ``linears``, ``prefixes``: pending ``TotalElems``,
+  ``DimLinear`` and ``RowPrefix`` constraints by id (one id space; the
+  variables they wait on list the id).
+* ``paddings``: the padded convolution axes, for closing's margins.
 * ``terminals``: the ``Terminal`` marks since the last closing.
 
 Stage 1
 =======
-Each constraint is pushed on a work list; solving an item may push more
-(solving a variable re-emits every inequality stored on it). The loop is
+:meth:`Solver.add` is the one way in: it solves the constraint, whose
+consequences go on a work list; solving an item may push more (solving a
+variable re-emits every inequality stored on it). The loop is
 iterative (no recursion), each stored relation is re-emitted a bounded number
 of times (unions move the shorter relation lists), so solving is near-linear
 in the number of constraints.
@@ -55,26 +59,39 @@ each decision here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, NoReturn, TypeVar
 
 from axisflow.shapes.constraints import (
+    CaptureBind,
+    Constraint,
     DeferredCount,
+    DimAtLeast,
+    DimEq,
+    DimIneq,
     DimLinear,
+    LinearKind,
     Mark,
+    PaddedAxis,
+    PolicyMark,
+    RowEq,
+    RowIneq,
     RowPrefix,
+    SetDim,
     Terminal,
     TotalElems,
 )
 from axisflow.shapes.errors import ShapeError
 from axisflow.shapes.terms import (
     BROADCAST_UNIT,
+    DEFAULT_BASIS,
     EMPTY_ROW,
     Dim,
     DimVar,
     Origin,
     Row,
     RowVar,
+    Side,
     Size,
     format_row,
 )
@@ -142,6 +159,48 @@ def marks_of_bits(bits: int) -> frozenset[Mark]:
     return frozenset(mark for mark, bit in MARK_BITS.items() if bits & bit)
 
 
+def _basis(dim: Dim) -> str:
+    """The basis of a known dim; an unknown one claims none (the default)."""
+    return dim.basis if type(dim) is Size else DEFAULT_BASIS
+
+
+def _merge_basis(first: str, second: str) -> str | None:
+    """OCANNL's ``merge_derived_basis``: a named basis wins over the default;
+    two different named bases conflict (``None``)."""
+    if first == second or second == DEFAULT_BASIS:
+        return first
+    if first == DEFAULT_BASIS:
+        return second
+    return None
+
+
+_Entry = TypeVar("_Entry", bound=tuple[object, Origin])
+
+
+def _distinct(entries: Sequence[_Entry]) -> Sequence[_Entry]:
+    """A bounds list without repeats of a relation, each kept where it last
+    occurs (the copy the work stack solves first).
+
+    Solving a relation again (a variable's bounds re-emitted when it is
+    solved) records it again, so a cycle of inequalities that templates one
+    axis per round would double its relations every round, 2**MAX_RANK work
+    before the cyclic error; without repeats each round re-emits each
+    relation once.
+    """
+    if len(entries) < 2:
+        return entries
+    seen: set[object] = set()
+    kept: list[_Entry] = []
+    for entry in reversed(entries):
+        if entry[0] not in seen:
+            seen.add(entry[0])
+            kept.append(entry)
+    if len(kept) == len(entries):
+        return entries
+    kept.reverse()
+    return kept
+
+
 def _sides(origin: Origin) -> tuple[str, str, str]:
     """Texts for the two sides of a constraint and the kind of axes."""
     lhs, rhs = origin.lhs, origin.rhs
@@ -179,6 +238,7 @@ class Solver:
         self.totals: dict[int, TotalElems] = {}
         self.linears: dict[int, DimLinear] = {}
         self.prefixes: dict[int, RowPrefix] = {}
+        self.paddings: list[PaddedAxis] = []
         self.terminals: list[Terminal] = []
         self.trigger: Origin | None = None
         self._work: list[tuple[Any, ...]] = []
@@ -268,43 +328,247 @@ class Solver:
         bits = self.row_marks.get(var.id, 0)
         return bool(bits & _SAFE) or (bool(bits & _POINTWISE) and not bits & _SPEC)
 
+    # --------------------------------------------------------------- queries
+    # What shape schemes read of the state (axisflow.shapes.scheme), so that
+    # they depend on these answers rather than on the tables behind them.
+
+    def dim_link(self, var_id: int) -> Dim | None:
+        """The stored entry of a dim variable: a size, a link, or ``None`` (open root)."""
+        return self.dim_subst.get(var_id)
+
+    def row_link(self, var_id: int) -> Row | None:
+        """The stored value of a row variable (``None``: unsolved)."""
+        return self.row_subst.get(var_id)
+
+    def is_row_solved(self, var_id: int) -> bool:
+        """Whether the row variable has a value."""
+        return var_id in self.row_subst
+
+    def links_before(self, trail_start: int) -> tuple[dict[int, Any], dict[int, Any]]:
+        """The dim and row entries written since ``trail_start``, as they were then.
+
+        Two maps from variable id to its old entry (``trail.MISSING``: it had
+        none); a variable absent from them still has its entry of then.
+        """
+        trail = self.trail
+        return (
+            trail.values_before(trail_start, self.dim_subst),
+            trail.values_before(trail_start, self.row_subst),
+        )
+
+    def dim_lower_bound(self, var_id: int) -> tuple[Size, Origin] | None:
+        """An open dim variable's lower bound (the size it broadcasts to) and its origin."""
+        bounds = self.dim_bounds.get(var_id)
+        if bounds is None or bounds.glb is None:
+            return None
+        assert bounds.glb_origin is not None
+        return bounds.glb, bounds.glb_origin
+
+    def dim_results(self, var_id: int) -> Sequence[tuple[DimVar, Origin]]:
+        """The dim variables known ``⊑`` an open one (its result-side relations)."""
+        bounds = self.dim_bounds.get(var_id)
+        return () if bounds is None else bounds.res
+
+    def row_lower_bounds(self, var_id: int) -> Sequence[tuple[Row, Origin]]:
+        """The rows an open row variable must broadcast to, with their origins."""
+        bounds = self.row_bounds.get(var_id)
+        return () if bounds is None else bounds.glbs
+
+    def row_results(self, var_id: int) -> Sequence[tuple[RowVar, Origin]]:
+        """The row variables known ``⊑`` an open one (its result-side relations)."""
+        bounds = self.row_bounds.get(var_id)
+        return () if bounds is None else bounds.res
+
+    def template_depth(self, var_id: int) -> int:
+        """How many axes templates put in front of the variable's ancestors."""
+        return self.row_gen.get(var_id, 0)
+
+    def raise_template_depth(self, var_id: int, depth: int) -> None:
+        """Make the variable's template depth at least ``depth`` (on the trail)."""
+        if self.row_gen.get(var_id, 0) < depth:
+            self.trail.set_item(self.row_gen, var_id, depth)
+
+    def mark_bits(self, var_id: int) -> int:
+        """The policy mark bits of a row variable (:func:`marks_of_bits` reads them)."""
+        return self.row_marks.get(var_id, 0)
+
+    def terminal_count(self) -> int:
+        """How many terminal rows wait for the next closing."""
+        return len(self.terminals)
+
+    def terminals_since(self, start: int) -> Sequence[Terminal]:
+        """The terminal rows registered after the first ``start``."""
+        return self.terminals[start:]
+
+    def pending_since(
+        self, trail_start: int
+    ) -> list[TotalElems | DimLinear | RowPrefix]:
+        """The pending equations registered since ``trail_start`` and still pending.
+
+        Totals, linear dim equations and row prefixes, in the order of their
+        ids (the order they were added); costs the trail entries since then.
+        """
+        trail = self.trail
+        found: list[tuple[int, TotalElems | DimLinear | RowPrefix]] = []
+        for table in (self.totals, self.linears, self.prefixes):
+            for pending_id in trail.values_before(trail_start, table):
+                item = table.get(pending_id)
+                if item is not None:
+                    found.append((pending_id, item))
+        found.sort(key=lambda pair: pair[0])
+        return [item for _, item in found]
+
+    def touched_since(self, trail_start: int) -> tuple[set[int], set[int]]:
+        """Ids of dim and row variables whose entries were written since ``trail_start``.
+
+        Costs the trail entries since then, not the size of the state.
+        """
+        dims: set[int] = set()
+        rows: set[int] = set()
+        dim_tables = (self.dim_subst, self.dim_bounds)
+        row_tables = (self.row_subst, self.row_bounds, self.row_marks, self.row_gen)
+        for _tag, container, key, _old in self.trail.entries[trail_start:]:
+            if any(container is table for table in dim_tables):
+                dims.add(key)
+            elif any(container is table for table in row_tables):
+                rows.add(key)
+            else:
+                # Attribute writes name the bounds object; list writes its owner.
+                for owner in (container, key):
+                    if isinstance(owner, DimBounds):
+                        dims.add(owner.var_id)
+                    elif isinstance(owner, RowBounds):
+                        rows.add(owner.var_id)
+        return dims, rows
+
+    # ----------------------------------------------------------- variables
+
+    def fresh_dim(self) -> DimVar:
+        """A new dim variable (closing's joins mint them)."""
+        return DimVar(self._mint())
+
+    def fresh_row_above(self, below: Iterable[RowVar]) -> RowVar:
+        """A new row variable standing above the variables ``below``: it has
+        the union of their policy marks and their deepest template count."""
+        var = RowVar(self._mint())
+        bits = 0
+        gen = 0
+        for other in below:
+            bits |= self.row_marks.get(other.id, 0)
+            gen = max(gen, self.row_gen.get(other.id, 0))
+        if bits:
+            self.trail.set_item(self.row_marks, var.id, bits)
+        if gen:
+            self.trail.set_item(self.row_gen, var.id, gen)
+        return var
+
     # --------------------------------------------------------------- entries
 
     def push_dim_eq(self, a: Dim, b: Dim, origin: Origin) -> None:
-        """Queue ``a = b``."""
+        """Queue ``a = b`` (closing queues its decisions' consequences so)."""
         self._work.append((_DIM_EQ, a, b, origin))
 
     def push_row_eq(self, a: Row, b: Row, origin: Origin) -> None:
         """Queue ``a = b`` on rows."""
         self._work.append((_ROW_EQ, a, b, origin))
 
-    def push_dim_ineq(self, res: Dim, opnd: Dim, origin: Origin) -> None:
-        """Queue ``res ⊑ opnd``."""
-        self._work.append((_DIM_INEQ, res, opnd, origin))
+    def add(self, constraint: Constraint) -> None:
+        """Solve a constraint at Stage 1, and everything solving it queues.
 
-    def push_row_ineq(self, res: Row, opnd: Row, origin: Origin) -> None:
-        """Queue ``res ⊑ opnd`` on rows."""
-        self._work.append((_ROW_INEQ, res, opnd, origin))
-
-    def solve_row_ineq(self, res: Row, opnd: Row, origin: Origin) -> None:
-        """Solve ``res ⊑ opnd`` and what it queues (as ``push_row_ineq``, ``run``)."""
+        The one way a constraint enters the solver (the session's ``add`` and
+        operations come through here); ``trigger`` should name its origin.
+        A contradiction raises ``ShapeError`` with the work list emptied.
+        """
         try:
-            self._row_ineq(res, opnd, origin)
+            _HANDLERS[type(constraint)](self, constraint)
+            if self._work:
+                self.run()
         except BaseException:
             self._work.clear()
             raise
-        if self._work:
-            self.run()
 
-    def solve_row_eq(self, a: Row, b: Row, origin: Origin) -> None:
-        """Solve ``a = b`` and what it queues (as ``push_row_eq``, ``run``)."""
-        try:
-            self._row_eq(a, b, origin)
-        except BaseException:
-            self._work.clear()
-            raise
-        if self._work:
-            self.run()
+    def _add_row_ineq(self, c: RowIneq) -> None:
+        self._row_ineq(c.res, c.opnd, c.origin)
+
+    def _add_row_eq(self, c: RowEq) -> None:
+        self._row_eq(c.a, c.b, c.origin)
+
+    def _add_dim_ineq(self, c: DimIneq) -> None:
+        self._dim_ineq(c.res, c.opnd, c.origin)
+
+    def _add_dim_eq(self, c: DimEq) -> None:
+        self._dim_eq(c.a, c.b, c.origin)
+
+    def _add_policy_mark(self, c: PolicyMark) -> None:
+        self.add_mark(c.row, c.mark)
+
+    def _add_total_elems(self, c: TotalElems) -> None:
+        self.add_total(self._mint(), c)
+
+    def _add_dim_at_least(self, c: DimAtLeast) -> None:
+        self.add_at_least(c.dim, c.n, c.origin)
+
+    def _add_dim_linear(self, c: DimLinear) -> None:
+        self.add_linear(self._mint(), c)
+
+    def _add_row_prefix(self, c: RowPrefix) -> None:
+        self.add_prefix(self._mint(), c)
+
+    # ------------------------------------------------------ capture references
+
+    def _bind(self, c: CaptureBind) -> None:
+        ref = c.ref
+        var = c.var
+        what = "label" if type(var) is DimVar else "row variable"
+        origin = c.origin.with_sides(
+            Side(f"{what} '{ref.label}'"), Side(f"capture reference '{ref.label}'")
+        )
+        if ref.is_bound:
+            # One reference stands for one size: equate the two variables.
+            bound = ref.var if ref.var is not None else ref.row
+            assert bound is not None
+            self._equate_vars(var, bound, origin)
+            return
+        self.trail.set_attr(ref, "var" if type(var) is DimVar else "row", var)
+        if ref.size is not None:
+            self._equate_vars(var, ref.size, origin)
+
+    def _set(self, c: SetDim) -> None:
+        ref = c.ref
+        if ref.is_bound:
+            origin = c.origin.with_sides(
+                Side(f"capture reference '{ref.label}'"),
+                Side(f"set_dim({ref.label!r})"),
+            )
+            bound = ref.var if ref.var is not None else ref.row
+            assert bound is not None
+            self._equate_vars(bound, c.size, origin)
+        elif ref.size is None:
+            self.trail.set_attr(ref, "size", c.size)
+        elif ref.size != c.size:
+            self.fail(
+                f"the capture reference '{ref.label}' already stands for size "
+                f"{ref.size!r}, not {c.size!r}",
+                c.origin,
+            )
+
+    def _equate_vars(
+        self, var: DimVar | RowVar, other: DimVar | RowVar | Size, origin: Origin
+    ) -> None:
+        """Queue ``var = other`` for capture variables: dims or rows are equal,
+        a row holds as many elements as a dim or size counts (OCANNL's
+        ``set_equal``, ``Total_elems``)."""
+        if type(var) is RowVar and type(other) is RowVar:
+            self.push_row_eq(Row((), var), Row((), other), origin)
+        elif type(var) is RowVar:
+            assert type(other) is not RowVar
+            count = other.n if type(other) is Size else other
+            self.add_total(self._mint(), TotalElems((Row((), var),), count, origin))
+        elif type(other) is RowVar:
+            self.add_total(self._mint(), TotalElems((Row((), other),), var, origin))
+        else:
+            assert type(other) is not RowVar
+            self.push_dim_eq(var, other, origin)
 
     def add_total(self, total_id: int, total: TotalElems) -> None:
         """Register a pending ``TotalElems`` and queue its first check."""
@@ -348,6 +612,10 @@ class Solver:
         bit = MARK_BITS[mark]
         if not bits & bit:
             self.trail.set_item(self.row_marks, var.id, bits | bit)
+
+    def add_padding(self, padding: PaddedAxis) -> None:
+        """Remember a padded convolution axis for the next closing's margins."""
+        self.trail.append(self.paddings, padding)
 
     def add_terminal(self, terminal: Terminal) -> None:
         """Remember a leaf row for the next closing."""
@@ -494,6 +762,11 @@ class Solver:
                     )
         if bounds_a.totals:
             self._extend(bounds_b, "totals", bounds_a.totals)
+            # A pending equation waiting on ``a`` may now have one unknown
+            # fewer (``a`` and ``b`` were both in it): check it again, so that
+            # what Stage 1 decides does not depend on the order of the
+            # constraints (a shape scheme adds them in another order).
+            self._work.extend((_TOTAL, pending_id) for pending_id in bounds_a.totals)
         if bounds_a.at_least > bounds_b.at_least:
             trail.set_attr(bounds_b, "at_least", bounds_a.at_least)
         if bounds_a.glb is not None:
@@ -649,16 +922,16 @@ class Solver:
             # ``glb ⊑ []`` hold whatever ``res`` and ``glb`` are, so only the
             # operands (which must now be empty as well) are re-emitted. Closing
             # empties most variables, so this keeps it linear in their operands.
-            for opnd, opnd_origin in bounds.opnd:
+            for opnd, opnd_origin in _distinct(bounds.opnd):
                 work.append((_ROW_INEQ, value, Row((), opnd), opnd_origin))
             for total_id in bounds.totals:
                 work.append((_TOTAL, total_id))
             return
-        for res, res_origin in bounds.res:
+        for res, res_origin in _distinct(bounds.res):
             work.append((_ROW_INEQ, Row((), res), value, res_origin))
-        for opnd, opnd_origin in bounds.opnd:
+        for opnd, opnd_origin in _distinct(bounds.opnd):
             work.append((_ROW_INEQ, value, Row((), opnd), opnd_origin))
-        for glb, glb_origin in bounds.glbs:
+        for glb, glb_origin in _distinct(bounds.glbs):
             work.append((_ROW_INEQ, glb, value, glb_origin))
         for total_id in bounds.totals:
             work.append((_TOTAL, total_id))
@@ -767,6 +1040,20 @@ class Solver:
                 else:
                     assert type(d) is DimVar
                     unknown.append(d)
+        if not isinstance(count, int):
+            # A dim counts the elements: once it is known it is a number; until
+            # then the rows, once known, give it its size.
+            found = self.find_dim(count)
+            if type(found) is Size:
+                count = found.n
+            else:
+                assert type(found) is DimVar
+                if not open_vars and not unknown:
+                    self.trail.del_item(self.totals, total_id)
+                    self.assign_dim(found, Size(product), total.origin)
+                    return
+                self._wait_on(total_id, (*unknown, found), open_vars)
+                return
         if count % product:
             self._fail_total(total, count, product)
         if not open_vars:
@@ -780,12 +1067,7 @@ class Solver:
                 self.assign_dim(unknown[0], Size(count // product), total.origin)
                 return
         # Wait for more information: check again when any variable is solved.
-        for dim in unknown:
-            dim_bounds = self._dim_bounds_for(dim)
-            self._push(dim_bounds, "totals", total_id)
-        for var in open_vars:
-            row_bounds = self._row_bounds_for(var)
-            self._push(row_bounds, "totals", total_id)
+        self._wait_on(total_id, unknown, open_vars)
 
     def _wait_on(
         self, pending_id: int, dims: Iterable[DimVar], rows: Iterable[RowVar]
@@ -801,8 +1083,10 @@ class Solver:
         known = linear.const
         unknown: dict[DimVar, int] = {}
         names: dict[DimVar, str] = {}
+        values: list[Dim] = []
         for (coeff, dim), name in zip(linear.terms, linear.names, strict=True):
             dim = self.find_dim(dim)
+            values.append(dim)
             if type(dim) is Size:
                 known += coeff * dim.n
             else:
@@ -811,12 +1095,21 @@ class Solver:
                 names.setdefault(dim, name)
         unknown = {d: c for d, c in unknown.items() if c}
         if len(unknown) > 1:
+            self._check_linear_bases(linear, values)
             self._wait_on(linear_id, unknown, ())
             return
         self.trail.del_item(self.linears, linear_id)
         if not unknown:
             if known:
                 self._fail_linear(linear, "the sizes do not satisfy it")
+            basis = self._linear_basis(linear, values, len(values) - 1)
+            axis = values[-1]
+            if type(axis) is Size and axis != Size(axis.n, basis):
+                self._fail_linear(
+                    linear,
+                    f"its size has basis {axis.basis} but its parts give {basis} "
+                    f"(different bases)",
+                )
             return
         ((dim, coeff),) = unknown.items()
         if known % coeff or -known // coeff < 1:
@@ -825,7 +1118,78 @@ class Solver:
                 f"no positive size of '{names[dim]}' satisfies it "
                 f"({names[dim]} = {-known}/{coeff})",
             )
-        self.assign_dim(dim, Size(-known // coeff), linear.origin)
+        position = max(i for i, value in enumerate(values) if value == dim)
+        basis = self._linear_basis(linear, values, position)
+        self.assign_dim(dim, Size(-known // coeff, basis), linear.origin)
+
+    def _check_linear_bases(self, linear: DimLinear, values: Sequence[Dim]) -> None:
+        """Refuse what no solution can fix: named bases that disagree among a
+        concatenation's parts, or between a convolution's ``over`` and kernel."""
+        if linear.kind == LinearKind.CONCAT:
+            self._concat_basis(linear, values[:-1])
+        elif linear.kind == LinearKind.CONVOLUTION:
+            self._merge_bases(linear, values[0], values[1])
+
+    def _linear_basis(
+        self, linear: DimLinear, values: Sequence[Dim], position: int
+    ) -> str:
+        """The basis of the dim at ``position`` of ``linear`` solved from the
+        others (OCANNL's ``row.ml``: ``s_dim_one``, ``unify_dim``).
+
+        A strided axis and its ``over`` share their basis; an unpadded
+        convolution's axis and ``over`` take that of the other and of the
+        kernel (which must agree, reserved bases being no claim), and a kernel
+        solved from them the default; a concatenation's axis takes the named
+        basis of its parts (which must agree), a part that of the other parts
+        and the axis. ``SUM`` equations give the default basis.
+        """
+        self._check_linear_bases(linear, values)
+        kind = linear.kind
+        axis = len(values) - 1
+        if kind == LinearKind.STRIDE:
+            return _basis(values[axis if position == 0 else 0])
+        if kind == LinearKind.CONVOLUTION:
+            if position == 1:
+                return DEFAULT_BASIS  # OCANNL infers a kernel as a default dim
+            return self._merge_bases(
+                linear, values[axis if position == 0 else 0], values[1]
+            )
+        if kind == LinearKind.CONCAT:
+            parts = [v for i, v in enumerate(values[:-1]) if i != position]
+            basis = self._concat_basis(linear, parts)
+            if position == axis:
+                return basis
+            return self._concat_merge(linear, basis, _basis(values[axis]))
+        return DEFAULT_BASIS
+
+    def _merge_bases(self, linear: DimLinear, over: Dim, kernel: Dim) -> str:
+        """OCANNL's ``merge_derived_basis`` of a convolution's two sides."""
+        merged = _merge_basis(_basis(over), _basis(kernel))
+        if merged is None:
+            self._fail_linear(
+                linear,
+                f"convolution: conflicting dimension bases between stride and "
+                f"kernel ({_basis(over)} and {_basis(kernel)})",
+            )
+        return merged
+
+    def _concat_basis(self, linear: DimLinear, parts: Sequence[Dim]) -> str:
+        """The one named basis of a concatenation's known parts, or the default."""
+        named = sorted({b for b in map(_basis, parts) if b != DEFAULT_BASIS})
+        if len(named) > 1:
+            self._fail_linear(
+                linear,
+                f"concat: conflicting dimension bases ({' and '.join(named)})",
+            )
+        return named[0] if named else DEFAULT_BASIS
+
+    def _concat_merge(self, linear: DimLinear, parts: str, axis: str) -> str:
+        merged = _merge_basis(parts, axis)
+        if merged is None:
+            self._fail_linear(
+                linear, f"concat: conflicting dimension bases ({parts} and {axis})"
+            )
+        return merged
 
     def _fail_linear(self, linear: DimLinear, why: str) -> NoReturn:
         sizes = ", ".join(
@@ -887,3 +1251,24 @@ class Solver:
         ):
             trail.set_attr(self, name, {})
         trail.set_attr(self, "terminals", [])
+        trail.set_attr(self, "paddings", [])
+
+
+_HANDLERS: Final[dict[type, Callable[[Solver, Any], None]]] = {
+    RowIneq: Solver._add_row_ineq,
+    RowEq: Solver._add_row_eq,
+    DimIneq: Solver._add_dim_ineq,
+    DimEq: Solver._add_dim_eq,
+    Terminal: Solver.add_terminal,
+    PolicyMark: Solver._add_policy_mark,
+    TotalElems: Solver._add_total_elems,
+    DimAtLeast: Solver._add_dim_at_least,
+    DimLinear: Solver._add_dim_linear,
+    RowPrefix: Solver._add_row_prefix,
+    PaddedAxis: Solver.add_padding,
+    CaptureBind: Solver._bind,
+    SetDim: Solver._set,
+}
+"""What each kind of constraint does in :meth:`Solver.add` (a table of the
+class's functions, not of bound methods, which would make every solver a
+reference cycle that only the cyclic collector frees)."""

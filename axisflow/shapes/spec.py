@@ -5,9 +5,10 @@ Both share the row layout ``[batch "|"] [input "->"] output``: a spec without
 mentioned is closed and empty. A bare row (``"4"``) is the output row.
 
 **Shape specs** (leaves and parameters): a row is comma-separated sizes, a size
-is a positive integer with an optional basis label (``3@rgb``); ``...`` as the
-first item opens the row (a row variable in front). Examples: ``"8|3,5->4"``,
-``"->4"``, ``"4"``, ``"...|3->..."``, ``""`` (a scalar).
+is a positive integer with an optional basis label (``3@rgb``); ``...`` opens
+the row (a row variable; sizes written before it are the row's first axes).
+Examples: ``"8|3,5->4"``, ``"->4"``, ``"4"``, ``"...|3->..."``, ``"3,...,7"``,
+``""`` (a scalar).
 
 **Einsum specs**: ``operand;operand;...=>result``. A row is either single
 characters (``ij``) or, when it contains a comma, comma-separated names
@@ -15,8 +16,8 @@ characters (``ij``) or, when it contains a comma, comma-separated names
 spec), ``_`` (a placeholder axis, fresh each time), an integer (a fixed index:
 the axis has at least index+1 positions), ``...`` (the kind's row variable,
 shared across the spec's tensors) or ``..name..`` (a named row variable shared
-across kinds). A row variable must come first in its row; a row without one is
-closed.
+across kinds); items may come before and after it (OCANNL's ``beg_dims``). A
+row has at most one row variable; a row without one is closed.
 
 Malformed specs raise :class:`~axisflow.shapes.errors.SpecError` naming the
 spec and the 0-based position of the problem. Parses are cached: a spec string
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from axisflow.numerals import NumeralError, ascii_digits_end, is_ascii_digit, natural
+from axisflow.shapes.constraints import LinearKind
 from axisflow.shapes.errors import SpecError
 from axisflow.shapes.terms import Dim, DimVar, Kind, Row, RowVar, Size
 
@@ -44,10 +46,16 @@ _NAMED_VAR_RE = re.compile(r"\.\.([A-Za-z_][A-Za-z0-9_]*)\.\.")
 
 @dataclass(frozen=True)
 class RowSpec:
-    """A row of a shape spec: sizes, open (``...`` in front) or closed."""
+    """A row of a shape spec: sizes, open (``...``) or closed.
+
+    ``sizes`` are the axes after ``...`` (all of them in a closed row);
+    ``beg`` the axes written before it (OCANNL's ``beg_dims``: ``"3,...,7"``
+    is a 3, then any number of axes, then a 7).
+    """
 
     sizes: tuple[Size, ...]
     is_open: bool
+    beg: tuple[Size, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,6 +156,15 @@ class EinsumSpec:
     operands: tuple[TensorLabels, ...]
     result: TensorLabels
 
+    def row_var_names(self) -> set[str]:
+        """The names of the spec's ``..name..`` row variables."""
+        return {
+            row.var
+            for tensor in (*self.operands, self.result)
+            for kind in Kind
+            if (row := tensor.row(kind)).var
+        }
+
     def labels(self) -> set[str]:
         """Every label name the spec uses (also inside affine and concatenated axes)."""
         names: set[str] = set()
@@ -237,20 +254,17 @@ def _comma_items(spec: str, start: int, end: int) -> list[tuple[int, str]]:
 
 def _parse_shape_row(spec: str, start: int, end: int) -> RowSpec:
     sizes: list[Size] = []
+    beg: tuple[Size, ...] = ()
     is_open = False
-    for index, (pos, item) in enumerate(_comma_items(spec, start, end)):
+    for pos, item in _comma_items(spec, start, end):
         if not item:
             raise SpecError(spec, pos, "empty item in a row", _SHAPE_SPEC)
         if item == "...":
-            if index != 0:
-                raise SpecError(
-                    spec,
-                    pos,
-                    "'...' must come first in its row "
-                    "(broadcasting in the middle is not supported)",
-                    _SHAPE_SPEC,
-                )
+            if is_open:
+                raise SpecError(spec, pos, "a row has at most one '...'", _SHAPE_SPEC)
             is_open = True
+            beg = tuple(sizes)
+            sizes = []
             continue
         match = _SIZE_RE.match(item)
         if match is None:
@@ -266,7 +280,7 @@ def _parse_shape_row(spec: str, start: int, end: int) -> RowSpec:
             raise SpecError(spec, pos, f"a size must be positive, got {n}", _SHAPE_SPEC)
         basis = match.group(2)
         sizes.append(Size(n) if basis is None else Size(n, basis))
-    return RowSpec(tuple(sizes), is_open)
+    return RowSpec(tuple(sizes), is_open, beg)
 
 
 @lru_cache(maxsize=4096)
@@ -301,6 +315,7 @@ _AFFINE_RE = re.compile(
     r"(?:\+(?:(?P<dilation>[A-Za-z0-9_]+)\*)?(?P<kernel>[A-Za-z][A-Za-z0-9_']*))?\Z"
 )
 _CONCAT_RE = re.compile(r"[A-Za-z][A-Za-z0-9_']*(?:\^[A-Za-z][A-Za-z0-9_']*)+\Z")
+_OPERATOR_SPACES = re.compile(r"\s*([*+=<^])\s*")
 _MULTICHAR_TRIGGERS = frozenset(",*+^<=")
 """Characters that put a row in multi-character mode (OCANNL's ``Lexer.is_multichar``;
 ``=`` of ``=>`` never reaches a row)."""
@@ -404,7 +419,12 @@ def _label_tokens(
         for pos, token in tokens:
             if not token:
                 raise SpecError(spec, pos, "empty item in a row", _EINSUM_SPEC)
-        return tokens, True
+        # OCANNL's lexer skips spaces between the tokens of an affine or
+        # concatenated item ("2*i + 1", "oh< + wh"); spaces between two names
+        # stay and are refused (they are no single item).
+        return [
+            (pos, _OPERATOR_SPACES.sub(r"\1", token)) for pos, token in tokens
+        ], True
     tokens: list[tuple[int, str]] = []
     pos = start
     while pos < end:
@@ -493,12 +513,7 @@ def _check_name_clash(parsed: EinsumSpec) -> None:
     """A name is a dim label or a row variable, not both (OCANNL's
     ``check_dim_row_var_name_clash``): ``..d..`` and ``d`` in one spec would
     make one name stand for an axis and for a run of axes."""
-    row_vars = {
-        tensor.row(kind).var
-        for tensor in (*parsed.operands, parsed.result)
-        for kind in Kind
-    }
-    clashes = sorted(parsed.labels() & {v for v in row_vars if v})
+    clashes = sorted(parsed.labels() & parsed.row_var_names())
     if clashes:
         name = clashes[0]
         match = re.search(rf"\.\.{re.escape(name)}\.\.", parsed.text)
@@ -512,9 +527,10 @@ def _check_name_clash(parsed: EinsumSpec) -> None:
 
 # ------------------------------------------------------- einsum spec-to-rows
 
-LinearAxis = tuple[tuple[tuple[int, Dim], ...], int, tuple[str, ...], str]
-"""An affine or concatenated axis as ``(terms, const, names, text)``: the
-equation ``Σ coeff·dim + const = 0``, the dims' names and the axis as written."""
+LinearAxis = tuple[tuple[tuple[int, Dim], ...], int, tuple[str, ...], str, LinearKind]
+"""An affine or concatenated axis as ``(terms, const, names, text, kind)``: the
+equation ``Σ coeff·dim + const = 0``, the dims' names, the axis as written and
+the kind of equation (:class:`~axisflow.shapes.constraints.LinearKind`)."""
 
 
 @dataclass
@@ -526,7 +542,12 @@ class EinsumRows:
     variables (``...`` per kind, then ``..name..``); ``at_least`` the fixed
     indices' minima; ``linears`` the affine and concatenated axes;
     ``prefixes`` the axes written before a row variable, as ``(s, beg, r)``
-    for ``s = [beg..., ...r]``.
+    for ``s = [beg..., ...r]``; ``named_rows`` the ``..name..`` row variables
+    by name (what a capture of ``name`` binds); ``paddings`` the padded
+    convolution axes as ``(tensor, kind, index, kernel)``: the tensor's
+    position (the operands, then the result), the axis's index in its row
+    (from the front for an axis before the row variable, else negative, from
+    the end) and the kernel's variable.
     """
 
     operands: list[tuple[Row, Row, Row]]
@@ -536,6 +557,8 @@ class EinsumRows:
     at_least: list[tuple[DimVar, int]]
     linears: list[LinearAxis]
     prefixes: list[tuple[RowVar, tuple[Dim, ...], RowVar]]
+    named_rows: dict[str, RowVar]
+    paddings: list[tuple[int, Kind, int, DimVar]]
 
 
 def unpadded_convolution(parsed: EinsumSpec) -> Affine | None:
@@ -589,8 +612,16 @@ def einsum_rows(
             over = label_var(item.over)
             if item.kernel is None or item.use_padding:
                 # Strided or padded: the axis has stride * over positions.
+                if item.kernel is not None:
+                    label_var(item.kernel)  # a label of the spec all the same
                 linears.append(
-                    (((item.stride, over), (-1, var)), 0, (item.over, text), text)
+                    (
+                        ((item.stride, over), (-1, var)),
+                        0,
+                        (item.over, text),
+                        text,
+                        LinearKind.STRIDE,
+                    )
                 )
             else:
                 # stride * (over - 1) + dilation * (kernel - 1) + 1 positions.
@@ -601,12 +632,35 @@ def einsum_rows(
                         1 - item.stride - item.dilation,
                         (item.over, item.kernel, text),
                         text,
+                        LinearKind.CONVOLUTION,
                     )
                 )
         elif isinstance(item, Concat):
             parts = tuple((1, label_var(label)) for label in item.labels)
-            linears.append(((*parts, (-1, var)), 0, (*item.labels, text), text))
+            linears.append(
+                (
+                    (*parts, (-1, var)),
+                    0,
+                    (*item.labels, text),
+                    text,
+                    LinearKind.CONCAT,
+                )
+            )
         return var
+
+    paddings: list[tuple[int, Kind, int, DimVar]] = []
+
+    def note_padding(
+        tensor: int, kind: Kind, items: tuple[LabelItem, ...], front: bool
+    ) -> None:
+        for index, item in enumerate(items):
+            if (
+                isinstance(item, Affine)
+                and item.use_padding
+                and item.kernel is not None
+            ):
+                position = index if front else index - len(items)
+                paddings.append((tensor, kind, position, label_var(item.kernel)))
 
     def spec_row(row: LabelRow, kind: Kind) -> Row:
         dims: list[Dim] = [item_dim(item) for item in row.items]
@@ -636,6 +690,11 @@ def einsum_rows(
 
     operands = [tensor_rows(tensor) for tensor in parsed.operands]
     result = tensor_rows(parsed.result)
+    for position, tensor in enumerate((*parsed.operands, parsed.result)):
+        for kind in Kind:
+            row = tensor.row(kind)
+            note_padding(position, kind, row.beg, True)
+            note_padding(position, kind, row.items, False)
     return EinsumRows(
         operands,
         result,
@@ -644,4 +703,6 @@ def einsum_rows(
         at_least,
         linears,
         prefixes,
+        named_vars,
+        paddings,
     )

@@ -7,8 +7,10 @@ the solver, refuse reads of discarded shapes or while forcing is guarded).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Literal, Protocol
 
 from axisflow.shapes.errors import ShapeError
@@ -49,6 +51,11 @@ Role = Literal["leaf", "param", "fresh", "result"]
 ROW_ATTRS = tuple(kind.value for kind in KINDS)  # Shape's attributes, in row order
 
 
+NO_MARGINS: Mapping[Kind, tuple[tuple[int, int], ...]] = MappingProxyType({})
+"""The margins of a shape no padded convolution reads (one read-only mapping
+shared by every shape: a dict per shape would cost memory per tensor)."""
+
+
 @lru_cache(maxsize=4096)
 def shape_sides(name: str) -> tuple[Side, Side, Side]:
     """The sides naming a shape's batch, input and output rows in origins.
@@ -75,6 +82,7 @@ class Shape:
         "created_at",
         "discarded",
         "input",
+        "margins",
         "name",
         "output",
         "registered_at",
@@ -88,6 +96,7 @@ class Shape:
         input_: Row,
         output: Row,
         sides: tuple[Side, Side, Side] | None = None,
+        created_at: int | None = None,
     ):
         self._session = session
         self.name = name
@@ -99,7 +108,9 @@ class Shape:
         # on this): a shape made after ``var_mark()`` was read has
         # ``created_at >= mark``, one made before has ``created_at < mark``. A
         # shape scheme tells the shapes its function made from older ones so.
-        self.created_at = session._mint()
+        # Shapes made together may share one tick (``created_at``: the
+        # internal shapes of one scheme application share its int object).
+        self.created_at = session._mint() if created_at is None else created_at
         # The closing count when the shape was registered (-1: never), so that
         # registering twice before one closing registers once.
         self.registered_at = -1
@@ -107,6 +118,9 @@ class Shape:
             sides if sides is not None else shape_sides(name)
         )
         self._fast: object = None
+        # Padding margins per kind (published by closing, see ``padding``;
+        # closing replaces the mapping, so all shapes start with one empty).
+        self.margins: Mapping[Kind, tuple[tuple[int, int], ...]] = NO_MARGINS
 
     @property
     def session(self) -> ShapeOwner:
@@ -160,6 +174,22 @@ class Shape:
         )
         return (batch, input_, output)
 
+    def padding(self, kind: Kind | str) -> tuple[tuple[int, int], ...] | None:
+        """The padding margins of the row of one kind, as closing published them.
+
+        ``None`` when no axis of the row is the input of a padded convolution
+        (OCANNL's ``batch_padding``/``input_padding``/``output_padding``);
+        otherwise one ``(before, after)`` pair per axis, ``(0, 0)`` for an
+        axis no padded convolution reads. For a kernel of size ``k`` an axis
+        has ``(k + 1) // 2`` positions of padding after it and the rest of
+        ``k`` before (a 3-wide kernel: ``(1, 2)``); several convolutions on
+        one axis take the widest margins.
+        """
+        margins = self.margins.get(Kind(kind)) if kind in KINDS else None
+        if margins is None:
+            self.row(kind)  # an unknown kind: the error names the kinds
+        return margins
+
     def __repr__(self) -> str:
         return f"<Shape {self.name}: {format_concrete_shape(self.rows())}>"
 
@@ -206,6 +236,7 @@ class FastShape(Shape):
         self.registered_at = -1
         self._sides = None  # see Shape.side
         self._fast = record
+        self.margins = NO_MARGINS
 
     @property
     def batch(self) -> Row:  # type: ignore[override]

@@ -97,13 +97,18 @@ class _Object:
     size: int
     start: int
     end: int
+    depth: int = 0
 
 
 def schedule_peak(text: str, forest: Forest) -> int:
     """The peak live bytes of the printed ``sched.schedule``: every object
-    lives from its creation to its last read; brute force over positions."""
+    lives from its creation to its last use; a use inside a loop nested in
+    the object's scope keeps it to that loop's closing brace (every
+    iteration needs it). Brute force over positions."""
     built = set(re.findall(r"sched\.build @(\w+)", text))
     scopes: list[dict[str, _Object]] = [{}]
+    used_inside: list[list[_Object]] = [[]]
+    """Per scope: the objects of outer scopes its body uses."""
     objects: list[_Object] = []
     position = 0
 
@@ -112,6 +117,16 @@ def schedule_peak(text: str, forest: Forest) -> int:
             if name in scope:
                 return scope[name]
         raise AssertionError(f"@{name} read but not stored")
+
+    def use(found: _Object) -> None:
+        if found.depth == len(scopes) - 1:
+            found.end = position
+        else:
+            used_inside[found.depth + 1].append(found)
+
+    def store(name: str, size: int) -> None:
+        scopes[-1][name] = _Object(size, position, position, len(scopes) - 1)
+        objects.append(scopes[-1][name])
 
     inside = False
     for raw in text.splitlines():
@@ -124,33 +139,32 @@ def schedule_peak(text: str, forest: Forest) -> int:
         position += 1
         if line.startswith("sched.loop"):
             scopes.append({})
+            used_inside.append([])
         elif line == "}":
             if len(scopes) == 1:
                 break
+            for found in used_inside.pop():
+                found.end = position
             scopes.pop()
         elif m := re.match(r"sched\.build @(\w+).* bytes (\d+)", line):
             for factor in forest.factors[m.group(1)]:
                 if factor in built:
-                    find(factor).end = position
-            scopes[-1][m.group(1)] = _Object(int(m.group(2)), position, position)
-            objects.append(scopes[-1][m.group(1)])
+                    use(find(factor))
+            store(m.group(1), int(m.group(2)))
         elif m := re.match(r"sched\.buffer @(\w+).* bytes (\d+)", line):
-            scopes[-1]["buffer:" + m.group(1)] = _Object(
-                int(m.group(2)), position, position
-            )
-            objects.append(scopes[-1]["buffer:" + m.group(1)])
+            store("buffer:" + m.group(1), int(m.group(2)))
         elif m := re.match(r"sched\.(scatter|accumulate) @(\w+)", line):
             piece = scopes[-1].pop(m.group(2))
             piece.end = position
             buffer = find("buffer:" + m.group(2))
-            buffer.end = position
+            use(buffer)
             for scope in scopes:  # readers now find the buffer under the value's name
                 if "buffer:" + m.group(2) in scope:
                     scope[m.group(2)] = buffer
         elif (m := re.match(r"sched\.output @\w+ = @(\w+)", line)) and m.group(
             1
         ) in built:
-            find(m.group(1)).end = position
+            use(find(m.group(1)))
     return max(
         (
             sum(o.size for o in objects if o.start <= p <= o.end)

@@ -2,30 +2,125 @@
 
 from __future__ import annotations
 
+import tracemalloc
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
 from axisflow.scheduling.contraction import (
+    SCALED_CHUNK,
     Contraction,
     EvaluationMemoryError,
     MemoryGuard,
+    add_scaled,
 )
 
 
-@pytest.mark.parametrize("size", [2, 40])  # direct einsum, then a cached path
-def test_contraction_matches_einsum_and_caches_per_shape(size: int) -> None:
+@pytest.fixture
+def matrix_products(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The operands of every ``numpy.matmul`` call while the test runs."""
+    products: list[object] = []
+    matmul = np.matmul
+
+    def spy(*operands: np.ndarray) -> np.ndarray:
+        products.append(operands)
+        return matmul(*operands)
+
+    monkeypatch.setattr(np, "matmul", spy)
+    return products
+
+
+@pytest.mark.parametrize("size", [2, 40])  # direct einsum, then a matrix product
+def test_contraction_matches_einsum(size: int, matrix_products: list[object]) -> None:
     rng = np.random.default_rng(1)
     a = rng.standard_normal((size, 3, size))
-    b = rng.standard_normal((size, 3, 4))
-    # node modes x y z w: result (x, w), y summed, z Hadamard then summed
+    b = rng.standard_normal((3, size, 4))
+    # node modes x y z w: result (x, w), y and z summed
     contraction = Contraction(
-        "v", ["x", "w", "y", "z"], [["x", "y", "z"], ["z", "y", "w"]], ["x", "w"]
+        "v", ["x", "w", "y", "z"], [["x", "y", "z"], ["y", "z", "w"]], ["x", "w"]
     )
-    expected = np.einsum("xyz,zyw->xw", a, b)
+    expected = np.einsum("xyz,yzw->xw", a, b)
     np.testing.assert_allclose(contraction([a, b]), expected, rtol=1e-12)
-    np.testing.assert_allclose(contraction([a, b]), expected, rtol=1e-12)
-    assert len(contraction.paths) == 1
-    assert (contraction.paths[(a.shape, b.shape)] is None) == (size == 2)
+    assert len(matrix_products) == (size == 40)
+
+
+def measured(call: Callable[[], np.ndarray]) -> tuple[np.ndarray, int]:
+    """The result of ``call`` and the peak bytes traced while it ran."""
+    call()  # warm NumPy's caches
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        result = call()
+        return result, tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "output", "cut", "matmul"),
+    [
+        ("xyz", "yzw", "wx", False, True),  # a matrix product, result transposed
+        ("xyz", "zyw", "xw", False, False),  # summed modes that group in neither
+        ("xyz", "yzw", "xw", True, False),  # cut operands: the groups are strided
+        ("xyz", "zyw", "xyw", False, True),  # y kept from both: a stack axis
+        ("xy", "zyw", "xw", False, False),  # z summed in one operand: direct einsum
+    ],
+)
+def test_a_contraction_allocates_its_result_only(
+    left: str,
+    right: str,
+    output: str,
+    cut: bool,
+    matmul: bool,
+    matrix_products: list[object],
+) -> None:
+    extent = {"x": 60, "y": 50, "z": 40, "w": 30}
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal([extent[c] for c in left])
+    b = rng.standard_normal([extent[c] for c in right])
+    if cut:  # every mode cut to part of its range: strided operands
+        a, b = a[:-3, 1:, :-2], b[1:, :-2, 2:]
+    node = sorted(set(left) | set(right))
+    contraction = Contraction("v", node, [list(left), list(right)], list(output))
+    result, peak = measured(lambda: contraction([a, b]))
+    assert bool(matrix_products) == matmul
+    np.testing.assert_allclose(
+        result, np.einsum(f"{left},{right}->{output}", a, b), rtol=1e-10
+    )
+    # the operands are 480 KB and more; NumPy's iterator buffers stay below
+    assert peak - result.nbytes < 2 * 64 * 1024 + 4096
+
+
+@pytest.mark.parametrize("coeff", [1.0, -1.0, 0.5, -3.0])
+def test_add_scaled_adds_without_a_copy_of_the_array(coeff: float) -> None:
+    rng = np.random.default_rng(3)
+    target = rng.standard_normal((80, 60, 40))
+    array = rng.standard_normal((40, 60, 80)).transpose(2, 1, 0)  # 1.5 MB
+    expected = target + coeff * array
+
+    def add() -> np.ndarray:
+        add_scaled(target, array, coeff)
+        return target
+
+    target_before = target.copy()
+    measured(add)  # adds twice (a warm-up first)
+    np.testing.assert_allclose(target, target_before + 2 * coeff * array)
+    target[...] = target_before
+    add()
+    np.testing.assert_allclose(target, expected, rtol=1e-12)
+    _, peak = measured(lambda: np.zeros(0))
+    assert peak < 1024
+    target[...] = target_before
+    _, peak = measured(add)
+    assert peak <= SCALED_CHUNK + 64 * 1024 + 4096  # a chunk and NumPy's buffer
+
+
+def test_add_scaled_reaches_a_zero_dimensional_target() -> None:
+    target = np.zeros(())
+    add_scaled(target[...], np.asarray(2.0), 1.5)
+    assert float(target) == 3.0
 
 
 def test_memory_guard_refuses_before_allocating() -> None:

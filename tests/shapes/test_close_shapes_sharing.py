@@ -20,7 +20,8 @@ from xdsl.context import Context
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException
 
-from axisflow.passes.close_shapes import CloseShapesPass, ProgramEvaluator
+from axisflow.dialects.tprog_eval import ProgramEvaluator
+from axisflow.passes.close_shapes import CloseShapesPass
 from axisflow.passes.generalize_shapes import GeneralizeShapesPass
 from axisflow.shapes import scheme
 from tests.conftest import parse
@@ -61,7 +62,14 @@ def outcome(text: str, calls: str) -> str:
 
 @st.composite
 def shared_modules(draw: st.DrawFn) -> Module:
-    """Modules whose function is called at two to four module-level sites."""
+    """Modules applying their functions at two to four module-level sites.
+
+    ``@f`` has a generated body (strided, convolution and concatenated axes
+    and capture labels among its einsums); ``@g``, when there is one, applies
+    ``@f`` in its body, once or twice, so that ``@g``'s trace applies
+    ``@f``'s scheme. A module-level ``set_dim`` of the label ``i`` may come
+    before the calls or between them.
+    """
     lines: list[str] = []
     anchors = []
     for i in range(draw(st.integers(0, 2))):
@@ -78,10 +86,33 @@ def shared_modules(draw: st.DrawFn) -> Module:
     else:
         lines += draw(bodies(arity, anchors, "f"))
     lines.append("}")
+    functions = [("f", arity)]
+    if draw(st.booleans()):
+        lines.append("tprog.func @g(%ga0: !tprog.tensor) -> !tprog.tensor {")
+        call_args = ", ".join(["%ga0"] * arity)
+        lines.append(f'  %gi = tprog.call @f({call_args}) at "in-g" : !tprog.tensor')
+        lines.append("  %go = tprog.pointwise %gi, %ga0")
+        if draw(st.booleans()):
+            again = ", ".join(["%go"] * arity)
+            lines.append(f'  %gj = tprog.call @f({again}) at "again" : !tprog.tensor')
+            lines.append("  tprog.return %gj")
+        else:
+            lines.append("  tprog.return %go")
+        lines.append("}")
+        functions.append(("g", 1))
+    set_dim_at = draw(st.sampled_from((None, 0, 1)))
+    set_dim = f'tprog.set_dim "i" = {draw(st.sampled_from((1, 3)))}'
     results: list[str] = []
-    for call in range(draw(st.integers(2, 4))):
+    sites = draw(st.integers(2, 4))
+    for call in range(sites):
+        name, count = draw(st.sampled_from(functions))
+        if call >= sites - 2 and len(functions) > 1:
+            # Each function has a module-level site.
+            name, count = functions[sites - 1 - call]
+        if call == set_dim_at:
+            lines.append(set_dim)
         args = []
-        for position in range(arity):
+        for position in range(count):
             if results and draw(st.integers(0, 2)) == 0:
                 args.append(draw(st.sampled_from(results)))
             else:
@@ -99,7 +130,7 @@ def shared_modules(draw: st.DrawFn) -> Module:
                 f"%u{call} = tprog.{kind} {draw(st.sampled_from(anchors))}, {other}"
             )
         lines.append(
-            f'%y{call} = tprog.call @f({", ".join(args)}) at "c{call}" : !tprog.tensor'
+            f'%y{call} = tprog.call @{name}({", ".join(args)}) at "c{call}" : !tprog.tensor'
         )
         results.append(f"%y{call}")
     return Module("\n".join(lines))
@@ -171,7 +202,66 @@ def test_a_failing_shared_call_reports_the_re_evaluation_diagnostic() -> None:
     assert "shape scheme" not in shared
 
 
-def test_functions_whose_bodies_reach_outside_are_re_evaluated() -> None:
+def traces_of(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> tuple[ProgramEvaluator, list[str]]:
+    """Evaluate a module sharing calls; the labels of the traces, in order."""
+    traced: list[str] = []
+    real_trace = scheme.trace
+
+    def counting(*args: object, **kwargs: object) -> scheme.Scheme:
+        traced.append(str(kwargs["label"]))
+        return real_trace(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scheme, "trace", counting)
+    evaluator = ProgramEvaluator(parse(text), share_calls=True)
+    evaluator.evaluate()
+    return evaluator, traced
+
+
+def served(evaluator: ProgramEvaluator) -> dict[str, str]:
+    """Each call site's status in the report, by its application site."""
+    return {
+        call.application.data: status  # type: ignore[attr-defined]
+        for call, status in evaluator.call_report.status.items()
+    }
+
+
+NESTED = """
+%w = tprog.param "...->4"
+tprog.func @linear(%x: !tprog.tensor) -> !tprog.tensor {
+  %h = tprog.compose %w, %x
+  tprog.return %h
+}
+tprog.func @block(%x: !tprog.tensor) -> !tprog.tensor {
+  %a = tprog.call @linear(%x) at "first" : !tprog.tensor
+  %r = tprog.pointwise %a {fn = "relu"}
+  %b = tprog.call @linear(%r) at "second" : !tprog.tensor
+  tprog.return %b
+}
+%p = tprog.leaf "2|->4"
+%q = tprog.leaf "5|->4"
+%yp = tprog.call @block(%p) at "p" : !tprog.tensor
+%yq = tprog.call @block(%q) at "q" : !tprog.tensor
+"""
+
+
+def test_nested_calls_are_served_bottom_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The callee is traced first; the caller's trace applies its scheme, so
+    the caller's scheme carries it and no body runs at the two sites."""
+    evaluator, traced = traces_of(monkeypatch, NESTED)
+    assert traced == ["linear", "block"]
+    assert served(evaluator) == dict.fromkeys(
+        ["first", "second", "p", "q"], "by a scheme"
+    )
+    shared = outcome(NESTED, "shared")
+    assert shared == outcome(NESTED, "re-evaluate")
+    assert 'tprog.call @block(%q) at "q" : !tprog.tensor<"5|4">' in shared
+
+
+def test_capture_labels_are_carried_and_a_single_call_is_re_evaluated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     text = """
 tprog.func @cap(%in: !tprog.tensor) -> !tprog.tensor {
   %s = tprog.einsum "...|i=>...|i" (%in) capture ["i"]
@@ -184,32 +274,102 @@ tprog.func @once(%in: !tprog.tensor) -> !tprog.tensor {
 %a = tprog.leaf "2|->3"
 %b = tprog.leaf "4|->3"
 %ya = tprog.call @cap(%a) at "a" : !tprog.tensor
+tprog.set_dim "i" = 3
 %yb = tprog.call @cap(%b) at "b" : !tprog.tensor
 %yc = tprog.call @once(%b) at "c" : !tprog.tensor
 """
-    evaluator = ProgramEvaluator(parse(text), share_calls=True)
-    # A capture label is module-level state; a single call gains nothing.
-    assert not evaluator.share_calls
+    evaluator, traced = traces_of(monkeypatch, text)
+    assert traced == ["cap"]
+    assert served(evaluator) == {
+        "a": "by a scheme",
+        "b": "by a scheme",
+        "c": "re-evaluated: @once is called once (one run costs less than a trace "
+        "and an application)",
+    }
+    assert evaluator.session.refs[0].value == 3
     assert outcome(text, "shared") == outcome(text, "re-evaluate")
 
 
-def test_a_function_no_scheme_can_carry_is_re_evaluated_at_each_call() -> None:
-    # An affine axis is a pending equation shape schemes refuse to trace.
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (
+            "tprog.total_elems %in = 12 bytes",
+            "total_elems 'in' (<12 bytes at the tensor's precision> elements) has a "
+            "precision-dependent element count",
+        ),
+        (
+            'tprog.set_dim "h" = 3',
+            "set_dim on the capture reference 'h', made outside the traced window",
+        ),
+        ("tprog.close", "the function forces dims (closing the session)"),
+    ],
+)
+def test_what_no_scheme_carries_is_re_evaluated_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch, body: str, why: str
+) -> None:
+    """The trace refuses (the specification's three refusals); the function
+    and the function calling it are re-evaluated at every call, and the
+    report says why. An element count that is not precision-dependent is
+    carried (``@counted``)."""
+    text = f"""
+tprog.func @odd(%in: !tprog.tensor) -> !tprog.tensor {{
+  %e = tprog.einsum "h=>h" (%in) capture ["h"]
+  {body}
+  tprog.return %e
+}}
+tprog.func @outer(%in: !tprog.tensor) -> !tprog.tensor {{
+  %o = tprog.call @odd(%in) at "inside" : !tprog.tensor
+  tprog.return %o
+}}
+tprog.func @counted(%in: !tprog.tensor) -> !tprog.tensor {{
+  tprog.total_elems %in = 3
+  tprog.return %in
+}}
+%a = tprog.leaf "3"
+%ya = tprog.call @outer(%a) at "a" : !tprog.tensor
+%yb = tprog.call @outer(%a) at "b" : !tprog.tensor
+%ca = tprog.call @counted(%a) at "ca" : !tprog.tensor
+%cb = tprog.call @counted(%a) at "cb" : !tprog.tensor
+"""
+    evaluator, traced = traces_of(monkeypatch, text)
+    assert traced == ["odd", "counted"]  # @outer is not tried: it runs @odd
+    report = served(evaluator)
+    refusal = f"re-evaluated: tracing the shape scheme odd: {why}"
+    assert report["inside"].startswith(refusal)
+    assert report["a"] == report["b"]
+    assert report["a"].startswith(
+        f"re-evaluated: it calls @odd, which is re-evaluated: tracing the shape "
+        f"scheme odd: {why}"
+    )
+    assert report["ca"] == report["cb"] == "by a scheme"
+    assert outcome(text, "shared") == outcome(text, "re-evaluate")
+
+
+def test_recursion_is_refused_with_a_located_error() -> None:
+    """A recursive function is not traced; its call fails as re-evaluation's
+    does, at the call that closes the cycle."""
     text = """
-tprog.func @pool(%in: !tprog.tensor) -> !tprog.tensor {
-  %y = tprog.einsum "2*o=>o" (%in)
-  tprog.return %y
+tprog.func @even(%in: !tprog.tensor) -> !tprog.tensor {
+  %o = tprog.call @odd(%in) at "to-odd" : !tprog.tensor
+  tprog.return %o
 }
-%a = tprog.leaf "6"
-%b = tprog.leaf "10"
-%ya = tprog.call @pool(%a) at "a" : !tprog.tensor
-%yb = tprog.call @pool(%b) at "b" : !tprog.tensor
+tprog.func @odd(%in: !tprog.tensor) -> !tprog.tensor {
+  %e = tprog.call @even(%in) at "to-even" : !tprog.tensor
+  tprog.return %e
+}
+%a = tprog.leaf "3"
+%ya = tprog.call @even(%a) at "a" : !tprog.tensor
+%yb = tprog.call @even(%a) at "b" : !tprog.tensor
 """
     evaluator = ProgramEvaluator(parse(text), share_calls=True)
-    assert evaluator.share_calls
-    evaluator.evaluate()
-    assert not evaluator.shared  # refused once, then re-evaluated
+    assert not evaluator.share_calls
+    assert evaluator.not_shared == {
+        "even": "@even is recursive (a call cycle cannot be traced)",
+        "odd": "@odd is recursive (a call cycle cannot be traced)",
+    }
     shared = outcome(text, "shared")
     assert shared == outcome(text, "re-evaluate")
-    assert 'tprog.call @pool(%a) at "a" : !tprog.tensor<"3">' in shared
-    assert 'tprog.call @pool(%b) at "b" : !tprog.tensor<"5">' in shared
+    assert shared.startswith(
+        "error: tprog.call: recursive call @even -> @odd -> @even cannot be evaluated"
+    )

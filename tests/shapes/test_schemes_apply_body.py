@@ -105,40 +105,44 @@ def written(
 # then results, one per row kind), the anchor's equality (only w's open
 # input row: its batch and output rows were concrete at the trace and still
 # are), the loose variables' ties, the compiled facts (the presolved rows of
-# ``h`` appear as their value ``[]``), the policy marks of the rows still
-# open and the capture binding. d92 onwards are the application's renamed
+# ``h`` appear as their value ``[]``: its batch row; its input and output
+# rows, the only ones ``z``'s broadcast from and empty here, are not
+# presolved, as closing may merge them with ``z``'s), the policy marks of
+# the rows still open and the capture binding. d92 onwards are the application's renamed
 # variables (r76 to r90 the leaves' and placeholders' rows, d5 and r6 the
 # loose old variables, r1 w's input row).
 WRITTEN = [
     "[] = [...r76]  (argument 'a0' of x0 (argument 0)",
     "[] = [...r77]  (argument 'a0' of x0 (argument 0)",
     "[...r97, d92, d93] = [...r78]  (argument 'a0' of x0 (argument 0)",
-    "[...r101] = [...r80]  (argument 'a1' of x1 (argument 1)",
+    "[...r103] = [...r80]  (argument 'a1' of x1 (argument 1)",
     "[] = [...r81]  (argument 'a1' of x1 (argument 1)",
     "[d94] = [...r82]  (argument 'a1' of x1 (argument 1)",
     "[...r98] = [...r84]  (result 'z' of r0 (result 0)",
     "[...r99] = [...r85]  (result 'z' of r0 (result 0)",
     "[...r100, 4] = [...r86]  (result 'z' of r0 (result 0)",
-    "[...r101] = [...r88]  (result 'g' of r1 (result 1)",
+    "[...r103] = [...r88]  (result 'g' of r1 (result 1)",
     "[] = [...r89]  (result 'g' of r1 (result 1)",
     "[d94] = [...r90]  (result 'g' of r1 (result 1)",
-    "[...r102, d95, d96] = [...r1]  (anchor 'w' (a pre-existing shape)",
+    "[...r104, d95, d96] = [...r1]  (anchor 'w' (a pre-existing shape)",
     "d94 = d5  (fixed variable 'd5'",
-    "[...r101] = [...r6]  (fixed variable 'r6'",
+    "[...r103] = [...r6]  (fixed variable 'r6'",
     "d96 ⊑ d93  (compose 'h' of w, x0",
     "d95 ⊑ d92  (compose 'h' of w, x0",
     "4 ⊑ d94  (pointwise 'z' of h, x1",
     "d93 >= 3  (einsum 'y' of x0 (spec '...,i,2=>...,i')",
     "[...r98] ⊑ []  (pointwise 'z' of h, x1",
-    "[...r99] ⊑ []  (pointwise 'z' of h, x1",
-    "[...r100] ⊑ []  (pointwise 'z' of h, x1",
-    "[...r102] ⊑ [...r97]  (compose 'h' of w, x0",
-    "[...r98] ⊑ [...r101]  (pointwise 'z' of h, x1",
+    "[...r99] ⊑ [...r101]  (pointwise 'z' of h, x1",
+    "[...r100] ⊑ [...r102]  (pointwise 'z' of h, x1",
+    "[...r104] ⊑ [...r97]  (compose 'h' of w, x0",
+    "[...r98] ⊑ [...r103]  (pointwise 'z' of h, x1",
     "used_in_pointwise [...r99]  (policy mark 'pair'",
-    "used_in_spec_or_compose [...r97]  (policy mark 'pair'",
+    "used_in_pointwise [...r101]  (policy mark 'pair'",
     "safe_to_guess [...r102]  (policy mark 'pair'",
-    "used_in_spec_or_compose [...r102]  (policy mark 'pair'",
-    "used_in_spec_or_compose [...r101]  (policy mark 'pair'",
+    "used_in_spec_or_compose [...r97]  (policy mark 'pair'",
+    "safe_to_guess [...r104]  (policy mark 'pair'",
+    "used_in_spec_or_compose [...r104]  (policy mark 'pair'",
+    "used_in_spec_or_compose [...r103]  (policy mark 'pair'",
     "safe_to_guess [...r100]  (policy mark 'pair'",
     "capture 'h' := d94  (einsum 'g' of x1 (spec '...|h=>...|h')",
 ]
@@ -208,10 +212,11 @@ ORIGINS = [
 
 
 AFTER = {
-    # The renamed rows keep the trace's template depths (r102 is w's input
-    # tail r9 at depth 2, r100 z's output tail r4 at 1; h's presolved rows
-    # take none); r108 and r110 inherit theirs when Stage 1 solves r102, r98.
-    "row_gen": {102: 2, 100: 1, 108: 3, 110: 1},
+    # The renamed rows keep the trace's template depths (r104 is w's input
+    # tail r9 at depth 2, r100 z's output tail r4 and r102 h's at 1; h's
+    # presolved batch row takes none); r107 and r109 inherit theirs when
+    # Stage 1 solves r104, r98.
+    "row_gen": {102: 1, 104: 2, 100: 1, 107: 3, 109: 1},
     "results": (((7,), (), (4,)), ((7,), (), (4,))),
     "w": ((), (2, 6, 5), (4,)),
     "internal": [
@@ -242,7 +247,7 @@ def test_no_generalization_writes_the_same_parts_on_the_schemes_own_variables() 
     assert sites == {"SITE"}
     assert after == {
         **AFTER,
-        "row_gen": {63: 1, 69: 2, 75: 1, 97: 3, 99: 1},
+        "row_gen": {63: 1, 69: 2, 75: 1, 94: 3, 96: 1},
     }
 
 

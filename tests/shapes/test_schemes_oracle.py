@@ -1,7 +1,8 @@
 """Soundness oracle: applying a function's scheme is re-evaluating its body.
 
-For generated functions (pointwise, compose, transpose, einsum, internal
-leaves and parameters, totals, a capture input) over generated anchors
+For generated functions (pointwise, compose, transpose, einsum with plain,
+strided, convolution and concatenated axes and axes before a row variable,
+internal leaves and parameters, totals, a capture input) over generated anchors
 (pre-existing tensors, some open, some parameters) and generated call sites
 (concrete or open arguments, results of earlier calls, closings in between),
 two sessions run the same program: one re-evaluates the body at every call
@@ -33,6 +34,17 @@ EINSUM_SPECS = (
     "..b..|i;..b..|i=>..b..|i",
     "ij=>ji",
     "i;j=>ij",
+    # Pending equations: strided, convolution (padded, unpadded, dilated)
+    # and concatenated axes, and axes written before a row variable.
+    "2*o=>o",
+    "2*o=+k;k=>o",
+    "o<+k;k=>o",
+    "o<+2*k;k=>o",
+    "i;j=>i^j",
+    "i^j;j=>i",
+    "a,..r..=>..r..,a",
+    # A row variable named like the capture reference: a row capture.
+    "..i..|j=>..i..|j",
 )
 
 Dims = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
@@ -338,11 +350,89 @@ TRACER_TEMPLATE_MARK = Program(
 )
 
 
+# Presolving dims and rows with axes: an inequality into a closed row (an
+# einsum's one-axis input) whose operand, the argument's row, has two axes,
+# and one into a row with a size (a leaf's 2) whose operand has 3 there:
+# Stage 1's errors, which presolving the rest of the row must not skip.
+CLOSED_ROW_TOO_SHORT = Program(
+    anchors=(),
+    arity=1,
+    body=(Op("pointwise", (0,)), Op("einsum", (1,), spec="i->j=>j->i")),
+    results=(0,),
+    calls=((("leaf", "...|1,1->..."),),),
+    close_before=(False,),
+    set_dim=None,
+)
+SIZE_WRITTEN_IN_A_ROW = Program(
+    anchors=(),
+    arity=2,
+    body=(Op("leaf", spec="...|2,1->..."), Op("pointwise", (0, 2))),
+    results=(0,),
+    calls=((("leaf", "...|3,1->..."), ("leaf", None)),),
+    close_before=(False,),
+    set_dim=None,
+)
+
+
+# The soak (tests/shapes/oracle_soak.py) found: the result v1 broadcasts
+# only from v0's output row, whose bounds have no axes. Re-evaluation leaves
+# that row bare until closing, which merges it with v1's output row, and the
+# next call's total gives v1 (so v0) axes; presolving v0's row to [] had cut
+# the tie.
+RESULT_MERGED_WITH_PRESOLVED = Program(
+    anchors=(("leaf", "|->"),),
+    arity=2,
+    body=(
+        Op("compose", (2, 1)),
+        Op("pointwise", (2,)),
+        Op("total", (1,), count=3),
+        Op("compose", (4, 3)),
+    ),
+    results=(4,),
+    calls=(
+        (("leaf", "...|2,3->2,1"), ("leaf", "|...->")),
+        (("leaf", "...,3|...,2,3->1"), ("leaf", None)),
+        (("result", 0), ("result", 1)),
+    ),
+    close_before=(False, False, False),
+    set_dim=2,
+)
+
+
+# The soak found a program whose closing ran out of memory (both ways): the
+# einsum and the pointwise operation make a cycle of inequalities that
+# templates one axis per round, and every round doubled the relations the
+# solver re-emits (tests/shapes/test_shapes_solver_bounds.py has the rule).
+# Both ways now fail the closing at the rank limit.
+CYCLE_OF_INEQUALITIES = Program(
+    anchors=(("leaf", "|3->..."),),
+    arity=2,
+    body=(
+        Op("einsum", (1,), spec="...i=>...", capture=True),
+        Op("leaf", spec="...,1,3|...,2->1,1"),
+        Op("compose", (4, 4)),
+        Op("leaf", spec="3|1,2->1"),
+        Op("pointwise", (1, 3, 3)),
+    ),
+    results=(3,),
+    calls=(
+        (("leaf", "|3,3->1,3"), ("leaf", None)),
+        (("leaf", "|1->2,2"), ("result", 0)),
+    ),
+    close_before=(False, False),
+    set_dim=None,
+)
+
+
 @SETTINGS
 @given(programs())
+@example(CYCLE_OF_INEQUALITIES)
+@example(CLOSED_ROW_TOO_SHORT)
+@example(SIZE_WRITTEN_IN_A_ROW)
 @example(ANCHOR_ABOVE_PRESOLVED)
 @example(PARAMETER_ABOVE_PRESOLVED)
 @example(TRACER_TEMPLATE_MARK)
+@example(RESULT_MERGED_WITH_PRESOLVED)
 def test_instantiating_the_scheme_is_re_evaluating_the_body(program: Program) -> None:
     assert run(program, through_schemes=True) == run(program, through_schemes=False)
 

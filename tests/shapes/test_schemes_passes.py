@@ -17,7 +17,8 @@ from axisflow.dialects.tprog import (
     TensorType,
     ValueEntry,
 )
-from axisflow.passes.close_shapes import CloseShapesPass, Frame, ProgramEvaluator
+from axisflow.dialects.tprog_eval import Frame, ProgramEvaluator
+from axisflow.passes.close_shapes import CloseShapesPass
 from axisflow.passes.generalize_shapes import GeneralizeShapesPass
 from tests.conftest import parse
 

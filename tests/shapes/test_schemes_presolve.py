@@ -9,7 +9,9 @@ wrong join (a negative control).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import weakref
 from collections.abc import Sequence
 
 import pytest
@@ -22,7 +24,10 @@ from axisflow.shapes import Session, ShapeError, Tensor, scheme
 from axisflow.shapes.terms import Row, Size
 from tests.shapes.test_schemes_oracle import (
     ANCHOR_ABOVE_PRESOLVED,
+    CLOSED_ROW_TOO_SHORT,
     PARAMETER_ABOVE_PRESOLVED,
+    RESULT_MERGED_WITH_PRESOLVED,
+    SIZE_WRITTEN_IN_A_ROW,
     TRACER_TEMPLATE_MARK,
     Op,
     Program,
@@ -269,7 +274,7 @@ def test_the_guards_name_what_lies_above() -> None:
     assert len(plan.guards) == len(plan.order)
     order = [var for var, _bounds, _gen in plan.order]
     # Every guard is a source or another presolvable variable.
-    sources = {var for var, _ in plan.sources}
+    sources = plan.source_vars
     assert all(g in sources or g in order for guards in plan.guards for g in guards)
     assert any(guards for guards in plan.guards)
 
@@ -291,3 +296,112 @@ def test_a_tracer_template_mark_is_not_given_to_a_longer_argument(
         lambda sc, args, sabotages, norm_row: frozenset(),
     )
     assert run(TRACER_TEMPLATE_MARK, through_schemes=True) != expected
+
+
+@pytest.mark.parametrize("program", [CLOSED_ROW_TOO_SHORT, SIZE_WRITTEN_IN_A_ROW])
+def test_presolving_keeps_stage_1_errors_of_the_inequalities_it_skips(
+    program: Program, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An inequality into a closed row, or into a row that writes a size,
+    whose operand does not fit is Stage 1's error; presolving the row's
+    variables skips the inequality, so the plan checks it (``closed``,
+    ``fixed``). Without those checks the application passes where
+    re-evaluation fails."""
+    expected = run(program, through_schemes=False)
+    assert expected == ("failed at call", 0)
+    assert run(program, through_schemes=True) == expected
+    real_plan = scheme_module.plan_presolve
+
+    def unchecked(sc: scheme.Scheme) -> scheme_module.Presolve | None:
+        plan = real_plan(sc)
+        return None if plan is None else dataclasses.replace(plan, closed=(), fixed=())
+
+    monkeypatch.setattr(scheme_module, "plan_presolve", unchecked)
+    monkeypatch.setattr(scheme_module, "_PLANS", weakref.WeakKeyDictionary())
+    try:
+        outcome: object = run(program, through_schemes=True)
+    except AssertionError as error:  # the oracle's own check: check vs instantiate
+        outcome = str(error)
+    assert outcome != expected
+
+
+def attention(s: Session, x: Tensor, w_q: Tensor, w_k: Tensor) -> list[Tensor]:
+    q, k = s.compose("q", w_q, x), s.compose("k", w_k, x)
+    scores = s.einsum("scores", " ... s | h d; ... t | h d => ... s | t -> h", q, k)
+    shifted = s.pointwise(
+        "shifted", scores, s.einsum("max", "...|t->...=>...|0->...", scores)
+    )
+    return [s.pointwise("exp", shifted)]
+
+
+def test_dims_and_rows_with_axes_presolve() -> None:
+    """Attention's batch rows end with the sequence axis (``... s``): rows
+    with an axis after their variable, and dims between them. With concrete
+    weights and data every internal shape is concrete right after the
+    application, as closing would make it, except the tails of ``shifted``'s
+    input and output rows: ``exp``'s rows (the result's) broadcast from
+    them alone, so closing merges them with the result's, which a caller
+    may still give axes (``tied``); their last axes are presolved."""
+    s = Session()
+    w_q, w_k = s.param("w_q", "8->2,4"), s.param("w_k", "8->2,4")
+    with s.rewind():
+        mark = s.var_mark()
+        x = s.fresh("x")
+        sc = scheme.trace(
+            s,
+            var_mark=mark,
+            label="attn",
+            args=[x],
+            f=lambda: attention(s, x, w_q, w_k),
+        )
+    plan = scheme_module.presolve_plan(sc)
+    assert plan is not None
+    kinds = {type(var).__name__ for var, _bounds, _limit in plan.order}
+    assert kinds == {"DimVar", "RowVar"}
+    applied = scheme.instantiate(
+        sc, application="c", args=[s.leaf("x1", "3,5|->8")], results=[s.fresh("y")]
+    )
+    assert internal_rows_open(applied) == ["shifted", "exp"]
+    tail_vars = {row.var for row in applied.internal[-2].rows()[1:]}
+    assert None not in tail_vars and len(tail_vars) == 2
+    assert [row.dims for row in applied.internal[-2].rows()[1:]] == [
+        (Size(5),),
+        (Size(2),),
+    ]
+    assert applied.internal[0].rows()[0] == Row((Size(3), Size(5)))
+    s.close()
+    reference = Session()
+    (expected,) = attention(
+        reference,
+        reference.leaf("x1", "3,5|->8"),
+        reference.param("w_q", "8->2,4"),
+        reference.param("w_k", "8->2,4"),
+    )
+    reference.close()
+    assert applied.internal[-1].dims() == expected.shape.dims()
+
+
+def test_a_row_tied_to_the_result_is_not_presolved_where_it_has_no_axes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The soak's program: the result broadcasts only from an internal row
+    whose bounds have no axes. Re-evaluation leaves that row bare until
+    closing merges it with the result's, to which the next call's total
+    gives axes; presolving it to no axes cuts the tie (negative control:
+    without ``tied`` the application disagrees)."""
+    program = RESULT_MERGED_WITH_PRESOLVED
+    expected = run(program, through_schemes=False)
+    assert run(program, through_schemes=True) == expected
+    real_plan = scheme_module.plan_presolve
+
+    def untied(sc: scheme.Scheme) -> scheme_module.Presolve | None:
+        plan = real_plan(sc)
+        return None if plan is None else dataclasses.replace(plan, tied=frozenset())
+
+    monkeypatch.setattr(scheme_module, "plan_presolve", untied)
+    monkeypatch.setattr(scheme_module, "_PLANS", weakref.WeakKeyDictionary())
+    try:
+        outcome: object = run(program, through_schemes=True)
+    except AssertionError as error:  # the oracle's own check: check vs instantiate
+        outcome = str(error)
+    assert outcome != expected

@@ -31,12 +31,14 @@ from axisflow.shapes import (
     Terminal,
     TotalElems,
 )
+from axisflow.shapes.constraints import DimLinear, LinearKind, RowPrefix
 from axisflow.shapes.scheme.data import (
     Anchor,
     CaptureInput,
     Fact,
     InternalRows,
     LooseVariable,
+    Padding,
     Rows,
 )
 from axisflow.shapes.scheme.text import (
@@ -64,6 +66,7 @@ class Parts:
     gens: tuple[tuple[RowVar, int], ...] = ()
     captures: tuple[CaptureInput, ...] = ()
     loose: tuple[LooseVariable, ...] = field(default_factory=tuple)
+    paddings: tuple[Padding, ...] = ()
 
 
 EMPTY = Row(())
@@ -173,6 +176,120 @@ def test_every_kind_of_line_parses_back_item_by_item() -> None:
         (d2, VarName("d", old_dim)),
         (((d1,), r3), VarName("r", old_row)),
     ]
+
+
+def test_pending_equations_paddings_and_row_captures_print_and_parse_back() -> None:
+    """The lines schemes gained for what they carry: a linear equation (with
+    its kind), a row prefix, a total counted by a dim, a padded axis and a
+    row variable's capture input."""
+    s = Session()
+    d1, d2 = s.fresh_dim_var(), s.fresh_dim_var()
+    r1, r2 = s.fresh_row_var(), s.fresh_row_var()
+    parts = Parts(
+        generalized=(d1, d2, r1, r2),
+        facts=(
+            DimLinear(
+                ((2, d1), (-1, d2)), 0, ("o", "2*o"), "2*o", PLAIN, LinearKind.STRIDE
+            ),
+            RowPrefix(Row((), r1), (d1, Size(3)), Row((), r2), PLAIN),
+            TotalElems((Row((), r2),), d2, PLAIN),
+        ),
+        captures=(CaptureInput(s.dim_ref("rows"), Row((), r1), PLAIN),),
+        paddings=(Padding("internal", 0, Kind.OUTPUT, -1, Size(3), PLAIN),),
+    )
+    lines = [
+        "generalized d1, d2, r1, r2",
+        "fixed (none)",
+        "linear stride [2 d1 'o', -1 d2 '2*o'] 0 '2*o' ('op' 't')",
+        "prefix [...r1] begins [d1, 3] rest [...r2] ('op' 't')",
+        "total [...r2] = d2 ('op' 't')",
+        "pad internal 0 output -1 3 ('op' 't')",
+        "capture 'rows' [...r1] ('op' 't')",
+    ]
+    assert scheme_lines(parts) == lines
+    text = parse_scheme_text(lines)
+    v1, v2 = VarName("d", 1), VarName("d", 2)
+    w1, w2 = VarName("r", 1), VarName("r", 2)
+    assert [(kind, payload) for kind, payload, _ in text.facts] == [
+        ("linear", (LinearKind.STRIDE, ((2, v1, "o"), (-1, v2, "2*o")), 0, "2*o")),
+        ("prefix", (((), w1), (v1, Size(3)), ((), w2))),
+        ("total", ((((), w2),), v2)),
+    ]
+    assert [(w, i, k, a, d) for w, i, k, a, d, _ in text.paddings] == [
+        ("internal", 0, Kind.OUTPUT, -1, Size(3))
+    ]
+    assert [(label, term) for label, term, _ in text.captures] == [("rows", ((), w1))]
+
+
+def test_an_empty_linear_equation_and_a_padded_anchor_parse() -> None:
+    text = parse_scheme_text(
+        ["linear sum [] 0 'k' ('op' 't')", "pad anchor 2 batch 0 d1 ('op' 't')"]
+    )
+    assert [(kind, payload) for kind, payload, _ in text.facts] == [
+        ("linear", (LinearKind.SUM, (), 0, "k"))
+    ]
+    assert [(w, i, k, a, d) for w, i, k, a, d, _ in text.paddings] == [
+        ("anchor", 2, Kind.BATCH, 0, VarName("d", 1))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "linear odd [1 d1 'a'] 0 'a' ('op' 't')",
+            "malformed shape scheme line 1 at column 7: no kind of linear equation "
+            "'odd' in \"linear odd [1 d1 'a'] 0 'a' ('op' 't')\"",
+        ),
+        (
+            "prefix [...r1] begins [...r2] rest [] ('op' 't')",
+            "malformed shape scheme line 1 at column 22: the axes before a row "
+            'variable cannot hold a row variable in "prefix [...r1] begins [...r2] '
+            "rest [] ('op' 't')\"",
+        ),
+        (
+            "pad result 0 output -1 3 ('op' 't')",
+            "malformed shape scheme line 1 at column 4: expected arg, internal or "
+            "anchor, got 'result' in \"pad result 0 output -1 3 ('op' 't')\"",
+        ),
+        (
+            "total [...r1] = r2 ('op' 't')",
+            "malformed shape scheme line 1 at column 16: expected a dim variable, got "
+            "'r2' in \"total [...r1] = r2 ('op' 't')\"",
+        ),
+        (
+            "linear sum (1 d1 'a'] 0 'a' ('op' 't')",
+            "malformed shape scheme line 1 at column 11: expected '[', got '(' in "
+            "\"linear sum (1 d1 'a'] 0 'a' ('op' 't')\"",
+        ),
+        (
+            "linear sum [1 d1 'a'( 0 'a' ('op' 't')",
+            "malformed shape scheme line 1 at column 20: expected ']', got '(' in "
+            "\"linear sum [1 d1 'a'( 0 'a' ('op' 't')\"",
+        ),
+        (
+            "prefix [...r1] starts [d1] rest [...r2] ('op' 't')",
+            "malformed shape scheme line 1 at column 15: expected 'begins', got "
+            "'starts' in \"prefix [...r1] starts [d1] rest [...r2] ('op' 't')\"",
+        ),
+        (
+            "prefix [...r1] begins [d1] tail [...r2] ('op' 't')",
+            "malformed shape scheme line 1 at column 27: expected 'rest', got 'tail' "
+            "in \"prefix [...r1] begins [d1] tail [...r2] ('op' 't')\"",
+        ),
+        (
+            "pad arg 0 middle -1 3 ('op' 't')",
+            "malformed shape scheme line 1 at column 10: expected an axis kind (batch, "
+            "input, output), got 'middle' in \"pad arg 0 middle -1 3 ('op' 't')\"",
+        ),
+    ],
+)
+def test_malformed_lines_of_the_new_kinds_are_refused_exactly(
+    line: str, message: str
+) -> None:
+    with pytest.raises(SchemeTextError) as info:
+        parse_scheme_text([line])
+    assert str(info.value) == message
 
 
 def test_a_variable_the_scheme_does_not_declare_is_refused_when_printing() -> None:

@@ -2,7 +2,7 @@
 
 Each test pins one outcome a mutation review found unchecked: the exact text
 of every refusal of ``trace`` and the origins an error keeps when the trace
-re-raises it, the refusals of pending axis equations, capture references made
+re-raises it, pending axis equations carried, capture references made
 before the trace given back their binding once it is done, and dim facts the
 body adds by hand carried into the scheme with their origins.
 """
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import pytest
 
 from axisflow.shapes import (
+    DeferredCount,
     DimEq,
     DimIneq,
     DimVar,
@@ -28,6 +29,8 @@ from axisflow.shapes import (
     UntraceableScheme,
     scheme,
 )
+from axisflow.shapes.scheme.read import build_scheme
+from axisflow.shapes.scheme.text import parse_scheme_text
 from tests.shapes.test_schemes import apply, traced
 
 
@@ -70,37 +73,43 @@ def test_a_contradiction_keeps_its_origins() -> None:
     assert describe(info.value) == ["pointwise 'y' of p, q"]
 
 
-def test_a_refused_pending_equation_keeps_the_origin_of_the_failure() -> None:
+PRECISION = DeferredCount("12 bytes at the tensor's precision", lambda: 3)
+
+
+def test_a_refused_total_keeps_the_origin_of_the_failure() -> None:
     """The body swallows the refusal and then fails: the untraceable-scheme
     error has the refusal's text and the failure's origins."""
     s = Session()
 
     def body(xs: Sequence[Tensor]) -> list[Tensor]:
         with contextlib.suppress(UntraceableScheme):
-            s.einsum("y", "2*o=>o", xs[0])
+            s.total_elems(xs[0], PRECISION)
         return [s.pointwise("z", s.leaf("p", "3"), s.leaf("q", "4"))]
 
     with pytest.raises(UntraceableScheme) as info:
         traced(s, body)
     assert str(info.value) == (
-        "tracing the shape scheme f: einsum 'y' of a0 (spec '2*o=>o') has an affine "
-        "or concatenated axis '2*o'; shape schemes do not carry these pending equations yet "
-        "(evaluate the function at each call instead: close-shapes without "
-        "generalize-shapes)"
+        "tracing the shape scheme f: total_elems 'a0' (<12 bytes at the tensor's "
+        "precision> elements) has a precision-dependent element count <12 bytes at "
+        "the tensor's precision>; a scheme cannot carry it (the count is only known "
+        "at closing)"
     )
     assert describe(info.value) == ["pointwise 'z' of p, q"]
 
 
-def test_axes_written_before_a_row_variable_are_refused_exactly() -> None:
+@pytest.mark.parametrize(
+    ("spec", "line"),
+    [
+        ("2*o=>o", "linear stride [2 d2 'o', -1 d1 '2*o'] 0 '2*o' "),
+        ("a, ..r.. => ..r.., a", "prefix [...r1] begins [d1] rest [...r2] "),
+    ],
+)
+def test_pending_axis_equations_are_carried(spec: str, line: str) -> None:
+    """A strided axis (a linear equation) and axes before a row variable (a
+    row prefix) stay pending in the scheme, as written in its text form."""
     s = Session()
-    with pytest.raises(UntraceableScheme) as info:
-        traced(s, lambda xs: [s.einsum("y", "a, ..r.. => ..r.., a", xs[0])])
-    assert str(info.value) == (
-        "tracing the shape scheme f: einsum 'y' of a0 (spec 'a, ..r.. => ..r.., a') "
-        "has axes written before a row variable; shape schemes do not carry these "
-        "pending equations yet (evaluate the function at each call instead: "
-        "close-shapes without generalize-shapes)"
-    )
+    sc = traced(s, lambda xs: [s.einsum("y", spec, xs[0])])
+    assert any(text.startswith(line) for text in sc.to_lines()), sc.to_lines()
 
 
 def test_a_nested_refusal_keeps_its_origins() -> None:
@@ -110,7 +119,7 @@ def test_a_nested_refusal_keeps_its_origins() -> None:
 
     def inner(xs: Sequence[Tensor]) -> list[Tensor]:
         with contextlib.suppress(UntraceableScheme):
-            s.einsum("y", "2*o=>o", xs[0])
+            s.total_elems(xs[0], PRECISION)
         return [s.pointwise("z", s.leaf("p", "3"), s.leaf("q", "4"))]
 
     def outer(xs: Sequence[Tensor]) -> list[Tensor]:
@@ -120,7 +129,7 @@ def test_a_nested_refusal_keeps_its_origins() -> None:
     with pytest.raises(UntraceableScheme) as info:
         traced(s, outer, label="out")
     assert str(info.value).startswith(
-        "tracing the shape scheme out: tracing the shape scheme in: einsum 'y'"
+        "tracing the shape scheme out: tracing the shape scheme in: total_elems 'a0'"
     )
     assert describe(info.value) == ["pointwise 'z' of p, q"]
 
@@ -404,3 +413,121 @@ def test_a_capture_input_bound_to_a_dim_solved_before_the_trace_is_its_size() ->
     apply(sc, "site", s.leaf("x", "5"))
     s.close()
     assert ref.value == 5
+
+
+def test_a_row_capture_is_a_capture_input_carried_as_a_row() -> None:
+    """A reference bound to a row variable (its element count) made before
+    the trace is an input whose term is a row; each application binds it as
+    the body would, and set_dim outside counts the row's elements."""
+    s = Session()
+    ref = s.dim_ref("r")
+    sc = traced(
+        s, lambda xs: [s.einsum("y", "..r..|j=>..r..|j", xs[0], capture_dims=[ref])]
+    )
+    assert [
+        line.split(" (")[0] for line in sc.to_lines() if line.startswith("capture")
+    ] == ["capture 'r' [...r1]"]
+    (y,) = apply(sc, "site", s.leaf("x", "...|5"))
+    s.set_dim(ref, 6)
+    s.close()
+    assert y.shape.dims() == ((6,), (), (5,))
+    assert ref.value == 6
+
+
+def test_a_total_counted_by_a_dim_is_carried() -> None:
+    """set_equal between a row capture and a label capture, both made in the
+    function: the row holds as many elements as the label has positions."""
+    s = Session()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        rows, label = s.dim_ref("r"), s.dim_ref("n")
+        y = s.einsum("y", "..r..|n=>..r..|n", xs[0], capture_dims=[rows, label])
+        s.set_equal(rows, label)
+        return [y]
+
+    sc = traced(s, body)
+    assert any(line.startswith("total [...r1] = d1 ") for line in sc.to_lines()), (
+        sc.to_lines()
+    )
+    (y,) = apply(sc, "site", s.leaf("x", "2,3|6"))
+    s.close()
+    assert y.shape.dims() == ((2, 3), (), (6,))
+    with pytest.raises(ShapeError, match="cannot hold 4 elements"):
+        apply(sc, "bad", s.leaf("z", "2,3|4"))
+
+
+def test_set_equal_on_a_reference_made_before_the_trace_is_refused() -> None:
+    s = Session()
+    outside, inside_label = s.dim_ref("h"), "n"
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        inside = s.dim_ref(inside_label)
+        y = s.einsum("y", "h;n=>h", xs[0], xs[0], capture_dims=[outside, inside])
+        s.set_equal(inside, outside)
+        return [y]
+
+    with pytest.raises(UntraceableScheme) as info:
+        traced(s, body)
+    assert str(info.value) == (
+        "tracing the shape scheme f: set_equal 'n' (= 'h') relates the capture "
+        "reference 'h', made outside the traced window; a scheme cannot carry that "
+        "(relate the references outside the function)"
+    )
+
+
+def padded(s: Session, x: Tensor, kernel: Tensor) -> list[Tensor]:
+    """A padded convolution of the argument, and one of an internal tensor."""
+    conv = s.einsum("conv", "... | 2*o=+k; k => ... | o", x, kernel)
+    relu = s.pointwise("relu", conv)
+    return [s.einsum("again", "... | o=+k; k => ... | o", relu, kernel)]
+
+
+def test_padding_margins_are_carried() -> None:
+    """A padded convolution's axis gets OCANNL's margins at closing; through
+    a scheme the argument and the internal tensor of each application get
+    the margins re-evaluating the body gives them, and the text form names
+    which shape's axis is padded."""
+    s = Session()
+    kernel = s.param("kernel", "3")
+    sc = traced(s, lambda xs: padded(s, xs[0], kernel))
+    pads = [line.split(" (")[0] for line in sc.to_lines() if line.startswith("pad ")]
+    assert pads == ["pad arg 0 output -1 3", "pad internal 1 output -1 3"]
+    assert (
+        build_scheme(
+            parse_scheme_text(sc.to_lines()),
+            session=s,
+            label="f",
+            anchors=[a.shape for a in sc.anchors],
+            ref=s.dim_ref,
+        ).to_lines()
+        == sc.to_lines()
+    )
+    xs = [s.leaf(f"x{i}", f"{i + 1}|{4 * (i + 1)}") for i in range(2)]
+    applied = [
+        scheme.instantiate(
+            sc, application=f"c{i}", args=[x], results=[s.fresh(f"y{i}")]
+        )
+        for i, x in enumerate(xs)
+    ]
+    s.close()
+    reference = Session()
+    ref_kernel = reference.param("kernel", "3")
+    ref_xs = [reference.leaf(f"x{i}", f"{i + 1}|{4 * (i + 1)}") for i in range(2)]
+    runs = []
+    for x in ref_xs:
+        runs.append(
+            reference.pointwise(
+                "relu",
+                reference.einsum("conv", "... | 2*o=+k; k => ... | o", x, ref_kernel),
+            )
+        )
+        reference.einsum("again", "... | o=+k; k => ... | o", runs[-1], ref_kernel)
+    reference.close()
+    assert (
+        [x.shape.padding("output") for x in xs]
+        == [x.shape.padding("output") for x in ref_xs]
+        == [((1, 2),), ((1, 2),)]
+    )
+    assert [app.internal[1].padding("output") for app in applied] == [
+        relu.shape.padding("output") for relu in runs
+    ]

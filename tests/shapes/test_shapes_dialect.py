@@ -17,7 +17,8 @@ from axisflow.dialects.tprog import (
     ReturnOp,
     TensorType,
 )
-from axisflow.passes.close_shapes import CloseShapesPass, ProgramEvaluator
+from axisflow.dialects.tprog_eval import ProgramEvaluator
+from axisflow.passes.close_shapes import CloseShapesPass
 from axisflow.shapes import Session
 from tests.conftest import context
 

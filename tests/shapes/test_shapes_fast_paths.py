@@ -1,10 +1,9 @@
-"""The engine's fast paths solve exactly what the general path solves.
+"""Reading the constraints changes nothing the engine solves.
 
-When no guard or log reads a constraint, the operations solve their row
-constraints directly instead of building and dispatching them; a session
-that keeps its log (``Session(keep_log=True)``) takes the general path for
-every constraint. On any program both must reach the same solver state
-after Stage 1, the same error, and the same closed shapes.
+Every constraint takes one route into the solver; a session that keeps its
+log (``Session(keep_log=True)``, and no concrete fast path then) and one that
+does not must reach the same solver state after Stage 1, the same error, and
+the same closed shapes on any program.
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ from axisflow.shapes import (
     ShapeError,
     Size,
     SpecError,
-    UntraceableScheme,
     scheme,
 )
 
@@ -245,18 +244,26 @@ def test_open_axes_before_a_row_variable_close_to_exactly_the_written_ones() -> 
     assert y.shape.dims() == ((), (), (1,))
 
 
-def test_schemes_refuse_pending_axis_equations() -> None:
+def test_schemes_carry_pending_axis_equations() -> None:
+    """A strided axis traced once gives each application its own size, as
+    running the einsum at each call does (8 // 2 and 6 // 2)."""
     s = Session()
     with s.rewind():
         mark = s.var_mark()
         x = s.fresh("x")
-        with pytest.raises(
-            UntraceableScheme, match="affine or concatenated axis '2\\*o'"
-        ):
-            scheme.trace(
-                s,
-                var_mark=mark,
-                label="f",
-                args=[x],
-                f=lambda: [s.einsum("y", "2*o=>o", x)],
-            )
+        pool = scheme.trace(
+            s,
+            var_mark=mark,
+            label="f",
+            args=[x],
+            f=lambda: [s.einsum("y", "2*o=>o", x)],
+        )
+    results = []
+    for site, spec in (("a", "8"), ("b", "6")):
+        y = s.fresh("y_" + site)
+        scheme.instantiate(
+            pool, application=site, args=[s.leaf(site, spec)], results=[y]
+        )
+        results.append(y)
+    s.close()
+    assert [y.shape.dims() for y in results] == [((), (), (4,)), ((), (), (3,))]

@@ -37,7 +37,7 @@ from axisflow.shapes import (
     TotalElems,
 )
 from axisflow.shapes.closing import merge_single_neighbours
-from axisflow.shapes.constraints import DimLinear, RowPrefix
+from axisflow.shapes.constraints import DimLinear, LinearKind, RowPrefix
 
 ORIGIN = Origin("test", "t", lhs=Side("p", Kind.OUTPUT), rhs=Side("q", Kind.OUTPUT))
 
@@ -681,6 +681,24 @@ def test_a_linear_solution_below_a_minimum_names_the_equation() -> None:
     at_least(s, d, 5)
     with pytest.raises(ShapeError, match=r"^test 't': an axis indexed at position 4"):
         linear(s, ((1, d), (-1, Size(3))), 0)
+
+
+@pytest.mark.parametrize("equate_first", [False, True])
+def test_unifying_two_unknowns_of_a_linear_equation_checks_it_again(
+    equate_first: bool,
+) -> None:
+    """``a + b = 2 + b`` once ``b`` and ``c`` are one: ``a = 2`` whether the
+    equality comes before the equation or after it (the order a shape scheme
+    and re-evaluating the body add them in can differ)."""
+    s = Session()
+    a, b, c = s.fresh_dim_var(), s.fresh_dim_var(), s.fresh_dim_var()
+    if equate_first:
+        s.add(DimEq(b, c, ORIGIN))
+    linear(s, ((1, a), (1, b), (-1, c), (-2, Size(1))), 0)
+    if not equate_first:
+        assert type(s.solver.find_dim(a)) is DimVar
+        s.add(DimEq(b, c, ORIGIN))
+    assert s.solver.find_dim(a) == Size(2)
 
 
 # ---------------------------------------------------- axes before a row variable
@@ -1336,3 +1354,323 @@ def test_reading_a_chain_of_linked_dims_compresses_it() -> None:
     assert s.solver.find_dim(a) == c
     assert s.dim_entry(a).value == c
     assert s.dim_entry(b).value == c
+
+
+# ------------------------------------------------ the queries shape schemes use
+
+
+def test_the_queries_read_a_window_without_its_tables() -> None:
+    """What a scheme's read-off asks of the solver, each answer checked: the
+    entries as they were before a point of the trail, the pending equations
+    added since it (in the order added, solved ones left out), the variables
+    whose entries were written since, bounds and relations, marks, depths."""
+    s = Session()
+    a, b, c, e, f, g = (s.fresh_dim_var() for _ in range(6))
+    r, t = s.fresh_row_var(), s.fresh_row_var()
+    s.add(DimEq(a, Size(3), ORIGIN))
+    solver = s.solver
+    with s.rewind() as window:
+        start = window.trail_start
+        s.add(DimEq(a, Size(3), ORIGIN))  # already holds: writes nothing
+        s.add(DimIneq(e, c, ORIGIN))
+        s.add(DimIneq(Size(5), c, ORIGIN))
+        s.add(RowIneq(Row(sizes(2)), Row((), r), ORIGIN))
+        s.add(RowIneq(Row((), t), Row((), r), ORIGIN))
+        linear(s, ((1, b), (1, c), (-1, Size(9))), 0)
+        s.add(TotalElems((Row((f, g)),), 6, ORIGIN))
+        s.add(TotalElems((Row(sizes(2)),), 2, ORIGIN))  # holds at once
+        s.add(RowPrefix(Row((), t), (b,), Row((), r), ORIGIN))
+        solver.raise_template_depth(r.id, 2)
+        solver.raise_template_depth(r.id, 1)  # lower: no change
+        s.add(PolicyMark(Row((), t), Mark.SAFE_TO_GUESS, ORIGIN))
+        dims, rows = solver.touched_since(start)
+        assert a.id not in dims and {b.id, c.id, e.id} <= dims
+        assert rows == {r.id, t.id}
+        pending = solver.pending_since(start)
+        assert [type(p).__name__ for p in pending] == [
+            "DimLinear",
+            "TotalElems",
+            "RowPrefix",
+        ]
+        assert solver.dim_lower_bound(c.id) == (Size(5), ORIGIN)
+        assert solver.dim_lower_bound(b.id) is None
+        assert [v for v, _ in solver.dim_results(c.id)] == [e]
+        assert [row for row, _ in solver.row_lower_bounds(r.id)] == [Row(sizes(2))]
+        assert [v for v, _ in solver.row_results(r.id)] == [t]
+        assert solver.template_depth(r.id) == 2
+        assert solver.mark_bits(t.id) == 1
+        assert not solver.is_row_solved(r.id)
+        assert solver.dim_link(a.id) == Size(3)
+        assert solver.row_link(r.id) is None
+        s.add(DimEq(b, Size(4), ORIGIN))
+        dims_before, rows_before = solver.links_before(start)
+        assert set(dims_before) >= {b.id, c.id} and a.id not in dims_before
+        assert rows_before == {}
+        # The linear equation is solved by b = 4 (c = 5), the others wait.
+        assert [type(p).__name__ for p in solver.pending_since(start)] == [
+            "TotalElems",
+            "RowPrefix",
+        ]
+        terminals = solver.terminal_count()
+        s.add(Terminal(Row((), t), False, ORIGIN))
+        assert list(solver.terminals_since(terminals)) == [
+            Terminal(Row((), t), False, ORIGIN)
+        ]
+
+
+def test_a_cycle_of_inequalities_reaches_the_rank_limit_re_emitting_each_relation_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``x`` broadcasts to ``p`` and ``p`` to ``x`` with one axis less, through
+    two einsums dropping an axis: closing templates one axis per round until
+    the rank limit. Solving a relation again records it again; re-emitting
+    every copy when a variable is solved doubled the relations each round
+    (2**64 work: the soak's program ran out of memory). Each relation is
+    re-emitted once, so the cycle reaches the limit in a few hundred steps."""
+    import axisflow.shapes.solver as solver_module
+
+    solved = 0
+    real = solver_module.Solver._row_ineq
+
+    def counted(self: solver_module.Solver, *args: object) -> None:
+        nonlocal solved
+        solved += 1
+        assert solved < 20_000, "the cycle's relations multiply"
+        real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(solver_module.Solver, "_row_ineq", counted)
+    s = Session()
+    x = s.leaf("x", None)
+    y = s.einsum("y", "...i=>...", x)
+    s.pointwise("p", x, y)
+    z = s.einsum("z", "...i=>...", y)
+    s.pointwise("q", y, z)
+    with pytest.raises(ShapeError) as info:
+        s.close()
+    assert re.fullmatch(
+        r"pointwise 'p' of x, y: output axes cannot agree: p\.output \[\.\.\.r\d+\] "
+        r"and x\.output \[\.\.\.r\d+, d\d+\] would need infinitely many axes \(more "
+        r"than 64 axes in one row: the inequalities are cyclic\) \(found while "
+        r"solving leaf 'x'\)",
+        str(info.value),
+    ), str(info.value)
+
+
+def test_repeated_relations_are_re_emitted_once_each_at_their_last_place() -> None:
+    from axisflow.shapes.solver import _distinct
+
+    a, b, c = (RowVar(n) for n in (1, 2, 3))
+    first, second, third = (Origin("leaf", name) for name in ("u", "v", "w"))
+    entries = [(a, first), (b, first), (a, second), (c, third), (b, third)]
+    assert _distinct(entries) == [(a, second), (c, third), (b, third)]
+    unique = [(a, first), (b, second)]
+    assert _distinct(unique) is unique
+
+
+@pytest.mark.parametrize(
+    ("kind", "terms", "parts"),
+    [
+        (
+            "concat",
+            ((1, Size(2, "x")), (1, Size(3, "x")), (-1, Size(5, "y"))),
+            "n0 = 2@x, n1 = 3@x, n2 = 5@y",
+        ),
+        ("stride", ((2, Size(4, "x")), (-1, Size(8, "y"))), "n0 = 4@x, n1 = 8@y"),
+    ],
+)
+def test_an_equation_of_known_sizes_checks_the_axis_basis(
+    kind: str, terms: tuple[tuple[int, Size], ...], parts: str
+) -> None:
+    """Every size known: the axis (the last term) must have the basis its
+    parts give (OCANNL's ``row.ml``), else the equation names both."""
+    s = Session()
+    names = tuple(f"n{i}" for i in range(len(terms)))
+    with pytest.raises(ShapeError) as info:
+        s.add(DimLinear(terms, 0, names, "a^b", ORIGIN, LinearKind(kind)))
+    assert str(info.value) == (
+        f"test 't': the axis 'a^b' cannot hold with {parts}: its size has basis y "
+        "but its parts give x (different bases)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "terms"),
+    [
+        ("concat", ((1, Size(2, "x")), (1, Size(3, "x")), (-1, Size(5, "x")))),
+        ("concat", ((1, Size(2, "x")), (1, Size(3)), (-1, Size(5, "x")))),
+        ("stride", ((2, Size(4, "x")), (-1, Size(8, "x")))),
+    ],
+)
+def test_an_equation_of_known_sizes_in_the_basis_of_its_parts_holds(
+    kind: str, terms: tuple[tuple[int, Size], ...]
+) -> None:
+    s = Session()
+    names = tuple(f"n{i}" for i in range(len(terms)))
+    s.add(DimLinear(terms, 0, names, "a^b", ORIGIN, LinearKind(kind)))
+    assert not s.solver.linears
+
+
+def test_the_queries_of_an_inner_window_see_only_what_it_wrote() -> None:
+    """Inside a window nested in another, the entries as they were, the
+    pending equations and the answers for variables nothing touched count
+    from the inner window's start, not from the outer one's."""
+    s = Session()
+    a, b, c = (s.fresh_dim_var() for _ in range(3))
+    r, t, u = s.fresh_row_var(), s.fresh_row_var(), s.fresh_row_var()
+    solver = s.solver
+    with s.rewind():
+        s.add(DimEq(a, Size(3), ORIGIN))
+        s.add(RowEq(Row((), u), Row(sizes(2)), ORIGIN))
+        s.add(TotalElems((Row((b, c)),), 12, ORIGIN))
+        with s.rewind() as inner:
+            start = inner.trail_start
+            s.add(RowEq(Row((), r), Row(sizes(4)), ORIGIN))
+            dims_before, rows_before = solver.links_before(start)
+            assert a.id not in dims_before
+            assert set(rows_before) == {r.id}
+            assert [p.count for p in solver.pending_since(start)] == []  # type: ignore[union-attr]
+            assert solver.row_link(r.id) == Row(sizes(4))
+            assert solver.row_link(u.id) == Row(sizes(2))
+    assert solver.mark_bits(t.id) == 0
+    assert solver.template_depth(t.id) == 0
+    assert list(solver.dim_results(b.id)) == []
+    solver.raise_template_depth(t.id, 1)
+    assert solver.template_depth(t.id) == 1
+
+
+def test_pending_since_lists_only_the_equations_added_after_the_start() -> None:
+    s = Session()
+    b, c, d = (s.fresh_dim_var() for _ in range(3))
+    solver = s.solver
+    with s.rewind():
+        s.add(TotalElems((Row((b, c)),), 6, ORIGIN))
+        with s.rewind() as inner:
+            s.add(TotalElems((Row((c, d)),), 10, ORIGIN))
+            assert [p.count for p in solver.pending_since(inner.trail_start)] == [10]  # type: ignore[union-attr]
+
+
+def test_set_dim_twice_on_an_unbound_reference_must_agree() -> None:
+    s = Session()
+    r = s.dim_ref("r")
+    s.set_dim(r, 3)
+    s.set_dim(r, 3)  # the same size again: nothing to refuse
+    with pytest.raises(ShapeError) as info:
+        s.set_dim(r, 4)
+    assert str(info.value) == (
+        "set_dim 'r': the capture reference 'r' already stands for size 3, not 4"
+    )
+
+
+def test_set_dim_on_a_bound_reference_names_both_sides() -> None:
+    s = Session()
+    r = s.dim_ref("r")
+    s.einsum("z", "r=>", s.leaf("x", "5"), capture_dims=[r])
+    with pytest.raises(ShapeError) as info:
+        s.set_dim(r, 4)
+    assert "capture reference 'r' has size 5 but set_dim('r') has size 4" in str(
+        info.value
+    ), str(info.value)
+
+
+def test_a_second_row_capture_that_disagrees_names_the_row_variable() -> None:
+    s = Session()
+    r = s.dim_ref("r")
+    s.einsum("a", "..r..=>", s.leaf("x", "2,3"), capture_dims=[r])
+    with pytest.raises(ShapeError) as info:
+        s.einsum("b", "..r..=>", s.leaf("y", "4"), capture_dims=[r])
+    assert str(info.value) == (
+        "einsum 'b' of y (spec '..r..=>'): sizes disagree: capture reference 'r' "
+        "[2, 3] and row variable 'r' [4] have different numbers of axes"
+    )
+
+
+@pytest.mark.parametrize(
+    ("terms", "message"),
+    [
+        # A part conflicts with another while two are unknown (Stage 1).
+        (
+            ((1, Size(2, "x")), (1, Size(3, "y")), (1, "c"), (-1, "d")),
+            "concat: conflicting dimension bases (x and y)",
+        ),
+        # A part solved from the whole, whose basis conflicts with the parts'.
+        (
+            ((1, Size(2, "x")), (1, "b"), (-1, Size(5, "y"))),
+            "concat: conflicting dimension bases (x and y)",
+        ),
+    ],
+)
+def test_a_concatenation_names_its_conflicting_bases(
+    terms: tuple[tuple[int, Size | str], ...], message: str
+) -> None:
+    s = Session()
+    made = tuple(
+        (coeff, s.fresh_dim_var() if isinstance(dim, str) else dim)
+        for coeff, dim in terms
+    )
+    names = tuple(f"n{i}" for i in range(len(made)))
+    with pytest.raises(ShapeError) as info:
+        s.add(DimLinear(made, 0, names, "a^b", ORIGIN, LinearKind.CONCAT))
+    assert str(info.value).endswith(message), str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("parts", "whole", "basis"),
+    [
+        # The other parts' named basis, though the whole has the default.
+        ((Size(2), Size(3, "x")), Size(7), "x"),
+        # The whole's named basis, though the other parts have the default.
+        ((Size(2), Size(3)), Size(7, "x"), "x"),
+    ],
+)
+def test_a_part_solved_from_a_concatenation_takes_the_named_basis(
+    parts: tuple[Size, Size], whole: Size, basis: str
+) -> None:
+    s = Session()
+    unknown = s.fresh_dim_var()
+    terms = ((1, parts[0]), (1, parts[1]), (1, unknown), (-1, whole))
+    s.add(DimLinear(terms, 0, ("a", "b", "c", "d"), "a^b^c", ORIGIN, LinearKind.CONCAT))
+    assert s.solver.find_dim(unknown) == Size(2, basis)
+
+
+def test_an_unpadded_convolution_axis_takes_the_kernel_basis() -> None:
+    """``o+k`` of input size ``i`` (stride 1, dilation 1): ``o + k - 1 = i``.
+    A named kernel basis wins over the default of ``o``; two named ones
+    conflict, and the message names both."""
+    s = Session()
+    axis = s.fresh_dim_var()
+    terms = ((1, Size(4)), (1, Size(3, "k")), (-1, axis))
+    s.add(DimLinear(terms, -1, ("o", "k", "i"), "o+k", ORIGIN, LinearKind.CONVOLUTION))
+    assert s.solver.find_dim(axis) == Size(6, "k")
+    s = Session()
+    terms = ((1, Size(4, "x")), (1, Size(3, "y")), (-1, s.fresh_dim_var()))
+    with pytest.raises(ShapeError) as info:
+        s.add(
+            DimLinear(terms, -1, ("o", "k", "i"), "o+k", ORIGIN, LinearKind.CONVOLUTION)
+        )
+    assert str(info.value).endswith(
+        "convolution: conflicting dimension bases between stride and kernel (x and y)"
+    ), str(info.value)
+
+
+def test_a_dim_counting_a_row_is_sized_at_stage_one_once_the_row_is_known() -> None:
+    """set_equal between a row capture and a label, both open: when the row
+    is solved later, Stage 1 re-checks the waiting total and sizes the dim,
+    before any closing."""
+    s = Session()
+    rows, label = s.dim_ref("r"), s.dim_ref("n")
+    x = s.leaf("x")
+    s.einsum("a", "..r..=>", x, capture_dims=[rows])
+    s.einsum("b", "n=>", s.leaf("y"), capture_dims=[label])
+    s.set_equal(rows, label)
+    assert label.value is None
+    s.pointwise("p", x, s.leaf("z", "2,3"))
+    s.add(RowEq(x.shape.row(Kind.OUTPUT), Row(sizes(2, 3)), ORIGIN))
+    assert label.value == 6
+
+
+def test_two_repeats_of_one_relation_are_re_emitted_once() -> None:
+    from axisflow.shapes.solver import _distinct
+
+    a = RowVar(1)
+    first, second = Origin("leaf", "u"), Origin("leaf", "v")
+    assert _distinct([(a, first), (a, second)]) == [(a, second)]

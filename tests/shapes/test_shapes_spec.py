@@ -75,7 +75,7 @@ def test_shape_specs(
             "expected a size (a positive integer, optionally @basis) or '...', got 'x'",
         ),
         ("0", 0, "a size must be positive, got 0"),
-        ("3,...", 2, "'...' must come first in its row"),
+        ("...,3,...", 6, "a row has at most one '...'"),
         ("-1", 0, "expected a size"),
         ("3@", 0, "expected a size"),
     ],

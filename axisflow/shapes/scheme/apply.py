@@ -15,10 +15,13 @@ from axisflow.shapes.constraints import (
     DimAtLeast,
     DimEq,
     DimIneq,
+    DimLinear,
     Mark,
+    PaddedAxis,
     PolicyMark,
     RowEq,
     RowIneq,
+    RowPrefix,
     Terminal,
     TotalElems,
 )
@@ -26,9 +29,12 @@ from axisflow.shapes.errors import ShapeError
 from axisflow.shapes.scheme.data import (
     AT_LEAST,
     DIM_INEQ,
+    LINEAR,
+    PREFIX,
     ROW_INEQ,
     TERMINAL,
     CaptureInput,
+    Padding,
     Sabotage,
     ShapeLike,
     fail,
@@ -40,6 +46,9 @@ from axisflow.shapes.scheme.model import (
     Scheme,
 )
 from axisflow.shapes.scheme.presolve import (
+    Value,
+    Var,
+    facts_to_add,
     presolve_plan,
     presolved,
 )
@@ -54,6 +63,7 @@ from axisflow.shapes.terms import (
     Row,
     RowVar,
     Side,
+    Size,
 )
 
 
@@ -207,11 +217,17 @@ class _Stamp:
 
 
 def _renamer(
-    dims: dict[DimVar, DimVar], rows: dict[RowVar, RowVar], solved: dict[RowVar, Row]
+    dims: dict[DimVar, Dim], rows: dict[RowVar, RowVar], solved: dict[Var, Value]
 ) -> Callable[[Row], Row]:
-    """Rename a scheme row for one application (presolved variables by their value)."""
+    """Rename a scheme row for one application (presolved variables by their
+    value: ``dims`` maps a presolved dim to its size).
 
-    def row(r: Row) -> Row:
+    A row that comes out concrete is the same for every application with the
+    same presolved values: it is kept on them and shared (``Solved.rows``).
+    """
+    shared: dict[int, Row] | None = getattr(solved, "rows", None)
+
+    def renamed(r: Row) -> Row:
         var = r.var
         r_dims = r.dims
         if r_dims and dims:
@@ -222,9 +238,21 @@ def _renamer(
             return r if r_dims is r.dims else Row(r_dims)
         value = solved.get(var)
         if value is not None:
-            return Row(value.dims + r_dims) if r_dims else value
+            return Row(value.dims + r_dims) if r_dims else value  # type: ignore[union-attr, return-value]
         new_var = rows.get(var, var)
         return r if new_var is var and r_dims is r.dims else Row(r_dims, new_var)
+
+    if shared is None:
+        return renamed
+
+    def row(r: Row) -> Row:
+        found = shared.get(id(r))
+        if found is not None:
+            return found
+        made = renamed(r)
+        if made.var is None and all(type(d) is Size for d in made.dims):
+            shared[id(r)] = made
+        return made
 
     return row
 
@@ -260,17 +288,20 @@ def _apply(
     # Outside rewind windows (check and nested traces log every constraint
     # they add) and with no sabotage, solve the internal-only rows outright.
     pre = presolve_plan(sc)
-    solved: dict[RowVar, Row] = (
+    solved: dict[Var, Value] = (
         presolved(sc, pre, args, results or (), solver.norm_row)
         if pre is not None and not sabotages and not trail.depth
         else {}
     )
     if Sabotage.NO_GENERALIZATION in sabotages:
-        dims: dict[DimVar, DimVar] = {}
+        dims: dict[DimVar, Dim] = {}
         rows: dict[RowVar, RowVar] = {}
     else:
         mint = session.fresh_dim_var
-        dims = {v: mint() for v in sc._dims}  # type: ignore[misc]
+        dims = {
+            v: solved[v] if v in solved else mint()  # type: ignore[misc]
+            for v in sc._dims
+        }
         mint_row = session.fresh_row_var
         rows = {v: mint_row() for v in sc._rows if v not in solved}  # type: ignore[misc]
 
@@ -290,6 +321,9 @@ def _apply(
     if not checking:
         register = Sabotage.NO_INTERNAL_ROWS not in sabotages
         new_shape = session.new_shape
+        # One tick for all: the shapes are made together (an int each would
+        # cost memory per internal tensor of every call site).
+        tick = session.tick()
         internal = tuple(
             new_shape(
                 item.name,
@@ -298,6 +332,7 @@ def _apply(
                 row(item.rows[2]),
                 sides=sides,
                 register=register,
+                created_at=tick,
             )
             for item, sides in zip(sc.internal, sc._internal_sides, strict=True)
         )
@@ -311,13 +346,10 @@ def _apply(
     untemplated = _untemplated_tails(sc, args, sabotages, solver.norm_row)
     try:
         # Template depths first: they bound the axes later templates may add.
-        row_gen = solver.row_gen
         for var, gen in sc.gens:
             if var in solved:
                 continue
-            new = rows.get(var, var)
-            if row_gen.get(new.id, 0) < gen:
-                trail.set_item(row_gen, new.id, gen)
+            solver.raise_template_depth(rows.get(var, var).id, gen)
         # The boundary equalities first, as running the body on the arguments would.
         for index, (terms, shape) in enumerate(zip(sc.args, args, strict=True)):
             traced = sc.arg_names[index]
@@ -340,7 +372,7 @@ def _apply(
                     KINDS, anchor.rows, concrete, strict=True
                 ):
                     current = shape.row(kind)
-                    if is_concrete and norm_row(current) == term:
+                    if is_concrete and (current == term or norm_row(current) == term):
                         continue  # already holds: the equality would add nothing
                     origin = stamp.new(
                         "anchor",
@@ -358,12 +390,7 @@ def _apply(
                 else:
                     add(RowEq(row(item.term), Row((), item.old), origin))  # type: ignore[arg-type]
         origin_at_index = stamp.at
-        skipped = pre.skipped if solved and pre is not None else None
-        for at, (code, first, second, origin_at) in enumerate(sc._plan):
-            if skipped is not None:
-                presolved_var = skipped[at]
-                if presolved_var is not None and presolved_var in solved:
-                    continue  # holds: the presolved value is the join of its bounds
+        for code, first, second, origin_at in facts_to_add(sc, pre, solved):
             origin = origin_at_index(origin_at)
             if code == ROW_INEQ:
                 add(RowIneq(row(first), row(second), origin))  # type: ignore[arg-type]
@@ -373,9 +400,28 @@ def _apply(
                 add(Terminal(row(first), second, origin))  # type: ignore[arg-type]
             elif code == AT_LEAST:
                 add(DimAtLeast(dim(first), second, origin))  # type: ignore[arg-type]
+            elif code == LINEAR:
+                linear: DimLinear = second  # type: ignore[assignment]
+                add(
+                    DimLinear(
+                        tuple([(c, dim(d)) for c, d in linear.terms]),
+                        linear.const,
+                        linear.names,
+                        linear.text,
+                        origin,
+                        linear.kind,
+                    )
+                )
+            elif code == PREFIX:
+                whole, rest = first  # type: ignore[misc]
+                beg = tuple([dim(d) for d in second])  # type: ignore[union-attr]
+                add(RowPrefix(row(whole), beg, row(rest), origin))
             else:
                 renamed = tuple(row(r) for r in first)  # type: ignore[union-attr]
-                add(TotalElems(renamed, second, origin))  # type: ignore[arg-type]
+                count = dim(second) if type(second) is DimVar else second  # type: ignore[arg-type]
+                add(TotalElems(renamed, count, origin))  # type: ignore[arg-type]
+        for padding in sc.paddings:
+            _pad(session, sc, padding, args, internal, sabotages, dim, stamp)
         if Sabotage.NO_MARKS not in sabotages or checking:
             mark_origin = stamp.new("policy mark", sc.label)
             for var, mark in sc.marks:
@@ -386,10 +432,46 @@ def _apply(
                 add(PolicyMark(Row((), rows.get(var, var)), mark, mark_origin))
         if Sabotage.NO_REF_INPUTS not in sabotages:
             for capture in sc.captures:
-                _capture(session, capture, dim(capture.dim), stamp, checking)
+                term = capture.dim
+                renamed = row(term) if type(term) is Row else dim(term)  # type: ignore[arg-type]
+                _capture(session, capture, renamed, stamp, checking)
     except ShapeError as error:
         raise ShapeError(prefix + error.message, error.origins) from error
     return internal
+
+
+def _pad(
+    session: Session,
+    sc: Scheme,
+    padding: Padding,
+    args: tuple[Shape, ...],
+    internal: tuple[Shape, ...],
+    sabotages: frozenset[Sabotage],
+    dim: Callable[[Dim], Dim],
+    stamp: _Stamp,
+) -> None:
+    """A padded convolution axis of the application's shape, as the einsum
+    registers it: the next closing gives the row its margins."""
+    if padding.where == "arg":
+        shape = args[padding.index]
+    elif padding.where == "anchor":
+        if Sabotage.SEVER_SHARED in sabotages:
+            return
+        shape = sc.anchors[padding.index].shape
+    elif internal:
+        shape = internal[padding.index]
+    else:
+        return  # check makes no internal shapes: nothing to pad
+    if padding.where != "internal":
+        session.register_shape(shape)  # its closing publishes the margins
+    session.add(
+        PaddedAxis(
+            shape.row(padding.kind),
+            padding.axis,
+            dim(padding.kernel),
+            stamp(padding.origin),
+        )
+    )
 
 
 def _untemplated_tails(
@@ -436,20 +518,54 @@ def _untemplated_tails(
 
 
 def _capture(
-    session: Session, capture: CaptureInput, term: Dim, stamp: _Stamp, checking: bool
+    session: Session,
+    capture: CaptureInput,
+    term: Dim | Row,
+    stamp: _Stamp,
+    checking: bool,
 ) -> None:
-    """Relate a capture input to its reference's state, and bind it (not in check)."""
+    """Relate a capture input to its reference's state, and bind it (not in check).
+
+    A row term (a captured row variable) stands for its element count: it is
+    related to a dim or a size by a total, to a row by an equality, as the
+    session relates two bindings of one reference.
+    """
     origin = stamp(capture.origin)
     ref = capture.ref
     if checking:
         # Relate the input to the reference's current state; bind nothing.
-        state: Dim | None = ref.var if ref.var is not None else ref.size
+        state: DimVar | RowVar | Size | None = (
+            ref.var
+            if ref.var is not None
+            else ref.row
+            if ref.row is not None
+            else ref.size
+        )
         if state is not None:
-            sides = (
-                Side(f"label '{ref.label}'"),
+            what = "row variable" if type(term) is Row else "label"
+            related = origin.with_sides(
+                Side(f"{what} '{ref.label}'"),
                 Side(f"capture reference '{ref.label}'"),
             )
-            session.add(DimEq(term, state, origin.with_sides(*sides)))
+            if type(term) is Row and type(state) is RowVar:
+                session.add(RowEq(term, Row((), state), related))
+            elif type(term) is Row:
+                count = state.n if type(state) is Size else state
+                session.add(TotalElems((term,), count, related))  # type: ignore[arg-type]
+            elif type(state) is RowVar:
+                session.add(TotalElems((Row((), state),), term, related))  # type: ignore[arg-type]
+            else:
+                session.add(DimEq(term, state, related))  # type: ignore[arg-type]
+        return
+    if type(term) is Row:
+        if term.var is None or term.dims:
+            # The captured row was (partly) solved in the scheme: bind a fresh
+            # row variable equal to it, so the reference publishes its count.
+            fresh_row = session.fresh_row_var()
+            session.add(RowEq(Row((), fresh_row), term, origin))
+            session.add(CaptureBind(ref, fresh_row, origin))
+        else:
+            session.add(CaptureBind(ref, term.var, origin))
         return
     if type(term) is not DimVar:
         # The first binding's variable was solved in the scheme: bind a fresh

@@ -11,7 +11,9 @@ from typing import NoReturn
 from axisflow.shapes.constraints import (
     DimAtLeast,
     DimIneq,
+    DimLinear,
     RowIneq,
+    RowPrefix,
     Terminal,
     TotalElems,
 )
@@ -22,9 +24,11 @@ from axisflow.shapes.tensors import Shape, Tensor
 from axisflow.shapes.terms import (
     Dim,
     DimVar,
+    Kind,
     Origin,
     Row,
     RowVar,
+    Size,
 )
 
 Rows = tuple[Row, Row, Row]
@@ -85,11 +89,30 @@ class CaptureInput:
     """A capture reference made before the trace that the function binds.
 
     ``dim`` is the scheme term of its first binding (all later bindings in
-    the function are equal to it).
+    the function are equal to it): a dim for a label, a row for a row
+    variable (``..name..``: the reference stands for its element count).
     """
 
     ref: DimRef
-    dim: Dim
+    dim: Dim | Row
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Padding:
+    """A padded convolution reads axis ``axis`` of a shape's row: closing
+    gives that row its padding margins for a kernel of size ``kernel``.
+
+    ``where`` and ``index`` say which shape (``"arg"``, ``"internal"`` or
+    ``"anchor"``), ``kind`` which of its rows; ``axis`` counts from the
+    front (``>= 0``) or from the end (``< 0``), as ``PaddedAxis.index``.
+    """
+
+    where: str
+    index: int
+    kind: Kind
+    axis: int
+    kernel: Dim
     origin: Origin
 
 
@@ -105,9 +128,9 @@ class LooseVariable:
     term: Dim | Row
 
 
-Fact = DimIneq | RowIneq | DimAtLeast | TotalElems | Terminal
+Fact = DimIneq | RowIneq | DimAtLeast | TotalElems | Terminal | DimLinear | RowPrefix
 
-ROW_INEQ, DIM_INEQ, TERMINAL, AT_LEAST, TOTAL = range(5)
+ROW_INEQ, DIM_INEQ, TERMINAL, AT_LEAST, TOTAL, LINEAR, PREFIX = range(7)
 
 
 def compile_fact(
@@ -123,6 +146,10 @@ def compile_fact(
         return (TERMINAL, fact.row, fact.is_param, at)
     if isinstance(fact, DimAtLeast):
         return (AT_LEAST, fact.dim, fact.n, at)
+    if isinstance(fact, DimLinear):
+        return (LINEAR, fact.terms, fact, at)
+    if isinstance(fact, RowPrefix):
+        return (PREFIX, (fact.whole, fact.rest), fact.beg, at)
     return (TOTAL, fact.rows, fact.count, at)
 
 
@@ -195,7 +222,12 @@ def fact_terms(fact: Fact) -> Iterable[Dim | Row]:
     if isinstance(fact, DimAtLeast):
         return (fact.dim,)
     if isinstance(fact, TotalElems):
-        return fact.rows
+        count = fact.count
+        return (*fact.rows, count) if isinstance(count, DimVar | Size) else fact.rows
+    if isinstance(fact, DimLinear):
+        return tuple(dim for _, dim in fact.terms)
+    if isinstance(fact, RowPrefix):
+        return (fact.whole, Row(fact.beg), fact.rest)
     return (fact.row,)
 
 

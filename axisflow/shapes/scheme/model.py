@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from axisflow.shapes.constraints import (
     Mark,
@@ -13,6 +14,7 @@ from axisflow.shapes.scheme.data import (
     Fact,
     InternalRows,
     LooseVariable,
+    Padding,
     Rows,
     compile_fact,
 )
@@ -58,6 +60,7 @@ class Scheme:
         traced_args: tuple[Shape, ...] = (),
         traced_results: tuple[Shape, ...] = (),
         traced_internal: tuple[Shape, ...] = (),
+        paddings: tuple[Padding, ...] = (),
     ) -> None:
         self.session = session
         self.label = label
@@ -78,6 +81,7 @@ class Scheme:
         self.traced_args = traced_args
         self.traced_results = traced_results
         self.traced_internal = traced_internal
+        self.paddings = paddings
         self._dims = tuple(v for v in (*generalized, *fixed) if type(v) is DimVar)
         self._rows = tuple(v for v in (*generalized, *fixed) if type(v) is RowVar)
         self._internal_sides = tuple(shape_sides(i.name) for i in internal)
@@ -87,13 +91,14 @@ class Scheme:
         # The distinct origins of the facts and captures, stamped once per
         # application, and each fact as (kind code, terms..., origin index).
         origins: dict[int, Origin] = {}
-        for item in (*facts, *captures):
+        for item in (*facts, *captures, *paddings):
             origins.setdefault(id(item.origin), item.origin)
         self._origins = tuple(origins.values())
         self._origin_index = {key: i for i, key in enumerate(origins)}
         self._plan = tuple(compile_fact(fact, self._origin_index) for fact in facts)
         self._places: dict[int, tuple[str, int]] | None = None
-        self._presolve_memo: dict[tuple[Row | None, ...], dict[RowVar, Row]] = {}
+        # Presolved values per source values (presolve.Solved).
+        self._presolve_memo: dict[tuple[Row | None, ...], Any] = {}
 
     @property
     def arity(self) -> int:

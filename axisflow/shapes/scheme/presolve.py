@@ -1,4 +1,4 @@
-"""Presolving: the internal row variables an application can solve outright.
+"""Presolving: the internal variables an application can solve outright.
 
 See :func:`plan_presolve`. The plan is made once per scheme (on its first
 application); the values are memoized per source values on the scheme.
@@ -6,18 +6,22 @@ application); the values are memoized per source values on the scheme.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, Final
 from weakref import WeakKeyDictionary
 
+from axisflow.shapes.concrete import join_rows
 from axisflow.shapes.constraints import (
+    DimAtLeast,
+    DimIneq,
     RowIneq,
-    Terminal,
-    TotalElems,
 )
 from axisflow.shapes.scheme.data import (
     ANCHOR,
     ARG,
+    AT_LEAST,
+    DIM_INEQ,
     RESULT,
     ROW_INEQ,
     fact_terms,
@@ -29,7 +33,6 @@ from axisflow.shapes.solver import MAX_RANK
 from axisflow.shapes.tensors import Shape
 from axisflow.shapes.terms import (
     BROADCAST_UNIT,
-    EMPTY_ROW,
     Dim,
     DimVar,
     Row,
@@ -37,28 +40,56 @@ from axisflow.shapes.terms import (
     Size,
 )
 
-LowerBound = tuple[RowVar | None, tuple[Size, ...]]
-"""A lower bound ``[...var, sizes]`` of a presolvable variable (``var`` None: closed)."""
+Var = DimVar | RowVar
+Value = Row | Size
+
+CAPTURE: Final = 3
+"""Where a source stands: a capture input (after argument, result, anchor)."""
+
+DIM, AXIS, LEAD = range(3)
+"""Kinds of bound: a dim's operand dim; the axis ``back`` positions from the
+right of an operand row (a dim of a result row); an operand row without its
+last ``back`` axes (the row variable of a result row)."""
+
+Bound = tuple[int, Dim | Row, int]
 
 
 @dataclass(frozen=True, slots=True)
 class Presolve:
-    """The scheme's internal row variables an application may solve outright.
+    """The scheme's internal variables an application may solve outright.
 
-    ``sources``: the variables that are a whole boundary or anchor row, with
-    where they stand ((argument/result/anchor, index, kind index)); at an
-    application where that row is concrete the variable's value is known.
-    ``order``: the presolvable variables in dependency order, each with its
-    lower bounds and template depth. ``skipped``: for each compiled fact,
-    whether it only bounds a presolvable variable from below. ``guards``: for
-    each variable of ``order``, the variables that must be known at an
-    application for it to be presolved there (see :func:`_guards`).
+    ``sources``: the boundary and anchor rows (where each stands:
+    argument/result/anchor, index, kind index) whose variables an
+    application reads off the actual row when it is concrete, and the
+    capture inputs of labels (``CAPTURE``, index), which read the size their
+    reference stands for when it is known. ``order``: the presolvable
+    variables in dependency order, each with its lower bounds and its
+    template depth (0 for a dim). ``skipped``: for each compiled fact, the
+    variables on its result side if the fact only bounds presolvable
+    variables from below (it holds once they are presolved), else ``None``. ``guards``: for each variable of ``order``,
+    the variables that must be known at an application for it to be
+    presolved there (see :func:`_guards`). ``closed``: the operand rows of
+    inequalities into a closed result row, with its number of axes: an
+    operand with more axes is Stage 1's error, which a skipped inequality
+    would not report (nothing is presolved then). ``fixed``: likewise, the
+    sizes result rows write (an operand row, the position from the right,
+    the size): an operand's axis there other than 1 and that size is Stage
+    1's error. ``tied``: the row candidates an application leaves open
+    where their value has no axes (see :func:`plan_presolve`).
     """
 
-    sources: tuple[tuple[RowVar, tuple[tuple[int, int, int], ...]], ...]
-    order: tuple[tuple[RowVar, tuple[LowerBound, ...], int], ...]
-    skipped: tuple[RowVar | None, ...]
-    guards: tuple[frozenset[RowVar], ...]
+    sources: tuple[tuple[tuple[int, int, int], Row], ...]
+    order: tuple[tuple[Var, tuple[Bound, ...], int], ...]
+    skipped: tuple[tuple[Var, ...] | None, ...]
+    guards: tuple[frozenset[Var], ...]
+    closed: tuple[tuple[Row, int], ...] = ()
+    fixed: tuple[tuple[Row, int, Size], ...] = ()
+    tied: frozenset[RowVar] = frozenset()
+
+    @property
+    def source_vars(self) -> frozenset[Var]:
+        """Every variable a source row holds."""
+        return frozenset(v for _, row in self.sources for v in row_vars(row))
 
 
 _PLANS: WeakKeyDictionary[Scheme, Presolve | None] = WeakKeyDictionary()
@@ -73,28 +104,52 @@ def presolve_plan(sc: Scheme) -> Presolve | None:
         return plan
 
 
-def plan_presolve(sc: Scheme) -> Presolve | None:
-    """Find the internal row variables an application can solve outright.
+def _fact_sides(
+    code: int, first: object, second: object
+) -> tuple[tuple[Var, ...], tuple[Var, ...]] | None:
+    """The variables on the result and on the operand side of a compiled
+    inequality (``None`` for every other fact)."""
+    if code == ROW_INEQ:
+        assert isinstance(first, Row) and isinstance(second, Row)
+        return tuple(row_vars(first)), tuple(row_vars(second))
+    if code == DIM_INEQ:
+        return tuple(term_vars(first)), tuple(term_vars(second))  # type: ignore[arg-type]
+    return None
 
-    A generalized row variable is *presolvable* when it occurs in no boundary
-    or anchor row, no equality, total, terminal, capture or loose term, and as
-    the result of row inequalities only bare (``[...v] <= [...u, sizes]``, the
-    lower bound ``u`` presolvable itself, a source, or absent), with no cycle
-    through such bounds. An application mints it afresh, so nothing added
-    later can reach it except as an operand, which never gives a row more
-    axes nor a size other than 1 to an axis its bounds leave at 1. So once its
-    sources are concrete, what closing will make of it is known at once: the
-    broadcast join of its lower bounds (the longest, per axis the size other
-    than 1, else 1), which is what Stage 1 plus closing computes through
-    templates one inequality at a time, provided the closing cannot read
-    the row through what lies above it: the rows it broadcasts to must be
-    presolvable or the result's, and what they broadcast from known at the
-    application (:func:`_guards`). ``None`` when there is nothing to
-    presolve.
+
+def plan_presolve(sc: Scheme) -> Presolve | None:
+    """Find the internal variables an application can solve outright.
+
+    A generalized variable (row or dim) is a *candidate* when it occurs in no
+    argument, anchor or result row, no total, linear equation, row prefix,
+    terminal, capture or loose term, has no fixed-index minimum above 1, and
+    otherwise occurs only in inequalities. An application mints it afresh,
+    so nothing added later reaches it except as an operand, which never
+    gives a row more axes nor an axis a size other than 1. So once what its
+    lower bounds read is known (the application's concrete argument and
+    anchor rows, the *sources*, or other candidates solved first), what
+    Stage 1 and the closing make of it is known at once: for a row
+    variable the broadcast join of its bounds (each result row's operand
+    without the axes the result row writes after the variable), for a dim
+    the size other than 1 among its bounds, else its minimum. That is what
+    Stage 1 computes through templates one inequality at a time and the
+    closing completes (open tails empty, free dims 1), provided the closing
+    cannot read the variable through what lies above it: everything above
+    (transitively) must be a candidate or a result's variable, and
+    everything those broadcast from known at the application
+    (:func:`_guards`). ``None`` when there is nothing to presolve.
+
+    A row candidate that is the one row variable a result's row variable
+    broadcasts from is *tied* (``tied``): where its value has no axes,
+    re-evaluation leaves it bare until closing (a bound without axes makes
+    no template), and closing's single-neighbour merge then equates it with
+    the result's variable, which the caller may give axes later (a total on
+    the result); an application does not presolve it there
+    (:func:`solve_presolvable`). Dims have no such merge.
     """
-    places: dict[RowVar, list[tuple[int, int, int]]] = {}
-    blocked: set[DimVar | RowVar] = set()
-    result_vars: set[DimVar | RowVar] = set()
+    blocked: set[Var] = set()
+    result_vars: set[Var] = set()
+    sources: list[tuple[tuple[int, int, int], Row]] = []
     boundary = (
         (ARG, sc.args),
         (RESULT, sc.results),
@@ -104,73 +159,92 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
         for index, rows in enumerate(shapes):
             for kind_index, row in enumerate(rows):
                 (result_vars if where == RESULT else blocked).update(row_vars(row))
-                if row.var is not None and not row.dims:
-                    places.setdefault(row.var, []).append((where, index, kind_index))
+                if any(type(d) is DimVar for d in row.dims) or row.var is not None:
+                    sources.append(((where, index, kind_index), row))
     for item in sc.loose:
         blocked.add(item.old)
         blocked.update(term_vars(item.term))
-    for capture in sc.captures:
+    for padding in sc.paddings:
+        blocked.update(term_vars(padding.kernel))
+    for index, capture in enumerate(sc.captures):
         blocked.update(term_vars(capture.dim))
-    lower: dict[RowVar, list[LowerBound]] = {}
-    # Every row inequality as a graph: the rows each row variable broadcasts
-    # to (``above``) and the row variables each row broadcasts from.
-    above: dict[RowVar, list[RowVar]] = {}
-    below: dict[RowVar, set[RowVar]] = {}
-    with_axes: set[RowVar] = set()  # results of inequalities with axes before the tail
+        if type(capture.dim) is DimVar:
+            # A label's capture input takes the size its reference stands for
+            # at the application, when it is known then.
+            sources.append(((CAPTURE, index, 0), Row((capture.dim,))))
+    bounds: dict[Var, list[Bound]] = {}
+    closed: list[tuple[Row, int]] = []
+    fixed: list[tuple[Row, int, Size]] = []
+    # Every inequality as a graph: the variables each variable broadcasts
+    # to (``above``) and those each one broadcasts from (``below``).
+    above: dict[Var, list[Var]] = {}
+    below: dict[Var, set[Var]] = {}
+    # The row variables each result row's variable broadcasts from (what
+    # closing's single-neighbour merge reads: dims have no such step).
+    row_below: dict[RowVar, set[RowVar]] = {}
     for fact in sc.facts:
         if isinstance(fact, RowIneq):
             res, opnd = fact.res, fact.opnd
-            if res.var is None:
-                continue  # only an operand side: presolving keeps it
-            if opnd.var is not None:
-                above.setdefault(opnd.var, []).append(res.var)
-                below.setdefault(res.var, set()).add(opnd.var)
-            if not all(type(d) is Size for d in opnd.dims):
-                blocked.add(res.var)
-            elif res.dims:
-                with_axes.add(res.var)
+            res_side, opnd_side = list(row_vars(res)), list(row_vars(opnd))
+            for low in opnd_side:
+                above.setdefault(low, []).extend(res_side)
+            for high in res_side:
+                below.setdefault(high, set()).update(opnd_side)
+            if res.var is not None:
+                bounds.setdefault(res.var, []).append((LEAD, opnd, len(res.dims)))
+                if opnd.var is not None:
+                    row_below.setdefault(res.var, set()).add(opnd.var)
             else:
-                lower.setdefault(res.var, []).append((opnd.var, opnd.dims))  # type: ignore[arg-type]
-        elif isinstance(fact, Terminal | TotalElems):
+                closed.append((opnd, len(res.dims)))
+            for position, dim in enumerate(res.dims):
+                back = len(res.dims) - position
+                if type(dim) is DimVar:
+                    bounds.setdefault(dim, []).append((AXIS, opnd, back))
+                else:
+                    fixed.append((opnd, back, dim))  # type: ignore[arg-type]
+        elif isinstance(fact, DimIneq):
+            res_dim, opnd_dim = fact.res, fact.opnd
+            if type(res_dim) is not DimVar:
+                continue  # only an operand side: presolving keeps it
+            bounds.setdefault(res_dim, []).append((DIM, opnd_dim, 0))
+            below.setdefault(res_dim, set()).update(term_vars(opnd_dim))
+            if type(opnd_dim) is DimVar:
+                above.setdefault(opnd_dim, []).append(res_dim)
+        elif isinstance(fact, DimAtLeast):
+            if fact.n > 1:
+                blocked.update(term_vars(fact.dim))
+        else:
             for term in fact_terms(fact):
                 blocked.update(term_vars(term))
     candidates = {
-        v
-        for v in sc.generalized
-        if type(v) is RowVar
-        and v not in blocked
-        and v not in with_axes
-        and v not in result_vars
+        v for v in sc.generalized if v not in blocked and v not in result_vars
     }
-    # A result row (its sizes, then a tail read nowhere else) may lie above a
-    # presolved row.
-    results_above = {
-        row.var
-        for rows in sc.results
-        for row in rows
-        if row.var is not None
-        and row.var not in blocked
-        and all(type(d) is Size for d in row.dims)
-    }
+    # A result's variables may lie above a presolved variable: the result
+    # shape is made for the application and read nowhere else.
+    results_above = {v for v in result_vars if v not in blocked}
     guards = _guards(candidates, results_above, above, below)
     candidates.intersection_update(guards)
-    # Kahn's order over the bounds: a candidate is presolvable once each of its
-    # bounds is closed, a source or presolvable itself. One bounded by anything
-    # else, by itself or through a cycle never becomes ready, nor do its users.
-    waiting: dict[RowVar, int] = {}
-    users: dict[RowVar, list[RowVar]] = {}
-    ready: list[RowVar] = []
+    source_vars = {v for _, row in sources for v in row_vars(row)}
+    # Kahn's order over the bounds: a candidate is presolvable once each
+    # variable its bounds read is a source or presolvable itself. One that
+    # reads anything else, itself or a cycle never becomes ready, nor do its
+    # users.
+    waiting: dict[Var, int] = {}
+    users: dict[Var, list[Var]] = {}
+    ready: list[Var] = []
     for var in candidates:
         needs = 0
-        for bound_var, _sizes in lower.get(var, ()):
-            if bound_var is None or bound_var in places:
-                continue
-            needs += 1
-            users.setdefault(bound_var, []).append(var)
+        for _kind, term, _back in bounds.get(var, ()):
+            for read in term_vars(term):
+                if read in source_vars:
+                    continue
+                needs += 1
+                users.setdefault(read, []).append(var)
         waiting[var] = needs
         if not needs:
             ready.append(var)
-    order: list[RowVar] = []
+    ready.sort(key=lambda v: v.id)  # deterministic order
+    order: list[Var] = []
     while ready:
         var = ready.pop()
         order.append(var)
@@ -181,69 +255,89 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     if not order:
         return None
     gens = dict(sc.gens)
-    used_sources = {
-        b[0]
-        for var in order
-        for b in lower.get(var, ())
-        if b[0] is not None and b[0] in places
-    }
-    used_sources.update(g for var in order for g in guards[var] if g in places)
     presolvable = set(order)
-    skipped: list[RowVar | None] = []
-    for code, first, _second, _origin in sc._plan:
-        var = first.var if code == ROW_INEQ else None  # type: ignore[union-attr]
-        skipped.append(var if var in presolvable else None)
+    skipped: list[tuple[Var, ...] | None] = []
+    for code, first, second, _origin in sc._plan:
+        sides = _fact_sides(code, first, second)
+        if code == AT_LEAST and type(first) is DimVar and first in presolvable:
+            skipped.append((first,))  # a minimum of 1 (larger ones block)
+        elif sides is not None and sides[0] and presolvable.issuperset(sides[0]):
+            skipped.append(sides[0])
+        else:
+            skipped.append(None)
+    used = {
+        read
+        for var in order
+        for _kind, term, _back in bounds.get(var, ())
+        for read in term_vars(term)
+    }
+    used.update(g for var in order for g in guards[var])
     return Presolve(
         sources=tuple(
-            (var, tuple(places[var])) for var in places if var in used_sources
+            (where, row)
+            for where, row in sources
+            if any(v in used for v in row_vars(row))
         ),
         order=tuple(
-            (var, tuple(lower.get(var, ())), gens.get(var, 0)) for var in order
+            (
+                var,
+                tuple(bounds.get(var, ())),
+                gens.get(var, 0),  # type: ignore[call-overload, arg-type]
+            )
+            for var in order
         ),
         skipped=tuple(skipped),
         guards=tuple(guards[var] for var in order),
+        closed=tuple(closed),
+        fixed=tuple(fixed),
+        tied=frozenset(
+            operand
+            for res in results_above
+            if type(res) is RowVar and len(operands := row_below.get(res, ())) == 1
+            for operand in operands
+            if operand in presolvable
+        ),
     )
 
 
 def _guards(
-    candidates: set[RowVar],
-    results_above: set[RowVar],
-    above: dict[RowVar, list[RowVar]],
-    below: dict[RowVar, set[RowVar]],
-) -> dict[RowVar, frozenset[RowVar]]:
+    candidates: set[Var],
+    results_above: set[Var],
+    above: dict[Var, list[Var]],
+    below: dict[Var, set[Var]],
+) -> dict[Var, frozenset[Var]]:
     """What each candidate's presolving depends on besides its own bounds.
 
-    A presolved row is concrete from the application on, where re-running
-    the body leaves it open until closing, and closing reads open rows: its
-    first step (OCANNL's stage 2) equates a bare ``res ⊑ opnd`` pair that
-    are each other's only neighbour (the operand then takes the result's
-    other bounds), and a leaf row with no bounds of its own takes those of
-    the rows it broadcasts to. So a row is presolved only where everything
-    it can meet that way is settled at the application: every row above it
-    (transitively) is a candidate or a result row (sizes, then a tail read
-    nowhere else), and every row those
-    broadcast from, and every candidate among them, is known at the
-    application (a concrete source, or presolved itself). The guards are
-    those variables; a candidate above which lies any other row (an anchor's
-    row, a row with axes before its tail, a leaf's) is dropped (absent from
-    the map).
+    A presolved variable is concrete from the application on, where
+    re-running the body leaves it open until closing, and closing reads open
+    variables: its first step (OCANNL's stage 2) equates a bare ``res ⊑
+    opnd`` pair of rows or dims that are each other's only neighbour (the
+    operand then takes the result's other bounds), and a leaf row with no
+    bounds of its own takes those of the rows it broadcasts to. So a
+    variable is presolved only where everything it can meet that way is
+    settled at the application: everything above it (transitively) is a
+    candidate or a result's variable, and everything those broadcast from,
+    and every candidate among them, is known at the application (a
+    concrete source, or presolved itself). The guards are those variables;
+    a candidate above which lies anything else (an anchor's row, a leaf's,
+    a dim a total waits on) is dropped (absent from the map).
     """
     allowed = candidates | results_above
-    guards: dict[RowVar, frozenset[RowVar]] = {}
+    guards: dict[Var, frozenset[Var]] = {}
     for var in candidates:
         seen = {var}
         stack = [var]
-        needed: set[RowVar] = set()
+        needed: set[Var] = set()
         fine = True
         while stack and fine:
-            row = stack.pop()
-            if row not in allowed:
+            node = stack.pop()
+            if node not in allowed:
                 fine = False
                 break
-            if row in candidates:
-                needed.add(row)
-            needed.update(below.get(row, ()))
-            for res in above.get(row, ()):
+            if node in candidates:
+                needed.add(node)
+            needed.update(below.get(node, ()))
+            for res in above.get(node, ()):
                 if res not in seen:
                     seen.add(res)
                     stack.append(res)
@@ -255,25 +349,20 @@ def _guards(
 
 def join_concrete(rows: Sequence[Row]) -> Row | None:
     """The broadcast join of concrete rows; ``None`` when two sizes other than 1 clash."""
-    if len(rows) == 1:
-        return rows[0]
-    if not rows:
-        return EMPTY_ROW
-    length = max(len(r.dims) for r in rows)
-    joined: list[Dim] = []
-    for back in range(length, 0, -1):
-        chosen: Size = BROADCAST_UNIT
-        for row in rows:
-            dims = row.dims
-            if len(dims) >= back:
-                size = dims[-back]
-                if size.n != 1:  # type: ignore[union-attr]
-                    if chosen.n == 1:
-                        chosen = size  # type: ignore[assignment]
-                    elif size != chosen:
-                        return None
-        joined.append(chosen)
-    return Row(tuple(joined))
+    joined = join_rows([row.dims for row in rows])
+    return None if joined is None else Row(joined)
+
+
+def join_sizes(sizes: Iterable[Size]) -> Size | None:
+    """The size other than 1 among ``sizes`` (else 1); ``None`` on a clash."""
+    chosen: Size = BROADCAST_UNIT
+    for size in sizes:
+        if size.n != 1:
+            if chosen.n == 1:
+                chosen = size
+            elif size != chosen:
+                return None
+    return chosen
 
 
 def presolved(
@@ -282,73 +371,192 @@ def presolved(
     args: tuple[Shape, ...],
     results: tuple[Shape, ...],
     norm_row: Callable[[Row], Row],
-) -> dict[RowVar, Row]:
+) -> Solved:
     """The presolvable variables' values at this application (see :func:`plan_presolve`).
 
-    Only those whose sources are all concrete now. Empty when a join clashes
-    or would pass the template depth limit: the full application then reports
-    the contradiction as re-running the body would.
+    Only those whose sources are all concrete now. Empty when a join clashes,
+    would pass the template depth limit, or the
+    sources disagree: the full application then reports the contradiction as
+    re-running the body would.
     """
-    known: dict[RowVar, Row] = {}
-    for var, where in pre.sources:
-        for kind, index, kind_index in where:
-            shape = (
-                args[index]
-                if kind == ARG
-                else results[index]
-                if kind == RESULT
-                else sc.anchors[index].shape
-            )
-            current = norm_row(shape.rows()[kind_index])
-            if current.is_concrete():
-                known[var] = current
-                break
+    actual: list[Row | None] = []
+    for (kind, index, kind_index), _term in pre.sources:
+        if kind == CAPTURE:
+            size = sc.captures[index].ref.known_size()
+            actual.append(None if size is None else Row((size,)))
+            continue
+        shape = (
+            args[index]
+            if kind == ARG
+            else results[index]
+            if kind == RESULT
+            else sc.anchors[index].shape
+        )
+        current = norm_row(shape.rows()[kind_index])
+        actual.append(current if current.is_concrete() else None)
     # The values are a function of the sources' values: call sites repeating
     # their argument shapes reuse them (the rows are immutable).
-    key = tuple(known.get(var) for var, _ in pre.sources)
+    key = tuple(actual)
     memo = sc._presolve_memo
     hit = memo.get(key)
     if hit is not None:
         return hit
     if len(memo) >= PRESOLVE_MEMO_SIZE:
         memo.clear()
-    memo[key] = solved = solve_presolvable(pre, known)
+    known = _read_sources(pre, actual)
+    memo[key] = solved = Solved() if known is None else solve_presolvable(pre, known)
     return solved
+
+
+class Solved(dict[Var, Value]):
+    """Presolved values of one set of source values, and the application
+    rows built from them.
+
+    ``rows`` maps a scheme row (by identity: the scheme holds it) to its
+    application row when that is concrete: applications with the same
+    sources share those immutable rows instead of building their own.
+    ``facts``: the scheme's compiled facts such an application still adds
+    (see :func:`facts_to_add`), once computed.
+    """
+
+    __slots__ = ("facts", "rows")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[int, Row] = {}
+        self.facts: Sequence[tuple[Any, ...]] | None = None
+
+
+def facts_to_add(
+    sc: Scheme, pre: Presolve | None, solved: dict[Var, Value]
+) -> Sequence[tuple[Any, ...]]:
+    """The compiled facts an application with these presolved values adds:
+    all but those that only bound presolved variables from below (they hold
+    by construction). Kept on ``solved``, which applications with the same
+    source values share."""
+    if not solved or pre is None:
+        return sc._plan
+    facts = getattr(solved, "facts", None)
+    if facts is None:
+        facts = [
+            fact
+            for fact, bounded in zip(sc._plan, pre.skipped, strict=True)
+            if bounded is None or not all(v in solved for v in bounded)
+        ]
+        if isinstance(solved, Solved):
+            solved.facts = facts
+    return facts
 
 
 PRESOLVE_MEMO_SIZE = 256
 """Source values remembered per scheme (cleared when full: a bound, not a cache policy)."""
 
+_NOT_KNOWN: Final = None
 
-def solve_presolvable(pre: Presolve, known: dict[RowVar, Row]) -> dict[RowVar, Row]:
-    """The joins of :func:`presolved`, in dependency order (``known``: the sources)."""
-    solved: dict[RowVar, Row] = {}
-    for var, bounds, gen in pre.order:
-        if len(bounds) == 1 and not bounds[0][1] and bounds[0][0] is not None:
-            # The common case: one bare lower bound, whose value it takes.
-            value = known.get(bounds[0][0])
-            if value is not None:
-                if gen + len(value.dims) > MAX_RANK:
-                    return {}
-                known[var] = solved[var] = value
+
+def _read_sources(
+    pre: Presolve, actual: Sequence[Row | None]
+) -> dict[Var, Value] | None:
+    """The source variables' values from the concrete actual rows.
+
+    ``None`` when a source row cannot hold its actual row (too few axes, or
+    a size that differs) or two sources disagree: the full application
+    reports that.
+    """
+    known: dict[Var, Value] = {}
+
+    def give(var: Var, value: Value) -> bool:
+        found = known.get(var)
+        if found is None:
+            known[var] = value
+            return True
+        return found == value
+
+    for (_where, term), current in zip(pre.sources, actual, strict=True):
+        if current is None:
             continue
-        rows: list[Row] = []
-        for bound_var, sizes in bounds:
-            if bound_var is None:
-                rows.append(Row(sizes))
-                continue
-            value = known.get(bound_var)
+        dims = current.dims
+        written = len(term.dims)
+        if len(dims) < written or (term.var is None and len(dims) != written):
+            return None
+        lead = len(dims) - written
+        if term.var is not None and not give(term.var, Row(dims[:lead])):
+            return None
+        for position, dim in enumerate(term.dims):
+            size = dims[lead + position]
+            if type(dim) is DimVar:
+                if not give(dim, size):  # type: ignore[arg-type]
+                    return None
+            elif dim != size:
+                return None
+    return known
+
+
+def _value(term: Dim | Row, known: dict[Var, Value]) -> Value | None:
+    """A term's value from the known variables (``None`` if one is unknown)."""
+    if type(term) is Size:
+        return term
+    if type(term) is DimVar:
+        return known.get(term)
+    assert type(term) is Row
+    head: tuple[Dim, ...] = ()
+    if term.var is not None:
+        lead = known.get(term.var)
+        if lead is None:
+            return _NOT_KNOWN
+        head = lead.dims  # type: ignore[union-attr]
+    if not term.dims:
+        return Row(head)
+    tail = [_value(d, known) for d in term.dims]
+    if any(d is None for d in tail):
+        return _NOT_KNOWN
+    return Row(head + tuple(tail))  # type: ignore[arg-type]
+
+
+def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> Solved:
+    """The joins of :func:`presolved`, in dependency order (``known``: the sources)."""
+    solved = Solved()
+    join = join_concrete  # looked up once (a test replaces it)
+    tied = pre.tied
+    for var, var_bounds, gen in pre.order:
+        values: list[Value] = []
+        for kind, term, back in var_bounds:
+            value = _value(term, known)
             if value is None:
                 break
-            rows.append(Row(value.dims + sizes) if sizes else value)
+            if kind == DIM:
+                values.append(value)
+            elif kind == AXIS:
+                dims = value.dims  # type: ignore[union-attr]
+                if len(dims) >= back:
+                    values.append(dims[len(dims) - back])  # type: ignore[arg-type]
+            else:
+                dims = value.dims  # type: ignore[union-attr]
+                values.append(Row(dims[: max(0, len(dims) - back)]) if back else value)
         else:
-            joined = join_concrete(rows)
-            if joined is None or gen + len(joined.dims) > MAX_RANK:
-                return {}
-            known[var] = joined
-            solved[var] = joined
+            if type(var) is RowVar:
+                joined = join(values)  # type: ignore[arg-type]
+                if joined is None or gen + len(joined.dims) > MAX_RANK:
+                    return Solved()
+                if joined.dims or var not in tied:
+                    known[var] = solved[var] = joined
+            else:
+                size = join_sizes(values)  # type: ignore[arg-type]
+                if size is None:
+                    return Solved()
+                known[var] = solved[var] = size
+    for opnd, length in pre.closed:
+        value = _value(opnd, known)
+        if value is not None and len(value.dims) > length:  # type: ignore[union-attr]
+            return Solved()  # Stage 1's error: the full application reports it
+    for opnd, back, size in pre.fixed:
+        value = _value(opnd, known)
+        if value is not None and len(value.dims) >= back:  # type: ignore[union-attr]
+            axis = value.dims[len(value.dims) - back]  # type: ignore[union-attr]
+            if axis.n != 1 and axis != size:  # type: ignore[union-attr]
+                return Solved()
     # Keep a value only where its guards are known too.
-    sources = {var for var, _ in pre.sources if var in known}
+    sources = {var for var in pre.source_vars if var in known}
     unsettled = [
         var
         for (var, _bounds, _gen), guards in zip(pre.order, pre.guards, strict=True)
@@ -359,12 +567,10 @@ def solve_presolvable(pre: Presolve, known: dict[RowVar, Row]) -> dict[RowVar, R
     return solved
 
 
-def _drop_unsettled(
-    pre: Presolve, solved: dict[RowVar, Row], unsettled: list[RowVar]
-) -> None:
+def _drop_unsettled(pre: Presolve, solved: Solved, unsettled: list[Var]) -> None:
     """Drop ``unsettled`` from ``solved``, and every variable guarded by a
     dropped one (once each: linear in the guards)."""
-    guarding: dict[RowVar, list[RowVar]] = {}
+    guarding: dict[Var, list[Var]] = {}
     for (var, _bounds, _gen), guards in zip(pre.order, pre.guards, strict=True):
         for guard in guards:
             guarding.setdefault(guard, []).append(var)

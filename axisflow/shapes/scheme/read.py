@@ -7,7 +7,9 @@ from collections.abc import Callable, Sequence
 from axisflow.shapes.constraints import (
     DimAtLeast,
     DimIneq,
+    DimLinear,
     RowIneq,
+    RowPrefix,
     Terminal,
     TotalElems,
 )
@@ -15,8 +17,10 @@ from axisflow.shapes.refs import DimRef
 from axisflow.shapes.scheme.data import (
     Anchor,
     CaptureInput,
+    Fact,
     InternalRows,
     LooseVariable,
+    Padding,
 )
 from axisflow.shapes.scheme.model import Scheme
 from axisflow.shapes.scheme.text import (
@@ -93,7 +97,7 @@ def build_scheme(
     def rows3(terms: TextRows) -> tuple[Row, Row, Row]:
         return (row(terms[0]), row(terms[1]), row(terms[2]))
 
-    facts: list[DimIneq | RowIneq | DimAtLeast | TotalElems | Terminal] = []
+    facts: list[Fact] = []
     for kind, parts, origin in text.facts:
         if kind == "ineq":
             facts.append(RowIneq(row(parts[0]), row(parts[1]), origin))  # type: ignore[arg-type]
@@ -102,8 +106,35 @@ def build_scheme(
         elif kind == "at_least":
             facts.append(DimAtLeast(dim(parts[0]), parts[1], origin))  # type: ignore[arg-type]
         elif kind == "total":
+            count = parts[1]
             facts.append(
-                TotalElems(tuple(row(r) for r in parts[0]), parts[1], origin)  # type: ignore[arg-type, union-attr]
+                TotalElems(
+                    tuple(row(r) for r in parts[0]),  # type: ignore[union-attr]
+                    dim(count) if isinstance(count, VarName) else count,  # type: ignore[arg-type]
+                    origin,
+                )
+            )
+        elif kind == "linear":
+            linear_kind, terms, const, axis = parts
+            facts.append(
+                DimLinear(
+                    tuple((coeff, dim(term)) for coeff, term, _ in terms),  # type: ignore[union-attr]
+                    const,  # type: ignore[arg-type]
+                    tuple(name for _, _, name in terms),  # type: ignore[union-attr]
+                    axis,  # type: ignore[arg-type]
+                    origin,
+                    linear_kind,  # type: ignore[arg-type]
+                )
+            )
+        elif kind == "prefix":
+            whole, beg, rest = parts
+            facts.append(
+                RowPrefix(
+                    row(whole),  # type: ignore[arg-type]
+                    tuple(dim(d) for d in beg),  # type: ignore[union-attr]
+                    row(rest),  # type: ignore[arg-type]
+                    origin,
+                )
             )
         else:
             facts.append(Terminal(row(parts[0]), kind == "param", origin))  # type: ignore[arg-type]
@@ -143,7 +174,11 @@ def build_scheme(
         marks=tuple(marks),
         gens=tuple(gens),
         captures=tuple(
-            CaptureInput(ref(ref_label), dim(term), origin)
+            CaptureInput(
+                ref(ref_label),
+                row(term) if isinstance(term, tuple) else dim(term),
+                origin,
+            )
             for ref_label, term, origin in text.captures
         ),
         loose=tuple(loose),
@@ -152,4 +187,8 @@ def build_scheme(
         closings=session.closings,
         arg_names=tuple(name for name, _ in text.args),
         result_names=tuple(name for name, _ in text.results),
+        paddings=tuple(
+            Padding(where, index, kind, axis, dim(kernel), origin)
+            for where, index, kind, axis, kernel, origin in text.paddings
+        ),
     )

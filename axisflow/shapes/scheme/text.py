@@ -18,10 +18,24 @@ inside is doubled). Lines, in this order:
 ``dim_ineq 16 <= d1 ORIGIN``                         a dim inequality
 ``at_least d2 3 ORIGIN``                             a fixed index's minimum
 ``total [...r5], [d2] = 12 ORIGIN``                  a pending element count
+                                                     (``= d4``: counted by a dim)
+``linear stride [2 d1 'o', -1 d3 '2*o'] 0 '2*o' ORIGIN``
+                                                     a pending linear equation
+                                                     ``Σ coeff·dim + const = 0``
+                                                     (its kind, then each term:
+                                                     coefficient, dim, name;
+                                                     then the constant and the
+                                                     axis)
+``prefix [...r7] begins [d4] rest [...r8] ORIGIN``   axes before a row variable
 ``leaf [...r6] ORIGIN``, ``param [...r6] ORIGIN``    a terminal row
 ``mark safe_to_guess r4``                            a policy mark
 ``gen r4 1``                                         template depth of a variable
-``capture 'j' d3 ORIGIN``                            a capture input
+``pad arg 0 output -2 d4 ORIGIN``                    a padded convolution's axis
+                                                     (which shape, row, axis,
+                                                     kernel size)
+``capture 'j' d3 ORIGIN``                            a capture input (a row
+                                                     ``[...r2]`` for a row
+                                                     variable's)
 ``loose r5 = old r123``                              an open variable of the session
 ==================================================== =========================
 
@@ -43,8 +57,11 @@ from typing import NoReturn, Protocol
 from axisflow.shapes.constraints import (
     DimAtLeast,
     DimIneq,
+    DimLinear,
+    LinearKind,
     Mark,
     RowIneq,
+    RowPrefix,
     TotalElems,
 )
 from axisflow.shapes.errors import ShapeError
@@ -54,6 +71,7 @@ from axisflow.shapes.scheme.data import (
     Fact,
     InternalRows,
     LooseVariable,
+    Padding,
     Rows,
 )
 from axisflow.shapes.terms import (
@@ -99,6 +117,8 @@ class SchemeParts(Protocol):
     def captures(self) -> tuple[CaptureInput, ...]: ...
     @property
     def loose(self) -> tuple[LooseVariable, ...]: ...
+    @property
+    def paddings(self) -> tuple[Padding, ...]: ...
 
 
 class SchemeTextError(ShapeError):
@@ -142,6 +162,9 @@ class _Names:
         items = [f"...{self.var(row.var)}"] if row.var is not None else []
         items.extend(self.dim(d) for d in row.dims)
         return "[" + ", ".join(items) + "]"
+
+    def term(self, term: Dim | Row) -> str:
+        return self.row(term) if type(term) is Row else self.dim(term)  # type: ignore[arg-type]
 
     def rows3(self, rows: tuple[Row, Row, Row]) -> str:
         return f"{self.row(rows[0])} | {self.row(rows[1])} -> {self.row(rows[2])}"
@@ -207,7 +230,24 @@ def scheme_lines(sc: SchemeParts) -> list[str]:
             lines.append(f"at_least {names.dim(fact.dim)} {fact.n} {origin}")
         elif isinstance(fact, TotalElems):
             rows = ", ".join(names.row(r) for r in fact.rows)
-            lines.append(f"total {rows} = {fact.count} {origin}")
+            count = fact.count
+            counted = names.dim(count) if isinstance(count, DimVar | Size) else count
+            lines.append(f"total {rows} = {counted} {origin}")
+        elif isinstance(fact, DimLinear):
+            terms = ", ".join(
+                f"{coeff} {names.dim(dim)} {quote(name)}"
+                for (coeff, dim), name in zip(fact.terms, fact.names, strict=True)
+            )
+            lines.append(
+                f"linear {fact.kind.value} [{terms}] {fact.const} {quote(fact.text)} "
+                f"{origin}"
+            )
+        elif isinstance(fact, RowPrefix):
+            beg = "[" + ", ".join(names.dim(d) for d in fact.beg) + "]"
+            lines.append(
+                f"prefix {names.row(fact.whole)} begins {beg} rest "
+                f"{names.row(fact.rest)} {origin}"
+            )
         else:
             kind = "param" if fact.is_param else "leaf"
             lines.append(f"{kind} {names.row(fact.row)} {origin}")
@@ -215,9 +255,14 @@ def scheme_lines(sc: SchemeParts) -> list[str]:
         lines.append(f"mark {mark.value} {names.var(var)}")
     for var, gen in sc.gens:
         lines.append(f"gen {names.var(var)} {gen}")
+    for padding in sc.paddings:
+        lines.append(
+            f"pad {padding.where} {padding.index} {padding.kind.value} "
+            f"{padding.axis} {names.dim(padding.kernel)} {origin_text(padding.origin)}"
+        )
     for capture in sc.captures:
         lines.append(
-            f"capture {quote(capture.ref.label)} {names.dim(capture.dim)} "
+            f"capture {quote(capture.ref.label)} {names.term(capture.dim)} "
             f"{origin_text(capture.origin)}"
         )
     for item in sc.loose:
@@ -237,7 +282,7 @@ _TOKEN = re.compile(
      |(?P<arrow>->)
      |(?P<le><=)
      |(?P<word>[A-Za-z_][A-Za-z0-9_]*)
-     |(?P<int>\d+)
+     |(?P<int>-?\d+)
      |(?P<punct>[\[\],|()=.@])
     )""",
     re.VERBOSE,
@@ -344,7 +389,10 @@ class SchemeText:
     facts: list[tuple[str, tuple[object, ...], Origin]] = field(default_factory=list)
     marks: list[tuple[VarName, Mark]] = field(default_factory=list)
     gens: list[tuple[VarName, int]] = field(default_factory=list)
-    captures: list[tuple[str, TextDim, Origin]] = field(default_factory=list)
+    captures: list[tuple[str, TextDim | TextRow, Origin]] = field(default_factory=list)
+    paddings: list[tuple[str, int, Kind, int, TextDim, Origin]] = field(
+        default_factory=list
+    )
     loose: list[tuple[TextDim | TextRow, VarName]] = field(default_factory=list)
 
 
@@ -493,8 +541,45 @@ def parse_scheme_text(lines: Sequence[str]) -> SchemeText:
             while tokens.optional("punct", ",") is not None:
                 rows.append(_row(tokens))
             tokens.take("punct", "=")
-            count = tokens.integer()
+            found = tokens.peek()
+            count: int | TextDim = (
+                _var(tokens, "d")
+                if found is not None and found[0] == "word"
+                else tokens.integer()
+            )
             text.facts.append(("total", (tuple(rows), count), _origin(tokens)))
+        elif keyword == "linear":
+            kind_name = tokens.take("word")
+            try:
+                linear_kind = LinearKind(kind_name)
+            except ValueError:
+                tokens.pos -= 1
+                tokens.fail(f"no kind of linear equation {kind_name!r}")
+            tokens.take("punct", "[")
+            terms: list[tuple[int, TextDim, str]] = []
+            if tokens.optional("punct", "]") is None:
+                while True:
+                    coeff = tokens.integer()
+                    terms.append((coeff, _dim(tokens), tokens.quoted()))
+                    if tokens.optional("punct", ",") is None:
+                        break
+                tokens.take("punct", "]")
+            const = tokens.integer()
+            axis = tokens.quoted()
+            text.facts.append(
+                ("linear", (linear_kind, tuple(terms), const, axis), _origin(tokens))
+            )
+        elif keyword == "prefix":
+            whole = _row(tokens)
+            tokens.take("word", "begins")
+            start = tokens.pos
+            beg = _row(tokens)
+            if beg[1] is not None:
+                tokens.pos = start
+                tokens.fail("the axes before a row variable cannot hold a row variable")
+            tokens.take("word", "rest")
+            rest = _row(tokens)
+            text.facts.append(("prefix", (whole, beg[0], rest), _origin(tokens)))
         elif keyword in ("leaf", "param"):
             text.facts.append((keyword, (_row(tokens),), _origin(tokens)))
         elif keyword == "mark":
@@ -507,9 +592,27 @@ def parse_scheme_text(lines: Sequence[str]) -> SchemeText:
             text.marks.append((_var(tokens, "r"), mark))
         elif keyword == "gen":
             text.gens.append((_var(tokens, "r"), tokens.integer()))
+        elif keyword == "pad":
+            where = tokens.take("word")
+            if where not in ("arg", "internal", "anchor"):
+                tokens.pos -= 1
+                tokens.fail(f"expected arg, internal or anchor, got {where!r}")
+            index = tokens.integer()
+            kind_name = tokens.take("word")
+            if kind_name not in {k.value for k in KINDS}:
+                tokens.pos -= 1
+                tokens.fail(
+                    f"expected an axis kind (batch, input, output), got {kind_name!r}"
+                )
+            axis = tokens.integer()
+            kernel = _dim(tokens)
+            text.paddings.append(
+                (where, index, Kind(kind_name), axis, kernel, _origin(tokens))
+            )
         elif keyword == "capture":
             label = tokens.quoted()
-            text.captures.append((label, _dim(tokens), _origin(tokens)))
+            term = _row(tokens) if tokens.peek() == ("punct", "[") else _dim(tokens)
+            text.captures.append((label, term, _origin(tokens)))
         elif keyword == "loose":
             term: TextDim | TextRow = (
                 _row(tokens) if tokens.peek() == ("punct", "[") else _dim(tokens)

@@ -14,6 +14,7 @@ from axisflow.shapes.constraints import (
     DimIneq,
     DimLinear,
     Mark,
+    PaddedAxis,
     PolicyMark,
     RowEq,
     RowIneq,
@@ -30,6 +31,7 @@ from axisflow.shapes.scheme.data import (
     Fact,
     InternalRows,
     LooseVariable,
+    Padding,
     Rows,
     Sabotage,
     ShapeLike,
@@ -47,8 +49,10 @@ from axisflow.shapes.session import Session, Window
 from axisflow.shapes.solver import marks_of_bits
 from axisflow.shapes.tensors import Shape
 from axisflow.shapes.terms import (
+    KINDS,
     Dim,
     DimVar,
+    Kind,
     Origin,
     Row,
     RowVar,
@@ -71,11 +75,9 @@ class _PreTrace:
         self.session = session
         self.var_mark = var_mark
         solver = session.solver
-        trail = session.trail
-        self._dim_subst = solver.dim_subst
-        self._row_subst = solver.row_subst
-        self._dims_before = trail.values_before(trail_start, solver.dim_subst)
-        self._rows_before = trail.values_before(trail_start, solver.row_subst)
+        self._dim_link = solver.dim_link
+        self._row_link = solver.row_link
+        self._dims_before, self._rows_before = solver.links_before(trail_start)
         self.dims: dict[int, Dim] = {}
         self.rows: dict[int, Row] = {}
         self.placeholders: dict[DimVar | RowVar, DimVar | RowVar] = {}
@@ -85,14 +87,14 @@ class _PreTrace:
         if var_id in self._dims_before:
             value = self._dims_before[var_id]
             return None if value is MISSING else value
-        return self._dim_subst.get(var_id)
+        return self._dim_link(var_id)
 
     def _row_value(self, var_id: int) -> Row | None:
         """The solver entry of an old row variable when the trace began."""
         if var_id in self._rows_before:
             value = self._rows_before[var_id]
             return None if value is MISSING else value
-        return self._row_subst.get(var_id)
+        return self._row_link(var_id)
 
     def dim(self, dim: Dim) -> Dim:
         """The scheme term of a dim."""
@@ -188,22 +190,19 @@ class _TraceGuard:
                 f"count {constraint.count}; a scheme cannot carry it (the count is "
                 f"only known at closing)"
             )
-        if isinstance(constraint, DimLinear | RowPrefix):
-            what = (
-                f"an affine or concatenated axis '{constraint.text}'"
-                if isinstance(constraint, DimLinear)
-                else "axes written before a row variable"
-            )
-            self.refuse(
-                f"{constraint.origin.describe()} has {what}; shape schemes do not "
-                f"carry these pending equations yet (evaluate the function at each "
-                f"call instead: close-shapes without generalize-shapes)"
-            )
         if isinstance(constraint, SetDim) and id(constraint.ref) in self.inputs:
             self.refuse(
                 f"set_dim on the capture reference '{constraint.ref.label}', made "
                 f"outside the traced window; a scheme cannot carry that (bind the "
                 f"reference in the function and set it outside)"
+            )
+
+    def related(self, operation: str, ref: DimRef) -> None:
+        if id(ref) in self.inputs:
+            self.refuse(
+                f"{operation} relates the capture reference '{ref.label}', made "
+                f"outside the traced window; a scheme cannot carry that (relate the "
+                f"references outside the function)"
             )
 
     def note(self, shape: Shape) -> None:
@@ -277,14 +276,16 @@ def trace(
     # Capture references made before the call are the scheme's inputs: they
     # read as unbound while f runs, so the scheme does not depend on them.
     inputs = [ref for ref in session.refs if not ref.discarded]
-    saved = [(ref, ref.var, ref.size) for ref in inputs]
+    saved = [(ref, ref.var, ref.row, ref.size) for ref in inputs]
     for ref in inputs:
         trail.set_attr(ref, "var", None)
+        trail.set_attr(ref, "row", None)
         trail.set_attr(ref, "size", None)
     guard = _TraceGuard(prefix, frozenset(id(ref) for ref in inputs))
     try:
         with (
             session.guard_forcing(guard.forcing),
+            session.guard_relations(guard.related),
             session.guard_constraints(guard.constraint),
             session.observe_uses(guard.note),
         ):
@@ -299,8 +300,9 @@ def trace(
             raise UntraceableScheme(prefix + guard.refusal, error.origins) from error
         raise ShapeError(prefix + error.message, error.origins) from error
     finally:
-        for ref, var, size in saved:
+        for ref, var, row, size in saved:
             trail.set_attr(ref, "var", var)
+            trail.set_attr(ref, "row", row)
             trail.set_attr(ref, "size", size)
     if guard.refusal is not None:
         # f caught the refusal and went on: the scheme is still untraceable.
@@ -327,6 +329,38 @@ def trace(
         used=tuple(guard.used),
         inputs=tuple(inputs),
         validate=Sabotage.NO_END_VALIDATION not in sabotages,
+    )
+
+
+@dataclass
+class _ReadOff:
+    """What the read-off of a trace knows, in scheme terms.
+
+    Built by :func:`_read_off` before the scratch window opens (the
+    boundary, anchor and internal rows, the placeholders) and completed in it
+    (the fixed-index minima, where the window's terminals start, the capture
+    inputs); :func:`_normal_form` reads the scheme off it.
+    """
+
+    session: Session
+    label: str
+    tracers: tuple[Shape, ...]
+    results: tuple[Shape, ...]
+    internal: tuple[Shape, ...]
+    anchor_shapes: tuple[Shape, ...]
+    anchor_terms: list[Rows]
+    arg_terms: list[Rows]
+    result_terms: list[Rows]
+    internal_terms: list[Rows]
+    placeholders: dict[DimVar | RowVar, DimVar | RowVar]
+    held: set[DimVar | RowVar]
+    scheme_mark: int = 0
+    terminals_start: int = 0
+    at_least: list[DimAtLeast] = field(default_factory=list)
+    captures: list[tuple[DimRef, DimRef, Origin]] = field(default_factory=list)
+    # Padded convolution axes: (where, index, kind, axis, kernel term, origin).
+    paddings: list[tuple[str, int, Kind, int, Dim, Origin]] = field(
+        default_factory=list
     )
 
 
@@ -362,15 +396,37 @@ def _read_off(
     # Anchors first: the placeholders their rows create are held by them.
     anchor_terms = [pre.rows3(shape) for shape in anchor_shapes]
     held = set(pre.placeholders)
-    arg_terms = [pre.rows3(shape) for shape in tracers]
-    result_terms = [pre.rows3(shape) for shape in results]
-    internal_terms = [pre.rows3(shape) for shape in internal]
+    context = _ReadOff(
+        session=session,
+        label=label,
+        tracers=tracers,
+        results=results,
+        internal=internal,
+        anchor_shapes=tuple(anchor_shapes),
+        anchor_terms=anchor_terms,
+        arg_terms=[pre.rows3(shape) for shape in tracers],
+        result_terms=[pre.rows3(shape) for shape in results],
+        internal_terms=[pre.rows3(shape) for shape in internal],
+        placeholders=pre.placeholders,
+        held=held,
+        scheme_mark=scheme_mark,
+    )
     input_ids = {id(ref): ref for ref in inputs}
     capture_origins: dict[int, Origin] = {}
+    # The shape (and its row kind) holding each stored row: a padded axis
+    # names the row of the shape a convolution reads.
+    holders: dict[int, tuple[str, int, Kind]] = {}
+    for where, shapes in (
+        ("anchor", anchor_shapes),
+        ("internal", internal),
+        ("arg", tracers),
+    ):
+        for index, shape in enumerate(shapes):
+            for kind, stored in zip(KINDS, shape.rows(), strict=True):
+                holders[id(stored)] = (where, index, kind)
 
     with session.rewind() as scratch:
-        solver = session.solver
-        terminals_start = len(solver.terminals)
+        context.terminals_start = session.solver.terminal_count()
         proxies: dict[int, DimRef] = {}
 
         def proxy(ref: DimRef) -> DimRef:
@@ -379,11 +435,30 @@ def _read_off(
                 found = proxies[id(ref)] = session.dim_ref(ref.label)
             return found
 
-        at_least: list[DimAtLeast] = []
         for constraint in constraints:
             replay = _substitute(constraint, pre, proxy)
             if isinstance(replay, DimAtLeast):
-                at_least.append(replay)
+                context.at_least.append(replay)
+            if isinstance(constraint, PaddedAxis):
+                holder = holders.get(id(constraint.row))
+                if holder is None:
+                    raise UntraceableScheme(
+                        f"{prefix}{constraint.origin.describe()} pads an axis of a "
+                        f"shape that is neither an argument, an anchor nor made by "
+                        f"the function; a scheme cannot name it"
+                    )
+                assert isinstance(replay, PaddedAxis)
+                where, index, kind = holder
+                context.paddings.append(
+                    (
+                        where,
+                        index,
+                        kind,
+                        constraint.index,
+                        replay.kernel,
+                        constraint.origin,
+                    )
+                )
             if (
                 isinstance(constraint, CaptureBind)
                 and id(constraint.ref) in input_ids
@@ -397,29 +472,12 @@ def _read_off(
                     raise ShapeError(prefix + error.message, error.origins) from error
                 # NO_END_VALIDATION: the contradiction is not the trace's
                 # concern; the constraint is left out of the scheme.
-        return _normal_form(
-            session,
-            scratch,
-            scheme_mark,
-            label=label,
-            anchor_shapes=tuple(anchor_shapes),
-            anchor_terms=anchor_terms,
-            arg_terms=arg_terms,
-            result_terms=result_terms,
-            internal=internal,
-            internal_terms=internal_terms,
-            at_least=at_least,
-            terminals=solver.terminals[terminals_start:],
-            captures=[
-                (input_ids[ref_id], proxies[ref_id], capture_origins[ref_id])
-                for ref_id in capture_origins
-                if proxies[ref_id].var is not None
-            ],
-            placeholders=pre.placeholders,
-            held=held,
-            tracers=tracers,
-            results=results,
-        )
+        context.captures = [
+            (input_ids[ref_id], proxies[ref_id], capture_origins[ref_id])
+            for ref_id in capture_origins
+            if proxies[ref_id].is_bound
+        ]
+        return _normal_form(context, scratch)
 
 
 def _substitute(
@@ -439,9 +497,10 @@ def _substitute(
     if isinstance(constraint, DimEq):
         return DimEq(pre.dim(constraint.a), pre.dim(constraint.b), constraint.origin)
     if isinstance(constraint, TotalElems):
+        count = constraint.count
         return TotalElems(
             tuple(pre.row(r) for r in constraint.rows),
-            constraint.count,
+            pre.dim(count) if isinstance(count, DimVar | Size) else count,
             constraint.origin,
         )
     if isinstance(constraint, DimAtLeast):
@@ -451,43 +510,88 @@ def _substitute(
     if isinstance(constraint, PolicyMark):
         return PolicyMark(pre.row(constraint.row), constraint.mark, constraint.origin)
     if isinstance(constraint, CaptureBind):
-        var = pre.dim(constraint.var)
         bound = proxy(constraint.ref)
+        if type(constraint.var) is RowVar:
+            # A row capture (the row's element count): bind a bare row variable.
+            row = pre.row(Row((), constraint.var))
+            if row.var is not None and not row.dims:
+                return CaptureBind(bound, row.var, constraint.origin)
+            fresh_row = pre.session.fresh_row_var()
+            pre.session.add(RowEq(Row((), fresh_row), row, constraint.origin))
+            return CaptureBind(bound, fresh_row, constraint.origin)
+        var = pre.dim(constraint.var)
         if type(var) is DimVar:
             return CaptureBind(bound, var, constraint.origin)
         # The label's variable was solved before the trace: bind a fresh one.
         fresh = pre.session.fresh_dim_var()
         pre.session.add(DimEq(fresh, var, constraint.origin))
         return CaptureBind(bound, fresh, constraint.origin)
-    if isinstance(constraint, DimLinear | RowPrefix):
-        raise AssertionError("refused while the function ran (_TraceGuard.constraint)")
+    if isinstance(constraint, DimLinear):
+        return DimLinear(
+            tuple((coeff, pre.dim(dim)) for coeff, dim in constraint.terms),
+            constraint.const,
+            constraint.names,
+            constraint.text,
+            constraint.origin,
+            constraint.kind,
+        )
+    if isinstance(constraint, RowPrefix):
+        return RowPrefix(
+            pre.row(constraint.whole),
+            tuple(pre.dim(dim) for dim in constraint.beg),
+            pre.row(constraint.rest),
+            constraint.origin,
+        )
+    if isinstance(constraint, PaddedAxis):
+        return PaddedAxis(
+            pre.row(constraint.row),
+            constraint.index,
+            pre.dim(constraint.kernel),
+            constraint.origin,
+        )
     return SetDim(proxy(constraint.ref), constraint.size, constraint.origin)
 
 
-def _normal_form(
-    session: Session,
-    scratch: Window,
-    scheme_mark: int,
-    *,
-    label: str,
-    anchor_shapes: tuple[Shape, ...],
-    anchor_terms: list[Rows],
-    arg_terms: list[Rows],
-    result_terms: list[Rows],
-    internal: tuple[Shape, ...],
-    internal_terms: list[Rows],
-    at_least: list[DimAtLeast],
-    terminals: Sequence[Terminal],
-    captures: list[tuple[DimRef, DimRef, Origin]],
-    placeholders: dict[DimVar | RowVar, DimVar | RowVar],
-    held: set[DimVar | RowVar],
-    tracers: tuple[Shape, ...],
-    results: tuple[Shape, ...],
-) -> Scheme:
+def _normal_pending(
+    pending: TotalElems | DimLinear | RowPrefix,
+    norm_row: Callable[[Row], Row],
+    find_dim: Callable[[Dim], Dim],
+) -> Fact:
+    """A pending equation of the scratch solution, its terms normalized."""
+    if isinstance(pending, TotalElems):
+        count = pending.count
+        if isinstance(count, DimVar | Size):
+            # A count solved to a size is that number of elements.
+            count = find_dim(count)
+            if type(count) is Size:
+                count = count.n
+        return TotalElems(
+            tuple(norm_row(r) for r in pending.rows), count, pending.origin
+        )
+    if isinstance(pending, DimLinear):
+        return DimLinear(
+            tuple((coeff, find_dim(dim)) for coeff, dim in pending.terms),
+            pending.const,
+            pending.names,
+            pending.text,
+            pending.origin,
+            pending.kind,
+        )
+    return RowPrefix(
+        norm_row(pending.whole),
+        tuple(find_dim(dim) for dim in pending.beg),
+        norm_row(pending.rest),
+        pending.origin,
+    )
+
+
+def _normal_form(context: _ReadOff, scratch: Window) -> Scheme:
     """Read the scratch solution off as a scheme (inside the scratch window)."""
+    session = context.session
     solver = session.solver
     norm_row = solver.norm_row
     find_dim = solver.find_dim
+    scheme_mark = context.scheme_mark
 
     def rows3(terms: Rows) -> Rows:
         return (norm_row(terms[0]), norm_row(terms[1]), norm_row(terms[2]))
@@ -506,66 +610,67 @@ def _normal_form(
     # with a solved side was absorbed into the other side's bound already.
     pairs: set[tuple[int, int]] = set()
     for var_id in dim_ids:
-        bounds = solver.dim_bounds.get(var_id)
-        if bounds is None:
-            continue
         var = DimVar(var_id)
-        if bounds.glb is not None:
-            assert bounds.glb_origin is not None
-            facts.append(DimIneq(bounds.glb, var, bounds.glb_origin))
-        for res, origin in bounds.res:
+        lower = solver.dim_lower_bound(var_id)
+        if lower is not None:
+            facts.append(DimIneq(lower[0], var, lower[1]))
+        for res, origin in solver.dim_results(var_id):
             root = find_dim(res)
             if type(root) is DimVar and root != var and (root.id, var_id) not in pairs:
                 pairs.add((root.id, var_id))
                 facts.append(DimIneq(root, var, origin))
-    for constraint in at_least:
+    for constraint in context.at_least:
         dim = find_dim(constraint.dim)
         if type(dim) is DimVar:
             facts.append(DimAtLeast(dim, constraint.n, constraint.origin))
     row_pairs: set[tuple[int, int]] = set()
     for var_id in row_ids:
-        bounds = solver.row_bounds.get(var_id)
-        if bounds is None:
-            continue
         var = RowVar(var_id)
         seen_glbs: set[Row] = set()
-        for glb, origin in bounds.glbs:
+        for glb, origin in solver.row_lower_bounds(var_id):
             glb = norm_row(glb)
             if glb not in seen_glbs:
                 seen_glbs.add(glb)
                 facts.append(RowIneq(glb, Row((), var), origin))
-        for res, origin in bounds.res:
+        for res, origin in solver.row_results(var_id):
             root = bare(res)
             if root is not None and root != var and (root.id, var_id) not in row_pairs:
                 row_pairs.add((root.id, var_id))
                 facts.append(RowIneq(Row((), root), Row((), var), origin))
-    written_totals = session.trail.values_before(scratch.trail_start, solver.totals)
-    for total_id in sorted(written_totals):
-        total = solver.totals.get(total_id)
-        if total is None:
-            continue
-        facts.append(
-            TotalElems(
-                tuple(norm_row(r) for r in total.rows), total.count, total.origin
-            )
-        )
-    for terminal in terminals:
+    # Pending totals, linear equations (affine, strided, convolution and
+    # concatenated axes) and row prefixes, in the order they were added.
+    facts.extend(
+        _normal_pending(pending, norm_row, find_dim)
+        for pending in solver.pending_since(scratch.trail_start)
+    )
+    for terminal in solver.terminals_since(context.terminals_start):
         row = norm_row(terminal.row)
         if not row.is_concrete():
             facts.append(Terminal(row, terminal.is_param, terminal.origin))
     marks: list[tuple[RowVar, Mark]] = []
     gens: list[tuple[RowVar, int]] = []
     for var_id in row_ids:
-        if var_id in solver.row_subst:
+        if solver.is_row_solved(var_id):
             continue
-        bits = solver.row_marks.get(var_id, 0)
+        bits = solver.mark_bits(var_id)
         marks.extend((RowVar(var_id), mark) for mark in sorted(marks_of_bits(bits)))
-        gen = solver.row_gen.get(var_id, 0)
+        gen = solver.template_depth(var_id)
         if gen:
             gens.append((RowVar(var_id), gen))
     capture_inputs = tuple(
-        CaptureInput(ref, find_dim(bound.var), origin)  # type: ignore[arg-type]
-        for ref, bound, origin in captures
+        CaptureInput(
+            ref,
+            find_dim(bound.var)
+            if bound.var is not None
+            else norm_row(Row((), bound.row)),  # type: ignore[arg-type]
+            origin,
+        )
+        for ref, bound, origin in context.captures
+    )
+    placeholders = context.placeholders
+    paddings = tuple(
+        Padding(where, index, kind, axis, find_dim(kernel), origin)
+        for where, index, kind, axis, kernel, origin in context.paddings
     )
     loose = tuple(
         LooseVariable(
@@ -575,18 +680,20 @@ def _normal_form(
             else norm_row(Row((), placeholder)),  # type: ignore[arg-type]
         )
         for placeholder, old in placeholders.items()
-        if placeholder not in held
+        if placeholder not in context.held
     )
 
-    args = tuple(rows3(t) for t in arg_terms)
-    result_rows = tuple(rows3(t) for t in result_terms)
+    args = tuple(rows3(t) for t in context.arg_terms)
+    result_rows = tuple(rows3(t) for t in context.result_terms)
     anchors = tuple(
         Anchor(shape, rows3(terms))
-        for shape, terms in zip(anchor_shapes, anchor_terms, strict=True)
+        for shape, terms in zip(
+            context.anchor_shapes, context.anchor_terms, strict=True
+        )
     )
     internal_rows = tuple(
         InternalRows(shape.name, rows3(terms))
-        for shape, terms in zip(internal, internal_terms, strict=True)
+        for shape, terms in zip(context.internal, context.internal_terms, strict=True)
     )
 
     # Every open variable the scheme mentions, in order of first mention.
@@ -609,6 +716,8 @@ def _normal_form(
             mention(term)
     for capture in capture_inputs:
         mention(capture.dim)
+    for padding in paddings:
+        mention(padding.kernel)
     for item in loose:
         mention(item.term)
     fixed_set: set[DimVar | RowVar] = set()
@@ -623,7 +732,7 @@ def _normal_form(
     gens = [(v, g) for v, g in gens if v in mentioned]
     return Scheme(
         session=session,
-        label=label,
+        label=context.label,
         args=args,
         results=result_rows,
         anchors=anchors,
@@ -636,12 +745,10 @@ def _normal_form(
         generalized=tuple(v for v in mentioned if v not in fixed_set),
         fixed=tuple(v for v in mentioned if v in fixed_set),
         closings=session.closings,
-        arg_names=tuple(t.name for t in tracers),
-        result_names=tuple(r.name for r in results),
-        traced_args=tracers,
-        traced_results=results,
-        traced_internal=internal,
+        arg_names=tuple(t.name for t in context.tracers),
+        result_names=tuple(r.name for r in context.results),
+        traced_args=context.tracers,
+        traced_results=context.results,
+        traced_internal=context.internal,
+        paddings=paddings,
     )
-
-
-# --------------------------------------------------------------- applying

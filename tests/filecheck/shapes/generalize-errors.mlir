@@ -103,14 +103,3 @@ tprog.func @hidden(%x: !tprog.tensor) -> !tprog.tensor {
 // CHECK:      %y = "tprog.instantiate"(%a) <{scheme = @hidden.scheme, application = "site"}> : (!tprog.tensor) -> !tprog.tensor
 // CHECK-NEXT: ^^^^^^^^^^^^^^^^^^^^^^^^
 
-// -----
-
-// Refused: a strided axis (a pending linear equation schemes do not carry).
-tprog.func @pool(%x: !tprog.tensor) -> !tprog.tensor {
-  %y = tprog.einsum "2*o=>o" (%x)
-  tprog.return %y
-}
-%a = tprog.leaf "8"
-%y = tprog.call @pool(%a) at "site" : !tprog.tensor
-// CHECK:      tracing the shape scheme pool: einsum 'y' of x (spec '2*o=>o') has an affine or concatenated axis '2*o'; shape schemes do not carry these pending equations yet (evaluate the function at each call instead: close-shapes without generalize-shapes)
-// CHECK:      "tprog.func"() <{sym_name = "pool"

@@ -5,6 +5,7 @@
 // RUN: xdsl-opt -p generalize-shapes --split-input-file %s | xdsl-opt --split-input-file | filecheck %s
 // RUN: xdsl-opt -p generalize-shapes --split-input-file --print-op-generic %s | xdsl-opt --split-input-file | filecheck %s
 // RUN: xdsl-opt -p generalize-shapes,close-shapes --split-input-file %s | filecheck %s --check-prefix=CLOSED
+// RUN: xdsl-opt -p 'generalize-shapes{explain=true}' --split-input-file %s | filecheck %s --check-prefix=EXPLAIN
 // Generalizing twice changes nothing.
 // RUN: xdsl-opt -p generalize-shapes --split-input-file %s > %t.once.mlir
 // RUN: xdsl-opt -p generalize-shapes --split-input-file %t.once.mlir | diff %t.once.mlir -
@@ -104,3 +105,36 @@ tprog.func @unused(%u: !tprog.tensor) -> !tprog.tensor {
 // CHECK-NEXT: tprog.scheme @unused.scheme "unused" for @unused() arity 1 results 1 {
 // CLOSED:     tprog.func @inner(%v: !tprog.tensor<"2->3">) -> !tprog.tensor<"3->2"> {
 // CLOSED:     %o, %o_1 = tprog.instantiate @outer.scheme(%p, %q) at "top" : !tprog.tensor<"6,3->2">, !tprog.tensor<"3->2">
+
+// -----
+
+// A convolution, a concatenation, and axes written before a row variable:
+// their pending equations (linear equations, a row prefix) are carried by
+// the schemes and renamed at each application like every other fact.
+%kernel = tprog.param "...->..."
+tprog.func @conv(%img: !tprog.tensor) -> !tprog.tensor {
+  %c = tprog.einsum "... | 2*oh=+kh, ic; kh, ic -> oc => ... | oh, oc" (%img, %kernel) capture ["kh", "oc"]
+  %j = tprog.einsum "... | h, i; ... | h, j => ... | h, i^j" (%c, %c)
+  tprog.return %j
+}
+tprog.func @rotate(%x: !tprog.tensor) -> !tprog.tensor {
+  %r = tprog.einsum "... | a, ..r.. => ... | ..r.., a" (%x)
+  tprog.return %r
+}
+tprog.set_dim "kh" = 3
+tprog.set_dim "oc" = 4
+%small = tprog.leaf "2|8,3"
+%big = tprog.leaf "5|12,3"
+%ys = tprog.call @conv(%small) at "small" : !tprog.tensor
+%yb = tprog.call @conv(%big) at "big" : !tprog.tensor
+%r2 = tprog.call @rotate(%ys) at "conv-out" : !tprog.tensor
+%r3 = tprog.call @rotate(%small) at "image" : !tprog.tensor
+// CHECK:        "linear stride [2 d2 'oh', -1 d1 '2*oh=+kh'] 0 '2*oh=+kh' ('einsum' 'c' of 'img', 'kernel' detail 'spec ''... | 2*oh=+kh, ic; kh, ic -> oc => ... | oh, oc''')"
+// CHECK-NEXT:   "linear concat [1 d6 'i', 1 d6 'j', -1 d3 'i^j'] 0 'i^j' ('einsum' 'j' of 'c', 'c' detail 'spec ''... | h, i; ... | h, j => ... | h, i^j''')"
+// CHECK:        "prefix [...r2] begins [d1] rest [...r3] ('einsum' 'r' of 'x' lhs 'spec ''... | a, ..r.. => ... | ..r.., a''' rhs 'spec ''... | a, ..r.. => ... | ..r.., a''' detail 'spec ''... | a, ..r.. => ... | ..r.., a''')"
+// CLOSED:     %ys = tprog.instantiate @conv.scheme(%small) at "small" : !tprog.tensor<"2|4,8">
+// CLOSED-NEXT: %yb = tprog.instantiate @conv.scheme(%big) at "big" : !tprog.tensor<"5|6,8">
+// CLOSED:     %r2 = tprog.instantiate @rotate.scheme(%ys) at "conv-out" : !tprog.tensor<"2|8,4">
+// CLOSED-NEXT: %r3 = tprog.instantiate @rotate.scheme(%small) at "image" : !tprog.tensor<"2|3,8">
+// EXPLAIN:    builtin.module attributes {tprog.served = "4 call sites: 4 served by a scheme, 0 re-evaluated"} {
+// EXPLAIN:    %ys = tprog.instantiate @conv.scheme(%small) at "small" {tprog.served = "by a scheme"} : !tprog.tensor

@@ -1,0 +1,227 @@
+"""Prediction equals measurement: the NumPy evaluator's peak, traced by
+``tracemalloc``, is the memory model's peak (``peak(lifetimes(...))`` of the
+same schedule) within 10%, on the bundled CSV-CCSD doubles under several
+policies and on random residuals with shared values.
+
+The extents are chosen so that the arrays dominate: every predicted peak
+here is 1.25 MiB or more, while what the model leaves out stays below
+about 100 KiB: NumPy's iterator buffers (up to 64 KiB an operand of a
+direct einsum, 8 KiB of an elementwise add), ``add_scaled``'s chunk (16
+KiB) and the Python objects of the run (``docs/pipeline.md``, section
+3.4)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from axisflow.pipeline.api import ModelPlan, plan_expression, plan_model
+from axisflow.scheduling.evaluate import input_bytes, measured_peak, random_inputs
+from axisflow.scheduling.memory import Sizing, lifetimes, peak, schedule_flops
+from axisflow.scheduling.options import Blocks, Rebuild, ShareChoice
+from axisflow.scheduling.schedule import Build, loop_extents
+from axisflow.sequant import parse
+from tests.conftest import EXAMPLES
+
+RELATIVE = 0.10
+"""Largest relative difference of the measured peak to the predicted one."""
+
+LARGE = 5 * 1024**2 // 4
+"""A predicted peak this large (1.25 MiB) dwarfs what the model leaves out."""
+
+DOUBLES_EXTENTS = "i=3,a=96,μ̃=24,Κ=12"
+"""The doubles' extents here: the residual alone is 648 KiB."""
+
+
+def planned(
+    text: str,
+    batch: str,
+    extents: str | Mapping[str, int],
+    share: ShareChoice | None,
+    block: Blocks,
+    budget: str | None,
+    rebuild: Rebuild = "never",
+) -> tuple[ModelPlan, Sizing, int]:
+    """The plan of a policy, its sizing and its predicted peak. ``share=None``
+    with a budget is the planner's choice (``auto``); ``rebuild="fused"``
+    schedules the shared forest again, values an enclosing loop does not
+    bind rebuilt inside it."""
+    plan = plan_expression(
+        text,
+        batch,
+        extents=extents,
+        elem=8,
+        share=share,
+        block=block,
+        budget=budget,
+        never_worse=False,  # the policy's loops, kept even where they cost
+    )
+    if rebuild == "fused":
+        plan = plan_model(
+            plan.model,
+            block=block,
+            residual=plan.residual,
+            never_worse=False,
+            rebuild="fused",
+        )
+    sizing = Sizing(plan.model)
+    return plan, sizing, peak(lifetimes(plan.model, plan.schedule, sizing)).bytes
+
+
+def measured(plan: ModelPlan, sizing: Sizing) -> int:
+    """The peak a run of the plan's schedule allocates, inputs aside."""
+    inputs = random_inputs(plan.model, sizing)
+    found, residual = measured_peak(plan.model, plan.schedule, inputs, sizing)
+    assert residual is not None  # the terms add into one residual
+    return found
+
+
+DOUBLES_POLICIES: list[tuple[str, ShareChoice | None, Blocks, str | None, Rebuild]] = [
+    ("Κ", "forest", 1, None, "never"),
+    ("i", "forest", 1, None, "never"),
+    ("μ̃", "forest", "auto", "6MiB", "never"),
+    ("i,μ̃", "forest", "auto", "3MiB", "never"),
+    ("Κ", "tree", 1, None, "never"),
+    ("i", "tree", "auto", "2MiB", "never"),
+    ("Κ", None, "auto", "3MiB", "never"),
+    ("i,Κ", "forest", 1, None, "fused"),
+]
+"""Batched spaces, sharing, blocks, budget and rebuilding of the doubles'
+plans measured (``benchmarks/bench_measured_memory.py`` prints the same)."""
+
+
+@pytest.mark.parametrize(
+    ("batch", "share", "block", "budget", "rebuild"), DOUBLES_POLICIES
+)
+def test_the_doubles_peak_is_the_predicted_one(
+    batch: str,
+    share: ShareChoice | None,
+    block: Blocks,
+    budget: str | None,
+    rebuild: Rebuild,
+) -> None:
+    text = (EXAMPLES / "sequant" / "csv_ccsd_doubles_residual_df.txt").read_text(
+        encoding="utf-8"
+    )
+    plan, sizing, predicted = planned(
+        text, batch, DOUBLES_EXTENTS, share, block, budget, rebuild
+    )
+    assert predicted >= LARGE
+    found = measured(plan, sizing)
+    assert abs(found - predicted) <= RELATIVE * predicted, (predicted, found)
+
+
+EXTERNALS = ("a_1", "a_2", "i_1", "i_2")
+DUMMIES = ("a_3", "a_4", "i_3", "i_4", "Κ_1")
+OPERATORS = ("", "Ŝ{a_1,a_2;i_1,i_2} * ", "P̂{a_1,a_2;i_1,i_2} * ")
+
+
+@st.composite
+def shared_residuals(draw: st.DrawFn) -> str:
+    """Two to four terms over the externals a_1 a_2 i_1 i_2 that differ in
+    one tensor only (its label), so every product of the others is a value
+    the terms share; some under Ŝ or P̂."""
+    size = draw(st.integers(3, 4))
+    slots: list[list[str]] = [[] for _ in range(size)]
+    for external in EXTERNALS:
+        slots[draw(st.integers(0, size - 1))].append(external)
+    for dummy in draw(st.lists(st.sampled_from(DUMMIES), max_size=4, unique=True)):
+        first, second = draw(
+            st.lists(st.integers(0, size - 1), min_size=2, max_size=2, unique=True)
+        )
+        slots[first].append(dummy)
+        slots[second].append(dummy)
+    slots = [s for s in slots if s]
+    varied = draw(st.integers(0, len(slots) - 1))
+    terms: list[str] = []
+    for k in range(draw(st.integers(2, 4))):
+        tensors = [
+            f"{f'V{k}' if n == varied else f'T{n}'}"
+            f"{{{','.join(s[: len(s) // 2])};{','.join(s[len(s) // 2 :])}}}"
+            for n, s in enumerate(slots)
+        ]
+        coefficient = draw(st.sampled_from(["", "2 ", "1/2 "]))
+        sign = draw(st.sampled_from(["- ", "" if k == 0 else " + "]))
+        operator = draw(st.sampled_from(OPERATORS))
+        terms.append(f"{sign}{coefficient}{operator}{' * '.join(tensors)}")
+    return "".join(terms)
+
+
+BASE_EXTENTS = {"a": 8, "i": 3, "Κ": 6}
+SCALES = (1, 2, 3, 4, 6)
+"""Multiples of the base extents tried, smallest first, until the
+predicted peak is large (at 6 the residual alone is 5.7 MiB)."""
+
+CAP = 64 * 1024**2
+"""Plans above this (predicted peak or inputs) are not run (dense)."""
+
+FLOPS_CAP = 5 * 10**7
+"""Nor plans of more multiply-adds than this (a second of NumPy or so)."""
+
+BUILDS_CAP = 2000
+"""Nor plans that build more pieces than this (Python's time per block)."""
+
+
+def builds_run(plan: ModelPlan, sizing: Sizing) -> int:
+    """Pieces a run builds: each build once per block of every loop around
+    it."""
+    extents = loop_extents(plan.schedule, sizing.mode_extent, sizing.extent)
+    return sum(
+        math.prod(-(-extents[loop.instance] // loop.block) for loop in loops)
+        for item, loops in plan.schedule.walk()
+        if isinstance(item, Build)
+    )
+
+
+POLICIES: list[tuple[ShareChoice | None, Rebuild]] = [
+    ("forest", "never"),
+    ("tree", "never"),
+    (None, "never"),  # the planner's choice within the budget
+    ("forest", "fused"),
+]
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    shared_residuals(),
+    st.sampled_from(["i", "a", "Κ", "i,Κ", "a,i"]),
+    st.sampled_from(POLICIES),
+    st.sampled_from([2, 3, "auto"]),
+)
+def test_random_shared_residuals_peak_as_predicted(
+    text: str,
+    batch: str,
+    policy: tuple[ShareChoice | None, Rebuild],
+    blocks: int | str,
+) -> None:
+    share, rebuild = policy
+    keys = parse(text).space_keys()
+    spaces = ",".join(s for s in batch.split(",") if s in keys) or "i"
+    planned_at: tuple[ModelPlan, Sizing, int] | None = None
+    for scale in SCALES:
+        extents = {k: n * scale for k, n in BASE_EXTENTS.items() if k in keys}
+        # ``blocks`` per loop (of 1 or more elements), or as the budget allows
+        block: Blocks = (
+            "auto"
+            if blocks == "auto"
+            else {k: -(-n // int(blocks)) for k, n in extents.items()}
+        )
+        budget = "4MiB" if blocks == "auto" or share is None else None
+        planned_at = planned(text, spaces, extents, share, block, budget, rebuild)
+        if planned_at[2] >= LARGE:
+            break
+    assert planned_at is not None
+    plan, sizing, predicted = planned_at
+    assume(LARGE <= predicted <= CAP and input_bytes(plan.model, sizing) <= CAP)
+    assume(schedule_flops(plan.model, plan.schedule, sizing) <= FLOPS_CAP)
+    assume(builds_run(plan, sizing) <= BUILDS_CAP)
+    found = measured(plan, sizing)
+    assert abs(found - predicted) <= RELATIVE * predicted, (predicted, found)

@@ -1,0 +1,441 @@
+"""Presolving (``scheme/presolve.py``) rule by rule, on schemes written as text.
+
+Which variables a plan presolves (and which it blocks: a fixed-index minimum
+above 1, a loose term, a padded axis's kernel, a capture input, which is a
+source instead), the bounds it reads (an axis from the right of a longer
+operand, a dim inequality with a size on its result side), the facts it
+skips, what an application solves from concrete sources (a capture input
+whose reference has a size), dropping what an unknown guard leaves
+unsettled, and the size join itself.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from axisflow.shapes import DimVar, RowVar, Scheme, Session, Size
+from axisflow.shapes.scheme import presolve as P
+from axisflow.shapes.scheme.read import build_scheme
+from axisflow.shapes.scheme.text import parse_scheme_text
+from axisflow.shapes.terms import Row
+
+ORIGIN = "('op' 't')"
+
+
+def text_scheme(
+    s: Session, lines: list[str], anchors: tuple[str, ...] = ()
+) -> tuple[Scheme, dict[str, DimVar | RowVar]]:
+    """A scheme from its text form, and its variables by their text names."""
+    sc = build_scheme(
+        parse_scheme_text(lines),
+        session=s,
+        label="f",
+        anchors=[
+            s.leaf(name, spec).shape for name, spec in (a.split("=") for a in anchors)
+        ],
+        ref=s.dim_ref,
+        old_dim=DimVar,
+        old_row=RowVar,
+    )
+    dims = [v for v in (*sc.generalized, *sc.fixed) if type(v) is DimVar]
+    rows = [v for v in (*sc.generalized, *sc.fixed) if type(v) is RowVar]
+    names: dict[str, DimVar | RowVar] = {f"d{i + 1}": v for i, v in enumerate(dims)}
+    names.update({f"r{i + 1}": v for i, v in enumerate(rows)})
+    return sc, names
+
+
+def presolvable(sc: Scheme, names: dict[str, DimVar | RowVar]) -> list[str]:
+    plan = P.plan_presolve(sc)
+    by_var = {v: n for n, v in names.items()}
+    return [] if plan is None else sorted(by_var[v] for v, _b, _l in plan.order)
+
+
+# One argument whose output row is the source [...r1], and an internal
+# shape [...r2, d1, d2] that the argument broadcasts to.
+AXES = [
+    "generalized r1, r2, d1, d2",
+    "fixed (none)",
+    "arg 0 'x' [] | [] -> [...r1]",
+    "result 0 'y' [] | [] -> []",
+    "internal 0 'h' [] | [] -> [...r2, d1, d2]",
+    f"ineq [...r2, d1, d2] <= [...r1] {ORIGIN}",
+]
+
+
+def solved_for(sc: Scheme, spec: str) -> dict[DimVar | RowVar, object]:
+    s = sc.session
+    plan = P.plan_presolve(sc)
+    assert plan is not None
+    x = s.leaf("x", spec)
+    return dict(P.presolved(sc, plan, (x.shape,), (), s.solver.norm_row))
+
+
+def test_the_axes_of_a_longer_operand_go_to_the_dims_from_the_right() -> None:
+    s = Session()
+    sc, v = text_scheme(s, AXES)
+    assert presolvable(sc, v) == ["d1", "d2", "r2"]
+    solved = solved_for(sc, "3,4,5")
+    assert solved == {v["r2"]: Row((Size(3),)), v["d1"]: Size(4), v["d2"]: Size(5)}
+    # A shorter operand: the first dim has no bound, and takes 1.
+    solved = solved_for(sc, "7")
+    assert solved == {v["r2"]: Row(()), v["d1"]: Size(1), v["d2"]: Size(7)}
+
+
+def test_a_fixed_index_minimum_above_one_blocks_a_dim() -> None:
+    s = Session()
+    sc, v = text_scheme(
+        s, [*AXES, f"at_least d1 2 {ORIGIN}", f"at_least d2 1 {ORIGIN}"]
+    )
+    assert presolvable(sc, v) == ["d2", "r2"]
+    plan = P.plan_presolve(sc)
+    assert plan is not None
+    # The inequality bounds d1 too (not presolved): it is not skipped; the
+    # minimum of 1 on d2 holds once d2 is presolved.
+    assert plan.skipped == (None, None, (v["d2"],))
+
+
+def test_loose_terms_and_padded_kernels_are_blocked() -> None:
+    s = Session()
+    old = s.fresh_dim_var()
+    sc, v = text_scheme(
+        s,
+        [
+            *AXES,
+            f"pad internal 0 output -1 d2 {ORIGIN}",
+            f"loose d1 = old d{old.id}",
+        ],
+    )
+    assert presolvable(sc, v) == ["r2"]
+
+
+def test_a_dim_inequality_with_a_size_as_its_result_bounds_nothing() -> None:
+    """``4 <= d3`` only bounds the operand (presolving keeps it); the facts
+    after it are read all the same."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, d1, d2, d3",
+            "fixed (none)",
+            "arg 0 'x' [] | [] -> [...r1, d1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [d2, d3]",
+            f"dim_ineq 4 <= d3 {ORIGIN}",
+            f"dim_ineq d2 <= d1 {ORIGIN}",
+        ],
+    )
+    assert presolvable(sc, v) == ["d2", "d3"]
+    plan = P.plan_presolve(sc)
+    assert plan is not None
+    assert plan.skipped == (None, (v["d2"],))
+    solved = solved_for(sc, "6")
+    assert solved == {v["d2"]: Size(6), v["d3"]: Size(1)}
+
+
+def test_a_capture_input_is_a_source_when_its_reference_has_a_size() -> None:
+    s = Session()
+    lines = [
+        "generalized d1, d2",
+        "fixed (none)",
+        "arg 0 'x' [] | [] -> []",
+        "result 0 'y' [] | [] -> []",
+        "internal 0 'h' [] | [] -> [d2]",
+        f"dim_ineq d2 <= d1 {ORIGIN}",
+        f"capture 'h' d1 {ORIGIN}",
+    ]
+    sc, v = text_scheme(s, lines)
+    plan = P.plan_presolve(sc)
+    assert plan is not None
+    assert [where for where, _ in plan.sources] == [(P.CAPTURE, 0, 0)]
+    assert solved_for(sc, "") == {}  # the reference stands for nothing yet
+    s.set_dim(sc.captures[0].ref, 5)
+    assert solved_for(sc, "") == {v["d2"]: Size(5)}
+
+
+def test_an_unknown_guard_drops_what_it_guards() -> None:
+    """``r3`` lies above ``r2``, and also broadcasts from the argument's
+    input row: when that row is open, ``r2`` is not presolved although its
+    own bound is known (closing may read it through ``r3``), nor is ``r3``,
+    nor ``r4`` above it."""
+    s = Session()
+    lines = [
+        "generalized r1, r2, r3, r4, r5",
+        "fixed (none)",
+        "arg 0 'x' [] | [...r5] -> [...r1]",
+        "result 0 'y' [] | [] -> []",
+        "internal 0 'a' [] | [] -> [...r2]",
+        "internal 1 'b' [] | [] -> [...r3]",
+        "internal 2 'c' [] | [] -> [...r4]",
+        f"ineq [...r2] <= [...r1] {ORIGIN}",
+        f"ineq [...r3] <= [...r2] {ORIGIN}",
+        f"ineq [...r3] <= [...r5] {ORIGIN}",
+        f"ineq [...r4] <= [...r3] {ORIGIN}",
+    ]
+    sc, v = text_scheme(s, lines)
+    assert presolvable(sc, v) == ["r2", "r3", "r4"]
+    plan = P.plan_presolve(sc)
+    assert plan is not None
+    x = s.leaf("x", "...->2")
+    assert P.presolved(sc, plan, (x.shape,), (), s.solver.norm_row) == {}
+    z = s.leaf("z", "1,1->2")
+    assert dict(P.presolved(sc, plan, (z.shape,), (), s.solver.norm_row)) == {
+        v["r2"]: Row((Size(2),)),
+        v["r3"]: Row((Size(1), Size(2))),
+        v["r4"]: Row((Size(1), Size(2))),
+    }
+
+
+@pytest.mark.parametrize(
+    ("sizes", "joined"),
+    [
+        ((1, 1), Size(1)),
+        ((1, 2, 1, 2), Size(2)),
+        ((2, 3), None),
+        ((Size(2, "t"), Size(2)), None),
+        ((), Size(1)),
+    ],
+)
+def test_the_size_join_is_the_one_size_other_than_one(
+    sizes: tuple[int | Size, ...], joined: Size | None
+) -> None:
+    assert P.join_sizes(n if isinstance(n, Size) else Size(n) for n in sizes) == joined
+
+
+def two_row_scheme(extra: list[str], arg_output: str = "[...r1, d1, d2]") -> list[str]:
+    return [
+        "generalized r1, r2, r3, d1, d2, d3, d4",
+        "fixed (none)",
+        f"arg 0 'x' [] | [] -> {arg_output}",
+        "result 0 'y' [] | [] -> []",
+        "internal 0 'h' [] | [] -> [...r2, d3]",
+        "internal 1 'k' [] | [] -> [d4]",
+        *extra,
+    ]
+
+
+def test_a_source_row_s_dims_are_read_from_the_right() -> None:
+    """The argument's row [...r1, d1, d2] holds [3, 4, 5]: d1 = 4, d2 = 5,
+    and what is bounded by them takes those sizes."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        two_row_scheme([f"dim_ineq d3 <= d1 {ORIGIN}", f"dim_ineq d4 <= d2 {ORIGIN}"]),
+    )
+    solved = solved_for(sc, "3,4,5")
+    assert (solved[v["d3"]], solved[v["d4"]]) == (Size(4), Size(5))
+
+
+def test_an_operand_row_with_a_size_and_a_source_dim() -> None:
+    """``[...r2, d3] <= [...r1, 4]``: the operand's value is the source's
+    leading axes then the written 4; a result row that writes a size where
+    the operand has another one is Stage 1's error (nothing presolved), one
+    that writes the operand's size is not."""
+    s = Session()
+    lines = two_row_scheme([f"ineq [...r2, d3] <= [...r1, 4] {ORIGIN}"], "[...r1]")
+    sc, v = text_scheme(s, lines)
+    solved = solved_for(sc, "3")
+    assert (solved[v["r2"]], solved[v["d3"]]) == (Row((Size(3),)), Size(4))
+    s = Session()
+    same, w = text_scheme(
+        s, two_row_scheme([f"ineq [...r2, 4] <= [...r1] {ORIGIN}"], "[...r1]")
+    )
+    assert solved_for(same, "3,4")[w["r2"]] == Row((Size(3),))
+    s = Session()
+    clash, _ = text_scheme(
+        s, two_row_scheme([f"ineq [...r2, 3] <= [...r1] {ORIGIN}"], "[...r1]")
+    )
+    assert solved_for(clash, "5,2") == {}
+    s = Session()
+    closed, u = text_scheme(
+        s, two_row_scheme([f"ineq [d3, d4] <= [...r1] {ORIGIN}"], "[...r1]")
+    )
+    solved = solved_for(closed, "3,4")
+    assert (solved[u["d3"]], solved[u["d4"]]) == (Size(3), Size(4))
+    assert solved_for(closed, "2,3,4") == {}  # more axes than the closed row
+
+
+def test_a_dim_two_arguments_share_is_read_once() -> None:
+    """Two source rows hold the same variable (the function equates them):
+    equal actual sizes presolve, unequal ones leave it to the application,
+    which reports the boundary's error."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized d1, d2",
+            "fixed (none)",
+            "arg 0 'a' [] | [] -> [d1]",
+            "arg 1 'b' [] | [] -> [d1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [d2]",
+            f"dim_ineq d2 <= d1 {ORIGIN}",
+        ],
+    )
+    plan = P.plan_presolve(sc)
+    assert plan is not None
+    a, b, c = s.leaf("a", "3"), s.leaf("b", "3"), s.leaf("c", "4")
+    norm = s.solver.norm_row
+    assert dict(P.presolved(sc, plan, (a.shape, b.shape), (), norm)) == {
+        v["d2"]: Size(3)
+    }
+    assert P.presolved(sc, plan, (a.shape, c.shape), (), norm) == {}
+    short = s.leaf("e", "")
+    assert P.presolved(sc, plan, (short.shape, b.shape), (), norm) == {}
+
+
+def test_a_count_dim_is_blocked() -> None:
+    """A dim a total is counted by waits for the total: presolving it from
+    its operand (1 here) would contradict the count."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, d1, d2",
+            "fixed (none)",
+            "arg 0 'x' [] | [...r1] -> [d1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [d2]",
+            f"dim_ineq d2 <= d1 {ORIGIN}",
+            f"total [...r1] = d2 {ORIGIN}",
+        ],
+    )
+    assert presolvable(sc, v) == []
+
+
+def test_what_lies_above_an_anchor_s_row_or_dim_is_not_presolved() -> None:
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, r2, d1, d2",
+            "fixed r3, d3",
+            "arg 0 'x' [] | [] -> [...r1, d1]",
+            "result 0 'y' [] | [] -> []",
+            "anchor 0 'w' [] | [] -> [...r3, d3]",
+            "internal 0 'h' [] | [] -> [...r2, d2]",
+            f"ineq [...r2] <= [...r1] {ORIGIN}",
+            f"ineq [...r3] <= [...r2] {ORIGIN}",
+            f"dim_ineq d2 <= d1 {ORIGIN}",
+            f"dim_ineq d3 <= d2 {ORIGIN}",
+        ],
+        anchors=("w=...->...",),
+    )
+    assert presolvable(sc, v) == []
+
+
+def test_a_result_above_needs_what_it_broadcasts_from() -> None:
+    """The result's row lies above ``r2`` and also broadcasts from the
+    argument's input row: ``r2`` is presolved only when that row is known."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, r2, r3, r4, d1, d2, d3, d4",
+            "fixed (none)",
+            "arg 0 'x' [] | [...r4, d3] -> [...r1, d1]",
+            "result 0 'y' [] | [] -> [...r3, d2]",
+            "internal 0 'h' [] | [] -> [...r2]",
+            "internal 1 'k' [] | [] -> [d4]",
+            f"ineq [...r2] <= [...r1] {ORIGIN}",
+            f"ineq [...r3] <= [...r2] {ORIGIN}",
+            f"ineq [...r3] <= [...r4] {ORIGIN}",
+            f"dim_ineq d4 <= d1 {ORIGIN}",
+            f"dim_ineq d2 <= d4 {ORIGIN}",
+            f"dim_ineq d2 <= d3 {ORIGIN}",
+        ],
+    )
+    assert presolvable(sc, v) == ["d4", "r2"]
+    plan = P.plan_presolve(sc)
+    assert plan is not None
+    norm = s.solver.norm_row
+    open_input = s.leaf("x", "...,1->5,6")
+    assert P.presolved(sc, plan, (open_input.shape,), (), norm) == {}
+    known = s.leaf("z", "1->5,6")
+    assert dict(P.presolved(sc, plan, (known.shape,), (), norm)) == {
+        v["r2"]: Row((Size(5),)),
+        v["d4"]: Size(6),
+    }
+
+
+def test_a_bound_read_after_a_source_still_orders_the_variables() -> None:
+    """``r3``'s bounds read the source first, then ``r2``: it is presolved
+    after ``r2``, from both."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, r2, r3",
+            "fixed (none)",
+            "arg 0 'x' [] | [] -> [...r1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [...r2]",
+            "internal 1 'k' [] | [] -> [...r3]",
+            f"ineq [...r3] <= [...r1] {ORIGIN}",
+            f"ineq [...r3] <= [...r2] {ORIGIN}",
+            f"ineq [...r2] <= [...r1] {ORIGIN}",
+        ],
+    )
+    assert solved_for(sc, "3,2") == {
+        v["r2"]: Row((Size(3), Size(2))),
+        v["r3"]: Row((Size(3), Size(2))),
+    }
+
+
+def test_a_cycle_of_bounds_is_not_presolved() -> None:
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, r2, r3",
+            "fixed (none)",
+            "arg 0 'x' [] | [] -> [...r1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [...r2]",
+            "internal 1 'k' [] | [] -> [...r3]",
+            f"ineq [...r2] <= [...r3] {ORIGIN}",
+            f"ineq [...r3] <= [...r2] {ORIGIN}",
+            f"ineq [...r2] <= [...r1] {ORIGIN}",
+        ],
+    )
+    assert presolvable(sc, v) == []
+
+
+@pytest.mark.parametrize(("gen", "presolved"), [(0, True), (1, False)])
+def test_the_template_depth_limit_at_64_axes(gen: int, presolved: bool) -> None:
+    """A row variable may get 64 axes in front of it, counting the axes
+    templates already put in front of the variable it descends from."""
+    s = Session()
+    lines = [
+        "generalized r1, r2",
+        "fixed (none)",
+        "arg 0 'x' [] | [] -> [...r1]",
+        "result 0 'y' [] | [] -> []",
+        "internal 0 'h' [] | [] -> [...r2]",
+        f"ineq [...r2] <= [...r1] {ORIGIN}",
+    ]
+    if gen:
+        lines.append(f"gen r2 {gen}")
+    sc, v = text_scheme(s, lines)
+    solved = solved_for(sc, ",".join(["2"] * 64))
+    assert (v["r2"] in solved) == presolved
+
+
+def test_every_capture_input_with_a_size_is_a_source() -> None:
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized d1, d2, d3, d4",
+            "fixed (none)",
+            "arg 0 'x' [] | [] -> []",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [d3, d4]",
+            f"dim_ineq d3 <= d1 {ORIGIN}",
+            f"dim_ineq d4 <= d2 {ORIGIN}",
+            f"capture 'h' d1 {ORIGIN}",
+            f"capture 'e' d2 {ORIGIN}",
+        ],
+    )
+    s.set_dim(sc.captures[0].ref, 5)
+    s.set_dim(sc.captures[1].ref, 7)
+    assert solved_for(sc, "") == {v["d3"]: Size(5), v["d4"]: Size(7)}

@@ -1,0 +1,271 @@
+"""Closing with pending equations: the order of its decisions, case by case.
+
+What ``close_remaining_dims`` and ``close_terminal_dims`` decide about the
+dims of pending affine, concatenated and total equations (docs/shapes.md,
+closing steps 5 and 8), and how a leaf row with axes before its row variable
+takes its lower bounds (step 2). Each case is one the rules above were
+written for; the outcome asserted is the one the rule gives.
+"""
+
+from __future__ import annotations
+
+from axisflow.shapes import (
+    DimAtLeast,
+    DimEq,
+    DimIneq,
+    DimVar,
+    Kind,
+    Origin,
+    Row,
+    RowEq,
+    RowIneq,
+    Session,
+    Size,
+    TotalElems,
+)
+from axisflow.shapes.constraints import DimLinear, LinearKind
+
+ORIGIN = Origin("test", "t")
+
+
+def linear(
+    s: Session,
+    kind: LinearKind,
+    parts: list[DimVar | Size],
+    axis: DimVar | Size,
+) -> None:
+    """``axis = Σ parts`` as an equation of ``kind``."""
+    terms = (*((1, p) for p in parts), (-1, axis))
+    names = tuple(f"n{i}" for i in range(len(terms)))
+    s.add(DimLinear(terms, 0, names, "axis", ORIGIN, kind))
+
+
+def closed(s: Session, *dims: DimVar | Size) -> tuple[int, ...]:
+    """Close the session and read ``dims`` through a shape holding them."""
+    shape = s.new_shape("t", Row(()), Row(()), Row(tuple(dims)))
+    s.close()
+    return shape.dims()[2]
+
+
+def test_a_part_with_a_minimum_raises_the_least_size_of_its_axis() -> None:
+    """``a^b`` with ``a`` a fixed index's axis of at least 3: the axis is 4."""
+    s = Session()
+    a, b, axis = (s.fresh_dim_var() for _ in range(3))
+    s.add(DimAtLeast(a, 3, ORIGIN))
+    linear(s, LinearKind.CONCAT, [a, b], axis)
+    assert closed(s, a, b, axis) == (3, 1, 4)
+
+
+def test_an_equation_with_a_known_axis_does_not_stop_the_least_sizes() -> None:
+    """``a^b = 5`` made first, ``c^d`` of an unknown axis second: the second
+    axis still takes the least size of its parts (2)."""
+    s = Session()
+    a, b, c, d, axis = (s.fresh_dim_var() for _ in range(5))
+    linear(s, LinearKind.CONCAT, [a, b], Size(5))
+    linear(s, LinearKind.CONCAT, [c, d], axis)
+    assert closed(s, a, b, c, d, axis) == (1, 4, 1, 1, 2)
+
+
+def test_an_outer_concatenation_made_first_waits_for_the_inner_least_size() -> None:
+    """``v = w^d`` made before ``w = a^b^c``: ``w``'s least size (3) reaches
+    ``v`` (4) although the outer equation is read first."""
+    s = Session()
+    a, b, c, d, w, v = (s.fresh_dim_var() for _ in range(6))
+    linear(s, LinearKind.CONCAT, [w, d], v)
+    linear(s, LinearKind.CONCAT, [a, b, c], w)
+    assert closed(s, a, b, c, d, w, v) == (1, 1, 1, 1, 3, 4)
+
+
+def test_the_first_part_in_spec_order_takes_its_minimum() -> None:
+    """``a^b = 5`` read through a row ``(b, a)``: ``a``, first in the
+    equation, takes 1, and ``b`` the rest."""
+    s = Session()
+    a, b = s.fresh_dim_var(), s.fresh_dim_var()
+    linear(s, LinearKind.CONCAT, [a, b], Size(5))
+    assert closed(s, b, a) == (4, 1)
+
+
+def test_a_dim_a_total_waits_on_takes_its_minimum() -> None:
+    """``a·b = 6`` with ``a`` at least 2: ``a = 2``, ``b = 3``."""
+    s = Session()
+    a, b = s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(DimAtLeast(a, 2, ORIGIN))
+    s.add(TotalElems((Row((a, b)),), 6, ORIGIN))
+    assert closed(s, a, b) == (2, 3)
+
+
+def test_a_dim_counting_a_total_waits_for_the_rows() -> None:
+    """The elements of ``[e]``, ``e`` at least 3, are counted by ``d``: ``e``
+    takes its minimum first and ``d`` follows (3, 3), where guessing ``d``
+    first would leave no room for ``e``."""
+    s = Session()
+    e, d = s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(DimAtLeast(e, 3, ORIGIN))
+    s.add(TotalElems((Row((e,)),), d, ORIGIN))
+    assert closed(s, e, d) == (3, 3)
+
+
+def test_a_cycle_below_a_waiting_axis_waits_with_it() -> None:
+    """``r ⊑ w``, ``q ⊑ r`` and ``r ⊑ q`` with ``w = a^b``: the walk from the
+    waiting axis meets the cycle once, and all follow ``w`` (2)."""
+    s = Session()
+    a, b, w, r, q = (s.fresh_dim_var() for _ in range(5))
+    linear(s, LinearKind.CONCAT, [a, b], w)
+    s.add(DimIneq(r, w, ORIGIN))
+    s.add(DimIneq(q, r, ORIGIN))
+    s.add(DimIneq(r, q, ORIGIN))
+    assert closed(s, w, r, q) == (2, 2, 2)
+
+
+def test_a_size_before_a_free_dim_does_not_stop_the_last_step() -> None:
+    s = Session()
+    d = s.fresh_dim_var()
+    assert closed(s, Size(5), d) == (5, 1)
+
+
+def test_a_pending_sum_does_not_keep_a_concatenation_from_its_bound() -> None:
+    """A generic equation ``e + f = 4`` pending, then the concatenation
+    ``ii^jj^kk`` of 2, 3 and a parameter, added to ``[7]``: the parameter is
+    still sized through the concatenation (2); the sum closes ``1 + 3``."""
+    s = Session()
+    e, f = s.fresh_dim_var(), s.fresh_dim_var()
+    linear(s, LinearKind.SUM, [e, f], Size(4))
+    c_e = s.param("c_e", "...->...")
+    joined = s.einsum(
+        "cat", "ii; jj; kk => ii^jj^kk", s.leaf("a", "2"), s.leaf("b", "3"), c_e
+    )
+    s.pointwise("sum", joined, s.leaf("seven", "7"))
+    shape = s.new_shape("ef", Row(()), Row(()), Row((e, f)))
+    s.close()
+    assert (c_e.shape.dims()[2], shape.dims()[2]) == ((2,), (1, 3))
+
+
+def test_a_total_counted_by_a_dim_known_at_closing_sizes_an_open_row() -> None:
+    """A row capture set equal to a dim capture set to 6 after: the open
+    leaf's row takes the 6 elements at the totals step."""
+    s = Session()
+    row, dim = s.dim_ref("r"), s.dim_ref("d")
+    x = s.leaf("x")
+    s.einsum("a", "..r..=>", x, capture_dims=[row])
+    s.einsum("b", "d=>", s.leaf("y"), capture_dims=[dim])
+    s.set_equal(row, dim)
+    s.set_dim(dim, 6)
+    s.close()
+    assert x.shape.dims()[2] == (6,)
+
+
+def test_a_total_counted_by_an_unknown_dim_does_not_stop_the_others() -> None:
+    """The same total with the dim never set, then a total of 6 on another
+    open leaf: that one still takes its elements, the first closes to 1."""
+    s = Session()
+    row, dim = s.dim_ref("r"), s.dim_ref("d")
+    x, z = s.leaf("x"), s.leaf("z")
+    s.einsum("a", "..r..=>", x, capture_dims=[row])
+    s.einsum("b", "d=>", s.leaf("y"), capture_dims=[dim])
+    s.set_equal(row, dim)
+    s.total_elems(z, 6, kinds=[Kind.OUTPUT])
+    s.close()
+    assert (x.shape.dims()[2], z.shape.dims()[2], dim.value) == ((), (6,), 1)
+
+
+# ----------------------------------------------- leading axes and lower bounds
+
+
+def test_leading_axes_fit_behind_the_join_where_the_first_place_fails() -> None:
+    """``4,...,7`` below ``3,4,5,7``: the 4 lands on the join's second axis
+    (not its first, 3), and the row takes the axes behind it: ``[4, 5, 7]``."""
+    s = Session()
+    x = s.param("x", "4,...,7")
+    s.pointwise("p", x, s.leaf("y", "3,4,5,7"))
+    s.close()
+    assert x.shape.dims()[2] == (4, 5, 7)
+
+
+def test_leading_axes_partly_on_the_join_land_there_first() -> None:
+    """``2,3,...,7`` below ``[..., 3, 7]``: the 3 lands on the join's 3 and
+    the 2 in front of it, adding one axis (``[2, 3, 7]``), not two."""
+    s = Session()
+    x = s.param("x", "2,3,...,7")
+    s.pointwise("p", x, s.leaf("y", "3,7"))
+    s.close()
+    assert x.shape.dims()[2] == (2, 3, 7)
+
+
+def test_a_written_size_lands_on_an_unknown_axis_of_the_join() -> None:
+    """``3,...,7`` below ``[...t, d, 7]``: the 3 fits on ``d``, and the row
+    takes no further axes (``[3, 7]``, and ``d`` 3)."""
+    s = Session()
+    x = s.param("x", "3,...,7")
+    d, t = s.fresh_dim_var(), s.fresh_row_var()
+    s.add(RowIneq(Row((d, Size(7)), t), x.shape.row(Kind.OUTPUT), ORIGIN))
+    assert closed(s, d) == (3,)
+    assert x.shape.dims()[2] == (3, 7)
+
+
+def test_a_prefix_whose_row_variable_ends_in_axes_keeps_them_last() -> None:
+    """An einsum's ``a, ..r..`` whose ``r`` already ends in 3 (``"...,3"``)
+    on an open leaf below ``[2, 9, 3]``: the 3 stays last, the written ``a``
+    lands on the 2 and ``r`` takes the 9 before its 3 (``r = [9, 3]``)."""
+    s = Session()
+    x = s.leaf("x")
+    y = s.leaf("y", "...,3")
+    s.einsum("e", "a, ..r..; ..r.. => ", x, y)
+    s.pointwise("p", x, s.leaf("z", "2,9,3"))
+    s.close()
+    assert x.shape.dims()[2] == (2, 9, 3)
+    assert y.shape.dims()[2] == (9, 3)
+
+
+def test_a_solved_dim_equated_later_is_read_through_the_equation() -> None:
+    """A concatenation whose part is equated to a size after it was made."""
+    s = Session()
+    a, b, axis = (s.fresh_dim_var() for _ in range(3))
+    linear(s, LinearKind.CONCAT, [a, b], axis)
+    s.add(DimEq(a, Size(4), ORIGIN))
+    assert closed(s, a, b, axis) == (4, 1, 5)
+
+
+def test_a_guess_sizes_another_equation_before_it_is_guessed() -> None:
+    """``v1 = a^b`` and ``v2 = c^d`` with ``c ⊑ v1``: guessing ``v1`` (2)
+    forces ``c`` to 2 at Stage 1, and ``v2`` is then guessed from that (3),
+    not from ``c``'s minimum (which would leave ``d`` no room)."""
+    s = Session()
+    a, b, v1, c, d, v2 = (s.fresh_dim_var() for _ in range(6))
+    linear(s, LinearKind.CONCAT, [a, b], v1)
+    linear(s, LinearKind.CONCAT, [c, d], v2)
+    s.add(DimIneq(c, v1, ORIGIN))
+    assert closed(s, a, b, v1, c, d, v2) == (1, 1, 2, 2, 1, 3)
+
+
+def test_a_bounded_dim_after_a_waiting_one_is_sized_first() -> None:
+    """A part ``p`` of ``p^q`` broadcasts from ``b``, a fixed index's axis of
+    at least 3, read after ``p``: ``b`` is sized first and forces ``p`` (3),
+    and the concatenation follows (4)."""
+    s = Session()
+    p, q, v, b = (s.fresh_dim_var() for _ in range(4))
+    linear(s, LinearKind.CONCAT, [p, q], v)
+    s.add(DimAtLeast(b, 3, ORIGIN))
+    s.add(DimIneq(p, b, ORIGIN))
+    assert closed(s, p, q, v, b) == (3, 1, 4, 3)
+
+
+def test_a_prefix_short_of_its_written_axes_closes_its_row_variable() -> None:
+    """An open leaf under ``a, ..r..`` where ``r`` ends in 3: the leaf has
+    fewer axes than the two written, so ``r`` gets no more (``[1, 3]``)."""
+    s = Session()
+    x = s.leaf("x")
+    s.einsum("e", "a, ..r..; ..r.. => ", x, s.leaf("y", "...,3"))
+    s.close()
+    assert x.shape.dims()[2] == (1, 3)
+
+
+def test_a_leaf_dim_after_a_known_one_still_takes_its_bound() -> None:
+    """A leaf row ``[5, d]`` with ``3 ⊑ d``: the known 5 does not stop the
+    leaf dims step, and ``d`` takes its bound 3 (not the 1 of the last step)."""
+    s = Session()
+    x = s.leaf("x")
+    d = s.fresh_dim_var()
+    s.add(RowEq(x.shape.row(Kind.OUTPUT), Row((Size(5), d)), ORIGIN))
+    s.add(DimIneq(Size(3), d, ORIGIN))
+    s.close()
+    assert x.shape.dims()[2] == (5, 3)
