@@ -49,6 +49,18 @@ in the number of constraints.
   ``safe_to_guess``. If the result has axes left over, they (with the result's
   variable) become a lower bound of the operand's variable; if only variables
   are left, the two are related.
+* ``TotalElems``, ``DimLinear`` and ``RowPrefix`` are *pending*: each is
+  checked when added and again whenever a variable it waits on is solved.
+  A total whose rows are closed solves its one unknown dim (the count over
+  the known product) or checks the product; a count given as a dim takes
+  the product once the rows are known. A linear equation
+  (``Σ coeff·dim + const = 0``, affine and concatenated axes) with one
+  unknown left solves it, to a positive integer in the basis its parts give
+  (or fails naming it); with none left it checks the sizes and the axis's
+  basis. A row prefix (``whole = [beg..., ...rest]``, axes before a row
+  variable) becomes row and dim equations once ``rest`` or ``whole`` is
+  closed, and fails if a closed ``whole`` has fewer axes than ``beg``.
+* ``DimAtLeast``: a minimum size on the dim (einsum fixed indices).
 
 Closing
 =======
