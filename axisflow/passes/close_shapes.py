@@ -92,6 +92,7 @@ from axisflow.shapes import (
 from axisflow.shapes.scheme.read import build_scheme
 from axisflow.shapes.scheme.text import parse_scheme_text
 from axisflow.shapes.terms import format_concrete_shape
+from axisflow.xdsl_compat import set_value_type
 
 
 class ShapeDiagnostic(DiagnosticException):
@@ -748,7 +749,7 @@ def _set_type(value: SSAValue, new_type: Attribute) -> None:
     the pass, more than the shape engine. Nothing else holds the values while
     the pass runs, and the printed module is the same.
     """
-    value._type = new_type  # pyright: ignore[reportPrivateUsage]
+    set_value_type(value, new_type)
 
 
 def _update_signature(func: FuncOp) -> None:
