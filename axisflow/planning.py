@@ -7,17 +7,24 @@
 
 For every policy tried (no batching, each named space alone, and every
 combination of them, nested in the order given) the pipeline is run
-(frontend, ``classify-axes``, ``schedule-batches``) and one line is printed:
-multiply-adds, unbatched and scheduled peaks and their ratio, and how many
-loops the scheduler dropped because they would have raised the peak. Then,
-for the best policy (smallest scheduled peak, fewer loops on ties): the five
-values that dominate its peak (what is live there, largest first, with modes
-and sizes) and the dropped loops with both figures. ``--plot FILE.svg|png``
-draws live bytes over the schedule's steps, one line per policy, peaks
-marked (needs the optional extra ``axisflow[plot]``, i.e. matplotlib).
+(frontend, the planner with ``--share auto``, ``classify-axes``,
+``schedule-batches``) for the objective (``--budget``: the fewest
+multiply-adds within it; ``--max-extra-flops``: the smallest peak within
+that much more than the shared forest's multiply-adds; neither: the
+smallest peak within 10%) and one line is printed: the multiply-adds the
+schedule performs and how far above the shared forest's they are, how
+values are shared, unbatched and scheduled peaks, the lower bound, their
+ratio, and how many loops were dropped because they would have raised the
+peak. Then, for the best policy (smallest scheduled peak, fewer loops on
+ties): the Pareto front the planner found (peak, multiply-adds) with the
+chosen point, the five values that dominate its peak (what is live there,
+largest first, with modes and sizes) and the dropped loops with both
+figures. ``--plot FILE.svg|png`` draws live bytes over the schedule's steps,
+one line per policy, peaks marked (needs the optional extra
+``axisflow[plot]``, i.e. matplotlib).
 
-``--batch`` with n spaces tries 2^n policies (each a pipeline run, two with
-``--share auto``): the count is said on standard error, and more than
+``--batch`` with n spaces tries 2^n policies (each a pipeline run; with
+``--share auto`` the best one runs again for its whole front): the count is said on standard error, and more than
 ``MAX_SPACES`` spaces are refused unless ``--max-spaces`` allows them.
 Notes (an ``--extents`` or ``--block`` entry naming a space the equation
 lacks, ignored) are lines ``axisflow plan: note: ...`` on standard error.
@@ -48,7 +55,6 @@ from axisflow.order import ORDERS, Order
 from axisflow.scheduling.memory import (
     Lifetime,
     Sizing,
-    forest_flops,
     format_bytes,
     lifetimes,
 )
@@ -87,9 +93,16 @@ class PolicyPlan:
     first_peak: int = 0
     """The scheduled peak before any loop was dropped."""
     share: str = "forest"
-    """``forest`` (values shared by the trees) or ``tree`` (rebuilt in each)."""
+    """``forest`` (values shared by the trees), ``tree`` (rebuilt in each)
+    or ``planned`` (the planner's choice)."""
     extra_flops: int = 0
-    """Multiply-adds the rebuilt values add (0 when shared)."""
+    """Multiply-adds above the shared forest's (each value once)."""
+    lower_bound: int = 0
+    lower_bound_reason: str = ""
+    front: list[dict[str, object]] = field(default_factory=list[dict[str, object]])
+    """The planner's Pareto front (``MemoryReport.front``)."""
+    blocks: dict[str, int] = field(default_factory=dict[str, int])
+    budget: int | None = None
 
     @property
     def label(self) -> str:
@@ -135,10 +148,14 @@ def plan_policy(
     source: str = "<input>",
     order: Order = "flops",
     share: ShareChoice = "auto",
+    budget: str | None = None,
+    max_extra_flops: str | None = None,
+    front: bool = False,
 ) -> PolicyPlan:
     """Run the pipeline on ``text`` batched over ``spaces``, each term's
-    product in ``order`` (``file|flops|memory``), values shared or rebuilt
-    per tree by ``share`` (``auto``: whichever gives the smaller peak)."""
+    product in ``order`` (``file|flops|memory``), values shared, rebuilt per
+    tree or planned for the objective by ``share`` (``auto``: the planner);
+    ``front``: search the whole Pareto front."""
     from axisflow.pipeline.api import plan_expression
     from axisflow.sequant import parse
 
@@ -151,9 +168,12 @@ def plan_policy(
         elem=elem,
         separate_instances=separate_instances,
         name=Path(source).stem or "sequant",
-        block=parse_blocks(block) if block else 1,
+        block=parse_blocks(block) if block else None,
         order=order,
         share=share,
+        budget=budget,
+        max_extra_flops=max_extra_flops,
+        front=front,
     )
     model = forest.model
     sizing = Sizing(model)
@@ -176,7 +196,7 @@ def plan_policy(
     report = forest.report
     return PolicyPlan(
         spaces,
-        forest_flops(model, sizing),
+        report.flops,
         report.unbatched_peak,
         report.scheduled_peak,
         dominant,
@@ -185,6 +205,11 @@ def plan_policy(
         report.first_peak or report.scheduled_peak,
         report.share or "forest",
         report.extra_flops,
+        report.lower_bound,
+        report.lower_bound_reason,
+        report.front,
+        report.blocks,
+        report.budget,
     )
 
 
@@ -198,9 +223,11 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
     header = (
         "policy",
         "multiply-adds",
+        "vs shared",
         "values",
         "unbatched",
         "scheduled",
+        "bound",
         "ratio",
         "dropped",
     )
@@ -208,9 +235,11 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
         (
             p.label,
             significant(p.flops, 3),
+            _extra(p.flops, p.extra_flops),
             _sharing(p),
             format_bytes(p.unbatched_peak),
             format_bytes(p.scheduled_peak),
+            format_bytes(p.lower_bound),
             f"{p.ratio:#.3g}x",
             str(len(p.dropped)),
         )
@@ -228,10 +257,39 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
         )
     chosen = best(plans)
     factor = 1 / chosen.ratio if chosen.ratio else math.inf
+    bound = (
+        f", {chosen.scheduled_peak / chosen.lower_bound:.3g}x the lower bound"
+        if chosen.lower_bound
+        else ""
+    )
+    blocks = ", ".join(f"{k}={b}" for k, b in chosen.blocks.items())
     lines.append(
         f"best: {chosen.label}, scheduled peak {format_bytes(chosen.scheduled_peak)}"
-        f" ({factor:.3g}x below unbatched)"
+        f" ({factor:.3g}x below unbatched{bound})"
+        + (f", blocks {blocks}" if blocks else "")
     )
+    if chosen.lower_bound:
+        lines.append(
+            f"lower bound of {chosen.label}: {format_bytes(chosen.lower_bound)} "
+            f"({chosen.lower_bound_reason})"
+        )
+    if chosen.front:
+        lines.append(
+            f"Pareto front of {chosen.label} (peak at blocks of 1, multiply-adds; "
+            "* the chosen point):"
+        )
+        shared = chosen.flops - chosen.extra_flops
+        for point in chosen.front:
+            flops = point["flops"]
+            assert isinstance(flops, int)
+            peak_bytes = point["peak_bytes"]
+            assert isinstance(peak_bytes, int)
+            mark = "*" if point["chosen"] else " "
+            lines.append(
+                f"  {mark} {format_bytes(peak_bytes):>10}  {significant(flops, 4)}  "
+                f"{_extra(flops, flops - shared):>7}  {point['kind']}"
+                + (f", {point['shares']} shares" if point["kind"] == "planned" else "")
+            )
     lines.append(f"values dominating the peak of {chosen.label}:")
     for value in chosen.dominant:
         lines.append(
@@ -257,11 +315,15 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
 
 
 def _sharing(plan: PolicyPlan) -> str:
-    """``shared``, or ``rebuilt +9.1%`` (the extra multiply-adds)."""
-    if plan.share != "tree":
-        return "shared"
-    shared = plan.flops - plan.extra_flops
-    return f"rebuilt {plan.extra_flops / shared:+.1%}" if shared else "rebuilt"
+    """How values several trees build are evaluated: ``shared``, ``rebuilt``
+    (per tree) or ``planned``."""
+    return {"tree": "rebuilt", "planned": "planned"}.get(plan.share, "shared")
+
+
+def _extra(flops: int, extra: int) -> str:
+    """``+9.1%``: multiply-adds above the shared forest's."""
+    shared = flops - extra
+    return f"{extra / shared:+.1%}" if shared else "+0"
 
 
 def plot(plans: Sequence[PolicyPlan], path: Path) -> None:
@@ -339,7 +401,20 @@ def _parser() -> argparse.ArgumentParser:
         "--batch", default="", help="spaces to try, outermost first (i,Κ)"
     )
     plan.add_argument("--elem", type=int, default=8, help="bytes per element")
-    plan.add_argument("--block", help="block size: N, or per space i=8,Κ=64")
+    plan.add_argument(
+        "--block",
+        help="block size: N, per space i=8,Κ=64, or auto (as large as the budget "
+        "allows; the default with --share auto)",
+    )
+    plan.add_argument(
+        "--budget",
+        help="memory budget (100GiB, 500MB, 4e9): the fewest multiply-adds within it",
+    )
+    plan.add_argument(
+        "--max-extra-flops",
+        help="the smallest peak within this much more multiply-adds than the shared "
+        "forest's (5%%, 0.05)",
+    )
     plan.add_argument(
         "--separate-instances", action="store_true", help="one fusion slot per loop"
     )
@@ -354,7 +429,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=SHARE_CHOICES,
         default="auto",
         help="values several trees build: shared, rebuilt per tree, or auto "
-        "(per policy, whichever peak is smaller; default)",
+        "(the planner: shared where the objective pays for it; default)",
     )
     plan.add_argument("--plot", help="draw memory over steps into FILE.svg|png")
     plan.add_argument(
@@ -422,7 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tried = policies(spaces)
         if len(spaces) > 1:
             runs = (
-                "each a pipeline run, two with --share auto"
+                "each a pipeline run, the best one again for its front"
                 if args.share == "auto"
                 else "each a pipeline run"
             )
@@ -430,26 +505,45 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"axisflow plan: {len(spaces)} spaces: {len(tried)} policies ({runs})",
                 file=sys.stderr,
             )
+
+        def planned(policy: tuple[str, ...], front: bool = False) -> PolicyPlan:
+            return plan_policy(
+                text,
+                policy,
+                extents=args.extents,
+                elem=args.elem,
+                block=args.block,
+                separate_instances=args.separate_instances,
+                source=str(path),
+                order=args.order,
+                share=args.share,
+                budget=args.budget,
+                max_extra_flops=args.max_extra_flops,
+                front=front,
+            )
+
         with collected_notes() as notes:
-            plans = [
-                plan_policy(
-                    text,
-                    policy,
-                    extents=args.extents,
-                    elem=args.elem,
-                    block=args.block,
-                    separate_instances=args.separate_instances,
-                    source=str(path),
-                    order=args.order,
-                    share=args.share,
-                )
-                for policy in tried
-            ]
-        for note in notes:
+            plans = [planned(policy) for policy in tried]
+            chosen = best(plans)
+            if args.share == "auto" and chosen.spaces:
+                # the best policy's whole front (the other rows searched only
+                # what their objective needed)
+                plans[plans.index(chosen)] = planned(chosen.spaces, front=True)
+        for note in dict.fromkeys(notes):
             if isinstance(note, UnusedOptionNote):  # the table says what dropped
                 print(f"axisflow plan: note: {note}", file=sys.stderr)
         extents = args.extents or "defaults"
-        title = f"plan for {path.name}  (extents {extents}; {args.elem} B elements)"
+        objective = (
+            f"; budget {args.budget}"
+            if args.budget
+            else f"; at most {args.max_extra_flops} more multiply-adds"
+            if args.max_extra_flops
+            else ""
+        )
+        title = (
+            f"plan for {path.name}  (extents {extents}; {args.elem} B elements"
+            f"{objective})"
+        )
         sys.stdout.write(render(plans, title))
         if plot_path is not None:
             plot(plans, plot_path)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable
 
 from axisflow.forest.model import Factor, Forest, Loop, Site, Value
 
@@ -71,46 +71,97 @@ def rebuild_per_tree(
     is not changed. ``values`` is closed upwards first. Roles are not
     computed (classify the result)."""
     chosen = closed_upwards(forest, shared_values(forest) if values is None else values)
-    trees = reader_trees(forest)
-    taken = set(forest.values)
-    renamed: dict[tuple[str, int], str] = {}
-    for name in forest.values:
-        if name not in chosen:
+    trees = forest.trees
+    rebuilt = regroup(
+        forest,
+        lambda site: site.tree if site.value in chosen else None,
+        name=lambda value, site: f"{value}_{trees[site.tree].name}",
+    )
+    if separate_loops:
+        instances: dict[tuple[int, int], int] = {}
+        for site in rebuilt.sites:
+            site.loops = tuple(
+                _separate(loop, site.tree, instances) for loop in site.loops
+            )
+        rebuilt.instance_spaces = {}
+        rebuilt.finish()
+    return rebuilt
+
+
+Group = tuple[str, Hashable, tuple[object, ...]]
+
+
+def regroup(
+    forest: Forest,
+    key: Callable[[Site], Hashable],
+    *,
+    name: Callable[[str, Site], str] | None = None,
+    finish: bool = True,
+) -> Forest:
+    """A new forest whose use-sites share a built value exactly when they
+    name the same value, ``key`` gives them equal keys, and their factors'
+    use-sites share values in turn (so a value split between two groups
+    splits every consumer that reads both copies: the choice is closed
+    upwards by construction). ``key`` returning one constant keeps the
+    forest's sharing; the site's number rebuilds every use-site; the
+    site's tree is ``rebuild_per_tree``.
+
+    Each value's first group (in use-site order) keeps its name; the others
+    are named ``name(value, first site of the group)`` (default
+    ``<value>_<k>``), made unique with trailing ``_``. Copies follow their
+    value in the value order. Inputs are never copied. The original forest
+    is not changed; roles are not computed (classify the result)."""
+    group_of: dict[int, Group | str] = {}
+    for site in reversed(forest.sites):  # factors' sites first
+        if forest.values[site.value].is_input:
+            group_of[site.number] = site.value
             continue
-        for tree in trees[name][1:]:
-            fresh = f"{name}_{forest.trees[tree].name}"
+        children = tuple(group_of[child] for child in site.children)
+        group_of[site.number] = (site.value, key(site), children)
+    taken = set(forest.values)
+    names: dict[Group | str, str] = {}
+    copies: dict[str, list[tuple[str, Site]]] = {}
+    counts: dict[str, int] = {}
+    for site in forest.sites:
+        group = group_of[site.number]
+        if isinstance(group, str) or group in names:
+            continue
+        found = copies.setdefault(site.value, [])
+        if not found:
+            fresh = site.value
+        else:
+            counts[site.value] = counts.get(site.value, 0) + 1
+            fresh = (
+                name(site.value, site)
+                if name is not None
+                else f"{site.value}_{counts[site.value]}"
+            )
             while fresh in taken:
                 fresh += "_"
             taken.add(fresh)
-            renamed[(name, tree)] = fresh
+        names[group] = fresh
+        found.append((fresh, site))
 
-    def name_in(name: str, tree: int) -> str:
-        return renamed.get((name, tree), name)
+    def value_at(number: int) -> str:
+        group = group_of[number]
+        return group if isinstance(group, str) else names[group]
 
     values_out: dict[str, Value] = {}
     for value in forest.values.values():
-        readers = trees.get(value.name, [])
-        # a value keeps its name in its first reader tree, and reads that
-        # tree's copies of its factors; its copies follow it (so values stay
-        # in the order factors first)
-        first = readers[0] if readers else None
-        values_out[value.name] = _copy_value(value, value.name, first, name_in)
-        for tree in readers[1:]:
-            fresh = renamed.get((value.name, tree))
-            if fresh is not None:
-                values_out[fresh] = _copy_value(value, fresh, tree, name_in)
-    instances: dict[tuple[int, int], int] = {}
+        made = copies.get(value.name)
+        if not made:  # an input, or a value no use-site reads
+            values_out[value.name] = _copy_value(value, value.name, None)
+            continue
+        for fresh, site in made:
+            factors = tuple(value_at(child) for child in site.children)
+            values_out[fresh] = _copy_value(value, fresh, factors)
     sites: list[Site] = []
     for site in forest.sites:
         clone = copy.copy(site)
-        clone.value = name_in(site.value, site.tree)
-        if separate_loops:
-            clone.loops = tuple(
-                _separate(loop, site.tree, instances) for loop in site.loops
-            )
+        clone.value = value_at(site.number)
         clone.mode_labels = {}
         sites.append(clone)
-    rebuilt = Forest(
+    grouped = Forest(
         forest.name,
         dict(forest.spaces),
         values_out,
@@ -118,18 +169,21 @@ def rebuild_per_tree(
         sites,
         has_slots=forest.has_slots,
     )
-    return rebuilt.finish()
+    return grouped.finish() if finish else grouped
 
 
-def _copy_value(
-    value: Value, name: str, tree: int | None, name_in: Callable[[str, int], str]
-) -> Value:
-    factors = tuple(
-        Factor(f.value if tree is None else name_in(f.value, tree), f.labels, f.protos)
-        for f in value.factors
-    )
+def _copy_value(value: Value, name: str, factors: tuple[str, ...] | None) -> Value:
+    """``value`` named ``name``, its factors renamed to ``factors`` (kept as
+    they are when ``None``), to be finished again."""
+    if factors is None:
+        renamed = value.factors
+    else:
+        renamed = tuple(
+            Factor(f, old.labels, old.protos)
+            for f, old in zip(factors, value.factors, strict=True)
+        )
     return dataclasses.replace(
-        value, name=name, factors=factors, modes=(), node_modes=(), factor_maps=()
+        value, name=name, factors=renamed, modes=(), node_modes=(), factor_maps=()
     )
 
 

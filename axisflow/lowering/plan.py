@@ -650,7 +650,7 @@ class _Planner(ScheduleWalker[int, int]):
                 f"write of @{write.value} into the residual: no piece built in "
                 "this block"
             )
-        self.take(piece)
+        self.add(piece)
         piece_slices = piece.slices
         modes = self.forest.values[write.value].modes
         dims = self.root_dims(write.tree)

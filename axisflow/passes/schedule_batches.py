@@ -16,6 +16,14 @@ Run after ``classify-axes`` (``-p classify-axes,schedule-batches``). Each
   it succeeded, as ``-o`` is (``axisflow.report_file``);
 * ``block=N`` or ``block="i=8,Κ=64"``: elements per block of every batch
   loop, or per index space (spaces not named keep blocks of 1; default 1);
+  ``block=auto``: as large as ``budget`` allows (without a budget, within
+  10% of the peak at blocks of one element);
+* ``budget=100GiB``: the memory budget ``block=auto`` fills (``500MB``,
+  ``4e9`` bytes); the report says whether the peak is within it;
+* ``rebuild=never|fused``: a value an enclosing loop does not bind is hoisted
+  above it (``never``, the default), or, when a deeper loop of its consumer
+  binds it, kept inside and rebuilt every iteration (``fused``: multiply-adds
+  for memory, counted in the report);
 * ``max-rounds=N``: bound on the demotion fixpoint (default 16);
 * ``never-worse=true|false``: drop the loops that would raise the peak above
   the unbatched one, and say so in the report (default true);
@@ -36,6 +44,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -65,6 +74,11 @@ class ScheduleBatchesPass(ModulePass):
     """Drop loops that would raise the peak above the unbatched one."""
     accumulate: bool = True
     """Accumulate trees that share their externals into one residual."""
+    budget: str = ""
+    """A memory budget (``100GiB``) for ``block=auto``."""
+    rebuild: Literal["never", "fused"] = "never"
+    """A value an enclosing loop does not bind: hoisted (``never``) or
+    rebuilt every iteration inside it (``fused``)."""
     quiet: bool = False
     """No notes on standard error (loops dropped, unused block entries)."""
 
@@ -77,10 +91,20 @@ class ScheduleBatchesPass(ModulePass):
                 f"schedule-batches: report must be one of {', '.join(REPORT_FORMATS)}, "
                 f"got {self.report!r}"
             )
-        from axisflow.scheduling.options import OptionError, parse_blocks
+        from axisflow.scheduling.options import (
+            REBUILDS,
+            OptionError,
+            parse_blocks,
+            parse_budget,
+        )
 
         try:
             blocks = parse_blocks(self.block)
+            budget = parse_budget(self.budget)
+            if self.rebuild not in REBUILDS:
+                raise OptionError(
+                    f"rebuild must be one of {', '.join(REBUILDS)}, got {self.rebuild!r}"
+                )
         except OptionError as error:
             raise PassFailedException(f"schedule-batches: {error}") from None
         try:
@@ -94,6 +118,8 @@ class ScheduleBatchesPass(ModulePass):
                     verify=False,
                     never_worse=self.never_worse,
                     accumulate=self.accumulate,
+                    rebuild=self.rebuild,
+                    budget=budget,
                     quiet=self.quiet,
                 )
         except (PipelineError, TypeError, ValueError) as error:  # options too

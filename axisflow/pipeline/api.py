@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
@@ -37,25 +39,54 @@ from axisflow.dialects.sched import ScheduleOp
 from axisflow.dialects.sched_model import schedule_to_op
 from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
-from axisflow.forest.sharing import rebuild_per_tree
 from axisflow.notes import UnusedOptionNote, say
 from axisflow.numerals import check_count
 from axisflow.order import Order
 from axisflow.residual import ResidualError, ResidualLayout
 from axisflow.scheduling.assemble import forest_layout
-from axisflow.scheduling.guard import DroppedLoop, dropped_note, schedule_never_worse
-from axisflow.scheduling.memory import MemoryReport, Sizing, forest_flops, memory_report
-from axisflow.scheduling.options import SHARE_CHOICES, ShareChoice
+from axisflow.scheduling.guard import (
+    DroppedLoop,
+    GuardedSchedule,
+    dropped_note,
+    schedule_never_worse,
+)
+from axisflow.scheduling.memory import (
+    MemoryReport,
+    Sizing,
+    forest_flops,
+    lifetimes,
+    memory_report,
+    peak,
+    unbatched_schedule,
+)
+from axisflow.scheduling.options import (
+    REBUILDS,
+    SHARE_CHOICES,
+    Blocks,
+    OptionError,
+    Rebuild,
+    ShareChoice,
+    parse_budget,
+    parse_fraction,
+)
+from axisflow.scheduling.planner import (
+    BLOCK_SLACK,
+    Planned,
+    choose_blocks,
+    plan_sharing,
+)
 from axisflow.scheduling.schedule import Schedule
 from axisflow.scheduling.scheduler import (
     DEFAULT_MAX_ROUNDS,
     Decisions,
     SchedulingError,
+    schedule_forest,
 )
+from axisflow.sequant.canonical import canonical_factor_order
 from axisflow.sequant.forest import expression_layout
 
 if TYPE_CHECKING:
-    from axisflow.sequant import Expression, Share
+    from axisflow.sequant import Expression
 
 
 class PipelineError(ValueError):
@@ -80,7 +111,8 @@ class ForestSchedule:
     residual: ResidualLayout | None = None
     """The residual the schedule accumulates into, if any."""
     share: str = "forest"
-    """Where values are shared (``forest``, or ``tree``: rebuilt per tree)."""
+    """Where values are shared: ``forest``, ``tree`` (rebuilt per tree) or
+    ``planned`` (the planner's choice, ``share="auto"``)."""
 
 
 @dataclass
@@ -120,13 +152,15 @@ def forest_label(forest: ForestOp) -> str:
 def plan_forest(
     forest: ForestOp,
     *,
-    block: int | Mapping[str, int] = 1,
+    block: Blocks = 1,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     extents: Mapping[str, int] | None = None,
     model: Forest | None = None,
     residual: ResidualLayout | None = None,
     accumulate: bool = True,
     never_worse: bool = True,
+    rebuild: Rebuild = "never",
+    budget: int | None = None,
     quiet: bool = False,
 ) -> ForestSchedule:
     """Schedule one classified forest without changing it.
@@ -138,8 +172,12 @@ def plan_forest(
     with ``accumulate=False``); loops that would raise the peak above the
     unbatched one are dropped (``scheduling.guard``; not with
     ``never_worse=False``, the scheduler alone), and said in a
-    ``LoopsDroppedNote`` unless ``quiet`` (``plan_model``). Raises
-    ``PipelineError``.
+    ``LoopsDroppedNote`` unless ``quiet`` (``plan_model``). ``rebuild``: the
+    scheduler's rule for a value a loop does not bind (``never``: hoisted;
+    ``fused``: rebuilt inside, multiply-adds for memory). ``block="auto"``:
+    blocks as large as ``budget`` bytes allow (``planner.choose_blocks``;
+    without a budget, within ``planner.BLOCK_SLACK`` of the peak at blocks
+    of one). Raises ``PipelineError``.
     """
     try:
         if model is None:
@@ -152,6 +190,8 @@ def plan_forest(
             residual=residual,
             accumulate=accumulate,
             never_worse=never_worse,
+            rebuild=rebuild,
+            budget=budget,
             quiet=quiet,
         )
     except (ModelError, SchedulingError, ResidualError) as error:
@@ -171,12 +211,14 @@ def plan_forest(
 def plan_model(
     model: Forest,
     *,
-    block: int | Mapping[str, int] = 1,
+    block: Blocks = 1,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     extents: Mapping[str, int] | None = None,
     residual: ResidualLayout | None = None,
     accumulate: bool = True,
     never_worse: bool = True,
+    rebuild: Rebuild = "never",
+    budget: int | None = None,
     quiet: bool = False,
 ) -> ModelPlan:
     """What ``plan_forest`` computes, on a classified forest model (no IR):
@@ -189,19 +231,33 @@ def plan_model(
         residual = None
     elif residual is None:
         residual = forest_layout(model)
-    guarded = schedule_never_worse(
-        model,
-        block=block,
-        max_rounds=max_rounds,
-        extents=extents,
-        residual=residual,
-        enabled=never_worse,
-    )
+
+    def guard(blocks: int | Mapping[str, int]) -> GuardedSchedule:
+        return schedule_never_worse(
+            model,
+            block=blocks,
+            max_rounds=max_rounds,
+            extents=extents,
+            residual=residual,
+            enabled=never_worse,
+            schedule=partial(schedule_forest, rebuild=rebuild),
+        )
+
+    if block == "auto":
+        first = guard(1)
+        target = budget
+        if target is None:
+            target = first.scheduled_peak + int(first.scheduled_peak * BLOCK_SLACK)
+        chosen = choose_blocks(first.forest, first.result.schedule, target, extents)
+        guarded = first if all(b == 1 for b in chosen.values()) else guard(chosen)
+    else:
+        guarded = guard(block)
     result, scheduled = guarded.result, guarded.forest
     sizing = Sizing(scheduled, extents)
     report = memory_report(scheduled, result.schedule, sizing, residual)
     report.dropped = [d.to_json() for d in guarded.dropped]
     report.first_peak = guarded.first_peak
+    report.budget = budget
     planned = ModelPlan(
         scheduled,
         result.schedule,
@@ -264,9 +320,12 @@ def _classified(forest: ForestOp) -> Forest:
 
 
 def check_schedule_options(block: object, max_rounds: object) -> None:
-    """The boundary check of the scheduling options: ``block`` a positive int
-    or a mapping of space key to one, ``max_rounds`` a positive int."""
-    if isinstance(block, Mapping):
+    """The boundary check of the scheduling options: ``block`` a positive
+    int, a mapping of space key to one, or ``"auto"``; ``max_rounds`` a
+    positive int."""
+    if block == "auto":
+        pass
+    elif isinstance(block, Mapping):
         for key, size in block.items():
             if not isinstance(key, str):
                 raise TypeError(f"block keys must be space keys (str), got {key!r}")
@@ -276,16 +335,26 @@ def check_schedule_options(block: object, max_rounds: object) -> None:
     check_count("max_rounds", max_rounds)
 
 
+def check_rebuild(rebuild: object) -> None:
+    """``rebuild`` is one of ``REBUILDS``."""
+    if rebuild not in REBUILDS:
+        raise ValueError(
+            f"rebuild must be one of {', '.join(REBUILDS)}, got {rebuild!r}"
+        )
+
+
 def schedule_module(
     module: ModuleOp,
     *,
-    block: int | Mapping[str, int] = 1,
+    block: Blocks = 1,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     classify: bool = True,
     verify: bool = True,
     residual: ResidualLayout | None = None,
     accumulate: bool = True,
     never_worse: bool = True,
+    rebuild: Rebuild = "never",
+    budget: int | str | None = None,
     quiet: bool = False,
 ) -> PipelineResult:
     """Classify (unless ``classify=False``: roles already attached) and
@@ -296,8 +365,10 @@ def schedule_module(
     forest first (skip only for IR verified already, as ``xdsl-opt`` does
     between passes); ``residual``/``accumulate``/``never_worse`` as for
     ``plan_forest`` (a
-    given ``residual`` is for a module of one forest); ``quiet``: no notes
-    (``plan_model``). Raises ``PipelineError`` and leaves the module
+    given ``residual`` is for a module of one forest); ``rebuild``,
+    ``budget`` (bytes, or text such as ``"100GiB"``) and ``block="auto"`` as
+    for ``plan_forest``; ``quiet``: no notes (``plan_model``). Raises
+    ``PipelineError`` and leaves the module
     unchanged if any forest fails.
     """
     if not isinstance(module, ModuleOp):
@@ -305,6 +376,8 @@ def schedule_module(
             f"module must be a builtin.module (ModuleOp), got {type(module).__name__}"
         )
     check_schedule_options(block, max_rounds)
+    check_rebuild(rebuild)
+    budget = parse_budget(budget)
     for parameter, flag in (
         ("classify", classify),
         ("verify", verify),
@@ -336,6 +409,8 @@ def schedule_module(
                     residual=residual,
                     accumulate=accumulate,
                     never_worse=never_worse,
+                    rebuild=rebuild,
+                    budget=budget,
                     quiet=quiet,
                 )
             )
@@ -357,12 +432,14 @@ def schedule_expression(
     elem: int | None = None,
     separate_instances: bool = False,
     name: str = "sequant",
-    block: int | Mapping[str, int] = 1,
+    block: Blocks | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     order: Order = "flops",
     accumulate: bool = True,
     never_worse: bool = True,
-    share: ShareChoice = "forest",
+    share: ShareChoice | None = None,
+    budget: int | str | None = None,
+    max_extra_flops: str | float | Fraction | None = None,
     quiet: bool = False,
 ) -> ForestSchedule:
     """The pipeline on a SeQuant equation: text (or ``axisflow.sequant.parse``
@@ -374,30 +451,36 @@ def schedule_expression(
     frontend's ``SequantError`` /
     ``PolicyError`` for bad input and ``PipelineError`` if scheduling fails.
 
-    ``share``: ``forest`` (values several trees build are shared), ``tree``
-    (each tree rebuilds them, in loops of its own) or ``auto``: both are
-    scheduled and the smaller scheduled peak is kept (``forest`` on a tie).
-    Whenever the result rebuilds values, its report counts the extra
-    multiply-adds against sharing (``extra_flops``) and, with ``auto``, its
-    unbatched peak is the shared forest's (the plain evaluation it is
-    compared with). ``quiet``: no notes (``plan_model``; said of the
-    forest kept, once).
+    ``share``: ``forest`` (values several trees build are shared, the
+    default without an objective), ``tree`` (each tree rebuilds them, in
+    loops of its own) or ``auto`` (``scheduling.planner``: which use-sites
+    share a value, every tree's loop order and which trees run fused, for
+    the objective; the default with one). The objective: ``budget`` (bytes,
+    or text such as ``"100GiB"``: the fewest multiply-adds within it) or
+    ``max_extra_flops`` (``"5%"``, ``0.05``: the smallest peak within that
+    much more than the shared forest's multiply-adds). ``block``: one size,
+    per space, or ``"auto"`` (as large as the budget allows); by default
+    ``"auto"`` when the planner runs, else 1. The report counts the
+    multiply-adds the schedule performs against the shared forest's
+    (``extra_flops``), the lower bound and, with ``auto``, the Pareto front
+    the search found; its unbatched peak is the shared forest's. ``quiet``:
+    no notes (``plan_model``; said of the forest kept, once).
     """
-    check_schedule_options(block, max_rounds)
+    objective = _objective(share, block, max_rounds, budget, max_extra_flops)
 
-    def run(model: Forest, how: Share) -> ForestSchedule:
+    def run(planned: Planned, blocks: Blocks) -> ForestSchedule:
         result = schedule_module(
-            forest_module(model),
-            block=block,
+            forest_module(planned.forest),
+            block=blocks,
             max_rounds=max_rounds,
-            residual=layout,
+            residual=planned.residual,
             accumulate=accumulate,
             never_worse=never_worse,
+            rebuild=planned.rebuild,
+            budget=objective.budget,
             quiet=True,  # said of the forest kept, below
         )
-        planned = result.forests[0]
-        planned.share = planned.report.share = how
-        return planned
+        return result.forests[0]
 
     shared_model, layout = _expression_model(
         expression,
@@ -407,11 +490,11 @@ def schedule_expression(
         separate_instances=separate_instances,
         name=name,
         order=order,
-        share=share,
+        share=objective.share,
     )
-    chosen = _choose_sharing(shared_model, share, run)
+    chosen = _plan(shared_model, layout, objective, max_rounds, run)
     if not quiet:
-        announce(chosen.model, chosen, block)
+        announce(chosen.model, chosen, objective.block)
     return chosen
 
 
@@ -423,36 +506,41 @@ def plan_expression(
     elem: int | None = None,
     separate_instances: bool = False,
     name: str = "sequant",
-    block: int | Mapping[str, int] = 1,
+    block: Blocks | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     order: Order = "flops",
     accumulate: bool = True,
     never_worse: bool = True,
-    share: ShareChoice = "forest",
+    share: ShareChoice | None = None,
+    budget: int | str | None = None,
+    max_extra_flops: str | float | Fraction | None = None,
+    front: bool = False,
     quiet: bool = False,
 ) -> ModelPlan:
     """``schedule_expression`` without IR: the same arguments, errors,
     models, schedules and reports, with no ``batch.forest`` printed, verified
     and read back, and no ``sched.schedule`` op made (what ``axisflow plan``
-    needs). The frontend's model is classified directly."""
-    check_schedule_options(block, max_rounds)
+    needs). ``front=True`` searches the whole Pareto front (``auto``)."""
+    objective = _objective(share, block, max_rounds, budget, max_extra_flops)
+    objective.front = front
 
-    def run(model: Forest, how: Share) -> ModelPlan:
+    def run(planned: Planned, blocks: Blocks) -> ModelPlan:
         try:
-            classify(model)
-            planned = plan_model(
-                model,
-                block=block,
+            return plan_model(
+                planned.forest,
+                block=blocks,
                 max_rounds=max_rounds,
-                residual=layout,
+                residual=planned.residual,
                 accumulate=accumulate,
                 never_worse=never_worse,
+                rebuild=planned.rebuild,
+                budget=objective.budget,
                 quiet=True,  # said of the forest kept, below
             )
         except (ModelError, SchedulingError, ResidualError) as error:
-            raise PipelineError(f"batch.forest @{model.name}: {error}") from None
-        planned.share = planned.report.share = how
-        return planned
+            raise PipelineError(
+                f"batch.forest @{planned.forest.name}: {error}"
+            ) from None
 
     shared_model, layout = _expression_model(
         expression,
@@ -462,12 +550,127 @@ def plan_expression(
         separate_instances=separate_instances,
         name=name,
         order=order,
-        share=share,
+        share=objective.share,
     )
-    chosen = _choose_sharing(shared_model, share, run)
+    chosen = _plan(shared_model, layout, objective, max_rounds, run)
     if not quiet:
-        announce(chosen.model, chosen, block)
+        announce(chosen.model, chosen, objective.block)
     return chosen
+
+
+@dataclass
+class _Objective:
+    """The sharing choice and objective of an expression's plan."""
+
+    share: ShareChoice
+    block: Blocks
+    budget: int | None
+    max_extra_flops: Fraction | None
+    front: bool = False
+
+
+def _objective(
+    share: ShareChoice | None,
+    block: Blocks | None,
+    max_rounds: int,
+    budget: int | str | None,
+    max_extra_flops: str | float | Fraction | None,
+) -> _Objective:
+    """The arguments of ``schedule_expression`` checked, defaults filled:
+    the planner (``auto``) when an objective is given, blocks ``auto`` when
+    the planner runs."""
+    from axisflow.sequant import PolicyError
+
+    try:
+        size = parse_budget(budget)
+        fraction = parse_fraction(max_extra_flops)
+    except OptionError as error:
+        raise PolicyError(str(error)) from None
+    if size is not None and fraction is not None:
+        raise PolicyError(
+            "give either budget (the fewest multiply-adds within it) or "
+            "max_extra_flops (the smallest peak within it), not both"
+        )
+    if share is None:
+        share = "auto" if size is not None or fraction is not None else "forest"
+    if share not in SHARE_CHOICES:
+        raise PolicyError(
+            f"share must be one of {', '.join(SHARE_CHOICES)}, got {share!r}"
+        )
+    if block is None:
+        block = "auto" if share == "auto" else 1
+    check_schedule_options(block, max_rounds)
+    return _Objective(share, block, size, fraction)
+
+
+_Planned = TypeVar("_Planned", ForestSchedule, ModelPlan)
+
+
+def _plan(
+    shared_model: Forest,
+    layout: ResidualLayout | None,
+    objective: _Objective,
+    max_rounds: int,
+    run: Callable[[Planned, Blocks], _Planned],
+) -> _Planned:
+    """The forest ``objective.share`` asks for (``planner.plan_sharing``),
+    scheduled by ``run``; the report compared with the shared forest (its
+    multiply-adds, each value once, and its unbatched peak) and given the
+    front of the search."""
+    try:
+        planned = plan_sharing(
+            shared_model,
+            layout,
+            objective.share,
+            block=1 if objective.block == "auto" else objective.block,
+            max_rounds=max_rounds,
+            budget=objective.budget,
+            max_extra_flops=objective.max_extra_flops,
+            front=objective.front,
+        )
+    except (ModelError, SchedulingError, ResidualError) as error:
+        raise PipelineError(f"batch.forest @{shared_model.name}: {error}") from None
+    result = run(planned, objective.block)
+    sizing = Sizing(shared_model)
+    shared_flops = forest_flops(shared_model, sizing)
+    if planned.share == "planned":
+        # never worse than the plain evaluation the plan is compared with
+        # (the shared forest unbatched): a plan above it gives way to the
+        # shared forest under the never-worse guard
+        plain = peak(
+            lifetimes(
+                shared_model,
+                unbatched_schedule(shared_model, sizing, layout),
+                sizing,
+            )
+        )
+        if result.report.scheduled_peak > plain.bytes:
+            search = planned.search
+            planned = plan_sharing(shared_model, layout, "forest")
+            planned.search = search
+            result = run(planned, objective.block)
+        else:
+            result.report.unbatched_peak = plain.bytes
+            result.report.unbatched_live = [
+                f"@{life.value} {life.kind}" for life in plain.live
+            ]
+    report = result.report
+    report.share = planned.share
+    report.extra_flops = report.flops - shared_flops
+    if planned.search is not None:
+        chosen = planned.search.chosen
+        report.front = [
+            {
+                "peak_bytes": point.peak,
+                "flops": point.flops,
+                "kind": point.kind,
+                "shares": point.shares,
+                "chosen": point is chosen,
+            }
+            for point in planned.search.front
+        ]
+    result.share = planned.share
+    return result
 
 
 def _expression_model(
@@ -492,6 +695,10 @@ def _expression_model(
         )
     if isinstance(expression, str):
         expression = parse(expression)
+    if share == "auto" and order != "file":
+        # a plan must not depend on how the terms were written (unless the
+        # written order is the order asked for)
+        expression = canonical_factor_order(expression)
     shared_model = to_model(
         expression,
         batch,
@@ -511,29 +718,6 @@ def _expression_model(
                 error.reason, _term_offset(expression, error)
             ) from None
     return shared_model, layout
-
-
-_Planned = TypeVar("_Planned", ForestSchedule, ModelPlan)
-
-
-def _choose_sharing(
-    shared_model: Forest, share: ShareChoice, run: Callable[[Forest, Share], _Planned]
-) -> _Planned:
-    """``share``'s choice (``schedule_expression``), ``run`` scheduling a
-    forest: the shared one, the one rebuilt per tree, or the smaller peak."""
-    if share == "forest":
-        return run(shared_model, "forest")
-    rebuilt = run(rebuild_per_tree(shared_model), "tree")
-    rebuilt.report.extra_flops = rebuilt.report.flops - forest_flops(shared_model)
-    if share == "tree":
-        return rebuilt
-    shared = run(shared_model, "forest")
-    if rebuilt.report.scheduled_peak >= shared.report.scheduled_peak:
-        return shared
-    # the plain evaluation the choice is compared with: the shared forest's
-    rebuilt.report.unbatched_peak = shared.report.unbatched_peak
-    rebuilt.report.unbatched_live = shared.report.unbatched_live
-    return rebuilt
 
 
 def _term_offset(expression: Expression, error: ResidualError) -> int:

@@ -118,7 +118,7 @@ class _Checker(ScheduleWalker[None, None]):
             self.fail(loop, f"loop instance {loop.instance} is nested in itself")
         scope = self.visit_body(loop)
         for name, piece in scope.pieces.items():
-            if piece.build.sums:
+            if piece.build.sums and not piece.added:
                 self.fail(
                     piece.build,
                     f"partial sums of @{name} are never accumulated into a buffer",
@@ -200,6 +200,13 @@ class _Checker(ScheduleWalker[None, None]):
                 continue  # inputs are read, sliced as needed
             stored = self.read(build, factor.value)
             if stored is None:
+                continue
+            if isinstance(stored, Piece) and stored.added:
+                self.fail(
+                    build,
+                    f"build of @{build.value} reads @{factor.value}, whose pieces "
+                    "are added into the residual (a root read by its trees only)",
+                )
                 continue
             for mode, instance in stored.slices.items():
                 if bound.get(mapping[mode]) != instance:
@@ -318,7 +325,7 @@ class _Checker(ScheduleWalker[None, None]):
                     f"write of @{write.value}: loop instance {loop.instance} binds "
                     "no mode of the value (every iteration would add the same piece)",
                 )
-        self.take(piece)
+        self.add(piece)
 
     def apply(self, apply: Apply) -> None:
         if self.in_loop:

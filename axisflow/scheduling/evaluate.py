@@ -324,7 +324,7 @@ class _Runner(ScheduleWalker[_Stored, _Stored]):
         assert write.into is not None and write.tree is not None
         if piece is None:
             raise ScheduleRunError(f"write of @{write.value}: nothing built to write")
-        self.take(piece)
+        self.add(piece)
         number = self.tree_number[write.tree]
         axes = root_axes(self.forest, number, self.residual_modes)
         modes = self.forest.values[write.value].modes

@@ -45,11 +45,13 @@ from axisflow.scheduling.schedule import (
     Buffer,
     Build,
     Item,
+    LoopExtentError,
     LoopPass,
     Output,
     Residual,
     Schedule,
     Write,
+    loop_extents,
 )
 from axisflow.scheduling.walker import (
     BrokenScheduleError,
@@ -298,7 +300,7 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
                 "this block"
             )
         piece.data.end = self.position
-        self.take(piece)
+        self.add(piece)
         self.touch(write.into)
 
     def residual(self, residual: Residual) -> None:
@@ -422,7 +424,8 @@ class MemoryReport:
     unbatched_peak: int
     scheduled_peak: int
     flops: int = 0
-    """Multiply-adds of the whole forest, each (shared) value counted once."""
+    """Multiply-adds the schedule performs (``schedule_flops``): each value
+    once, unless it is rebuilt inside loops (``recomputed_flops``)."""
     unbatched_live: list[str] = field(default_factory=list[str])
     scheduled_live: list[str] = field(default_factory=list[str])
     first_peak: int | None = None
@@ -436,7 +439,20 @@ class MemoryReport:
     tree rebuilds them (``axisflow.forest.sharing``); ``None``: not known
     (a forest read from IR: ``schedule_expression`` fills it in)."""
     extra_flops: int = 0
-    """Multiply-adds the rebuilt values add to the shared forest's."""
+    """Multiply-adds above the shared forest's (each value once): copies of
+    values several trees share, and rebuilds inside loops."""
+    recomputed_flops: int = 0
+    """Multiply-adds of values rebuilt inside loops that bind none of their
+    modes (``rebuild=fused``)."""
+    lower_bound: int = 0
+    """Bytes no plan can go below (``lower_bound``)."""
+    lower_bound_reason: str = ""
+    front: list[dict[str, object]] = field(default_factory=list[dict[str, object]])
+    """The Pareto front of the planner's search (``share=auto``): points
+    ``{"peak_bytes", "flops", "kind", "shares", "chosen"}`` by increasing
+    peak; empty when no search ran."""
+    budget: int | None = None
+    """The memory budget asked for, if any."""
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dictionary (all sizes in bytes)."""
@@ -456,6 +472,11 @@ class MemoryReport:
             "residual_bytes": self.residual_bytes,
             "share": self.share,
             "extra_flops": self.extra_flops,
+            "recomputed_flops": self.recomputed_flops,
+            "lower_bound_bytes": self.lower_bound,
+            "lower_bound_reason": self.lower_bound_reason,
+            "budget_bytes": self.budget,
+            "front": self.front,
             "scheduler_peak_bytes": self.first_peak,
             "dropped_loops": self.dropped,
             "values": [
@@ -520,13 +541,23 @@ class MemoryReport:
             else ""
         )
         rebuilt = ""
-        if self.share == "tree":
-            shared = self.flops - self.extra_flops
-            extra = f"{self.extra_flops / shared:+.1%}" if shared else "+0"
-            rebuilt = (
-                f" (values shared by several trees rebuilt in each: "
-                f"{format_count(self.extra_flops)} more, {extra})"
+        shared = self.flops - self.extra_flops
+        copies = self.extra_flops - self.recomputed_flops
+        parts = []
+        if copies and self.share not in (None, "forest"):
+            extra = f"{copies / shared:+.1%}" if shared else "+0"
+            parts.append(
+                f"values shared by several trees rebuilt in each: "
+                f"{format_count(copies)} more, {extra}"
             )
+        if self.recomputed_flops:
+            extra = f"{self.recomputed_flops / shared:+.1%}" if shared else "+0"
+            parts.append(
+                f"values rebuilt inside loops: "
+                f"{format_count(self.recomputed_flops)} more, {extra}"
+            )
+        if parts:
+            rebuilt = f" ({'; '.join(parts)})"
         lines += [
             f"  multiply-adds: {format_count(self.flops)}{rebuilt}",
             f"  inputs (not in the peaks): {format_bytes(self.input_bytes)}",
@@ -535,6 +566,17 @@ class MemoryReport:
             f"  peak scheduled: {format_bytes(self.scheduled_peak)}{saving}"
             f"  live: {', '.join(self.scheduled_live) or '-'}",
         ]
+        if self.lower_bound:
+            lines.append(
+                f"  lower bound: {format_bytes(self.lower_bound)} "
+                f"({self.lower_bound_reason}); the peak is "
+                f"{self.scheduled_peak / self.lower_bound:.3g}x of it"
+            )
+        if self.budget is not None:
+            fits = "within" if self.scheduled_peak <= self.budget else "ABOVE"
+            lines.append(
+                f"  budget: {format_bytes(self.budget)} (the peak is {fits} it)"
+            )
         if self.residual_bytes:
             lines.append(
                 f"  residual buffer: {format_bytes(self.residual_bytes)} (every tree "
@@ -642,6 +684,13 @@ def memory_report(
         | set(forest.spaces)
     )
     space_of_instance = forest.instance_spaces
+    flops = schedule_flops(forest, schedule, sizing)
+    bound = lower_bound(
+        forest,
+        residual,
+        {loop.space for site in forest.sites for loop in site.loops},
+        sizing,
+    )
     extents = {k: sizing.extent(k) for k in keys}
     for (key, protos), extent in sorted(sizing.extents.composites.items()):
         extents[f"{key}<{protos}>"] = extent
@@ -656,11 +705,95 @@ def memory_report(
         input_bytes=input_bytes,
         unbatched_peak=unbatched.bytes,
         scheduled_peak=scheduled.bytes,
-        flops=forest_flops(forest, sizing),
+        flops=flops,
+        recomputed_flops=max(0, flops - forest_flops(forest, sizing)),
+        lower_bound=bound.bytes,
+        lower_bound_reason=bound.reason,
         unbatched_live=[_describe(life) for life in unbatched.live],
         scheduled_live=[_describe(life) for life in scheduled.live],
         residual_bytes=0 if residual is None else sizing.mode_bytes(residual.modes),
     )
+
+
+@dataclass(frozen=True)
+class LowerBound:
+    """Bytes no plan of the forest can go below, and what forces them."""
+
+    bytes: int
+    reason: str
+
+
+def lower_bound(
+    forest: Forest,
+    residual: ResidualLayout | None,
+    spaces: Iterable[str],
+    sizing: Sizing | None = None,
+) -> LowerBound:
+    """The largest of what must be live at once under any loop choice,
+    blocks and sharing: the residual (twice while an operator step holds
+    its operand and its result), and at each contraction its piece and its
+    built factors' pieces, each at one element per mode of a batched space
+    (a mode no loop can slice counts its whole extent)."""
+    sizing = sizing or Sizing(forest)
+    batched = set(spaces)
+    best = LowerBound(0, "nothing to store")
+    if residual is not None:
+        size = sizing.mode_bytes(residual.modes)
+        if residual.has_operators:
+            best = LowerBound(
+                2 * size, "the residual, twice while the operator step runs"
+            )
+        else:
+            best = LowerBound(size, "the residual")
+
+    def piece(name: str) -> int:
+        value = forest.values[name]
+        count = sizing.elem(value)
+        for mode in value.modes:
+            if mode.base_key not in batched:
+                count *= sizing.mode_extent(mode)
+        return count
+
+    for value in forest.built_values():
+        total = piece(value.name) + sum(
+            piece(f.value) for f in value.factors if not forest.values[f.value].is_input
+        )
+        if total > best.bytes:
+            best = LowerBound(
+                total,
+                f"@{value.name} and its built factors, one element per batched mode",
+            )
+    return best
+
+
+def schedule_flops(
+    forest: Forest, schedule: Schedule, sizing: Sizing | None = None
+) -> int:
+    """Multiply-adds ``schedule`` performs: every build's node modes in
+    full (the blocks of a loop that binds a mode cover its extent), times
+    the iterations of every loop around it that binds none of them (the
+    value is rebuilt each iteration: ``rebuild=fused``). Without such
+    rebuilds this is ``forest_flops``."""
+    sizing = sizing or Sizing(forest)
+    try:
+        extents = loop_extents(schedule, sizing.mode_extent, sizing.extent)
+    except LoopExtentError:
+        extents = {}  # a loop over two ranges (refused elsewhere): its space's
+    total = 0
+    for item, loops in schedule.walk():
+        if not isinstance(item, Build):
+            continue
+        value = forest.values[item.value]
+        bound = {b.instance for b in (*item.slices, *item.sums)}
+        count = sizing.extents.elements(value.node_modes)
+        for loop in loops:
+            if loop.instance not in bound:
+                extent = extents.get(loop.instance)
+                if extent is None:
+                    extent = sizing.extent(loop.space)
+                count *= -(-extent // loop.block)
+        total += count
+    return total
 
 
 def forest_flops(forest: Forest, sizing: Sizing | None = None) -> int:

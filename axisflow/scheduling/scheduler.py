@@ -20,11 +20,12 @@ Rules (``docs/pipeline.md`` explains them with examples):
    LoopInvariant or nothing bound  hoisted above the loop, or ``rebuild``
    ============  ================  ========================================
 
-   A value is hoisted above every loop that binds none of its modes, except
-   a loop that also encloses its consumer's home and a deeper loop of that
-   home binding the value: there it is rebuilt per iteration, so that its
-   slice of the deeper loop stays fused with the consumer (recomputation
-   traded for memory).
+   A value is hoisted above every loop that binds none of its modes. With
+   ``rebuild="fused"`` (not the default) one exception keeps it fused: a
+   loop that also encloses its consumer's home and a deeper loop of that
+   home binding the value; there it is rebuilt every iteration, so that its
+   slice of the deeper loop stays with the consumer (multiply-adds traded
+   for memory, counted by ``memory.schedule_flops``).
 2. **Order and split.** Within a block, items go in stages: an edge whose
    producer leaves a loop (``accumulate``, ``scatter``, or a reader outside
    that loop) starts a new stage; each stage holds the block's own builds,
@@ -42,9 +43,10 @@ Rules (``docs/pipeline.md`` explains them with examples):
    slices of the loops it stays in, zeroed when it accumulates.
 5. **Residual.** Given a residual layout, one zeroed residual buffer per
    operator group comes first; every tree output adds its result into its
-   group's buffer. A tree root read by nothing but its tree's output, that
-   would need a buffer, gets none: its pieces are added straight into the
-   residual (so no term result stays live beside another). Operator steps
+   group's buffer. A tree root read by nothing but tree outputs, that would
+   need a buffer, gets none: its pieces are added straight into the
+   residual, once per tree that reads it (so no term result stays live
+   beside another, even when several terms share one). Operator steps
    close the schedule: group 0's operators in place, then every other
    group's operators with the result added into group 0.
 """
@@ -71,6 +73,7 @@ from axisflow.roles.decision import LoopRole
 from axisflow.roles.index import Index
 from axisflow.scheduling.check import check_schedule
 from axisflow.scheduling.memory import Sizing
+from axisflow.scheduling.options import Rebuild
 from axisflow.scheduling.schedule import (
     Apply,
     Bind,
@@ -153,7 +156,9 @@ class ScheduleResult:
 # --------------------------------------------------------------------------
 
 
-def place(forest: Forest, decisions: Decisions) -> dict[str, Placement]:
+def place(
+    forest: Forest, decisions: Decisions, rebuild: Rebuild = "never"
+) -> dict[str, Placement]:
     """The home and loop bindings of every built value (rule 1)."""
     placements: dict[str, Placement] = {}
     for site in forest.sites:  # pre-order: a consumer before its factors
@@ -164,7 +169,7 @@ def place(forest: Forest, decisions: Decisions) -> dict[str, Placement]:
         if site.parent is not None:
             consumer_home = placements[forest.sites[site.parent].value].home
         placements[value.name] = _place_at(
-            forest, value, site, consumer_home, decisions
+            forest, value, site, consumer_home, decisions, rebuild
         )
     return placements
 
@@ -175,6 +180,7 @@ def _place_at(
     site: Site,
     consumer_home: tuple[int, ...],
     decisions: Decisions,
+    rebuild: Rebuild = "never",
 ) -> Placement:
     mode_of_label = {label: mode for mode, label in site.mode_labels.items()}
     bindings: list[Binding] = []
@@ -208,7 +214,8 @@ def _place_at(
     modes_bound: dict[Index, int] = {}
     for k, (loop, binding) in enumerate(zip(site.loops, bindings, strict=True)):
         if binding.disposition is Disposition.REBUILD and not (
-            keep_below[k]
+            rebuild == "fused"
+            and keep_below[k]
             and loop.instance in shared
             and (value.name, loop.instance) not in decisions.hoisted
         ):
@@ -477,14 +484,18 @@ class _Emitter:
                 self.buffers.setdefault(produced[depth], []).append(value)
                 self.buffered[value] = depth
         # roots added straight into the residual: no buffer of their own
-        self.direct: dict[str, int] = {}
+        # roots read only by tree outputs: each piece is added into the
+        # residual once per tree (a root several trees share needs no
+        # buffer either)
+        self.direct: dict[str, list[int]] = {}
         if residual is not None:
             for number, tree in enumerate(forest.trees):
                 if tree.root is None:
                     continue
                 value = forest.sites[tree.root].value
-                if value in self.buffered and round_.readers.get(value) == [number]:
-                    self.direct[value] = number
+                readers = round_.readers.get(value, [])
+                if value in self.buffered and all(isinstance(r, int) for r in readers):
+                    self.direct.setdefault(value, []).append(number)
             for names in self.buffers.values():
                 names[:] = [n for n in names if n not in self.direct]
 
@@ -526,7 +537,7 @@ class _Emitter:
                 root = self.forest.trees[item].root
                 value = None if root is None else self.forest.sites[root].value
                 into = self.group_of.get(item)
-                direct = value is not None and self.direct.get(value) == item
+                direct = value is not None and item in self.direct.get(value, ())
                 out.append(Output(self.forest.trees[item].name, value, into, direct))
             else:
                 out.extend(self.build(item))
@@ -554,11 +565,18 @@ class _Emitter:
             self.sizes.bytes(value, slices, self.block_of),
         )
         if name in self.direct:
-            tree = self.direct[name]
-            write = Write(
-                name, bool(sums), self.group_of[tree], self.forest.trees[tree].name
-            )
-            return [build, write]
+            return [
+                build,
+                *(
+                    Write(
+                        name,
+                        bool(sums),
+                        self.group_of[tree],
+                        self.forest.trees[tree].name,
+                    )
+                    for tree in self.direct[name]
+                ),
+            ]
         if name not in self.buffered:
             return [build]
         return [build, Write(name, bool(sums))]
@@ -597,6 +615,8 @@ def schedule_forest(
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     sizes: Sizing | None = None,
     residual: ResidualLayout | None = None,
+    rebuild: Rebuild = "never",
+    check: bool = True,
 ) -> ScheduleResult:
     """Schedule a classified forest (rules in the module docstring).
 
@@ -604,8 +624,14 @@ def schedule_forest(
     ``max_rounds``: bound on the demotion fixpoint; ``SchedulingError`` if a
     round still changes decisions when it is reached. ``sizes`` fills the
     byte sizes of builds and buffers (default: the forest's own).
-    ``residual``: accumulate the trees into that residual (rule 5). Raises
-    ``SchedulingError`` (or ``ModelError``) for a forest it cannot schedule.
+    ``residual``: accumulate the trees into that residual (rule 5).
+    ``rebuild``: ``fused`` keeps a value inside an outer loop that binds none
+    of its modes when a deeper loop of its consumer binds it (rebuilt every
+    iteration, rule 1; multiply-adds for memory), ``never`` (the default)
+    hoists it. ``check=False`` skips checking
+    the result against ``check_schedule`` (a search that checks its final
+    schedule). Raises ``SchedulingError`` (or ``ModelError``) for a forest
+    it cannot schedule.
     """
     if max_rounds < 1:
         raise SchedulingError(f"max-rounds must be at least 1, got {max_rounds}")
@@ -615,7 +641,7 @@ def schedule_forest(
     order = topological_order(forest)
     readers = readers_of(forest)
     for round_number in range(1, max_rounds + 1):
-        placements = place(forest, decisions)
+        placements = place(forest, decisions, rebuild)
         current = _Round(forest, placements, order, readers)
         nested = current.schedule()
         if not current.validate(decisions):
@@ -625,7 +651,7 @@ def schedule_forest(
             body = emitter.emit(nested, ())
             items = [*emitter.prologue(), *body, *emitter.epilogue()]
             schedule = Schedule(items, round_number)
-            problems = check_schedule(forest, schedule)
+            problems = check_schedule(forest, schedule) if check else []
             if problems:
                 raise SchedulingError(
                     "internal error: the schedule breaks a rule: "

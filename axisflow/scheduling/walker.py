@@ -53,8 +53,9 @@ the body once.
   into, each ``None`` when the schedule has none; ``fill(piece, buffer)``
   commits the write (the piece leaves its scope; the buffer's writer is
   set).
-* ``residual_write(write, piece)`` (``Write(into=g)``): ``take(piece)``
-  commits it; ``groups`` holds every group opened, and whether it closed.
+* ``residual_write(write, piece)`` (``Write(into=g)``): ``add(piece)``
+  commits it (the piece stays for the other trees that share the root, as
+  ``added``); ``groups`` holds every group opened, and whether it closed.
 * ``output(output)``; ``residual(residual)`` (the walker opens the group
   when the hook returns); ``apply(apply)`` (``close_group`` commits it).
 * ``unreadable(item, name, buffer)``: ``read`` failed (``buffer``: the
@@ -124,6 +125,9 @@ class Piece(Generic[P]):
 
     build: Build
     data: P
+    added: bool = False
+    """Added into a residual group (``add``): read by nothing else, kept
+    for the other trees that share the root."""
 
     @property
     def slices(self) -> dict[Index, int]:
@@ -257,7 +261,7 @@ class ScheduleWalker(Generic[P, B]):
         """A write into a buffer: commit it with ``fill(piece, buffer)``."""
 
     def residual_write(self, write: Write, piece: Piece[P] | None) -> None:
-        """A root's piece added into a residual group: ``take(piece)``."""
+        """A root's piece added into a residual group: ``add(piece)``."""
 
     def output(self, output: Output) -> None:
         """A tree's output."""
@@ -334,8 +338,15 @@ class ScheduleWalker(Generic[P, B]):
             self._written.setdefault(id(writer), []).append(buffer)
 
     def take(self, piece: Piece[P]) -> None:
-        """Commit a residual write: the piece leaves its scope."""
+        """The piece leaves its scope (a client accounting a write the rules
+        do not allow)."""
         del self.scopes[-1].pieces[piece.build.value]
+
+    def add(self, piece: Piece[P]) -> None:
+        """Commit a residual write: the piece is added into its group. It
+        stays in its scope until the scope ends (a root several trees share
+        is added once per tree), readable by nothing but residual writes."""
+        piece.added = True
 
     def close_group(self, number: int) -> None:
         """Commit an operator step: group ``number`` closes (if it was

@@ -18,8 +18,17 @@ Options (``name{key=value ...}``; ``-`` and ``_`` are interchangeable in keys):
 * ``separate-instances``: one fusion slot per loop (default: loops over one
   space at one nesting position share a slot across trees).
 * ``share``: ``forest`` (the default: a value several trees build is
-  shared) or ``tree`` (each tree rebuilds it, in loops of its own: more
-  multiply-adds, often a much smaller scheduled peak).
+  shared), ``tree`` (each tree rebuilds it, in loops of its own: more
+  multiply-adds, often a much smaller scheduled peak) or ``auto`` (the
+  planner, ``axisflow.scheduling.planner``: which use-sites share a value,
+  each tree's loop order and which trees run fused, for the objective; the
+  default when an objective is given). The forest printed is the plan:
+  schedule it with ``schedule-batches`` (add ``block=auto budget=...`` there
+  for the blocks the budget allows).
+* ``budget``: a memory budget (``budget=100GiB``, ``500MB``, ``4e9``): the
+  fewest multiply-adds within it; ``max-extra-flops`` (``"5%"``, ``0.05``):
+  the smallest peak within that much more multiply-adds than the shared
+  forest's. At most one of them.
 * ``forest``: the forest's symbol name (default: the input file's stem).
 * ``quiet``: no notes on standard error (default false). An ``extents``
   entry naming a space the expression lacks is ignored with a note,
@@ -43,6 +52,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import PurePath
 from typing import IO, ClassVar, cast
 
@@ -53,10 +63,19 @@ from xdsl.utils.frontend import Frontend
 from xdsl.utils.lexer import Input, Span
 
 from axisflow.dialects.batch import Batch
+from axisflow.forest.model import Forest
 from axisflow.notes import collected_notes
 from axisflow.order import Order
-from axisflow.sequant.forest import BatchPolicy, PolicyError, build_forest
-from axisflow.sequant.syntax import SequantError, parse
+from axisflow.residual import ResidualError
+from axisflow.scheduling.options import OptionError, parse_budget, parse_fraction
+from axisflow.sequant.canonical import canonical_factor_order
+from axisflow.sequant.forest import (
+    BatchPolicy,
+    PolicyError,
+    build_forest,
+    expression_layout,
+)
+from axisflow.sequant.syntax import Expression, SequantError, parse
 
 
 def default_forest_name(input_name: str) -> str:
@@ -83,8 +102,13 @@ class SequantFrontend(Frontend):
     """``file``, ``flops`` or ``memory``; a plain string (checked when the
     forest is built) so that a wrong value is a diagnostic, not a traceback
     from xDSL's option parsing."""
-    share: str = "forest"
-    """``forest`` or ``tree`` (a plain string, checked like ``order``)."""
+    share: str = ""
+    """``forest``, ``tree`` or ``auto`` (a plain string, checked like
+    ``order``; empty: ``auto`` with an objective, else ``forest``)."""
+    budget: str = ""
+    """A memory budget (``100GiB``): the planner's objective."""
+    max_extra_flops: str = ""
+    """``5%``: the planner's other objective."""
     quiet: bool = False
     """No notes on standard error."""
 
@@ -101,14 +125,25 @@ class SequantFrontend(Frontend):
             span = Span(error.start, error.start + 1, Input(data, input_name))
             raise ParseError(span, "input is not valid UTF-8") from None
         try:
+            budget = parse_budget(self.budget)
+            extra = parse_fraction(self.max_extra_flops)
+            if budget is not None and extra is not None:
+                raise PolicyError("give either budget or max-extra-flops, not both")
+            share = self.share or (
+                "auto" if budget is not None or extra is not None else "forest"
+            )
             policy = BatchPolicy.make(
                 self.batch,
                 ",".join(self.extents),
                 self.elem,
                 self.separate_instances,
-                self.share,
+                "forest" if share == "auto" else share,
             )
             expression = parse(text, input_name)
+            if share == "auto" and self.order != "file":
+                # a plan must not depend on how the terms were written
+                # (unless the written order is the order asked for)
+                expression = canonical_factor_order(expression)
             with collected_notes() as notes:
                 forest = build_forest(
                     expression,
@@ -116,6 +151,10 @@ class SequantFrontend(Frontend):
                     self.forest or default_forest_name(input_name),
                     cast(Order, self.order),
                 )
+                if share == "auto":
+                    forest = _planned(expression, forest, budget, extra)
+        except OptionError as error:
+            raise DiagnosticException(f"sequant frontend: {error}") from None
         except SequantError as error:
             offset = max(error.offset, 0)
             span = Span(offset, offset + 1, Input(text, input_name))
@@ -126,6 +165,33 @@ class SequantFrontend(Frontend):
             for note in notes:
                 sys.stderr.write(f"note: sequant frontend: {note}\n")
         return forest_module(forest)
+
+
+def _planned(
+    expression: Expression,
+    forest: Forest,
+    budget: int | None,
+    extra: Fraction | None,
+) -> Forest:
+    """The planner's forest for the objective: the plans that never rebuild
+    inside a loop (what ``schedule-batches`` schedules by default)."""
+    from axisflow.scheduling.planner import plan_sharing
+
+    layout = None
+    try:
+        layout = expression_layout(expression)
+    except ResidualError as error:
+        if any(term.operators for term in expression.terms):
+            raise expression.error(error.reason, max(error.term, 0)) from None
+    planned = plan_sharing(
+        forest,
+        layout,
+        "auto",
+        budget=budget,
+        max_extra_flops=extra,
+        rebuild_in_loops=False,
+    )
+    return planned.forest
 
 
 @dataclass(frozen=True)

@@ -260,7 +260,7 @@ def rebuild_forest(with_second_tree: bool) -> Forest:
 
 
 def test_invariant_on_an_outer_loop_but_sliced_inside_is_rebuilt() -> None:
-    result = schedule_forest(rebuild_forest(False))
+    result = schedule_forest(rebuild_forest(False), rebuild="fused")
     placement = result.placements["T"]
     assert placement.home == (0, 1)
     assert placement.bindings[0].disposition is Disposition.REBUILD
@@ -272,7 +272,7 @@ def test_invariant_on_an_outer_loop_but_sliced_inside_is_rebuilt() -> None:
 
 
 def test_a_rebuilt_value_read_outside_its_loop_is_hoisted() -> None:
-    result = schedule_forest(rebuild_forest(True))
+    result = schedule_forest(rebuild_forest(True), rebuild="fused")
     assert set(result.decisions.hoisted) == {("T", 0)}
     assert set(result.decisions.demoted) == {("T", 1)}
     assert result.placements["T"].home == (1,)

@@ -157,7 +157,7 @@ def test_a_round_whose_only_decision_is_a_hoist_is_followed_by_another() -> None
     # leaving its d pass, decides nothing. Round 2 builds T once, in a d pass
     # of its own before the b loop.
     forest = scalar_hoist_forest()
-    result = schedule_forest(forest)
+    result = schedule_forest(forest, rebuild="fused")
     assert result.decisions.hoisted == {
         ("T", 0): "read by the output of tree @t1 outside loop instance 0, "
         "which binds none of its modes"

@@ -274,7 +274,7 @@ def test_a_rebuilt_partial_sum_is_buffered_per_slice_of_the_loops_it_stays_in() 
     # (the rebuilding b loop binds no mode of T). The rootless tree outputs
     # nothing.
     forest = rebuilt_partial_sum_forest()
-    result = schedule_forest(forest, sizes=Sizing(forest))
+    result = schedule_forest(forest, sizes=Sizing(forest), rebuild="fused")
     t = result.placements["T"]
     assert t.home == (0, 1, 2)
     assert [t.bindings[i].disposition for i in (0, 1, 2)] == [
@@ -342,7 +342,7 @@ def test_the_round_bound_lists_at_most_eight_pending_decisions(
 
 
 def test_hoisting_and_demotion_give_their_reasons() -> None:
-    result = schedule_forest(rebuild_forest(True))
+    result = schedule_forest(rebuild_forest(True), rebuild="fused")
     assert result.decisions.hoisted == {
         ("T", 0): "read by the output of tree @t1 outside loop instance 0, which "
         "binds none of its modes"
@@ -451,7 +451,7 @@ def test_a_value_is_rebuilt_under_two_outer_loops_binding_none_of_its_modes() ->
     t = use("T", "c_1", use("Q", "c_1 d_1"), use("G", "d_1"))
     r = use("R", "b_1 e_1 c_1", use("P", "b_1 e_1 c_1"), t)
     builder.tree("t", loop("b_1", 0, loop("e_1", 1, loop("c_1", 2, r))))
-    result = schedule_forest(builder.finish())
+    result = schedule_forest(builder.finish(), rebuild="fused")
     placement = result.placements["T"]
     assert placement.home == (0, 1, 2)
     assert [placement.bindings[i].disposition for i in (0, 1, 2)] == [

@@ -262,10 +262,31 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         "share must be one of forest, tree, got 'trees'",
     ),
     (
-        "schedule_expression(share=None)",
-        lambda: UNTYPED_SCHEDULE_EXPRESSION(ENERGY, "i", share=None),
+        "schedule_expression(share=0)",
+        lambda: UNTYPED_SCHEDULE_EXPRESSION(ENERGY, "i", share=0),
         ValueError,
-        "share must be one of forest, tree, auto, got None",
+        "share must be one of forest, tree, auto, got 0",
+    ),
+    (
+        "schedule_expression(budget='lots')",
+        lambda: UNTYPED_SCHEDULE_EXPRESSION(ENERGY, "i", budget="lots"),
+        ValueError,
+        "budget: expected a size such as 100GiB, 500MB or 4e9 (bytes), got 'lots'",
+    ),
+    (
+        "schedule_expression(max_extra_flops='-5%')",
+        lambda: UNTYPED_SCHEDULE_EXPRESSION(ENERGY, "i", max_extra_flops="-5%"),
+        ValueError,
+        "max-extra-flops: must not be negative, got '-5%'",
+    ),
+    (
+        "schedule_expression(budget and max_extra_flops)",
+        lambda: UNTYPED_SCHEDULE_EXPRESSION(
+            ENERGY, "i", budget="1GiB", max_extra_flops="5%"
+        ),
+        ValueError,
+        "give either budget (the fewest multiply-adds within it) or "
+        "max_extra_flops (the smallest peak within it), not both",
     ),
     (
         "to_module(elem=1.0)",

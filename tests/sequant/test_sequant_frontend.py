@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from io import BytesIO
 from pathlib import Path
 
@@ -113,3 +114,43 @@ def test_xdsl_opt_reads_txt_files_with_and_without_f(
     assert "roles = #batch.roles<i_3 = loop_carried" in with_f
     xDSLOptMain(args=[path]).run()
     assert "batch.forest @legality_cross_iteration" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("frontend", "message"),
+    [
+        (SequantFrontend(budget="lots"), "budget: expected a size such as 100GiB"),
+        (SequantFrontend(max_extra_flops="x%"), "max-extra-flops: expected a fraction"),
+        (
+            SequantFrontend(budget="1GiB", max_extra_flops="5%"),
+            "give either budget or max-extra-flops, not both",
+        ),
+        (SequantFrontend(share="all"), "share must be"),
+    ],
+)
+def test_planner_option_errors_are_diagnostics(
+    frontend: SequantFrontend, message: str
+) -> None:
+    with pytest.raises(DiagnosticException, match=re.escape(message)):
+        _parse(frontend, ENERGY.read_text("utf-8"))
+
+
+def test_a_budget_prints_the_planned_forest_that_schedule_batches_schedules() -> None:
+    """With a budget the frontend prints the plan; scheduled as IR (the
+    default rules) it is what the Python API schedules for that budget."""
+    from axisflow.pipeline import schedule_expression, schedule_module
+
+    text = ENERGY.read_text("utf-8")
+    extents = "i=80,a=896,μ̃=896,Κ=1682"
+    module = _parse(
+        SequantFrontend(batch=("i", "Κ"), extents=(extents,), elem=8, budget="1GiB"),
+        text,
+    )
+    (through_ir,) = schedule_module(module, block=1).forests
+    direct = schedule_expression(
+        text, "i,Κ", extents=extents, elem=8, budget="1GiB", block=1
+    )
+    assert direct.share == "planned"
+    assert through_ir.report.scheduled_peak == direct.report.scheduled_peak
+    assert through_ir.report.flops == direct.report.flops
+    assert through_ir.report.scheduled_peak <= 2**30
