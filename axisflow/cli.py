@@ -40,7 +40,6 @@ from typing import IO, Any, Literal, NoReturn, get_args, get_origin, get_type_hi
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import IRNode, Operation
-from xdsl.parser import Parser
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline, parse_spec
 from xdsl.utils.diagnostic import Diagnostic
 from xdsl.utils.exceptions import (
@@ -56,6 +55,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from axisflow.gc_pause import collector_tuned
 from axisflow.numerals import MAX_DIGITS
 from axisflow.report_file import all_or_nothing
+from axisflow.xdsl_compat import IntegerCheckingParser, current_token
 
 MAX_NESTING = 1000
 """Deepest bracket nesting (``{``, ``(``, ``[``, ``<``) accepted in MLIR input.
@@ -147,7 +147,7 @@ def check_mlir_source(text: str, name: str) -> None:
                 pass
 
 
-class LocatingParser(Parser):
+class LocatingParser(IntegerCheckingParser):
     """xDSL's parser, remembering where each op starts in the input."""
 
     def __init__(
@@ -162,23 +162,15 @@ class LocatingParser(Parser):
         self._op_starts[op] = start
         return op
 
-    def _consume_token(
-        self, expected_kind: MLIRTokenKind | None = None
-    ) -> Token[MLIRTokenKind, str]:
-        """xDSL's, refusing a decimal literal longer than ``MAX_DIGITS``
-        (Python's int conversion would fail with its own wording)."""
-        token = self._current_token
-        if (
-            token.kind == MLIRTokenKind.INTEGER_LIT
-            and len(token.text) > MAX_DIGITS
-            and not token.text[:2].lower() == "0x"
-        ):
+    def check_integer_literal(self, token: Token[MLIRTokenKind, str]) -> None:
+        """Refuse a decimal literal longer than ``MAX_DIGITS`` (Python's int
+        conversion would fail with its own wording)."""
+        if len(token.text) > MAX_DIGITS and not token.text[:2].lower() == "0x":
             raise ParseError(
                 token.span,
                 f"integer literal has {len(token.text)} digits, more than the "
                 f"limit of {MAX_DIGITS}",
             )
-        return super()._consume_token(expected_kind)
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         """xDSL's ``parse_module``; what some op and attribute parsers raise
@@ -199,7 +191,7 @@ class LocatingParser(Parser):
         except VerifyException as error:
             raise self._attribute_error(error) from None
         except ValueError as error:
-            span = self._current_token.span
+            span = current_token(self).span
             if _XDSL_OUT_OF_RANGE.match(str(error)) is not None:
                 # raised after the literal was read: at the last one before
                 before = span.input.content[max(0, span.start - 200) : span.start]
@@ -212,7 +204,7 @@ class LocatingParser(Parser):
             raise ParseError(span, str(error)) from None
         except (IndexError, KeyError, TypeError, AttributeError) as error:
             raise ParseError(
-                self._current_token.span,
+                current_token(self).span,
                 f"cannot read the op before this token (xDSL's parser stopped with "
                 f"{type(error).__name__})",
             ) from None
@@ -221,7 +213,7 @@ class LocatingParser(Parser):
         """An attribute refused as it was built: at its integer literal
         (``N : type``, named by its entry ``name = N : type`` if it is one)
         when the text before the parser's position ends in one."""
-        span = self._current_token.span
+        span = current_token(self).span
         before = span.input.content[: span.start]
         literal = _TYPED_INTEGER.search(before)
         if literal is None:

@@ -82,6 +82,7 @@ from axisflow.lowering.plan import row_major_strides
 from axisflow.numerals import NumeralError, check_count, natural
 from axisflow.scheduling.contraction import DEFAULT_MEMORY_LIMIT
 from axisflow.scheduling.memory import format_bytes, format_count
+from axisflow.xdsl_compat import StepHookInterpreter
 
 MAX_CALL_DEPTH = 1000
 """Deepest chain of ``func.call`` the interpreter follows (a function that
@@ -367,12 +368,12 @@ def _shift_within_width(
         raise RunError(f"{op.name}: shift by {amount}, outside 0..{width - 1}")
 
 
-class _CheckedInterpreter(Interpreter):
+class _CheckedInterpreter(StepHookInterpreter):
     """xDSL's interpreter, remembering the innermost op an error came from."""
 
-    def _run_op(self, op: Operation, inputs: PythonValues) -> OpImplResult:
+    def run_step(self, op: Operation, inputs: PythonValues) -> OpImplResult:
         try:
-            return super()._run_op(op, inputs)
+            return super().run_step(op, inputs)
         except RecursionError:
             raise
         except RunError as error:

@@ -57,6 +57,7 @@ from axisflow.forest.model import (
 from axisflow.forest.roles import Verdicts
 from axisflow.roles.decision import LoopRole, Verdict
 from axisflow.roles.index import Index
+from axisflow.xdsl_compat import first_op_in, next_op_of
 
 # --------------------------------------------------------------------------
 # Emitter: model -> IR
@@ -212,7 +213,7 @@ def forest_model(
     tree_ops: list[TreeOp] = []
     # One (immutable) Factor per factor attribute: values share them.
     factor_models: dict[int, Factor] = {}
-    op = _first_op(forest.regions[0])
+    op = first_op_in(forest.regions[0])
     while op is not None:  # one pass over the forest's body
         kind = type(op)
         if kind is ValueOp or (kind is not TreeOp and isinstance(op, ValueOp)):
@@ -228,7 +229,7 @@ def forest_model(
             spaces[op.space_key] = Space(
                 op.space_key, op.extent_value, op.elem_value, op.composite_extents
             )
-        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+        op = next_op_of(op)
     model = Forest(
         forest.sym_name.data if forest.sym_name is not None else None,
         spaces,
@@ -240,13 +241,6 @@ def forest_model(
     if _TreeReader(model).read(tree_ops):
         renumber_unslotted(model)
     return model.finish() if finish else model
-
-
-def _first_op(region: Region) -> Operation | None:
-    """The first op of the first block of ``region`` (``ops_of`` without the
-    list: the reader follows the linked list itself)."""
-    block = region._first_block  # pyright: ignore[reportPrivateUsage]
-    return None if block is None else block._first_op  # pyright: ignore[reportPrivateUsage]
 
 
 def _read_value(
@@ -323,7 +317,7 @@ class _TreeReader:
                 tree_op.operator_texts if "operators" in properties else (),
             )
             trees.append(tree)
-            roots = self._sites(number, _first_op(tree_op.regions[0]))
+            roots = self._sites(number, first_op_in(tree_op.regions[0]))
             if len(roots) > 1:
                 raise ModelError(
                     f"tree @{tree.name} has {len(roots)} root use-sites; a tree has one"
@@ -386,22 +380,22 @@ class _TreeReader:
                 )
                 sites.append(site)
                 siblings.append(site_number)
-                inner = _first_op(op.regions[0])
+                inner = first_op_in(op.regions[0])
                 if inner is not None:
-                    resume.append((op._next_op, loops, parent, siblings))  # pyright: ignore[reportPrivateUsage]
+                    resume.append((next_op_of(op), loops, parent, siblings))
                     siblings = []
                     parent = site_number
                     op = inner
                     continue
             elif kind is LoopOp or isinstance(op, LoopOp):
                 loop = self._loop(op)
-                inner = _first_op(op.regions[0])
+                inner = first_op_in(op.regions[0])
                 if inner is not None:
-                    resume.append((op._next_op, loops, parent, siblings))  # pyright: ignore[reportPrivateUsage]
+                    resume.append((next_op_of(op), loops, parent, siblings))
                     loops = (*loops, loop)
                     op = inner
                     continue
-            op = op._next_op  # pyright: ignore[reportPrivateUsage]
+            op = next_op_of(op)
 
 
 # --------------------------------------------------------------------------
@@ -415,7 +409,7 @@ def attach_roles(forest: ForestOp, verdicts: Verdicts, explain: bool = False) ->
     # One attribute per distinct roles map, found by the verdicts' axes and
     # roles in their order (no sort per value): sorted once per distinct map.
     role_maps: dict[tuple[Index | LoopRole, ...], AxisRolesAttr] = {}
-    op = _first_op(forest.regions[0])
+    op = first_op_in(forest.regions[0])
     while op is not None:
         kind = type(op)
         if kind is ValueOp or (kind is not TreeOp and isinstance(op, ValueOp)):
@@ -439,7 +433,7 @@ def attach_roles(forest: ForestOp, verdicts: Verdicts, explain: bool = False) ->
                     attributes[WHY_ATTR] = AxisReasonsAttr(
                         [(axis, verdict.reason) for axis, verdict in _sorted(found)]
                     )
-        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+        op = next_op_of(op)
 
 
 def _sorted(found: dict[Index, Verdict]) -> list[tuple[Index, Verdict]]:

@@ -46,6 +46,8 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, NoTerminator, OpTrait
 from xdsl.utils.exceptions import VerifyException
 
+from axisflow.xdsl_compat import has_operands, has_successors
+
 _VERIFIED = "_fast_verified_by"
 """Key, in an attribute's ``__dict__``, of the ids of the constraints that
 accepted it (a cache, not a parameter: attributes are frozen dataclasses; the
@@ -182,14 +184,7 @@ def _needs_no_terminator(op: Operation) -> bool:
 def _structure_ok(op: Operation, shape: _Shape) -> bool:
     """Whether xDSL's generic verifier would accept ``op`` (children aside);
     ``False`` means "let xDSL decide", not "invalid"."""
-    # The fields behind ``operands`` and ``successors``: the properties build
-    # a view object per call.
-    if (
-        not shape.usable
-        or op._operands  # pyright: ignore[reportPrivateUsage]
-        or op.results
-        or op._successors  # pyright: ignore[reportPrivateUsage]
-    ):
+    if not shape.usable or has_operands(op) or op.results or has_successors(op):
         return False
     properties = op.properties
     present = 0

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from xdsl.parser import Parser
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
+from axisflow.xdsl_compat import current_token, dialect_stack
+
 END_OF_OP = ("an attribute dictionary", "the end of the op")
 """What may follow the last optional clause of most ops."""
 
@@ -33,7 +35,7 @@ def reject_unknown_keyword(
     ``expected`` lists the keywords (or punctuation, quoted as written) the op
     accepts here; ``then`` describes what else may follow.
     """
-    token = parser._current_token  # pyright: ignore[reportPrivateUsage]
+    token = current_token(parser)
     if token.kind != MLIRTokenKind.BARE_IDENT:
         return
     word = token.text
@@ -50,7 +52,7 @@ def reject_unknown_keyword(
 def _names_an_op(parser: Parser, word: str) -> bool:
     # The op names the generic parser would accept next: resolved through the
     # dialects of the enclosing ops, as xDSL's own op lookup does.
-    stack = parser._parser_state.dialect_stack  # pyright: ignore[reportPrivateUsage]
+    stack = dialect_stack(parser)
     return parser.ctx.get_optional_op(word, dialect_stack=stack) is not None
 
 

@@ -17,6 +17,7 @@ from xdsl.utils.exceptions import ParseError
 from xdsl.utils.lexer import Span
 
 from axisflow.roles.index import Index, IndexSyntaxError, is_key_char
+from axisflow.xdsl_compat import resume_at
 
 
 @lru_cache(maxsize=65536)
@@ -33,12 +34,6 @@ def _raw_text(parser: BaseParser) -> str:
 
 def _fail(parser: BaseParser, pos: int, message: str) -> ParseError:
     return ParseError(Span(pos, pos + 1, parser.lexer.input), message)
-
-
-def _resume(parser: BaseParser, pos: int) -> None:
-    # Re-lex from just after the label; the protected method is the parser's
-    # own way of restarting the token stream at a position.
-    parser._resume_from(pos)  # pyright: ignore[reportPrivateUsage]
 
 
 _LABELS_BY_TEXT: dict[str, Index] = {}
@@ -117,7 +112,7 @@ def parse_index(parser: BaseParser) -> Index:
         except ValueError as error:
             raise _fail(parser, start, str(error)) from None
     index, end = _scan_index(parser, text, start)
-    _resume(parser, end)
+    resume_at(parser, end)
     return index
 
 
@@ -130,7 +125,7 @@ def parse_index_list(parser: BaseParser) -> list[Index]:
     pos = _skip_blank(text, start + 1)
     indices: list[Index] = []
     if pos < len(text) and text[pos] == "]":
-        _resume(parser, pos + 1)
+        resume_at(parser, pos + 1)
         return indices
     while True:
         index, pos = _scan_index(parser, text, pos)
@@ -140,7 +135,7 @@ def parse_index_list(parser: BaseParser) -> list[Index]:
             pos = _skip_blank(text, pos + 1)
             continue
         if pos < len(text) and text[pos] == "]":
-            _resume(parser, pos + 1)
+            resume_at(parser, pos + 1)
             return indices
         raise _fail(parser, pos, "expected ',' or ']' in an index list")
 
@@ -194,7 +189,7 @@ def parse_key(parser: BaseParser) -> str:
         raise _fail(parser, start, "expected an index-space key")
     if end < len(text) and (text[end] in "_<" or text[end].isdigit()):
         raise _fail(parser, end, "an index-space key has no ordinal or proto indices")
-    _resume(parser, end)
+    resume_at(parser, end)
     return text[start:end]
 
 

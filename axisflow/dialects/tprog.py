@@ -89,6 +89,7 @@ from axisflow.numerals import NumeralError, check_numeral_at, natural
 from axisflow.shapes.errors import ShapeError, SpecError
 from axisflow.shapes.spec import parse_einsum_spec, parse_shape_spec
 from axisflow.shapes.terms import Row, format_concrete_shape
+from axisflow.xdsl_compat import print_new_line
 
 
 def canonical_shape_text(text: str) -> str:
@@ -938,9 +939,9 @@ def _print_lines(printer: Printer, lines: Sequence[str]) -> None:
     printer.print_string(" {")
     with printer.indented():
         for line in lines:
-            printer._print_new_line()  # pyright: ignore[reportPrivateUsage]
+            print_new_line(printer)
             printer.print_string_literal(line)
-    printer._print_new_line()  # pyright: ignore[reportPrivateUsage]
+    print_new_line(printer)
     printer.print_string("}")
 
 

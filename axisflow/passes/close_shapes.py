@@ -35,6 +35,7 @@ from axisflow.dialects.tprog_eval import ProgramEvaluator, RetryByReEvaluation
 from axisflow.gc_pause import gc_paused
 from axisflow.shapes import Shape
 from axisflow.shapes.terms import format_concrete_shape
+from axisflow.xdsl_compat import set_value_type
 
 
 def concrete_type(shape: Shape) -> TensorType:
@@ -181,7 +182,7 @@ def _set_type(value: SSAValue, new_type: Attribute) -> None:
     the pass, more than the shape engine. Nothing else holds the values while
     the pass runs, and the printed module is the same.
     """
-    value._type = new_type  # pyright: ignore[reportPrivateUsage]
+    set_value_type(value, new_type)
 
 
 def _update_signature(func: FuncOp) -> None:

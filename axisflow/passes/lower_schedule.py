@@ -19,7 +19,10 @@ pipeline take it further:
   scatter of each piece into its full buffer (both ``linalg.generic``).
 
 The pass reads the IR only through ``axisflow.lowering.plan`` (built from the
-pipeline's forest model and schedule); this module spells the plan's steps.
+pipeline's forest model and schedule); this module spells the plan's steps
+with xDSL's ``Builder`` (each ``scf.for`` body built before its ``scf.yield``,
+the constants hoisted to the top of the function) and replaces each forest
+by its function through xDSL's ``Rewriter``.
 Options: ``main=true`` adds ``func.func @main()`` that fills the inputs
 deterministically, calls every forest's function and prints the results (see
 ``axisflow.lowering.harness``), ready for ``mlir-runner``. The forests are
@@ -30,9 +33,12 @@ lowered (a space without extent), fails the pass with a diagnostic naming it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
@@ -51,9 +57,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.dialects.linalg.ops import FillOp, GenericOp, YieldOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from axisflow.dialects.batch import ForestOp
@@ -140,32 +147,45 @@ def _hint(text: str) -> str:
     return cleaned if cleaned and not cleaned[0].isdigit() else f"v{cleaned}"
 
 
-@dataclass
-class _Builder:
-    """Appends ops to the current block; index constants live at the top of
-    the function (they dominate every use)."""
+_OpT = TypeVar("_OpT", bound=Operation)
 
+
+@dataclass
+class _Emission:
+    """Where the ops of one function go: xDSL's ``Builder`` at the current
+    insertion point, and the function's constants, one ``arith.constant``
+    per distinct (type, value), hoisted to the top of its entry block (they
+    dominate every use)."""
+
+    builder: Builder
     entry: Block
-    block: Block
-    attributes: _Attributes = field(default_factory=_Attributes)
+    attributes: _Attributes
     constants: dict[tuple[str, float | int], SSAValue] = field(
         default_factory=dict[tuple[str, float | int], SSAValue]
     )
     constant_ops: list[Operation] = field(default_factory=list[Operation])
 
-    def add(self, op: Operation) -> Operation:
-        self.block.add_op(op)
-        return op
+    @staticmethod
+    def into(entry: Block, attributes: _Attributes) -> _Emission:
+        """Emission at the end of ``entry``, the function's entry block."""
+        return _Emission(Builder(InsertPoint.at_end(entry)), entry, attributes)
+
+    def add(self, op: _OpT) -> _OpT:
+        """Insert ``op`` at the insertion point."""
+        return self.builder.insert(op)
 
     def index(self, value: int) -> SSAValue:
+        """The ``index`` constant ``value`` (named ``%c<value>``)."""
         return self._constant(
             ("index", value), lambda: IntegerAttr(value, IndexType()), f"c{value}"
         )
 
     def real(self, value: float) -> SSAValue:
+        """The ``f64`` constant ``value``."""
         return self._constant(("f64", value), lambda: FloatAttr(value, f64))
 
     def integer(self, value: int) -> SSAValue:
+        """The ``i64`` constant ``value``."""
         return self._constant(("i64", value), lambda: IntegerAttr(value, i64))
 
     def _constant(
@@ -174,7 +194,7 @@ class _Builder:
         attr: Callable[[], IntegerAttr | FloatAttr],
         hint: str | None = None,
     ) -> SSAValue:
-        """One ``arith.constant`` per distinct (type, value), made on first use."""
+        """The constant of ``key``, made on first use (placed by ``finish``)."""
         found = self.constants.get(key)
         if found is None:
             op = arith.ConstantOp(attr())
@@ -185,40 +205,32 @@ class _Builder:
         return found
 
     def finish(self) -> None:
-        first = self.entry.first_op
-        for op in self.constant_ops:
-            if first is None:
-                self.entry.add_op(op)
-            else:
-                self.entry.insert_op_before(op, first)
+        """Put the constants at the top of the entry block, in order of first use."""
+        Rewriter.insert_op(self.constant_ops, InsertPoint.at_start(self.entry))
 
-    def loop(self, start: int, stop: int, step: int) -> tuple[scf.ForOp, Block]:
-        body = Block(arg_types=[IndexType()])
-        op = scf.ForOp(self.index(start), self.index(stop), self.index(step), [], body)
-        self.add(op)
-        return op, body
+    @contextmanager
+    def loop(self, start: int, stop: int, step: int) -> Iterator[BlockArgument]:
+        """An ``scf.for`` at the insertion point, yielding its induction
+        variable; inside the ``with``, ops go into its body, before its
+        ``scf.yield`` (where MLIR's ``scf::ForOp`` builder leaves them)."""
+        terminator = scf.YieldOp()
+        body = Block([terminator], arg_types=[IndexType()])
+        bounds = (self.index(start), self.index(stop), self.index(step))
+        self.add(scf.ForOp(*bounds, [], body))
+        outer = self.builder.insertion_point
+        self.builder.insertion_point = InsertPoint.before(terminator)
+        try:
+            yield body.args[0]
+        finally:
+            self.builder.insertion_point = outer
 
-    def loop_nest(self, shape: Sequence[int]) -> tuple[list[SSAValue], Block]:
-        """Nested ``scf.for`` over every element of ``shape``; returns the
-        induction variables and the innermost body (the caller yields)."""
-        ivs: list[SSAValue] = []
-        outer = self.block
-        for extent in shape:
-            _, body = self.loop(0, extent, 1)
-            ivs.append(body.args[0])
-            self.block = body
-        innermost = self.block
-        self.block = outer
-        return ivs, innermost
-
-
-def _yield_nest(innermost: Block, outer: Block) -> None:
-    """Terminate every ``scf.for`` body from ``innermost`` out to ``outer``."""
-    block: Block | None = innermost
-    while block is not None and block is not outer:
-        block.add_op(scf.YieldOp())
-        parent = block.parent_op()
-        block = None if parent is None else parent.parent_block()
+    @contextmanager
+    def loop_nest(self, shape: Sequence[int]) -> Iterator[list[BlockArgument]]:
+        """Nested ``scf.for`` over every element of ``shape``, yielding the
+        induction variables; inside the ``with``, ops go into the innermost
+        body."""
+        with ExitStack() as nest:
+            yield [nest.enter_context(self.loop(0, extent, 1)) for extent in shape]
 
 
 def _generic(
@@ -227,42 +239,32 @@ def _generic(
     maps: Sequence[AffineMapAttr],
     reductions: Sequence[bool],
     combine: str,
-    builder: _Builder,
+    emission: _Emission,
     coeff: float | None = None,
 ) -> GenericOp:
     """One ``linalg.generic``; ``combine``: ``product`` (``out += prod(ins)``),
     ``add`` (``out += in``), ``copy`` (``out = in``) or ``scale`` (``out =
     coeff * in``)."""
     body = Block(arg_types=[f64] * (len(inputs) + 1))
+    inside = Builder(InsertPoint.at_end(body))
     *ins, out = body.args
     result: SSAValue
     if combine == "product":
         acc: SSAValue | None = None
         for arg in ins:
-            if acc is None:
-                acc = arg
-            else:
-                mul = arith.MulfOp(acc, arg)
-                body.add_op(mul)
-                acc = mul.result
+            acc = arg if acc is None else inside.insert(arith.MulfOp(acc, arg)).result
         if acc is None:
             raise ValueError("a contraction needs a factor")
-        add = arith.AddfOp(out, acc)
-        body.add_op(add)
-        result = add.result
+        result = inside.insert(arith.AddfOp(out, acc)).result
     elif combine == "add":
-        add = arith.AddfOp(out, ins[0])
-        body.add_op(add)
-        result = add.result
+        result = inside.insert(arith.AddfOp(out, ins[0])).result
     elif combine == "copy":
         result = ins[0]
     else:
         assert coeff is not None
-        mul = arith.MulfOp(builder.real(coeff), ins[0])
-        body.add_op(mul)
-        result = mul.result
-    body.add_op(YieldOp(result))
-    attributes = builder.attributes
+        result = inside.insert(arith.MulfOp(emission.real(coeff), ins[0])).result
+    inside.insert(YieldOp(result))
+    attributes = emission.attributes
     iterators = [
         attributes.reduction if reduced else attributes.parallel
         for reduced in reductions
@@ -277,28 +279,25 @@ def _scaled_generic(
     rank: int,
     coeff: float,
     accumulate: bool,
-    builder: _Builder,
+    emission: _Emission,
 ) -> GenericOp:
     """``out = coeff * in`` or ``out += coeff * in`` (all dimensions
     ``parallel``; with no input, ``in`` is 1: the output gets ``coeff``);
     a coefficient of 1 multiplies nothing."""
     body = Block(arg_types=[f64] * (len(inputs) + 1))
+    inside = Builder(InsertPoint.at_end(body))
     *ins, out = body.args
     value: SSAValue
     if ins:
         value = ins[0]
         if coeff != 1.0:
-            mul = arith.MulfOp(builder.real(coeff), value)
-            body.add_op(mul)
-            value = mul.result
+            value = inside.insert(arith.MulfOp(emission.real(coeff), value)).result
     else:
-        value = builder.real(coeff)
+        value = emission.real(coeff)
     if accumulate:
-        add = arith.AddfOp(out, value)
-        body.add_op(add)
-        value = add.result
-    body.add_op(YieldOp(value))
-    iterators = [builder.attributes.parallel] * rank
+        value = inside.insert(arith.AddfOp(out, value)).result
+    inside.insert(YieldOp(value))
+    iterators = [emission.attributes.parallel] * rank
     return GenericOp(list(inputs), [output], Region(body), maps, iterators)
 
 
@@ -324,41 +323,37 @@ class _FunctionEmitter:
         for number, arg in zip(arguments, entry.args, strict=True):
             self.values[number] = arg
             arg.name_hint = _hint(self.tensor(number).value)
-        self.builder = _Builder(entry, entry, self.attributes)
+        self.emission = _Emission.into(entry, self.attributes)
         self.steps(plan.steps)
-        entry.add_op(func.ReturnOp())
-        self.builder.finish()
+        self.emission.add(func.ReturnOp())
+        self.emission.finish()
         return func.FuncOp(plan.name, FunctionType.from_lists(types, []), Region(entry))
 
     def steps(self, steps: Sequence[Step]) -> None:
-        builder = self.builder
+        emission = self.emission
         for step in steps:
             if isinstance(step, Loop):
-                _, body = builder.loop(step.start, step.stop, step.block)
-                self.ivs[step.instance] = body.args[0]
-                body.args[0].name_hint = _hint(f"at_{step.space}{step.instance}")
-                outer = builder.block
-                builder.block = body
-                self.steps(step.body)
-                body.add_op(scf.YieldOp())
-                builder.block = outer
-                del self.ivs[step.instance]
+                with emission.loop(step.start, step.stop, step.block) as iv:
+                    self.ivs[step.instance] = iv
+                    iv.name_hint = _hint(f"at_{step.space}{step.instance}")
+                    self.steps(step.body)
+                    del self.ivs[step.instance]
             elif isinstance(step, Alloc):
                 tensor = self.tensor(step.tensor)
                 alloc_type = self.attributes.memref(tensor.shape)
-                op = builder.add(memref.AllocOp([], [], alloc_type))
+                alloc = emission.add(memref.AllocOp([], [], alloc_type))
                 hint = _hint(tensor.value)
                 if tensor.kind == "piece" and tensor.value in self.buffered:
                     hint = f"{hint}_piece"
                 elif tensor.kind == "operand":  # a copy of the residual
                     hint = f"{hint}_operand"
-                op.results[0].name_hint = hint
-                self.values[step.tensor] = op.results[0]
+                alloc.memref.name_hint = hint
+                self.values[step.tensor] = alloc.memref
             elif isinstance(step, Zero):
                 target = self.values[step.tensor]
-                builder.add(FillOp([builder.real(0.0)], [target], ()))
+                emission.add(FillOp([emission.real(0.0)], [target], ()))
             elif isinstance(step, Free):
-                builder.add(memref.DeallocOp.get(self.values.pop(step.tensor)))
+                emission.add(memref.DeallocOp.get(self.values.pop(step.tensor)))
             elif isinstance(step, Contract):
                 self.contract(step)
             elif isinstance(step, WriteBack):
@@ -377,17 +372,18 @@ class _FunctionEmitter:
         attributes = self.attributes
         offsets = [self.ivs[o] for o in window.offsets if o is not None]
         static = [DYNAMIC_INDEX if o is not None else 0 for o in window.offsets]
-        op = memref.SubviewOp(
-            source,
-            offsets,
-            [],
-            [],
-            attributes.array(static),
-            attributes.array(window.sizes),
-            attributes.array([1] * len(window.sizes)),
-            attributes.view(window.sizes, tensor.shape),
+        op = self.emission.add(
+            memref.SubviewOp(
+                source,
+                offsets,
+                [],
+                [],
+                attributes.array(static),
+                attributes.array(window.sizes),
+                attributes.array([1] * len(window.sizes)),
+                attributes.view(window.sizes, tensor.shape),
+            )
         )
-        self.builder.add(op)
         op.result.name_hint = f"{_hint(tensor.value)}_blk"
         return op.result
 
@@ -397,8 +393,8 @@ class _FunctionEmitter:
         maps = [self.attributes.map(dims, dims_of) for dims_of in step.operand_dims]
         maps.append(self.attributes.identity(step.rank, dims))
         target = self.values[step.target]
-        self.builder.add(
-            _generic(operands, target, maps, step.reductions, "product", self.builder)
+        self.emission.add(
+            _generic(operands, target, maps, step.reductions, "product", self.emission)
         )
 
     def write_back(self, step: WriteBack) -> None:
@@ -407,21 +403,21 @@ class _FunctionEmitter:
         rank = len(step.target.sizes)
         identity = self.attributes.identity(rank, rank)
         combine = "add" if step.accumulate else "copy"
-        self.builder.add(
+        self.emission.add(
             _generic(
                 [piece],
                 target,
                 [identity, identity],
                 [False] * rank,
                 combine,
-                self.builder,
+                self.emission,
             )
         )
 
     def add_scaled(self, step: AddScaled) -> None:
         """``target (+)= coeff * source`` over the target window, the source
         read through its permuted indexing map (no input for a number)."""
-        builder = self.builder
+        emission = self.emission
         target = self.view(step.target)
         rank = len(step.target.sizes)
         identity = self.attributes.identity(rank, rank)
@@ -431,31 +427,31 @@ class _FunctionEmitter:
             inputs.append(self.values[step.source])
             maps.append(self.attributes.map(rank, step.source_dims))
         maps.append(identity)
-        builder.add(
+        emission.add(
             _scaled_generic(
-                inputs, target, maps, rank, float(step.coeff), step.accumulate, builder
+                inputs, target, maps, rank, float(step.coeff), step.accumulate, emission
             )
         )
 
     def output(self, step: Emit) -> None:
         output = self.values[step.output]
         coeff = float(step.coeff)
-        builder = self.builder
+        emission = self.emission
         if step.source is None:
-            builder.add(FillOp([builder.real(coeff)], [output], ()))
+            emission.add(FillOp([emission.real(coeff)], [output], ()))
             return
         rank = len(self.tensor(step.output).shape)
         identity = self.attributes.identity(rank, rank)
         source = self.values[step.source]
         combine = "copy" if coeff == 1.0 else "scale"
-        builder.add(
+        emission.add(
             _generic(
                 [source],
                 output,
                 [identity, identity],
                 [False] * rank,
                 combine,
-                builder,
+                emission,
                 coeff,
             )
         )
@@ -465,88 +461,70 @@ def emit_main(plans: Sequence[Plan]) -> list[Operation]:
     """``func.func @main()`` (fill inputs, call each forest, print outputs,
     free) and the declarations of the runner-library print functions."""
     entry = Block()
-    builder = _Builder(entry, entry)
+    emission = _Emission.into(entry, _Attributes())
     print_i64 = func.FuncOp.external(PRINT_I64, [i64], [])
     print_newline = func.FuncOp.external(PRINT_NEWLINE, [], [])
     for plan in plans:
         arguments: list[SSAValue] = []
         for number, tensor_number in enumerate(plan.inputs):
             tensor = plan.tensors[tensor_number]
-            alloc = builder.add(
-                memref.AllocOp([], [], builder.attributes.memref(tensor.shape))
-            )
-            buffer = alloc.results[0]
+            alloc_type = emission.attributes.memref(tensor.shape)
+            buffer = emission.add(memref.AllocOp([], [], alloc_type)).memref
             buffer.name_hint = _hint(tensor.value)
-            _fill(builder, buffer, tensor.shape, number)
+            _fill(emission, buffer, tensor.shape, number)
             arguments.append(buffer)
         outputs: list[tuple[SSAValue, Tensor]] = []
         for tensor_number in plan.outputs:
             tensor = plan.tensors[tensor_number]
-            alloc = builder.add(
-                memref.AllocOp([], [], builder.attributes.memref(tensor.shape))
-            )
-            alloc.results[0].name_hint = _hint(tensor.value)
-            outputs.append((alloc.results[0], tensor))
-            arguments.append(alloc.results[0])
-        builder.add(func.CallOp(plan.name, arguments, []))
+            alloc_type = emission.attributes.memref(tensor.shape)
+            buffer = emission.add(memref.AllocOp([], [], alloc_type)).memref
+            buffer.name_hint = _hint(tensor.value)
+            outputs.append((buffer, tensor))
+            arguments.append(buffer)
+        emission.add(func.CallOp(plan.name, arguments, []))
         for buffer, tensor in outputs:
-            _print(builder, buffer, tensor.shape)
+            _print(emission, buffer, tensor.shape)
         for argument in arguments:
-            builder.add(memref.DeallocOp.get(argument))
-    entry.add_op(func.ReturnOp())
-    builder.finish()
+            emission.add(memref.DeallocOp.get(argument))
+    emission.add(func.ReturnOp())
+    emission.finish()
     main = func.FuncOp("main", FunctionType.from_lists([], []), Region(entry))
     return [main, print_i64, print_newline]
 
 
-def _fill(builder: _Builder, buffer: SSAValue, shape: Sequence[int], k: int) -> None:
+def _fill(emission: _Emission, buffer: SSAValue, shape: Sequence[int], k: int) -> None:
     """Store the harness formula (``axisflow.lowering.harness``) everywhere."""
-    outer = builder.block
-    ivs, innermost = builder.loop_nest(shape)
-    builder.block = innermost
-    flat = builder.index(0)
-    for iv, stride in zip(ivs, row_major_strides(shape), strict=True):
-        scaled = builder.add(arith.MuliOp(iv, builder.index(stride))).results[0]
-        flat = builder.add(arith.AddiOp(flat, scaled)).results[0]
-    square = builder.add(arith.MuliOp(builder.index(harness.FILL_SQUARE), flat))
-    linear = builder.add(
-        arith.AddiOp(square.results[0], builder.index(harness.FILL_LINEAR))
-    )
-    poly = builder.add(arith.MuliOp(linear.results[0], flat))
-    constant = harness.FILL_INPUT * k + harness.FILL_OFFSET
-    shifted = builder.add(arith.AddiOp(poly.results[0], builder.index(constant)))
-    modulo = builder.add(
-        arith.RemSIOp(shifted.results[0], builder.index(harness.FILL_MODULUS))
-    )
-    centered = builder.add(
-        arith.SubiOp(modulo.results[0], builder.index(harness.FILL_CENTER))
-    )
-    wide = builder.add(arith.IndexCastOp(centered.results[0], i64))
-    real = builder.add(arith.SIToFPOp(wide.results[0], f64))
-    scaled_real = builder.add(
-        arith.MulfOp(real.results[0], builder.real(harness.FILL_SCALE))
-    )
-    builder.add(memref.StoreOp.get(scaled_real.results[0], buffer, ivs))
-    builder.block = outer
-    _yield_nest(innermost, outer)
+    with emission.loop_nest(shape) as ivs:
+        add, index = emission.add, emission.index
+        flat = index(0)
+        for iv, stride in zip(ivs, row_major_strides(shape), strict=True):
+            scaled = add(arith.MuliOp(iv, index(stride))).result
+            flat = add(arith.AddiOp(flat, scaled)).result
+        square = add(arith.MuliOp(index(harness.FILL_SQUARE), flat)).result
+        linear = add(arith.AddiOp(square, index(harness.FILL_LINEAR))).result
+        poly = add(arith.MuliOp(linear, flat)).result
+        constant = harness.FILL_INPUT * k + harness.FILL_OFFSET
+        shifted = add(arith.AddiOp(poly, index(constant))).result
+        modulo = add(arith.RemSIOp(shifted, index(harness.FILL_MODULUS))).result
+        centered = add(arith.SubiOp(modulo, index(harness.FILL_CENTER))).result
+        wide = add(arith.IndexCastOp(centered, i64)).result
+        real = add(arith.SIToFPOp(wide, f64)).result
+        value = add(arith.MulfOp(real, emission.real(harness.FILL_SCALE))).result
+        add(memref.StoreOp.get(value, buffer, ivs))
 
 
-def _print(builder: _Builder, buffer: SSAValue, shape: Sequence[int]) -> None:
+def _print(emission: _Emission, buffer: SSAValue, shape: Sequence[int]) -> None:
     """Print the element count, then every element's bits (row-major)."""
     count = 1
     for extent in shape:
         count *= extent
-    builder.add(func.CallOp(PRINT_I64, [builder.integer(count)], []))
-    builder.add(func.CallOp(PRINT_NEWLINE, [], []))
-    outer = builder.block
-    ivs, innermost = builder.loop_nest(shape)
-    builder.block = innermost
-    load = builder.add(memref.LoadOp.get(buffer, ivs))
-    bits = builder.add(arith.BitcastOp(load.results[0], i64))
-    builder.add(func.CallOp(PRINT_I64, [bits.results[0]], []))
-    builder.add(func.CallOp(PRINT_NEWLINE, [], []))
-    builder.block = outer
-    _yield_nest(innermost, outer)
+    emission.add(func.CallOp(PRINT_I64, [emission.integer(count)], []))
+    emission.add(func.CallOp(PRINT_NEWLINE, [], []))
+    with emission.loop_nest(shape) as ivs:
+        load = emission.add(memref.LoadOp.get(buffer, ivs))
+        bits = emission.add(arith.BitcastOp(load.res, i64))
+        emission.add(func.CallOp(PRINT_I64, [bits.result], []))
+        emission.add(func.CallOp(PRINT_NEWLINE, [], []))
 
 
 def plan_of(forest: ForestOp) -> Plan:
@@ -607,14 +585,9 @@ def lower_module(module: ModuleOp, *, main: bool = False) -> list[Plan]:
         plans.append(plan)
     attributes = _Attributes()
     for forest, plan in zip(forests, plans, strict=True):
-        function = _FunctionEmitter(plan, attributes).emit()
-        block = forest.parent_block()
-        assert block is not None
-        block.insert_op_before(function, forest)
-        block.erase_op(forest)
+        Rewriter.replace_op(forest, _FunctionEmitter(plan, attributes).emit())
     if main:
-        for op in emit_main(plans):
-            module.body.block.add_op(op)
+        Rewriter.insert_op(emit_main(plans), InsertPoint.at_end(module.body.block))
     return plans
 
 

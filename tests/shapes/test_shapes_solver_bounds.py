@@ -1592,6 +1592,11 @@ def test_a_second_row_capture_that_disagrees_names_the_row_variable() -> None:
             ((1, Size(2, "x")), (1, Size(3, "y")), (1, "c"), (-1, "d")),
             "concat: conflicting dimension bases (x and y)",
         ),
+        # The conflicting part is the last one.
+        (
+            ((1, Size(2, "x")), (1, "b"), (1, Size(3, "y")), (-1, "d")),
+            "concat: conflicting dimension bases (x and y)",
+        ),
         # A part solved from the whole, whose basis conflicts with the parts'.
         (
             ((1, Size(2, "x")), (1, "b"), (-1, Size(5, "y"))),
@@ -1617,17 +1622,18 @@ def test_a_concatenation_names_its_conflicting_bases(
     ("parts", "whole", "basis"),
     [
         # The other parts' named basis, though the whole has the default.
-        ((Size(2), Size(3, "x")), Size(7), "x"),
+        ((Size(2), Size(3, "x"), None), Size(7), "x"),
+        ((Size(2), None, Size(3, "x")), Size(7), "x"),
         # The whole's named basis, though the other parts have the default.
-        ((Size(2), Size(3)), Size(7, "x"), "x"),
+        ((Size(2), Size(3), None), Size(7, "x"), "x"),
     ],
 )
 def test_a_part_solved_from_a_concatenation_takes_the_named_basis(
-    parts: tuple[Size, Size], whole: Size, basis: str
+    parts: tuple[Size | None, ...], whole: Size, basis: str
 ) -> None:
     s = Session()
     unknown = s.fresh_dim_var()
-    terms = ((1, parts[0]), (1, parts[1]), (1, unknown), (-1, whole))
+    terms = (*((1, unknown if p is None else p) for p in parts), (-1, whole))
     s.add(DimLinear(terms, 0, ("a", "b", "c", "d"), "a^b^c", ORIGIN, LinearKind.CONCAT))
     assert s.solver.find_dim(unknown) == Size(2, basis)
 
@@ -1674,3 +1680,47 @@ def test_two_repeats_of_one_relation_are_re_emitted_once() -> None:
     a = RowVar(1)
     first, second = Origin("leaf", "u"), Origin("leaf", "v")
     assert _distinct([(a, first), (a, second)]) == [(a, second)]
+
+
+def test_a_total_counted_by_a_dim_below_its_minimum_names_the_total() -> None:
+    s = Session()
+    d = s.fresh_dim_var()
+    at_least(s, d, 7)
+    with pytest.raises(ShapeError) as info:
+        s.add(TotalElems((Row(sizes(2, 3)),), d, ORIGIN))
+    assert str(info.value) == (
+        "test 't': an axis indexed at position 6 would have size 6"
+    )
+
+
+def test_two_open_row_captures_of_one_reference_are_one_row() -> None:
+    """The reference first captures an open row, then another open row: the
+    two are equated (the later one given axes gives them to both)."""
+    s = Session()
+    r = s.dim_ref("r")
+    x, y = s.leaf("x"), s.leaf("y")
+    s.einsum("a", "..r..=>", x, capture_dims=[r])
+    s.einsum("b", "..r..=>", y, capture_dims=[r])
+    s.add(RowEq(y.shape.row(Kind.OUTPUT), Row(sizes(2, 3)), ORIGIN))
+    s.close()
+    assert (x.shape.dims()[2], r.value) == ((2, 3), 6)
+
+
+@pytest.mark.parametrize("label_first", [True, False])
+def test_two_references_counting_open_rows_keep_their_own_totals(
+    label_first: bool,
+) -> None:
+    """Each reference binds a label and an open row (in either order): two
+    pending totals, each closing its own row."""
+    s = Session()
+    leaves = []
+    for name, n in (("r", 6), ("q", 10)):
+        ref = s.dim_ref(name)
+        x = s.leaf(f"x{name}")
+        label = (f"l{name}", f"{name}=>", s.leaf(f"y{name}", str(n)))
+        row = (f"w{name}", f"..{name}..=>", x)
+        for op, spec, operand in (label, row) if label_first else (row, label):
+            s.einsum(op, spec, operand, capture_dims=[ref])
+        leaves.append(x)
+    s.close()
+    assert [x.shape.dims()[2] for x in leaves] == [(6,), (10,)]
