@@ -62,7 +62,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "axisflow.lowering.*",
         "axisflow.execution.*",
     ),
-    "dialect": ("axisflow.dialects.*",),
+    # xdsl_compat: every private xDSL member axisflow uses, for the dialects
+    # and above.
+    "dialect": ("axisflow.dialects.*", "axisflow.xdsl_compat"),
     "bridge": ("axisflow.pipeline.*", "axisflow.sequant.frontend"),
     "pass": ("axisflow.passes.*",),
     "entry": (
