@@ -1724,3 +1724,21 @@ def test_two_references_counting_open_rows_keep_their_own_totals(
         leaves.append(x)
     s.close()
     assert [x.shape.dims()[2] for x in leaves] == [(6,), (10,)]
+
+
+def test_a_fresh_row_above_others_takes_their_marks_and_deepest_depth() -> None:
+    s = Session()
+    solver = s.solver
+    a, b, plain = s.fresh_row_var(), s.fresh_row_var(), s.fresh_row_var()
+    s.add(PolicyMark(Row((), a), Mark.SAFE_TO_GUESS, ORIGIN))
+    s.add(PolicyMark(Row((), b), Mark.USED_IN_POINTWISE, ORIGIN))
+    solver.raise_template_depth(a.id, 2)
+    solver.raise_template_depth(b.id, 3)
+    above = solver.fresh_row_above([a, b])
+    assert solver.marks(above) == {Mark.SAFE_TO_GUESS, Mark.USED_IN_POINTWISE}
+    assert solver.template_depth(above.id) == 3
+    alone = solver.fresh_row_above([b])
+    assert solver.marks(alone) == {Mark.USED_IN_POINTWISE}
+    bare = solver.fresh_row_above([plain])
+    assert (solver.mark_bits(bare.id), solver.template_depth(bare.id)) == (0, 0)
+    assert bare.id not in solver.row_gen and bare.id not in solver.row_marks
