@@ -920,7 +920,9 @@ def _whole_value_bound(
             members.append(site.number)
         if not members:
             continue
-        modes = {m: batch_labels(m, forest.values[sites[m].value].modes) for m in members}
+        modes = {
+            m: batch_labels(m, forest.values[sites[m].value].modes) for m in members
+        }
         options: list[Index | None] = [
             None,
             *sorted(batch_labels(site.number, value.node_modes), key=str),
@@ -949,7 +951,11 @@ def _whole_value_bound(
                 if site.parent is None
                 else f"@{value.name} and its built factors {factors}"
             )
-            what = "the residual beside a whole value" if total > alone else "a whole value"
+            what = (
+                "the residual beside a whole value"
+                if total > alone
+                else "a whole value"
+            )
             best = LowerBound(
                 total,
                 f"{what}: {which} share no batched mode (plans that rebuild "

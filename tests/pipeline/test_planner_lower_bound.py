@@ -37,9 +37,7 @@ def outer_product_forest(first: str, second: str) -> Forest:
     ``Z = C D`` built (i: 4, batched; k: 3; m: 2), its loops ``first``
     then ``second`` (``i_1``, ``i_2``). No loop of ``i`` slices both ``Y``
     and ``Z``: one of them (96 B) stays whole."""
-    builder = (
-        ForestBuilder("outer").space("i", 4).space("k", 3).space("m", 2)
-    )
+    builder = ForestBuilder("outer").space("i", 4).space("k", 3).space("m", 2)
     builder.input("A", "i_1 m_1").input("B", "m_1 k_1")
     builder.input("C", "k_1 m_2").input("D", "m_2 i_2")
     builder.contraction("Y", "i_1 k_1", "A i_1 m_1", "B m_1 k_1")
@@ -47,9 +45,7 @@ def outer_product_forest(first: str, second: str) -> Forest:
     builder.contraction("X", "i_1 i_2", "Y i_1 k_1", "Z k_1 i_2")
     y = use("Y", "i_1 k_1", use("A", "i_1 m_1"), use("B", "m_1 k_1"))
     z = use("Z", "k_1 i_2", use("C", "k_1 m_2"), use("D", "m_2 i_2"))
-    builder.tree(
-        "t", loop(first, 0, loop(second, 1, use("X", "i_1 i_2", y, z)))
-    )
+    builder.tree("t", loop(first, 0, loop(second, 1, use("X", "i_1 i_2", y, z))))
     return builder.finish()
 
 
@@ -71,7 +67,9 @@ def test_a_whole_factor_beside_the_residual_worked_out_by_hand() -> None:
     )
     # without the argument: the residual, larger than the pieces at one
     # element per batched mode (X 8 B, Y 24 B, Z 24 B)
-    assert lower_bound(forest, OUTER_LAYOUT, ["i"], rebuilt_inside_loops=True).bytes == 128
+    assert (
+        lower_bound(forest, OUTER_LAYOUT, ["i"], rebuilt_inside_loops=True).bytes == 128
+    )
     for first, second in (("i_1", "i_2"), ("i_2", "i_1")):
         nested = outer_product_forest(first, second)
         for block in (1, 2):
@@ -142,4 +140,3 @@ def test_the_bound_is_below_every_plan_of_random_forests(
         assert own.bytes <= point.peak
         if not rebuilds:  # the shared forest's bound holds for its plans
             assert bound.bytes <= point.peak
-
