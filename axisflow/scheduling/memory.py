@@ -770,6 +770,7 @@ def memory_report(
         residual,
         {loop.space for site in forest.sites for loop in site.loops},
         sizing,
+        rebuilt_inside_loops=flops > forest_flops(forest, sizing),
     )
     extents = {k: sizing.extent(k) for k in keys}
     for (key, protos), extent in sorted(sizing.extents.composites.items()):
@@ -808,12 +809,17 @@ def lower_bound(
     residual: ResidualLayout | None,
     spaces: Iterable[str],
     sizing: Sizing | None = None,
+    *,
+    rebuilt_inside_loops: bool = False,
 ) -> LowerBound:
     """The largest of what must be live at once under any loop choice,
     blocks and sharing: the residual (twice while an operator step holds
-    its operand and its result), and at each contraction its piece and its
+    its operand and its result), at each contraction its piece and its
     built factors' pieces, each at one element per mode of a batched space
-    (a mode no loop can slice counts its whole extent)."""
+    (a mode no loop can slice counts its whole extent), and, for plans that
+    rebuild nothing inside a loop (``rebuilt_inside_loops=False``: every
+    plan of the planner), the whole values a contraction forces
+    (``_whole_value_bound``)."""
     sizing = sizing or Sizing(forest)
     batched = set(spaces)
     best = LowerBound(0, "nothing to store")
@@ -835,13 +841,125 @@ def lower_bound(
         return count
 
     for value in forest.built_values():
-        total = piece(value.name) + sum(
-            piece(f.value) for f in value.factors if not forest.values[f.value].is_input
-        )
+        # a value that is both factors (``v0 v0``) is stored once
+        built = {f.value for f in value.factors if not forest.values[f.value].is_input}
+        total = piece(value.name) + sum(piece(name) for name in built)
         if total > best.bytes:
             best = LowerBound(
                 total,
                 f"@{value.name} and its built factors, one element per batched mode",
+            )
+    if not rebuilt_inside_loops:
+        found = _whole_value_bound(forest, residual, batched, sizing)
+        if found is not None and found.bytes > best.bytes:
+            best = found
+    return best
+
+
+def _whole_value_bound(
+    forest: Forest,
+    residual: ResidualLayout | None,
+    batched: set[str],
+    sizing: Sizing,
+) -> LowerBound | None:
+    """What a contraction whose result and built factors share no batched
+    mode forces, in a plan that rebuilds nothing inside a loop.
+
+    A value is stored below its whole size only when a loop of two blocks
+    or more encloses its build and its readers and binds one of its modes.
+    Without rebuilds every loop around a build binds a label of its node,
+    and the outermost loop around a build is the outermost one around
+    whatever build it shares a loop with; so a value built in loops shared
+    with its reader has that reader's outermost loop, and that loop binds
+    one of its modes. At a contraction ``X = Y Z`` the outermost loop ``ℓ``
+    around ``X`` (a label of its node, or none) therefore leaves whole every
+    one of ``X`` (unless it is its tree's root, which adds into the
+    residual piece by piece whatever ``ℓ`` binds), ``Y``, ``Z`` whose modes
+    miss ``ℓ``: the bound is the smallest over ``ℓ`` of the largest of
+    those. Beside the residual: the unsliced value ``V`` closest to the
+    root on the path from a whole one to its tree's root is read in every
+    block of the root's outermost loop (the values above it are sliced by
+    that loop), whose first block writes into the residual, or it is the
+    root's whole piece at its write; so the residual is live beside a whole
+    value of that path, at least the smallest of the path."""
+    sites = forest.sites
+    writes = (
+        set()
+        if residual is None
+        else {term for group in residual.groups for term in group.terms}
+    )
+    residual_bytes = 0 if residual is None else sizing.mode_bytes(residual.modes)
+    path_least: dict[int, int] = {}
+
+    def least_up(number: int) -> int:
+        """The smallest whole value from use-site ``number`` up to its root."""
+        found = path_least.get(number)
+        if found is None:
+            site = sites[number]
+            found = sizing.full_bytes(forest.values[site.value])
+            if site.parent is not None:
+                found = min(found, least_up(site.parent))
+            path_least[number] = found
+        return found
+
+    def batch_labels(site_number: int, modes: Iterable[Index]) -> set[Index]:
+        labels = sites[site_number].mode_labels
+        return {labels[m] for m in modes if labels[m].base_key in batched}
+
+    best: LowerBound | None = None
+    for site in sites:
+        value = forest.values[site.value]
+        if value.is_input:
+            continue
+        members = [
+            child
+            for child in site.children
+            if not forest.values[sites[child].value].is_input
+        ]
+        if site.parent is not None:
+            members.append(site.number)
+        if not members:
+            continue
+        modes = {
+            m: batch_labels(m, forest.values[sites[m].value].modes) for m in members
+        }
+        options: list[Index | None] = [
+            None,
+            *sorted(batch_labels(site.number, value.node_modes), key=str),
+        ]
+        into_residual = site.tree in writes
+        alone = beside = None
+        for label in options:
+            whole = [m for m in members if label not in modes[m]]
+            worst_alone = max(
+                (sizing.full_bytes(forest.values[sites[m].value]) for m in whole),
+                default=0,
+            )
+            worst_beside = max((least_up(m) for m in whole), default=0)
+            alone = worst_alone if alone is None else min(alone, worst_alone)
+            beside = worst_beside if beside is None else min(beside, worst_beside)
+        assert alone is not None and beside is not None
+        total = alone
+        if into_residual and residual_bytes + beside > alone:
+            total = residual_bytes + beside
+        if total and (best is None or total > best.bytes):
+            factors = " ".join(
+                f"@{sites[m].value}" for m in members if m != site.number
+            )
+            which = (
+                f"the built factors {factors} of @{value.name}"
+                if site.parent is None
+                else f"@{value.name} and its built factors {factors}"
+            )
+            what = (
+                "the residual beside a whole value"
+                if total > alone
+                else "a whole value"
+            )
+            best = LowerBound(
+                total,
+                f"{what}: {which} share no batched mode (plans that rebuild "
+                "nothing inside a loop)",
             )
     return best
 

@@ -561,7 +561,16 @@ def test_renaming_and_factor_order_leave_the_plan_unchanged(
 
 def test_the_lower_bound_is_below_every_plan(doubles_within_100_gib) -> None:
     forest, layout, result = doubles_within_100_gib
-    bound = lower_bound(forest, layout, ["i", "μ̃"], Sizing(forest))
-    assert bound.bytes == Sizing(forest).mode_bytes(layout.modes)  # the residual
-    assert bound.reason == "the residual"
+    sizing = Sizing(forest)
+    bound = lower_bound(forest, layout, ["i", "μ̃"], sizing)
+    # the residual (a a i i) beside one whole value over μ̃ i μ̃ i: the same
+    # size at a = μ̃ = 896
+    residual = sizing.mode_bytes(layout.modes)
+    assert bound.bytes == 2 * residual
+    assert bound.reason.startswith("the residual beside a whole value: ")
     assert all(p.peak >= bound.bytes for p in result.points)
+    # without that argument (plans that rebuild inside loops): the residual
+    unsliced = lower_bound(
+        forest, layout, ["i", "μ̃"], sizing, rebuilt_inside_loops=True
+    )
+    assert (unsliced.bytes, unsliced.reason) == (residual, "the residual")
