@@ -83,6 +83,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from axisflow.dialects.formats import DefaultTypes, DefinedTypes, ResultTypes
 from axisflow.dialects.integers import count_attr, count_value
 from axisflow.dialects.keywords import reject_unknown_keyword
 from axisflow.numerals import NumeralError, check_numeral_at, natural
@@ -172,6 +173,14 @@ UNKNOWN = TensorType()
 """``!tprog.tensor``: a tensor whose shape is not known yet."""
 
 
+class _UnknownByDefault(DefaultTypes):
+    """An omitted tensor type is ``!tprog.tensor`` (shape unknown)."""
+
+    @classmethod
+    def default_type(cls) -> Attribute:
+        return UNKNOWN
+
+
 # ---------------------------------------------------------------- syntax helpers
 
 
@@ -195,17 +204,6 @@ def _resolve(parser: Parser, operand: UnresolvedOperand) -> SSAValue:
     if defined is not None and operand.index < len(defined):
         return parser.resolve_operand(operand, defined[operand.index].type)
     return parser.resolve_operand(operand, UNKNOWN)
-
-
-def _parse_optional_operand_list(parser: Parser) -> list[SSAValue]:
-    """``%a, %b, ...`` or nothing."""
-    values: list[SSAValue] = []
-    first = parser.parse_optional_unresolved_operand()
-    if first is not None:
-        values.append(_resolve(parser, first))
-        while parser.parse_optional_punctuation(",") is not None:
-            values.append(_parse_tensor_operand(parser))
-    return values
 
 
 def _parse_result_type(parser: Parser) -> Attribute:
@@ -238,11 +236,14 @@ def _check_spec(op: Operation, spec: str, parse: Callable[[str], object]) -> Non
 # --------------------------------------------------------------------- leaves
 
 
-class _TerminalOp(IRDLOperation):
+class _TerminalOp(_UnknownByDefault, IRDLOperation):
     """Common syntax of leaves and parameters: ``"spec"? attr-dict (: type)?``."""
 
     spec = opt_prop_def(StringAttr)
     result = result_def(TensorType)
+
+    custom_directives = (ResultTypes,)
+    assembly_format = "$spec attr-dict custom<ResultTypes>(type($result))"
 
     def __init__(self, spec: str | None = None, result_type: Attribute = UNKNOWN):
         super().__init__(
@@ -258,20 +259,6 @@ class _TerminalOp(IRDLOperation):
     def verify_(self) -> None:
         if self.spec is not None:
             _check_spec(self, self.spec.data, parse_shape_spec)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        spec = parser.parse_optional_str_literal()
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(spec, _parse_result_type(parser))
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        if self.spec is not None:
-            printer.print_string(" ")
-            printer.print_string_literal(self.spec.data)
-        _print_tail(printer, self, [self.result.type])
 
 
 @irdl_op_definition
@@ -298,13 +285,19 @@ class ParamOp(_TerminalOp):
 
 
 @irdl_op_definition
-class PointwiseOp(IRDLOperation):
+class PointwiseOp(_UnknownByDefault, IRDLOperation):
     """Elementwise: ``%y = tprog.pointwise %a, %b``; each row broadcasts."""
 
     name = "tprog.pointwise"
 
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
+
+    custom_directives = (DefinedTypes, ResultTypes)
+    assembly_format = (
+        "$inputs custom<DefinedTypes>(type(operands)) attr-dict "
+        "custom<ResultTypes>(type($result))"
+    )
 
     def __init__(
         self, inputs: Sequence[SSAValue | Operation], result_type: Attribute = UNKNOWN
@@ -315,22 +308,9 @@ class PointwiseOp(IRDLOperation):
         if not self.inputs:
             raise VerifyException(f"{self.name} needs at least one operand")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> PointwiseOp:
-        inputs = _parse_optional_operand_list(parser)
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(inputs, _parse_result_type(parser))
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_operands(printer, self.inputs)
-        _print_tail(printer, self, [self.result.type])
-
 
 @irdl_op_definition
-class ComposeOp(IRDLOperation):
+class ComposeOp(_UnknownByDefault, IRDLOperation):
     """Matrix-style ``%y = tprog.compose %w, %x``: w's input axes contract x's output."""
 
     name = "tprog.compose"
@@ -338,6 +318,12 @@ class ComposeOp(IRDLOperation):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
+
+    custom_directives = (DefinedTypes, ResultTypes)
+    assembly_format = (
+        "$lhs `,` $rhs custom<DefinedTypes>(type(operands)) attr-dict "
+        "custom<ResultTypes>(type($result))"
+    )
 
     def __init__(
         self,
@@ -347,24 +333,9 @@ class ComposeOp(IRDLOperation):
     ):
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ComposeOp:
-        lhs = _parse_tensor_operand(parser)
-        parser.parse_punctuation(",", " between the two operands of tprog.compose")
-        rhs = _parse_tensor_operand(parser)
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(lhs, rhs, _parse_result_type(parser))
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_operands(printer, [self.lhs, self.rhs])
-        _print_tail(printer, self, [self.result.type])
-
 
 @irdl_op_definition
-class TransposeOp(IRDLOperation):
+class TransposeOp(_UnknownByDefault, IRDLOperation):
     """``%t = tprog.transpose %a``: swaps the input and output rows."""
 
     name = "tprog.transpose"
@@ -372,21 +343,14 @@ class TransposeOp(IRDLOperation):
     input = operand_def(TensorType)
     result = result_def(TensorType)
 
+    custom_directives = (DefinedTypes, ResultTypes)
+    assembly_format = (
+        "$input custom<DefinedTypes>(type(operands)) attr-dict "
+        "custom<ResultTypes>(type($result))"
+    )
+
     def __init__(self, input_: SSAValue | Operation, result_type: Attribute = UNKNOWN):
         super().__init__(operands=[input_], result_types=[result_type])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> TransposeOp:
-        operand = _parse_tensor_operand(parser)
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(operand, _parse_result_type(parser))
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        _print_tail(printer, self, [self.result.type])
 
 
 @irdl_op_definition
@@ -595,17 +559,10 @@ class CloseOp(IRDLOperation):
 
     name = "tprog.close"
 
+    assembly_format = "attr-dict"
+
     def __init__(self) -> None:
         super().__init__()
-
-    @classmethod
-    def parse(cls, parser: Parser) -> CloseOp:
-        op = cls()
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_op_attributes(self.attributes)
 
 
 # ------------------------------------------------------------------ functions
@@ -695,7 +652,7 @@ class FuncOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
+class ReturnOp(_UnknownByDefault, IRDLOperation):
     """``tprog.return %y, %z``: the results of the enclosing ``tprog.func``."""
 
     name = "tprog.return"
@@ -703,6 +660,9 @@ class ReturnOp(IRDLOperation):
     values = var_operand_def(TensorType)
 
     traits = traits_def(IsTerminator(), HasParent(FuncOp))
+
+    custom_directives = (DefinedTypes,)
+    assembly_format = "$values custom<DefinedTypes>(type(operands)) attr-dict"
 
     def __init__(self, values: Sequence[SSAValue | Operation] = ()):
         super().__init__(operands=[values])
@@ -714,18 +674,6 @@ class ReturnOp(IRDLOperation):
                 f"{self.name}: @{func.sym_name.data} has {func.num_results} result(s) "
                 f"but {len(self.values)} value(s) are returned"
             )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ReturnOp:
-        op = cls(_parse_optional_operand_list(parser))
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        if self.values:
-            printer.print_string(" ")
-            _print_operands(printer, self.values)
-        printer.print_op_attributes(self.attributes)
 
 
 class FunctionTables:

@@ -1,0 +1,134 @@
+"""Lines of custom parse/print code per dialect, and which ops use ``assembly_format``.
+
+Counts, per dialect module, the source lines of every function or method that
+parses or prints IR text (``parse``, ``print``, ``parse_parameters``, ...,
+and module-level helpers named ``_parse*``/``_print*``/``parse_*``/``print_*``),
+of every custom assembly-format directive class, and the ``assembly_format``
+strings. Run: ``.venv/bin/python benchmarks/syntax_code_lines.py``; the table
+in ``docs/ir-syntax.md`` is what it prints.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent / "axisflow" / "dialects"
+DIALECT_MODULES = {
+    "batch": ["batch.py", "labels.py"],
+    "sched": ["sched.py"],
+    "tprog": ["tprog.py"],
+    "shared": ["keywords.py", "formats.py"],
+}
+SYNTAX_NAMES = {
+    "parse",
+    "print",
+    "parse_parameters",
+    "print_parameters",
+    "parse_parameter",
+    "print_parameter",
+}
+
+
+def _is_syntax_function(node: ast.AST) -> bool:
+    if not isinstance(node, ast.FunctionDef):
+        return False
+    name = node.name.lstrip("_")
+    return (
+        node.name in SYNTAX_NAMES
+        or name.startswith("parse")
+        or name.startswith("print")
+    )
+
+
+def _is_directive_class(node: ast.AST) -> bool:
+    return isinstance(node, ast.ClassDef) and any(
+        isinstance(base, ast.Name) and base.id == "CustomDirective"
+        for base in node.bases
+    )
+
+
+def _lines(node: ast.AST) -> int:
+    start = min(
+        [node.lineno]  # type: ignore[attr-defined]
+        + [d.lineno for d in getattr(node, "decorator_list", [])]
+    )
+    return node.end_lineno - start + 1  # type: ignore[attr-defined]
+
+
+def count(path: Path) -> tuple[int, list[str], list[str]]:
+    """Syntax-code lines of a module, its declarative ops, its custom-syntax ops."""
+    if not path.exists():
+        return 0, [], []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    total = 0
+    declarative: list[str] = []
+    custom: list[str] = []
+    # class name -> (has assembly_format, has parse/print), for inherited syntax
+    kinds: dict[str, tuple[bool, bool]] = {}
+    for node in tree.body:
+        if _is_syntax_function(node) or _is_directive_class(node):
+            total += _lines(node)
+            continue
+        if not isinstance(node, ast.ClassDef):
+            continue
+        op_name: str | None = None
+        has_format = False
+        has_syntax = False
+        for item in node.body:
+            if isinstance(item, ast.Assign) and len(item.targets) == 1:
+                target = item.targets[0]
+                if (
+                    isinstance(target, ast.Name)
+                    and target.id == "name"
+                    and isinstance(item.value, ast.Constant)
+                    and isinstance(item.value.value, str)
+                ):
+                    op_name = item.value.value
+                if isinstance(target, ast.Name) and target.id == "assembly_format":
+                    has_format = True
+                    total += _lines(item)
+            elif _is_syntax_function(item):
+                has_syntax = True
+                total += _lines(item)
+        for base in node.bases:
+            if isinstance(base, ast.Name) and base.id in kinds:
+                inherited_format, inherited_syntax = kinds[base.id]
+                has_format = has_format or inherited_format
+                has_syntax = has_syntax or inherited_syntax
+        kinds[node.name] = (has_format, has_syntax)
+        is_op = any(
+            isinstance(d, ast.Name) and d.id == "irdl_op_definition"
+            for d in node.decorator_list
+        )
+        if is_op and op_name is not None:
+            (declarative if has_format else custom).append(op_name)
+    return total, declarative, custom
+
+
+def main() -> None:
+    """Print the table."""
+    print(
+        f"{'dialect':<8} {'syntax lines':>12} {'declarative ops':>16} {'custom ops':>11}"
+    )
+    for dialect, files in DIALECT_MODULES.items():
+        total = 0
+        declarative: list[str] = []
+        custom: list[str] = []
+        for name in files:
+            lines, found_declarative, found_custom = count(ROOT / name)
+            total += lines
+            declarative += found_declarative
+            custom += found_custom
+        print(f"{dialect:<8} {total:>12} {len(declarative):>16} {len(custom):>11}")
+    for dialect, files in DIALECT_MODULES.items():
+        for name in files:
+            _, declarative, custom = count(ROOT / name)
+            if declarative:
+                print(f"{dialect} assembly_format: {', '.join(declarative)}")
+            if custom:
+                print(f"{dialect} custom parse/print: {', '.join(custom)}")
+
+
+if __name__ == "__main__":
+    main()
