@@ -11,19 +11,27 @@ optional ``: type, ...`` whose absence means the op's default result types.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Attribute
-from xdsl.irdl import IRDLOperation
+from xdsl.irdl import IRDLOperation, RangeConstraint, VerificationContext
 from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
     CustomDirective,
     ParsingState,
     PrintingState,
     TypeDirective,
+    VariableDirective,
     VariadicResultVariable,
     irdl_custom_directive,
 )
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from axisflow.dialects.integers import count_attr, count_value, parse_int
+from axisflow.dialects.keywords import END_OF_OP, reject_unknown_keyword
 
 
 class DefaultTypes:
@@ -54,6 +62,27 @@ def _defined_type(
     return default
 
 
+def _refuse_wrong_type(
+    parser: Parser,
+    state: ParsingState,
+    what: str,
+    constraint: RangeConstraint,
+    types: Sequence[Attribute],
+    start: int,
+    end: int,
+) -> None:
+    """A parse error at ``start:end`` if ``types`` break ``constraint``.
+
+    xDSL's declarative parser checks the types itself but raises a bare
+    ``VerifyException`` (a traceback in ``xdsl-opt``), so the directives that
+    supply types check them first, where the text stands.
+    """
+    try:
+        constraint.verify(types, VerificationContext())
+    except VerifyException as error:
+        parser.raise_error(f"{state.op_type.name}: {what}: {error}", start, end)
+
+
 @irdl_custom_directive
 class DefinedTypes(CustomDirective):
     """``custom<DefinedTypes>(type(operands))``: operand types from definitions.
@@ -65,11 +94,23 @@ class DefinedTypes(CustomDirective):
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
         default = _default_type(state)
+        operand_defs = state.op_type.get_irdl_definition().operands
         for index, operands in enumerate(state.operands):
-            if state.operand_types[index] is None and operands is not None:
-                state.operand_types[index] = [
-                    _defined_type(parser, operand, default) for operand in operands
-                ]
+            if state.operand_types[index] is not None or operands is None:
+                continue
+            name, operand_def = operand_defs[index]
+            types = [_defined_type(parser, operand, default) for operand in operands]
+            for operand, type in zip(operands, types, strict=True):
+                _refuse_wrong_type(
+                    parser,
+                    state,
+                    f"operand '{name}' (%{operand.operand_name})",
+                    operand_def.constr,
+                    [type],
+                    operand.span.start,
+                    operand.span.end,
+                )
+            state.operand_types[index] = types
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         return
@@ -88,6 +129,7 @@ class ResultTypes(CustomDirective):
     def parse(self, parser: Parser, state: ParsingState) -> None:
         types: Sequence[Attribute]
         variadic = isinstance(self.result_types.inner, VariadicResultVariable)
+        start = parser.pos
         if parser.parse_optional_punctuation(":") is not None:
             types = (
                 parser.parse_comma_separated_list(
@@ -100,7 +142,13 @@ class ResultTypes(CustomDirective):
             types = ()
         else:
             types = (_default_type(state),)
-        self.result_types.inner.set_types(state, types)
+        inner = self.result_types.inner
+        assert isinstance(inner, VariableDirective)
+        _, result_def = state.op_type.get_irdl_definition().results[inner.index]
+        _refuse_wrong_type(
+            parser, state, "result type", result_def.constr, types, start, parser.pos
+        )
+        inner.set_types(state, types)
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         types = self.result_types.inner.get_types(op)
@@ -108,3 +156,75 @@ class ResultTypes(CustomDirective):
             state.print_whitespace(printer)
             printer.print_string(": ")
             printer.print_list(types, printer.print_attribute)
+
+
+@irdl_custom_directive
+class Count(CustomDirective):
+    """``custom<Count>($n)``: a non-negative count, printed as a bare integer.
+
+    Parsed by :func:`~axisflow.dialects.integers.parse_int` (a located error
+    for an over-long literal, naming the op and the property) and stored by
+    :func:`~axisflow.dialects.integers.count_attr` (any size).
+    """
+
+    count: AttributeVariable
+
+    def _what(self, state: ParsingState) -> str:
+        return f"{state.op_type.name} {self.count.name}"
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        start = parser.pos
+        value = parse_int(parser, self._what(state), None, allow_negative=True)
+        self.check(parser, state, value, start)
+        self.count.set(state, count_attr(value))
+
+    def check(self, parser: Parser, state: ParsingState, value: int, start: int):
+        """Refuse a value out of range, at its position."""
+        if value < 0:
+            parser.raise_error(
+                f"{state.op_type.name}: the {self.count.name} must not be negative",
+                start,
+                parser.pos,
+            )
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        attr = self.count.get(op)
+        assert isinstance(attr, IntegerAttr)
+        state.print_whitespace(printer)
+        printer.print_string(str(count_value(attr)))
+
+
+@irdl_custom_directive
+class PositiveCount(Count):
+    """``custom<PositiveCount>($n)``: a count that must be at least 1."""
+
+    count: AttributeVariable  # parameters are read from the class's own fields
+
+    def check(self, parser: Parser, state: ParsingState, value: int, start: int):
+        if value < 1:
+            parser.raise_error(
+                f"{state.op_type.name}: the {self.count.name} must be a positive integer",
+                start,
+                parser.pos,
+            )
+
+
+class UnknownKeyword(CustomDirective):
+    """Base of ``custom<...>()`` directives that refuse a misspelt keyword.
+
+    Placed where optional keyword clauses were declined (the else branch of
+    an optional group); see :func:`~axisflow.dialects.keywords.reject_unknown_keyword`.
+    A subclass names the keywords accepted there (``EXPECTED``) and what else
+    may follow (``THEN``). Prints nothing.
+    """
+
+    EXPECTED: ClassVar[tuple[str, ...]]
+    THEN: ClassVar[tuple[str, ...]] = END_OF_OP
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        reject_unknown_keyword(
+            parser, state.op_type.name, self.EXPECTED, then=self.THEN
+        )
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        return

@@ -36,6 +36,7 @@ import re
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -72,6 +73,13 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import (
@@ -83,7 +91,13 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from axisflow.dialects.formats import DefaultTypes, DefinedTypes, ResultTypes
+from axisflow.dialects.formats import (
+    DefaultTypes,
+    DefinedTypes,
+    PositiveCount,
+    ResultTypes,
+    UnknownKeyword,
+)
 from axisflow.dialects.integers import count_attr, count_value
 from axisflow.dialects.keywords import reject_unknown_keyword
 from axisflow.numerals import NumeralError, check_numeral_at, natural
@@ -353,8 +367,16 @@ class TransposeOp(_UnknownByDefault, IRDLOperation):
         super().__init__(operands=[input_], result_types=[result_type])
 
 
+@irdl_custom_directive
+class EinsumKeywords(UnknownKeyword):
+    """A misspelt ``capture`` of ``tprog.einsum``."""
+
+    EXPECTED = ("capture",)
+    THEN = ("an attribute dictionary", "':' and the result type")
+
+
 @irdl_op_definition
-class EinsumOp(IRDLOperation):
+class EinsumOp(_UnknownByDefault, IRDLOperation):
     """``%z = tprog.einsum "ij;jk=>ik" (%a, %b)``: rows equal the spec's rows.
 
     ``capture ["h"]`` binds the module's capture reference for label ``h``
@@ -367,6 +389,13 @@ class EinsumOp(IRDLOperation):
     capture = opt_prop_def(ArrayAttr[StringAttr])
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
+
+    custom_directives = (DefinedTypes, EinsumKeywords, ResultTypes)
+    assembly_format = (
+        "$spec ` ` `(` $inputs `)` custom<DefinedTypes>(type(operands)) "
+        "(`capture` $capture^) : (custom<EinsumKeywords>())? attr-dict "
+        "custom<ResultTypes>(type($result))"
+    )
 
     def __init__(
         self,
@@ -407,41 +436,6 @@ class EinsumOp(IRDLOperation):
                     f"{self.spec.data!r}"
                 )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> EinsumOp:
-        spec = parser.parse_str_literal('an einsum spec such as "ij;jk=>ik"')
-        inputs = parser.parse_comma_separated_list(
-            Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
-        )
-        capture: list[str] = []
-        if parser.parse_optional_keyword("capture") is not None:
-            capture = parser.parse_comma_separated_list(
-                Parser.Delimiter.SQUARE, parser.parse_str_literal
-            )
-        else:
-            reject_unknown_keyword(
-                parser,
-                "tprog.einsum",
-                ["capture"],
-                then=("an attribute dictionary", "':' and the result type"),
-            )
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(spec, inputs, _parse_result_type(parser), capture)
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_string_literal(self.spec.data)
-        printer.print_string(" (")
-        _print_operands(printer, self.inputs)
-        printer.print_string(")")
-        if self.capture_labels:
-            printer.print_string(" capture [")
-            printer.print_list(self.capture_labels, printer.print_string_literal)
-            printer.print_string("]")
-        _print_tail(printer, self, [self.result.type])
-
 
 @irdl_op_definition
 class SetDimOp(IRDLOperation):
@@ -452,6 +446,9 @@ class SetDimOp(IRDLOperation):
     label = prop_def(StringAttr)
     size = prop_def(IntegerAttr)
 
+    custom_directives = (PositiveCount,)
+    assembly_format = "$label `=` custom<PositiveCount>($size) attr-dict"
+
     def __init__(self, label: str, size: int):
         super().__init__(
             properties={"label": StringAttr(label), "size": count_attr(size)}
@@ -461,30 +458,16 @@ class SetDimOp(IRDLOperation):
         if count_value(self.size) < 1:
             raise VerifyException(f"{self.name}: the size must be a positive integer")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> SetDimOp:
-        label = parser.parse_str_literal("a capture label")
-        parser.parse_punctuation("=")
-        start = parser.pos
-        _check_numeral(parser, "tprog.set_dim size")
-        size = parser.parse_integer(allow_boolean=False, allow_negative=True)
-        if size < 1:
-            parser.raise_error(
-                "tprog.set_dim: the size must be a positive integer", start, parser.pos
-            )
-        op = cls(label, size)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_string_literal(self.label.data)
-        printer.print_string(f" = {count_value(self.size)}")
-        printer.print_op_attributes(self.attributes)
+@irdl_custom_directive
+class TotalElemsKeywords(UnknownKeyword):
+    """A misspelt ``bytes`` of ``tprog.total_elems``."""
+
+    EXPECTED = ("bytes",)
 
 
 @irdl_op_definition
-class TotalElemsOp(IRDLOperation):
+class TotalElemsOp(_UnknownByDefault, IRDLOperation):
     """``tprog.total_elems %x = 12``: the tensor holds that many elements.
 
     ``tprog.total_elems %x = 48 bytes`` gives a byte count instead: the
@@ -498,6 +481,12 @@ class TotalElemsOp(IRDLOperation):
     input = operand_def(TensorType)
     count = prop_def(IntegerAttr)
     bytes = opt_prop_def(UnitAttr)
+
+    custom_directives = (DefinedTypes, PositiveCount, TotalElemsKeywords)
+    assembly_format = (
+        "$input custom<DefinedTypes>(type(operands)) `=` custom<PositiveCount>($count) "
+        "(`bytes` $bytes^) : (custom<TotalElemsKeywords>())? attr-dict"
+    )
 
     def __init__(
         self, input_: SSAValue | Operation, count: int, *, in_bytes: bool = False
@@ -518,34 +507,6 @@ class TotalElemsOp(IRDLOperation):
     def verify_(self) -> None:
         if count_value(self.count) < 1:
             raise VerifyException(f"{self.name}: the count must be a positive integer")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> TotalElemsOp:
-        operand = _parse_tensor_operand(parser)
-        parser.parse_punctuation("=", " before the element count")
-        start = parser.pos
-        _check_numeral(parser, "tprog.total_elems count")
-        count = parser.parse_integer(allow_boolean=False, allow_negative=True)
-        if count < 1:
-            parser.raise_error(
-                "tprog.total_elems: the count must be a positive integer",
-                start,
-                parser.pos,
-            )
-        counts_bytes = parser.parse_optional_keyword("bytes") is not None
-        if not counts_bytes:
-            reject_unknown_keyword(parser, "tprog.total_elems", ["bytes"])
-        op = cls(operand, count, in_bytes=counts_bytes)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        printer.print_string(f" = {count_value(self.count)}")
-        if self.counts_bytes:
-            printer.print_string(" bytes")
-        printer.print_op_attributes(self.attributes)
 
 
 @irdl_op_definition
@@ -753,54 +714,50 @@ class _CallSymbolUser(SymbolUserOpInterface):
             )
 
 
-def _parse_application(
-    parser: Parser,
-) -> tuple[str, list[SSAValue], str, dict[str, Attribute], list[Attribute]]:
-    """``@name(%a, ...) at "site" {attrs} : types`` of a call or an instantiation."""
-    name = parser.parse_symbol_name().data
-    arguments = parser.parse_comma_separated_list(
-        Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
+@irdl_custom_directive
+class ApplicationSite(CustomDirective):
+    """``at "site"``: the named application site of a call or an instantiation."""
+
+    site: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        parser.parse_keyword("at", " followed by the application site's name")
+        site = parser.parse_str_literal("the application site's name")
+        self.site.set(state, StringAttr(site))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        site = self.site.get(op)
+        assert isinstance(site, StringAttr)
+        state.print_whitespace(printer)
+        printer.print_string("at ")
+        printer.print_string_literal(site.data)
+
+
+def _application_format(target: str) -> str:
+    return (
+        f"${target} `(` $arguments `)` custom<DefinedTypes>(type(operands)) "
+        "custom<ApplicationSite>($application) attr-dict "
+        "custom<ResultTypes>(type($res))"
     )
-    parser.parse_keyword("at", " followed by the application site's name")
-    application = parser.parse_str_literal("the application site's name")
-    attributes = parser.parse_optional_attr_dict()
-    result_types: list[Attribute] = []
-    if parser.parse_optional_punctuation(":") is not None:
-        result_types = parser.parse_comma_separated_list(
-            Parser.Delimiter.NONE, parser.parse_type
-        )
-    return name, arguments, application, attributes, result_types
 
 
-def _print_application(
-    printer: Printer, op: CallOp | InstantiateOp, name: str, application: str
-) -> None:
-    """The counterpart of :func:`_parse_application`."""
-    printer.print_string(" ")
-    printer.print_symbol_name(name)
-    printer.print_string("(")
-    _print_operands(printer, op.arguments)
-    printer.print_string(") at ")
-    printer.print_string_literal(application)
-    _print_tail(printer, op, op.res.types)
+class _ApplicationOp(_UnknownByDefault, IRDLOperation):
+    """``@target(%a, ...) at "site" : types``: what calls and instantiations share.
 
+    ``TARGET`` names the property holding the applied symbol.
+    """
 
-@irdl_op_definition
-class CallOp(IRDLOperation):
-    """``%y = tprog.call @f(%x) at "site"``: applies a function at a named site."""
+    TARGET: ClassVar[str]
 
-    name = "tprog.call"
-
-    callee = prop_def(FlatSymbolRefAttrConstr)
     application = prop_def(StringAttr)
     arguments = var_operand_def(TensorType)
     res = var_result_def(TensorType)
 
-    traits = traits_def(_CallSymbolUser())
+    custom_directives = (DefinedTypes, ApplicationSite, ResultTypes)
 
     def __init__(
         self,
-        callee: str,
+        target: str,
         arguments: Sequence[SSAValue | Operation],
         application: str,
         result_types: Sequence[Attribute],
@@ -809,24 +766,31 @@ class CallOp(IRDLOperation):
             operands=[arguments],
             result_types=[result_types],
             properties={
-                "callee": SymbolRefAttr(callee),
+                self.TARGET: SymbolRefAttr(target),
                 "application": StringAttr(application),
             },
         )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> CallOp:
-        callee, arguments, application, attributes, result_types = _parse_application(
-            parser
-        )
-        op = cls(callee, arguments, application, result_types)
-        op.attributes |= attributes
-        return op
+    @property
+    def target_name(self) -> str:
+        """The name of the applied function or scheme."""
+        target = self.properties[self.TARGET]
+        assert isinstance(target, SymbolRefAttr)
+        return target.root_reference.data
 
-    def print(self, printer: Printer) -> None:
-        _print_application(
-            printer, self, self.callee.root_reference.data, self.application.data
-        )
+
+@irdl_op_definition
+class CallOp(_ApplicationOp):
+    """``%y = tprog.call @f(%x) at "site"``: applies a function at a named site."""
+
+    name = "tprog.call"
+    TARGET: ClassVar[str] = "callee"
+
+    callee = prop_def(FlatSymbolRefAttrConstr)
+
+    traits = traits_def(_CallSymbolUser())
+
+    assembly_format = _application_format("callee")
 
 
 # -------------------------------------------------------------- shape schemes
@@ -1102,7 +1066,7 @@ class _InstantiateSymbolUser(SymbolUserOpInterface):
 
 
 @irdl_op_definition
-class InstantiateOp(IRDLOperation):
+class InstantiateOp(_ApplicationOp):
     """``%y = tprog.instantiate @layer.scheme(%x) at "first"``: apply a shape scheme.
 
     What a ``tprog.call`` becomes under ``generalize-shapes``: the scheme's
@@ -1110,43 +1074,13 @@ class InstantiateOp(IRDLOperation):
     """
 
     name = "tprog.instantiate"
+    TARGET: ClassVar[str] = "scheme"
 
     scheme = prop_def(FlatSymbolRefAttrConstr)
-    application = prop_def(StringAttr)
-    arguments = var_operand_def(TensorType)
-    res = var_result_def(TensorType)
 
     traits = traits_def(_InstantiateSymbolUser())
 
-    def __init__(
-        self,
-        scheme: str,
-        arguments: Sequence[SSAValue | Operation],
-        application: str,
-        result_types: Sequence[Attribute],
-    ):
-        super().__init__(
-            operands=[arguments],
-            result_types=[result_types],
-            properties={
-                "scheme": SymbolRefAttr(scheme),
-                "application": StringAttr(application),
-            },
-        )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> InstantiateOp:
-        scheme, arguments, application, attributes, result_types = _parse_application(
-            parser
-        )
-        op = cls(scheme, arguments, application, result_types)
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_application(
-            printer, self, self.scheme.root_reference.data, self.application.data
-        )
+    assembly_format = _application_format("scheme")
 
 
 Tprog = Dialect(
