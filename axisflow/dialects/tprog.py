@@ -80,7 +80,7 @@ from xdsl.irdl.declarative_assembly_format import (
     PrintingState,
     irdl_custom_directive,
 )
-from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
@@ -90,8 +90,10 @@ from xdsl.traits import (
     SymbolUserOpInterface,
 )
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.hints import isa
 
 from axisflow.dialects.formats import (
+    Count,
     DefaultTypes,
     DefinedTypes,
     PositiveCount,
@@ -99,8 +101,7 @@ from axisflow.dialects.formats import (
     UnknownKeyword,
 )
 from axisflow.dialects.integers import count_attr, count_value
-from axisflow.dialects.keywords import reject_unknown_keyword
-from axisflow.numerals import NumeralError, check_numeral_at, natural
+from axisflow.numerals import NumeralError, natural
 from axisflow.shapes.errors import ShapeError, SpecError
 from axisflow.shapes.spec import parse_einsum_spec, parse_shape_spec
 from axisflow.shapes.terms import Row, format_concrete_shape
@@ -195,49 +196,7 @@ class _UnknownByDefault(DefaultTypes):
         return UNKNOWN
 
 
-# ---------------------------------------------------------------- syntax helpers
-
-
-def _check_numeral(parser: Parser, what: str) -> None:
-    """Refuse an over-long integer literal at its position (before xDSL's
-    conversion fails without one)."""
-    start = parser.pos
-    try:
-        check_numeral_at(parser.lexer.input.content, start, what)
-    except NumeralError as error:
-        parser.raise_error(str(error), start, start + 1)
-
-
-def _parse_tensor_operand(parser: Parser) -> SSAValue:
-    """An operand whose type is whatever its definition says (tensors only)."""
-    return _resolve(parser, parser.parse_unresolved_operand())
-
-
-def _resolve(parser: Parser, operand: UnresolvedOperand) -> SSAValue:
-    defined = parser.ssa_values.get(operand.operand_name)
-    if defined is not None and operand.index < len(defined):
-        return parser.resolve_operand(operand, defined[operand.index].type)
-    return parser.resolve_operand(operand, UNKNOWN)
-
-
-def _parse_result_type(parser: Parser) -> Attribute:
-    """``: type``, optional (default ``!tprog.tensor``)."""
-    if parser.parse_optional_punctuation(":") is None:
-        return UNKNOWN
-    return parser.parse_type()
-
-
-def _print_operands(printer: Printer, operands: Sequence[SSAValue]) -> None:
-    printer.print_list(operands, printer.print_operand)
-
-
-def _print_tail(
-    printer: Printer, op: Operation, result_types: Sequence[Attribute]
-) -> None:
-    printer.print_op_attributes(op.attributes)
-    if result_types:
-        printer.print_string(" : ")
-        printer.print_list(result_types, printer.print_attribute)
+# ---------------------------------------------------------------- helpers
 
 
 def _check_spec(op: Operation, spec: str, parse: Callable[[str], object]) -> None:
@@ -847,28 +806,59 @@ class ValueEntry:
         return f"@{self.func} {place} = {self.where} {self.index}"
 
 
-def _print_lines(printer: Printer, lines: Sequence[str]) -> None:
-    printer.print_string(" {")
-    with printer.indented():
-        for line in lines:
-            print_new_line(printer)
-            printer.print_string_literal(line)
-    print_new_line(printer)
-    printer.print_string("}")
+@irdl_custom_directive
+class StringLines(CustomDirective):
+    """``{ "line" ... }``: an array of strings, one per line (shape schemes)."""
+
+    lines: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        parser.parse_punctuation("{")
+        lines: list[StringAttr] = []
+        while parser.parse_optional_punctuation("}") is None:
+            lines.append(
+                StringAttr(
+                    parser.parse_str_literal(" for a line of the shape scheme, or '}'")
+                )
+            )
+        self.lines.set(state, ArrayAttr(lines))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        lines = self.lines.get(op)
+        assert isa(lines, ArrayAttr[StringAttr])
+        state.print_whitespace(printer)
+        printer.print_string("{")
+        with printer.indented():
+            for line in lines.data:
+                print_new_line(printer)
+                printer.print_string_literal(line.data)
+        print_new_line(printer)
+        printer.print_string("}")
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self.lines.is_present(op)
+
+    def is_anchorable(self) -> bool:
+        return self.lines.is_anchorable()
 
 
-def _parse_lines(parser: Parser) -> list[str]:
-    parser.parse_punctuation("{")
-    lines: list[str] = []
-    while parser.parse_optional_punctuation("}") is None:
-        lines.append(
-            parser.parse_str_literal(" for a line of the shape scheme, or '}'")
-        )
-    return lines
+@irdl_custom_directive
+class SchemeForKeyword(UnknownKeyword):
+    """A misspelt ``for`` of ``tprog.scheme``."""
+
+    EXPECTED = ("for",)
+    THEN = ("'(' and the anchors",)
+
+
+@irdl_custom_directive
+class SchemeValuesKeyword(UnknownKeyword):
+    """A misspelt ``values`` of ``tprog.scheme``."""
+
+    EXPECTED = ("values",)
 
 
 @irdl_op_definition
-class SchemeOp(IRDLOperation):
+class SchemeOp(_UnknownByDefault, IRDLOperation):
     """A shape scheme: a function's shapes, traced once (see ``generalize-shapes``).
 
     .. code-block:: mlir
@@ -901,6 +891,22 @@ class SchemeOp(IRDLOperation):
     anchors = var_operand_def(TensorType)
 
     traits = traits_def(SymbolOpInterface())
+
+    custom_directives = (
+        DefinedTypes,
+        Count,
+        StringLines,
+        SchemeForKeyword,
+        SchemeValuesKeyword,
+    )
+    assembly_format = (
+        "$sym_name $label (`for` $function^ `(`) : (custom<SchemeForKeyword>() ` ` `(`)? "
+        "$anchors `)` custom<DefinedTypes>(type(operands)) "
+        "`arity` custom<Count>($arity) `results` custom<Count>($num_results) "
+        "custom<StringLines>($lines) "
+        "(`values` custom<StringLines>($values)^) : (custom<SchemeValuesKeyword>())? "
+        "attr-dict"
+    )
 
     def __init__(
         self,
@@ -983,66 +989,6 @@ class SchemeOp(IRDLOperation):
                     f"returns {func.num_results}, but the scheme has arity "
                     f"{count_value(self.arity)} and {count_value(self.num_results)} result(s)"
                 )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> SchemeOp:
-        sym_name = parser.parse_symbol_name().data
-        label = parser.parse_str_literal("the scheme's label")
-        function = None
-        if parser.parse_optional_keyword("for") is not None:
-            function = parser.parse_symbol_name().data
-        else:
-            reject_unknown_keyword(
-                parser, "tprog.scheme", ["for"], then=("'(' and the anchors",)
-            )
-        anchors = parser.parse_comma_separated_list(
-            Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
-        )
-        parser.parse_keyword("arity")
-        _check_numeral(parser, "tprog.scheme arity")
-        arity = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        parser.parse_keyword("results")
-        _check_numeral(parser, "tprog.scheme results")
-        num_results = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        lines = _parse_lines(parser)
-        values: list[str] = []
-        if parser.parse_optional_keyword("values") is not None:
-            values = _parse_lines(parser)
-        else:
-            reject_unknown_keyword(parser, "tprog.scheme", ["values"])
-        op = cls(
-            sym_name,
-            label,
-            anchors,
-            arity,
-            num_results,
-            lines,
-            function=function,
-            values=values,
-        )
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.sym_name.data)
-        printer.print_string(" ")
-        printer.print_string_literal(self.label.data)
-        if self.function is not None:
-            printer.print_string(" for ")
-            printer.print_symbol_name(self.function.root_reference.data)
-        else:
-            printer.print_string(" ")
-        printer.print_string("(")
-        _print_operands(printer, self.anchors)
-        printer.print_string(
-            f") arity {count_value(self.arity)} results {count_value(self.num_results)}"
-        )
-        _print_lines(printer, self.text_lines)
-        if self.values is not None:
-            printer.print_string(" values")
-            _print_lines(printer, [v.data for v in self.values.data])
-        printer.print_op_attributes(self.attributes)
 
 
 class _InstantiateSymbolUser(SymbolUserOpInterface):
