@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     FlatSymbolRefAttrConstr,
     FunctionType,
+    IntAttr,
     IntegerAttr,
     NoneAttr,
     StringAttr,
@@ -103,85 +104,157 @@ from axisflow.dialects.formats import (
 from axisflow.dialects.integers import count_attr, count_value
 from axisflow.numerals import NumeralError, natural
 from axisflow.shapes.errors import ShapeError, SpecError
-from axisflow.shapes.spec import parse_einsum_spec, parse_shape_spec
-from axisflow.shapes.terms import Row, format_concrete_shape
+from axisflow.shapes.spec import (
+    BASIS_LABEL_RE,
+    parse_einsum_spec,
+    parse_shape_spec,
+)
+from axisflow.shapes.terms import DEFAULT_BASIS, Row, Size, format_concrete_shape
 from axisflow.xdsl_compat import print_new_line
 
+Rows = tuple[Row, Row, Row]
+"""A concrete shape: its batch, input and output rows, every dim a ``Size``."""
 
-def canonical_shape_text(text: str) -> str:
-    """The canonical text of a concrete shape spec; raises ``SpecError``/``ValueError``."""
+
+def concrete_rows(text: str) -> Rows:
+    """The rows of a concrete shape spec; raises ``SpecError``/``ValueError``."""
     spec = parse_shape_spec(text)
     if spec.batch.is_open or spec.input.is_open or spec.output.is_open:
         raise ValueError(f"a tensor type needs a concrete shape, {text!r} has '...'")
-    return format_concrete_shape(
-        (Row(spec.batch.sizes), Row(spec.input.sizes), Row(spec.output.sizes))
+    return (Row(spec.batch.sizes), Row(spec.input.sizes), Row(spec.output.sizes))
+
+
+def _shape_parameters(rows: Rows) -> tuple[Attribute, ...]:
+    """The parameters of ``TensorType`` for a concrete shape (canonical)."""
+    sizes = [dim for row in rows for dim in row.dims]
+    if row_var := next((row.var for row in rows if row.var is not None), None):
+        raise ValueError(f"a tensor type needs a concrete shape, got row {row_var}")
+    if not all(isinstance(dim, Size) for dim in sizes):
+        raise ValueError("a tensor type needs a concrete shape, got a dim variable")
+    bases = [dim.basis for dim in sizes if isinstance(dim, Size)]
+    if all(basis == DEFAULT_BASIS for basis in bases):
+        bases = []
+    return (
+        *(
+            ArrayAttr([IntAttr(dim.n) for dim in row.dims if isinstance(dim, Size)])
+            for row in rows
+        ),
+        ArrayAttr([StringAttr(basis) for basis in bases]),
     )
 
 
 @irdl_attr_definition
 class TensorType(ParametrizedAttribute, TypeAttribute):
-    """``!tprog.tensor`` (shape unknown) or ``!tprog.tensor<"8|3->4">``."""
+    """``!tprog.tensor`` (shape unknown) or ``!tprog.tensor<"8|3->4">``.
+
+    A known shape is held as its three rows of sizes, as xDSL's
+    ``TensorType`` holds its shape, and the basis label of each dim (in
+    batch, input, output order; empty when every basis is the default). Spec
+    text is only the printed form. An unknown shape has ``NoneAttr`` rows.
+    """
 
     name = "tprog.tensor"
 
-    shape: StringAttr | NoneAttr
+    batch: ArrayAttr[IntAttr] | NoneAttr
+    input: ArrayAttr[IntAttr] | NoneAttr
+    output: ArrayAttr[IntAttr] | NoneAttr
+    bases: ArrayAttr[StringAttr]
 
-    def __init__(self, shape: str | StringAttr | NoneAttr | None = None) -> None:
-        if isinstance(shape, str):
-            shape = StringAttr(canonical_shape_text(shape))
-        super().__init__(NoneAttr() if shape is None else shape)
+    def __init__(self, shape: str | Rows | None = None) -> None:
+        """``shape``: spec text (``"8|3->4"``) or concrete rows; ``None``: unknown."""
+        if shape is None:
+            super().__init__(NoneAttr(), NoneAttr(), NoneAttr(), ArrayAttr(()))
+            return
+        rows = concrete_rows(shape) if isinstance(shape, str) else shape
+        super().__init__(*_shape_parameters(rows))
+
+    def _known_rows(self) -> tuple[ArrayAttr[IntAttr], ...] | None:
+        rows = (self.batch, self.input, self.output)
+        known = tuple(row for row in rows if isinstance(row, ArrayAttr))
+        return known if len(known) == 3 else None
 
     @property
     def is_known(self) -> bool:
         """Whether the type carries a concrete shape."""
-        return isinstance(self.shape, StringAttr)
+        return self._known_rows() is not None
+
+    def dims(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+        """``(batch, input, output)`` sizes, if known."""
+        known = self._known_rows()
+        if known is None:
+            return None
+        batch, input_, output = (tuple(size.data for size in row.data) for row in known)
+        return (batch, input_, output)
+
+    def rows(self) -> Rows | None:
+        """The concrete shape as rows of sizes with their bases, if known."""
+        known = self._known_rows()
+        if known is None:
+            return None
+        bases = iter([basis.data for basis in self.bases.data])
+        batch, input_, output = (
+            Row(tuple(Size(size.data, next(bases, DEFAULT_BASIS)) for size in row.data))
+            for row in known
+        )
+        return (batch, input_, output)
 
     @property
     def shape_text(self) -> str | None:
         """The concrete shape in spec syntax, if known."""
-        return self.shape.data if isinstance(self.shape, StringAttr) else None
-
-    def dims(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
-        """``(batch, input, output)`` sizes, if known."""
-        if not isinstance(self.shape, StringAttr):
-            return None
-        spec = parse_shape_spec(self.shape.data)
-        batch, input_, output = (
-            tuple(size.n for size in row.sizes)
-            for row in (spec.batch, spec.input, spec.output)
-        )
-        return (batch, input_, output)
+        rows = self.rows()
+        return None if rows is None else format_concrete_shape(rows)
 
     def verify(self) -> None:
-        if isinstance(self.shape, StringAttr):
-            try:
-                canonical = canonical_shape_text(self.shape.data)
-            except (SpecError, ValueError) as error:
-                raise VerifyException(f"!tprog.tensor: {error}") from error
-            if canonical != self.shape.data:
+        rows = (self.batch, self.input, self.output)
+        if all(isinstance(row, NoneAttr) for row in rows) and not self.bases.data:
+            return
+        known = self._known_rows()
+        if known is None:
+            raise VerifyException(
+                "!tprog.tensor: the batch, input and output rows must be all known "
+                "or all unknown"
+            )
+        count = sum(len(row.data) for row in known)
+        if self.bases.data and len(self.bases.data) != count:
+            raise VerifyException(
+                f"!tprog.tensor: {len(self.bases.data)} basis labels for {count} dims"
+            )
+        sizes = [size.data for row in known for size in row.data]
+        if any(size < 1 for size in sizes):
+            raise VerifyException(
+                f"!tprog.tensor: sizes must be positive integers, got {sizes}"
+            )
+        bases = [basis.data for basis in self.bases.data]
+        if bases and all(basis == DEFAULT_BASIS for basis in bases):
+            raise VerifyException(
+                "!tprog.tensor: basis labels are listed only when one is not the default"
+            )
+        for size, basis in zip(sizes, bases, strict=False):
+            if not BASIS_LABEL_RE.match(basis):
+                raise VerifyException(f"!tprog.tensor: malformed basis label {basis!r}")
+            if size == 1 and basis != DEFAULT_BASIS:
                 raise VerifyException(
-                    f"!tprog.tensor: shape {self.shape.data!r} is not in canonical form "
-                    f"{canonical!r}"
+                    f"!tprog.tensor: a size 1 has the default basis, not {basis!r}"
                 )
 
     def print_parameters(self, printer: Printer) -> None:
-        if isinstance(self.shape, StringAttr):
+        text = self.shape_text
+        if text is not None:
             with printer.in_angle_brackets():
-                printer.print_string_literal(self.shape.data)
+                printer.print_string_literal(text)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         if parser.parse_optional_characters("<") is None:
-            return (NoneAttr(),)
+            return (NoneAttr(), NoneAttr(), NoneAttr(), ArrayAttr(()))
         start = parser.pos
         text = parser.parse_str_literal('a shape in spec syntax, e.g. "8|3->4"')
         end = parser.pos
         parser.parse_characters(">", " to end the !tprog.tensor shape")
         try:
-            canonical = canonical_shape_text(text)
+            return _shape_parameters(concrete_rows(text))
         except (SpecError, ValueError) as error:
             parser.raise_error(f"!tprog.tensor: {error}", start, end)
-        return (StringAttr(canonical),)
 
 
 UNKNOWN = TensorType()
