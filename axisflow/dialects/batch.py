@@ -60,6 +60,7 @@ from xdsl.ir import (
 from xdsl.irdl import (
     AttrConstraint,
     IntConstraint,
+    IRDLOperation,
     VerificationContext,
     irdl_attr_definition,
     irdl_op_definition,
@@ -70,10 +71,18 @@ from xdsl.irdl import (
     region_def,
     traits_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.hints import isa
 
 from axisflow.dialects.fast_verify import FastVerifiedOp
 from axisflow.dialects.integers import parse_int
@@ -159,6 +168,27 @@ class IndexAttr(ParametrizedAttribute):
 
 
 _INDEX_ATTRS: dict[Index, IndexAttr] = {}
+
+
+@irdl_custom_directive
+class IndexList(CustomDirective):
+    """``[a_1<i_1,i_2>, i_1]``: a list of SeQuant labels, read as raw text.
+
+    Labels are not MLIR tokens (``a_1<i_1,i_2>``, ``μ̃_1``), so the list is
+    scanned by :func:`~axisflow.dialects.labels.parse_index_list`.
+    """
+
+    indices: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        labels = parse_index_list(parser)
+        self.indices.set(state, ArrayAttr([IndexAttr.of(index) for index in labels]))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        indices = self.indices.get(op)
+        assert isa(indices, ArrayAttr[IndexAttr])
+        state.print_whitespace(printer)
+        printer.print_string(print_index_list([attr.index for attr in indices.data]))
 
 
 @irdl_attr_definition

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Block
 from xdsl.irdl import IRDLOperation, RangeConstraint, VerificationContext
 from xdsl.irdl.declarative_assembly_format import (
     AttributeVariable,
     CustomDirective,
     ParsingState,
     PrintingState,
+    RegionVariable,
     TypeDirective,
     VariableDirective,
     VariadicResultVariable,
@@ -32,6 +33,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from axisflow.dialects.integers import count_attr, count_value, parse_int
 from axisflow.dialects.keywords import END_OF_OP, reject_unknown_keyword
+from axisflow.numerals import I64_MAX
 
 
 class DefaultTypes:
@@ -164,34 +166,48 @@ class Count(CustomDirective):
 
     Parsed by :func:`~axisflow.dialects.integers.parse_int` (a located error
     for an over-long literal, naming the op and the property) and stored by
-    :func:`~axisflow.dialects.integers.count_attr` (any size).
+    :func:`~axisflow.dialects.integers.count_attr`; at most ``MAXIMUM``
+    (``None``: any size). Anchors an optional group when the property is
+    optional.
     """
 
     count: AttributeVariable
 
-    def _what(self, state: ParsingState) -> str:
-        return f"{state.op_type.name} {self.count.name}"
+    MAXIMUM: ClassVar[int | None] = None
+    ALLOW_NEGATIVE: ClassVar[bool] = False
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
         start = parser.pos
-        value = parse_int(parser, self._what(state), None, allow_negative=True)
+        what = f"{state.op_type.name} {self.count.name}"
+        value = parse_int(
+            parser, what, self.MAXIMUM, allow_negative=self.ALLOW_NEGATIVE
+        )
         self.check(parser, state, value, start)
         self.count.set(state, count_attr(value))
 
     def check(self, parser: Parser, state: ParsingState, value: int, start: int):
-        """Refuse a value out of range, at its position."""
-        if value < 0:
-            parser.raise_error(
-                f"{state.op_type.name}: the {self.count.name} must not be negative",
-                start,
-                parser.pos,
-            )
+        """Refuse a value out of range, at its position (none here)."""
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         attr = self.count.get(op)
         assert isinstance(attr, IntegerAttr)
         state.print_whitespace(printer)
         printer.print_string(str(count_value(attr)))
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self.count.is_present(op)
+
+    def is_anchorable(self) -> bool:
+        return self.count.is_anchorable()
+
+
+@irdl_custom_directive
+class I64Count(Count):
+    """``custom<I64Count>($n)``: a count of at most ``2**63 - 1`` (an ``i64``)."""
+
+    count: AttributeVariable  # parameters are read from the class's own fields
+
+    MAXIMUM = I64_MAX
 
 
 @irdl_custom_directive
@@ -200,6 +216,8 @@ class PositiveCount(Count):
 
     count: AttributeVariable  # parameters are read from the class's own fields
 
+    ALLOW_NEGATIVE = True
+
     def check(self, parser: Parser, state: ParsingState, value: int, start: int):
         if value < 1:
             parser.raise_error(
@@ -207,6 +225,27 @@ class PositiveCount(Count):
                 start,
                 parser.pos,
             )
+
+
+@irdl_custom_directive
+class Body(CustomDirective):
+    """``custom<Body>($body)``: a single-block region without block arguments.
+
+    ``{ }`` parses to one empty block (not to a region without blocks), and
+    the block's (absent) arguments are not printed.
+    """
+
+    body: RegionVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        region = parser.parse_region()
+        if not region.blocks:
+            region.add_block(Block())
+        self.body.set(state, region)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_region(self.body.get(op), print_entry_block_args=False)
 
 
 class UnknownKeyword(CustomDirective):
@@ -221,9 +260,13 @@ class UnknownKeyword(CustomDirective):
     EXPECTED: ClassVar[tuple[str, ...]]
     THEN: ClassVar[tuple[str, ...]] = END_OF_OP
 
+    def expected(self, state: ParsingState) -> tuple[str, ...]:
+        """The keywords accepted here, given what was parsed so far."""
+        return self.EXPECTED
+
     def parse(self, parser: Parser, state: ParsingState) -> None:
         reject_unknown_keyword(
-            parser, state.op_type.name, self.EXPECTED, then=self.THEN
+            parser, state.op_type.name, self.expected(state), then=self.THEN
         )
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
