@@ -42,9 +42,16 @@ def _is_syntax_function(node: ast.AST) -> bool:
 
 
 def _is_directive_class(node: ast.AST) -> bool:
-    return isinstance(node, ast.ClassDef) and any(
-        isinstance(base, ast.Name) and base.id == "CustomDirective"
-        for base in node.bases
+    """A custom assembly-format directive (or the base of some)."""
+    return isinstance(node, ast.ClassDef) and (
+        any(
+            isinstance(base, ast.Name) and base.id == "CustomDirective"
+            for base in node.bases
+        )
+        or any(
+            isinstance(d, ast.Name) and d.id == "irdl_custom_directive"
+            for d in node.decorator_list
+        )
     )
 
 
