@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import Attribute, Block
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr
+from xdsl.ir import Attribute, Block, Region
 from xdsl.irdl import IRDLOperation, RangeConstraint, VerificationContext
 from xdsl.irdl.declarative_assembly_format import (
     AttributeVariable,
@@ -211,6 +211,17 @@ class I64Count(Count):
 
 
 @irdl_custom_directive
+class I64Integer(Count):
+    """``custom<I64Integer>($n)``: an ``i64`` integer, negative ones too
+    (range rules are the verifier's)."""
+
+    count: AttributeVariable  # parameters are read from the class's own fields
+
+    MAXIMUM = I64_MAX
+    ALLOW_NEGATIVE = True
+
+
+@irdl_custom_directive
 class PositiveCount(Count):
     """``custom<PositiveCount>($n)``: a count that must be at least 1."""
 
@@ -237,8 +248,11 @@ class Body(CustomDirective):
 
     body: RegionVariable
 
+    def _region(self, parser: Parser) -> Region:
+        return parser.parse_region()
+
     def parse(self, parser: Parser, state: ParsingState) -> None:
-        region = parser.parse_region()
+        region = self._region(parser)
         if not region.blocks:
             region.add_block(Block())
         self.body.set(state, region)
@@ -248,21 +262,64 @@ class Body(CustomDirective):
         printer.print_region(self.body.get(op), print_entry_block_args=False)
 
 
+@irdl_custom_directive
+class OptionalBody(Body):
+    """``custom<OptionalBody>($body)``: a single-block region that may be left
+    out (an empty block); always printed."""
+
+    body: RegionVariable  # parameters are read from the class's own fields
+
+    def _region(self, parser: Parser) -> Region:
+        region = parser.parse_optional_region()
+        return Region() if region is None else region
+
+
+@irdl_custom_directive
+class NonEmptyBody(CustomDirective):
+    """``custom<NonEmptyBody>($body)``: a region printed only when it holds
+    ops; left out, it has no block."""
+
+    body: RegionVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        region = parser.parse_optional_region()
+        self.body.set(state, Region() if region is None else region)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        region = self.body.get(op)
+        block = region.blocks.first
+        if block is None or block.first_op is None:
+            return
+        state.print_whitespace(printer)
+        printer.print_region(
+            region, print_entry_block_args=False, print_empty_block=False
+        )
+
+
 class UnknownKeyword(CustomDirective):
     """Base of ``custom<...>()`` directives that refuse a misspelt keyword.
 
     Placed where optional keyword clauses were declined (the else branch of
     an optional group); see :func:`~axisflow.dialects.keywords.reject_unknown_keyword`.
     A subclass names the keywords accepted there (``EXPECTED``) and what else
-    may follow (``THEN``). Prints nothing.
+    may follow (``THEN``). When ``EXPECTED`` starts with optional clauses that
+    come in order, ``CLAUSES`` names their properties: only the keywords after
+    the last clause given are expected. Prints nothing.
     """
 
     EXPECTED: ClassVar[tuple[str, ...]]
     THEN: ClassVar[tuple[str, ...]] = END_OF_OP
+    CLAUSES: ClassVar[tuple[str, ...]] = ()
 
     def expected(self, state: ParsingState) -> tuple[str, ...]:
-        """The keywords accepted here, given what was parsed so far."""
-        return self.EXPECTED
+        """The keywords accepted here, given the clauses parsed so far."""
+        given = [
+            position
+            for position, name in enumerate(self.CLAUSES)
+            if (attr := state.properties.get(name)) is not None
+            and not (isinstance(attr, ArrayAttr) and not attr.data)
+        ]
+        return self.EXPECTED[given[-1] + 1 :] if given else self.EXPECTED
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
         reject_unknown_keyword(

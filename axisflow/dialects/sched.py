@@ -215,21 +215,11 @@ class Demoted(Binds):
 
 @irdl_custom_directive
 class BuildKeywords(UnknownKeyword):
-    """A misspelt clause of ``sched.build``: the clauses after the last one given."""
+    """A misspelt clause of ``sched.build``."""
 
     EXPECTED = ("slice", "sum", "demoted", "bytes")
     THEN = ()
-    CLAUSES: ClassVar[tuple[str, ...]] = ("slices", "sums", "demoted")
-
-    def expected(self, state: ParsingState) -> tuple[str, ...]:
-        given = [
-            i
-            for i, name in enumerate(self.CLAUSES)
-            if (attr := state.properties.get(name)) is not None
-            and isinstance(attr, ArrayAttr)
-            and attr.data
-        ]
-        return self.EXPECTED[given[-1] + 1 :] if given else self.EXPECTED
+    CLAUSES = ("slices", "sums", "demoted")
 
 
 @irdl_custom_directive
@@ -238,14 +228,7 @@ class BufferKeywords(UnknownKeyword):
 
     EXPECTED = ("slice", "zero", "bytes")
     THEN = ()
-
-    def expected(self, state: ParsingState) -> tuple[str, ...]:
-        if "zero" in state.properties:
-            return ("bytes",)
-        slices = state.properties.get("slices")
-        if isinstance(slices, ArrayAttr) and slices.data:
-            return ("zero", "bytes")
-        return self.EXPECTED
+    CLAUSES = ("slices", "zero")
 
 
 @irdl_custom_directive
