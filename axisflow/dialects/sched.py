@@ -89,7 +89,14 @@ from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
-from axisflow.dialects.batch import ForestOp, IndexAttr, IndexList, TextAttr
+from axisflow.dialects.batch import (
+    ForestOp,
+    IndexAttr,
+    IndexList,
+    OperatorTexts,
+    SpaceKey,
+    TextAttr,
+)
 from axisflow.dialects.fast_verify import FastVerifiedOp
 from axisflow.dialects.formats import (
     Body,
@@ -100,9 +107,6 @@ from axisflow.dialects.formats import (
 from axisflow.dialects.integers import count_attr, count_value, parse_int
 from axisflow.dialects.labels import (
     parse_index,
-    parse_key,
-    parse_text,
-    quote_text,
 )
 from axisflow.residual import Operator, OperatorError
 from axisflow.roles.index import Index, is_key_char
@@ -232,45 +236,17 @@ class BufferKeywords(UnknownKeyword):
 
 
 @irdl_custom_directive
-class SpaceKey(CustomDirective):
-    """An index-space key, bare (``i``, ``Κ``, ``μ̃``) or quoted."""
+class CheckedOperatorTexts(OperatorTexts):
+    """Operators refused when parsed if malformed (a schedule is machine-written)."""
 
-    key: AttributeVariable
+    operators: AttributeVariable  # parameters are read from the class's own fields
 
-    def parse(self, parser: Parser, state: ParsingState) -> None:
-        self.key.set(state, TextAttr(parse_key(parser)))
-
-    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        key = self.key.get(op)
-        assert isinstance(key, TextAttr)
-        state.print_whitespace(printer)
-        printer.print_string(
-            key.data if key.data[0].isalpha() else quote_text(key.data)
-        )
-
-
-@irdl_custom_directive
-class OperatorTexts(CustomDirective):
-    """``["Ŝ{a_1,a_2;i_1,i_2}", ...]``: residual operators, checked when parsed."""
-
-    operators: AttributeVariable
-
-    def parse(self, parser: Parser, state: ParsingState) -> None:
-        texts = parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE, lambda: parse_text(parser, "an operator")
-        )
+    def check(self, parser: Parser, state: ParsingState, texts: list[str]) -> None:
         for text in texts:
             try:
                 Operator.parse(text)
             except OperatorError as error:
                 parser.raise_error(f"{state.op_type.name}: {error}")
-        self.operators.set(state, ArrayAttr([TextAttr(text) for text in texts]))
-
-    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        texts = self.operators.get(op)
-        assert isa(texts, ArrayAttr[TextAttr])
-        state.print_whitespace(printer)
-        printer.print_string(f"[{', '.join(quote_text(t.data) for t in texts)}]")
 
 
 def _symbol(op_value: FlatSymbolRefAttr) -> str:
@@ -541,8 +517,8 @@ class ApplyOp(_GroupStepOp):
 
     operators = prop_def(ArrayAttr[TextAttr])
 
-    custom_directives = (Count, OperatorTexts)
-    assembly_format = _group_step_format("operators", "OperatorTexts")
+    custom_directives = (Count, CheckedOperatorTexts)
+    assembly_format = _group_step_format("operators", "CheckedOperatorTexts")
 
     def __init__(self, apply: model.Apply) -> None:
         operators = ArrayAttr([TextAttr(str(o)) for o in apply.operators])
