@@ -1250,19 +1250,6 @@ def _no_duplicates(name: str, what: str, indices: Sequence[Index]) -> None:
         seen.add(index)
 
 
-def _parse_optional_body(parser: Parser) -> Region:
-    region = parser.parse_optional_region()
-    return Region() if region is None else region
-
-
-def _print_optional_body(printer: Printer, region: Region) -> None:
-    block = region.blocks.first
-    if block is None or block.first_op is None:
-        return
-    printer.print_string(" ")
-    printer.print_region(region, print_entry_block_args=False, print_empty_block=False)
-
-
 def _at_most_one_block(op: Operation, region: Region) -> None:
     block = region.first_block
     if block is None:
