@@ -4,16 +4,24 @@ Counts, per dialect module, the source lines of every function or method that
 parses or prints IR text (``parse``, ``print``, ``parse_parameters``, ...,
 and module-level helpers named ``_parse*``/``_print*``/``parse_*``/``print_*``),
 of every custom assembly-format directive class, and the ``assembly_format``
-strings. Run: ``.venv/bin/python benchmarks/syntax_code_lines.py``; the table
-in ``docs/ir-syntax.md`` is what it prints.
+strings; attribute and type syntax (``parse_parameters``...) counts too.
+It reads the working tree and, from git, ``BEFORE`` (the last commit of
+``main`` before the ops were declared by ``assembly_format``; another
+revision with ``--before REV``), and prints both. Run:
+``.venv/bin/python benchmarks/syntax_code_lines.py``; the table in
+``docs/ir-syntax.md`` is what it prints.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
+import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent / "axisflow" / "dialects"
+REPO = Path(__file__).resolve().parent.parent
+DIALECTS = "axisflow/dialects"
+BEFORE = "1f57095"
 DIALECT_MODULES = {
     "batch": ["batch.py", "labels.py"],
     "sched": ["sched.py"],
@@ -63,11 +71,27 @@ def _lines(node: ast.AST) -> int:
     return node.end_lineno - start + 1  # type: ignore[attr-defined]
 
 
-def count(path: Path) -> tuple[int, list[str], list[str]]:
+def _source(name: str, revision: str | None) -> str | None:
+    """A dialect module's text in the working tree or at ``revision``."""
+    if revision is None:
+        path = REPO / DIALECTS / name
+        return path.read_text(encoding="utf-8") if path.exists() else None
+    shown = subprocess.run(
+        ["git", "show", f"{revision}:{DIALECTS}/{name}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def count(name: str, revision: str | None) -> tuple[int, list[str], list[str]]:
     """Syntax-code lines of a module, its declarative ops, its custom-syntax ops."""
-    if not path.exists():
+    source = _source(name, revision)
+    if source is None:
         return 0, [], []
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = ast.parse(source)
     total = 0
     declarative: list[str] = []
     custom: list[str] = []
@@ -113,28 +137,51 @@ def count(path: Path) -> tuple[int, list[str], list[str]]:
     return total, declarative, custom
 
 
-def main() -> None:
-    """Print the table."""
-    print(
-        f"{'dialect':<8} {'syntax lines':>12} {'declarative ops':>16} {'custom ops':>11}"
-    )
+def _table(revision: str | None) -> dict[str, tuple[int, list[str], list[str]]]:
+    found: dict[str, tuple[int, list[str], list[str]]] = {}
     for dialect, files in DIALECT_MODULES.items():
         total = 0
         declarative: list[str] = []
         custom: list[str] = []
         for name in files:
-            lines, found_declarative, found_custom = count(ROOT / name)
+            lines, found_declarative, found_custom = count(name, revision)
             total += lines
             declarative += found_declarative
             custom += found_custom
-        print(f"{dialect:<8} {total:>12} {len(declarative):>16} {len(custom):>11}")
-    for dialect, files in DIALECT_MODULES.items():
-        for name in files:
-            _, declarative, custom = count(ROOT / name)
-            if declarative:
-                print(f"{dialect} assembly_format: {', '.join(declarative)}")
-            if custom:
-                print(f"{dialect} custom parse/print: {', '.join(custom)}")
+        found[dialect] = (total, declarative, custom)
+    return found
+
+
+def main() -> None:
+    """Print the table: before and now, per dialect, and the ops of each kind."""
+    arguments = argparse.ArgumentParser(description=__doc__)
+    arguments.add_argument("--before", default=BEFORE, help="git revision to compare")
+    before_revision = arguments.parse_args().before
+    before, now = _table(before_revision), _table(None)
+    print(
+        f"{'dialect':<8} {'lines before':>12} {'lines now':>10} {'ratio':>6} "
+        f"{'ops':>4} {'declarative':>12} {'custom':>7}"
+    )
+    for dialect in DIALECT_MODULES:
+        lines_before = before[dialect][0]
+        lines_now, declarative, custom = now[dialect]
+        ratio = f"{lines_now / lines_before:.2f}" if lines_before else "-"
+        ops = len(declarative) + len(custom)
+        print(
+            f"{dialect:<8} {lines_before:>12} {lines_now:>10} {ratio:>6} "
+            f"{ops:>4} {len(declarative):>12} {len(custom):>7}"
+        )
+    total_before = sum(lines for lines, _, _ in before.values())
+    total_now = sum(lines for lines, _, _ in now.values())
+    print(
+        f"{'all':<8} {total_before:>12} {total_now:>10} "
+        f"{total_now / total_before:>6.2f}"
+    )
+    for dialect, (_, declarative, custom) in now.items():
+        if declarative:
+            print(f"{dialect} assembly_format: {', '.join(declarative)}")
+        if custom:
+            print(f"{dialect} custom parse/print: {', '.join(custom)}")
 
 
 if __name__ == "__main__":

@@ -87,8 +87,10 @@ from xdsl.utils.hints import isa
 
 from axisflow.dialects.fast_verify import FastVerifiedOp
 from axisflow.dialects.formats import (
+    AttributeAnchor,
     Body,
     I64Integer,
+    ListAnchor,
     NonEmptyBody,
     OptionalBody,
     UnknownKeyword,
@@ -200,20 +202,10 @@ class IndexList(CustomDirective):
 
 
 @irdl_custom_directive
-class NonEmptyIndexList(IndexList):
+class NonEmptyIndexList(ListAnchor, IndexList):
     """An index list that anchors an optional clause: present when not empty."""
 
     indices: AttributeVariable  # parameters are read from the class's own fields
-
-    def is_present(self, op: IRDLOperation) -> bool:
-        indices = self.indices.get(op)
-        return isinstance(indices, ArrayAttr) and bool(indices.data)
-
-    def is_anchorable(self) -> bool:
-        return True
-
-    def set_empty(self, state: ParsingState) -> None:
-        self.indices.set(state, ArrayAttr(()))
 
 
 @irdl_attr_definition
@@ -752,7 +744,7 @@ class Label(CustomDirective):
 
 
 @irdl_custom_directive
-class OperatorTexts(CustomDirective):
+class OperatorTexts(AttributeAnchor):
     """``["Ŝ{a_1,a_2;i_1,i_2}", ...]``: SeQuant operators, as written."""
 
     operators: AttributeVariable
@@ -772,12 +764,6 @@ class OperatorTexts(CustomDirective):
         assert isa(texts, ArrayAttr[TextAttr])
         state.print_whitespace(printer)
         printer.print_string(f"[{', '.join(quote_text(t.data) for t in texts)}]")
-
-    def is_present(self, op: IRDLOperation) -> bool:
-        return self.operators.is_present(op)
-
-    def is_anchorable(self) -> bool:
-        return self.operators.is_anchorable()
 
 
 @irdl_custom_directive
@@ -884,7 +870,7 @@ class CompositeExtents(CustomDirective):
 
 
 @irdl_custom_directive
-class Text(CustomDirective):
+class Text(AttributeAnchor):
     """A string literal held as a :class:`TextAttr` (Unicode kept readable)."""
 
     text: AttributeVariable
@@ -899,15 +885,9 @@ class Text(CustomDirective):
         state.print_whitespace(printer)
         printer.print_string(quote_text(text.data))
 
-    def is_present(self, op: IRDLOperation) -> bool:
-        return self.text.is_present(op)
-
-    def is_anchorable(self) -> bool:
-        return self.text.is_anchorable()
-
 
 @irdl_custom_directive
-class Factors(CustomDirective):
+class Factors(ListAnchor):
     """``@x [i_1, a_1] * @y [a_1, i_2]``: the two factors of a contraction,
     each with its labels and optional ``protos [...]``."""
 
@@ -934,16 +914,6 @@ class Factors(CustomDirective):
         assert isa(factors, ArrayAttr[FactorAttr])
         state.print_whitespace(printer)
         printer.print_string(" * ".join(self._factor_text(f) for f in factors.data))
-
-    def is_present(self, op: IRDLOperation) -> bool:
-        factors = self.factors.get(op)
-        return isinstance(factors, ArrayAttr) and bool(factors.data)
-
-    def is_anchorable(self) -> bool:
-        return True
-
-    def set_empty(self, state: ParsingState) -> None:
-        self.factors.set(state, ArrayAttr(()))
 
 
 @irdl_custom_directive

@@ -160,15 +160,46 @@ class ResultTypes(CustomDirective):
             printer.print_list(types, printer.print_attribute)
 
 
+class AttributeAnchor(CustomDirective):
+    """Base of directives over one attribute (their first parameter): they
+    anchor an optional group when the attribute is optional, present when set."""
+
+    def attribute(self) -> AttributeVariable:
+        """The attribute the directive parses and prints."""
+        variable = getattr(self, next(iter(self.parameters)))
+        assert isinstance(variable, AttributeVariable)
+        return variable
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self.attribute().is_present(op)
+
+    def is_anchorable(self) -> bool:
+        return self.attribute().is_anchorable()
+
+
+class ListAnchor(AttributeAnchor):
+    """Base of directives over an ``ArrayAttr`` property that anchor an
+    optional clause: present when not empty; a clause left out is empty."""
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        found = self.attribute().get(op)
+        return isinstance(found, ArrayAttr) and bool(found.data)
+
+    def is_anchorable(self) -> bool:
+        return True
+
+    def set_empty(self, state: ParsingState) -> None:
+        self.attribute().set(state, ArrayAttr(()))
+
+
 @irdl_custom_directive
-class Count(CustomDirective):
+class Count(AttributeAnchor):
     """``custom<Count>($n)``: a non-negative count, printed as a bare integer.
 
     Parsed by :func:`~axisflow.dialects.integers.parse_int` (a located error
     for an over-long literal, naming the op and the property) and stored by
     :func:`~axisflow.dialects.integers.count_attr`; at most ``MAXIMUM``
-    (``None``: any size). Anchors an optional group when the property is
-    optional.
+    (``None``: any size).
     """
 
     count: AttributeVariable
@@ -193,12 +224,6 @@ class Count(CustomDirective):
         assert isinstance(attr, IntegerAttr)
         state.print_whitespace(printer)
         printer.print_string(str(count_value(attr)))
-
-    def is_present(self, op: IRDLOperation) -> bool:
-        return self.count.is_present(op)
-
-    def is_anchorable(self) -> bool:
-        return self.count.is_anchorable()
 
 
 @irdl_custom_directive

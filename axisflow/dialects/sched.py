@@ -78,7 +78,6 @@ from xdsl.irdl import (
 )
 from xdsl.irdl.declarative_assembly_format import (
     AttributeVariable,
-    CustomDirective,
     ParsingState,
     PrintingState,
     irdl_custom_directive,
@@ -102,6 +101,7 @@ from axisflow.dialects.formats import (
     Body,
     Count,
     I64Count,
+    ListAnchor,
     UnknownKeyword,
 )
 from axisflow.dialects.integers import count_attr, count_value, parse_int
@@ -156,7 +156,7 @@ def _binds(binds: Sequence[model.Bind]) -> ArrayAttr[BindAttr]:
 
 
 @irdl_custom_directive
-class Binds(CustomDirective):
+class Binds(ListAnchor):
     """``[m:N, ...]`` with raw-text labels (``μ̃_1`` does not lex in MLIR).
 
     Anchors an optional clause: present when not empty.
@@ -185,16 +185,6 @@ class Binds(CustomDirective):
         )
         state.print_whitespace(printer)
         printer.print_string(f"[{text}]")
-
-    def is_present(self, op: IRDLOperation) -> bool:
-        binds = self.binds.get(op)
-        return isinstance(binds, ArrayAttr) and bool(binds.data)
-
-    def is_anchorable(self) -> bool:
-        return True
-
-    def set_empty(self, state: ParsingState) -> None:
-        self.binds.set(state, ArrayAttr(()))
 
 
 @irdl_custom_directive

@@ -94,6 +94,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
 from axisflow.dialects.formats import (
+    AttributeAnchor,
     Count,
     DefaultTypes,
     DefinedTypes,
@@ -880,7 +881,7 @@ class ValueEntry:
 
 
 @irdl_custom_directive
-class StringLines(CustomDirective):
+class StringLines(AttributeAnchor):
     """``{ "line" ... }``: an array of strings, one per line (shape schemes)."""
 
     lines: AttributeVariable
@@ -907,12 +908,6 @@ class StringLines(CustomDirective):
                 printer.print_string_literal(line.data)
         print_new_line(printer)
         printer.print_string("}")
-
-    def is_present(self, op: IRDLOperation) -> bool:
-        return self.lines.is_present(op)
-
-    def is_anchorable(self) -> bool:
-        return self.lines.is_anchorable()
 
 
 @irdl_custom_directive
