@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, NoneAttr, StringAttr
 from xdsl.ir import Attribute
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import DiagnosticException, VerifyException
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from axisflow.dialects.tprog import (
     FUNCTION_TABLES,
@@ -100,6 +102,29 @@ def test_tensor_type_verifier_refuses_a_basis_on_a_size_one() -> None:
     bases = ArrayAttr([StringAttr("rgb"), StringAttr("default")])
     with pytest.raises(VerifyException, match="a size 1 has the default basis"):
         TensorType.new((*parameters, bases)).verify()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '%c = "builtin.unrealized_conversion_cast"() : () -> i32\n'
+            "%t = tprog.transpose %c",
+            "tprog.transpose: operand 'input' (%c): i32 should be of base "
+            "attribute tprog.tensor",
+        ),
+        (
+            "%t = tprog.leaf : i32",
+            "tprog.leaf: result type: i32 should be of base attribute tprog.tensor",
+        ),
+    ],
+)
+def test_a_type_that_is_not_a_tensor_is_a_located_parse_error(
+    text: str, message: str
+) -> None:
+    # xDSL's declarative parser would raise a bare VerifyException here.
+    with pytest.raises(ParseError, match=re.escape(message)):
+        parse(text)
 
 
 def test_call_verification_builds_one_function_table_per_module() -> None:
