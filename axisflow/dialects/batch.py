@@ -83,7 +83,6 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.hints import isa
 
 from axisflow.dialects.fast_verify import FastVerifiedOp
 from axisflow.dialects.formats import (
@@ -195,8 +194,9 @@ class IndexList(CustomDirective):
         self.indices.set(state, ArrayAttr([IndexAttr.of(index) for index in labels]))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        indices = self.indices.get(op)
-        assert isa(indices, ArrayAttr[IndexAttr])
+        indices = cast(
+            ArrayAttr[IndexAttr], self.indices.get(op)
+        )  # the property's constraint
         state.print_whitespace(printer)
         printer.print_string(print_index_list([attr.index for attr in indices.data]))
 
@@ -760,8 +760,9 @@ class OperatorTexts(AttributeAnchor):
         self.operators.set(state, ArrayAttr([TextAttr(text) for text in texts]))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        texts = self.operators.get(op)
-        assert isa(texts, ArrayAttr[TextAttr])
+        texts = cast(
+            ArrayAttr[TextAttr], self.operators.get(op)
+        )  # the property's constraint
         state.print_whitespace(printer)
         printer.print_string(f"[{', '.join(quote_text(t.data) for t in texts)}]")
 
@@ -910,8 +911,9 @@ class Factors(ListAnchor):
         self.factors.set(state, ArrayAttr([first, self._parse_factor(parser)]))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        factors = self.factors.get(op)
-        assert isa(factors, ArrayAttr[FactorAttr])
+        factors = cast(
+            ArrayAttr[FactorAttr], self.factors.get(op)
+        )  # the property's constraint
         state.print_whitespace(printer)
         printer.print_string(" * ".join(self._factor_text(f) for f in factors.data))
 

@@ -56,7 +56,7 @@ these ops in ``axisflow.dialects.sched_model``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -86,7 +86,6 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.hints import isa
 
 from axisflow.dialects.batch import (
     ForestOp,
@@ -178,8 +177,9 @@ class Binds(ListAnchor):
         self.binds.set(state, _binds(binds))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        binds = self.binds.get(op)
-        assert isa(binds, ArrayAttr[BindAttr])
+        binds = cast(
+            ArrayAttr[BindAttr], self.binds.get(op)
+        )  # the property's constraint
         text = ", ".join(
             f"{b.mode.label.data}:{b.instance.value.data}" for b in binds.data
         )
@@ -201,8 +201,9 @@ class Demoted(Binds):
         self.binds.set(state, ArrayAttr(_int(i) for i in numbers))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        numbers = self.binds.get(op)
-        assert isa(numbers, ArrayAttr[IntegerAttr])
+        numbers = cast(
+            ArrayAttr[IntegerAttr], self.binds.get(op)
+        )  # the property's constraint
         state.print_whitespace(printer)
         printer.print_string(f"[{', '.join(str(i.value.data) for i in numbers)}]")
 

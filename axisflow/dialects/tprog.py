@@ -36,7 +36,7 @@ import re
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -91,7 +91,6 @@ from xdsl.traits import (
     SymbolUserOpInterface,
 )
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.hints import isa
 
 from axisflow.dialects.formats import (
     AttributeAnchor,
@@ -898,8 +897,9 @@ class StringLines(AttributeAnchor):
         self.lines.set(state, ArrayAttr(lines))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
-        lines = self.lines.get(op)
-        assert isa(lines, ArrayAttr[StringAttr])
+        lines = cast(
+            ArrayAttr[StringAttr], self.lines.get(op)
+        )  # the property's constraint
         state.print_whitespace(printer)
         printer.print_string("{")
         with printer.indented():
