@@ -44,6 +44,7 @@ from xdsl.dialects.builtin import (
     FlatSymbolRefAttr,
     IntegerAttr,
     StringAttr,
+    SymbolNameConstraint,
     SymbolRefAttr,
     i64,
 )
@@ -60,6 +61,7 @@ from xdsl.ir import (
 from xdsl.irdl import (
     AttrConstraint,
     IntConstraint,
+    IRDLOperation,
     VerificationContext,
     irdl_attr_definition,
     irdl_op_definition,
@@ -70,14 +72,30 @@ from xdsl.irdl import (
     region_def,
     traits_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from axisflow.dialects.fast_verify import FastVerifiedOp
+from axisflow.dialects.formats import (
+    AttributeAnchor,
+    Body,
+    I64Integer,
+    ListAnchor,
+    NonEmptyBody,
+    OptionalBody,
+    UnknownKeyword,
+)
 from axisflow.dialects.integers import parse_int
-from axisflow.dialects.keywords import END_OF_OP, reject_unknown_keyword
+from axisflow.dialects.keywords import END_OF_OP
 from axisflow.dialects.labels import (
     parse_index,
     parse_index_list,
@@ -159,6 +177,35 @@ class IndexAttr(ParametrizedAttribute):
 
 
 _INDEX_ATTRS: dict[Index, IndexAttr] = {}
+
+
+@irdl_custom_directive
+class IndexList(CustomDirective):
+    """``[a_1<i_1,i_2>, i_1]``: a list of SeQuant labels, read as raw text.
+
+    Labels are not MLIR tokens (``a_1<i_1,i_2>``, ``μ̃_1``), so the list is
+    scanned by :func:`~axisflow.dialects.labels.parse_index_list`.
+    """
+
+    indices: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        labels = parse_index_list(parser)
+        self.indices.set(state, ArrayAttr([IndexAttr.of(index) for index in labels]))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        indices = cast(
+            ArrayAttr[IndexAttr], self.indices.get(op)
+        )  # the property's constraint
+        state.print_whitespace(printer)
+        printer.print_string(print_index_list([attr.index for attr in indices.data]))
+
+
+@irdl_custom_directive
+class NonEmptyIndexList(ListAnchor, IndexList):
+    """An index list that anchors an optional clause: present when not empty."""
+
+    indices: AttributeVariable  # parameters are read from the class's own fields
 
 
 @irdl_attr_definition
@@ -624,6 +671,309 @@ def _parse_int(parser: Parser, what: str) -> int:
 
 
 # --------------------------------------------------------------------------
+# Custom assembly-format directives (labels and texts are not MLIR tokens)
+# --------------------------------------------------------------------------
+
+
+class _SpaceKeyBase(CustomDirective):
+    """An index-space key, bare (``i``, ``Κ``, ``μ̃``) or quoted; subclasses
+    say which attribute holds it."""
+
+    key: AttributeVariable
+
+    def _attr(self, key: str) -> Attribute:
+        raise NotImplementedError
+
+    def _text(self, attr: Attribute) -> str:
+        raise NotImplementedError
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.key.set(state, self._attr(parse_key(parser)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        attr = self.key.get(op)
+        assert attr is not None
+        key = self._text(attr)
+        state.print_whitespace(printer)
+        printer.print_string(key if key[0].isalpha() else quote_text(key))
+
+
+@irdl_custom_directive
+class SpaceKey(_SpaceKeyBase):
+    """An index-space key held as a :class:`TextAttr`."""
+
+    key: AttributeVariable  # parameters are read from the class's own fields
+
+    def _attr(self, key: str) -> Attribute:
+        return TextAttr(key)
+
+    def _text(self, attr: Attribute) -> str:
+        assert isinstance(attr, TextAttr)
+        return attr.data
+
+
+@irdl_custom_directive
+class IndexSpaceKey(_SpaceKeyBase):
+    """An index-space key held as an :class:`IndexAttr` (``batch.space``)."""
+
+    key: AttributeVariable  # parameters are read from the class's own fields
+
+    def _attr(self, key: str) -> Attribute:
+        return IndexAttr(key)
+
+    def _text(self, attr: Attribute) -> str:
+        assert isinstance(attr, IndexAttr)
+        return attr.label.data
+
+
+@irdl_custom_directive
+class Label(CustomDirective):
+    """One index label (``Κ_1``, ``a_1<i_1,i_2>``), quoted only if the lexer
+    cannot start it."""
+
+    index: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.index.set(state, IndexAttr.of(parse_index(parser)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        attr = self.index.get(op)
+        assert isinstance(attr, IndexAttr)
+        state.print_whitespace(printer)
+        printer.print_string(print_label(attr.index))
+
+
+@irdl_custom_directive
+class OperatorTexts(AttributeAnchor):
+    """``["Ŝ{a_1,a_2;i_1,i_2}", ...]``: SeQuant operators, as written."""
+
+    operators: AttributeVariable
+
+    def check(self, parser: Parser, state: ParsingState, texts: list[str]) -> None:
+        """Refuse malformed operators when parsed (none here: the verifier's)."""
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        texts = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parse_text(parser, "an operator")
+        )
+        self.check(parser, state, texts)
+        self.operators.set(state, ArrayAttr([TextAttr(text) for text in texts]))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        texts = cast(
+            ArrayAttr[TextAttr], self.operators.get(op)
+        )  # the property's constraint
+        state.print_whitespace(printer)
+        printer.print_string(f"[{', '.join(quote_text(t.data) for t in texts)}]")
+
+
+@irdl_custom_directive
+class ProtoPairs(CustomDirective):
+    """The optional ``protos [mode = label, ...]`` clause."""
+
+    protos: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        pairs = parse_proto_pairs(parser)
+        if pairs:
+            self.protos.set(state, ProtoMapAttr(pairs))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        protos = self.protos.get(op)
+        if isinstance(protos, ProtoMapAttr) and protos.pairs:
+            state.print_whitespace(printer)
+            printer.print_string(print_proto_pairs(protos.pairs).lstrip())
+
+
+@irdl_custom_directive
+class Coefficient(CustomDirective):
+    """``-1/2``: a rational coefficient (numerator and denominator
+    properties); present when it is not 1."""
+
+    numerator: AttributeVariable
+    denominator: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        negative = parser.parse_optional_punctuation("-") is not None
+        numerator = _parse_int(parser, f"{state.op_type.name} coefficient")
+        denominator = 1
+        if parser.parse_optional_punctuation("/"):
+            at = parser.pos
+            denominator = _parse_int(
+                parser, f"{state.op_type.name} coefficient denominator"
+            )
+            if denominator <= 0:
+                parser.raise_error(
+                    "coefficient denominator must be positive", at, parser.pos
+                )
+        coeff = Fraction(-numerator if negative else numerator, denominator)
+        self.numerator.set(state, IntegerAttr(coeff.numerator, i64))
+        self.denominator.set(state, IntegerAttr(coeff.denominator, i64))
+
+    def _coeff(self, op: IRDLOperation) -> Fraction:
+        numerator = self.numerator.get(op)
+        denominator = self.denominator.get(op)
+        assert isinstance(numerator, IntegerAttr)
+        assert isinstance(denominator, IntegerAttr)
+        return Fraction(numerator.value.data, denominator.value.data)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_string(str(self._coeff(op)))
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self._coeff(op) != 1
+
+    def is_anchorable(self) -> bool:
+        return True
+
+    def set_empty(self, state: ParsingState) -> None:
+        self.numerator.set(state, IntegerAttr(1, i64))
+        self.denominator.set(state, IntegerAttr(1, i64))
+
+
+@irdl_custom_directive
+class CompositeExtents(CustomDirective):
+    """``{2 = 40, 3 = 12}``: extents per composite kind (number of protos)."""
+
+    composite: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        parser.parse_punctuation("{")
+        extents: dict[int, int] = {}
+        while True:
+            at = parser.pos
+            protos = _parse_int(parser, "the number of protos of a composite kind")
+            if protos in extents:
+                parser.raise_error(f"composite kind {protos} given twice", at)
+            parser.parse_punctuation("=")
+            extents[protos] = _parse_int(parser, "a composite extent")
+            if not parser.parse_optional_punctuation(","):
+                break
+        parser.parse_punctuation("}")
+        table = {
+            str(protos): IntegerAttr(size, i64)
+            for protos, size in sorted(extents.items())
+        }
+        self.composite.set(state, DictionaryAttr(table))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        assert isinstance(op, SpaceOp)
+        table = ", ".join(f"{p} = {n}" for p, n in op.composite_extents)
+        state.print_whitespace(printer)
+        printer.print_string(f"{{{table}}}")
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return isinstance(op, SpaceOp) and bool(op.composite_extents)
+
+    def is_anchorable(self) -> bool:
+        return True
+
+
+@irdl_custom_directive
+class Text(AttributeAnchor):
+    """A string literal held as a :class:`TextAttr` (Unicode kept readable)."""
+
+    text: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        what = f"the {self.text.name} of {state.op_type.name}"
+        self.text.set(state, TextAttr(parse_text(parser, what)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        text = self.text.get(op)
+        assert isinstance(text, TextAttr)
+        state.print_whitespace(printer)
+        printer.print_string(quote_text(text.data))
+
+
+@irdl_custom_directive
+class Factors(ListAnchor):
+    """``@x [i_1, a_1] * @y [a_1, i_2]``: the two factors of a contraction,
+    each with its labels and optional ``protos [...]``."""
+
+    factors: AttributeVariable
+
+    @staticmethod
+    def _parse_factor(parser: Parser) -> FactorAttr:
+        symbol = parser.parse_symbol_name().data
+        indices = parse_index_list(parser)
+        return shared_factor(symbol, indices, parse_proto_pairs(parser))
+
+    @staticmethod
+    def _factor_text(factor: FactorAttr) -> str:
+        labels = print_index_list([a.index for a in factor.indices.data])
+        return f"@{factor.symbol} {labels}{print_proto_pairs(factor.protos.pairs)}"
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        first = self._parse_factor(parser)
+        parser.parse_punctuation("*", " between the two factors")
+        self.factors.set(state, ArrayAttr([first, self._parse_factor(parser)]))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        factors = cast(
+            ArrayAttr[FactorAttr], self.factors.get(op)
+        )  # the property's constraint
+        state.print_whitespace(printer)
+        printer.print_string(" * ".join(self._factor_text(f) for f in factors.data))
+
+
+@irdl_custom_directive
+class ValueKeywords(UnknownKeyword):
+    """A misspelt clause of ``batch.value``: ``contracted``, then ``leaf``
+    (with ``symmetry``) or ``=`` and the factors."""
+
+    EXPECTED = ("contracted", "leaf", "=")
+
+    def expected(self, state: ParsingState) -> tuple[str, ...]:
+        properties = state.properties
+        if "tensor" in properties:
+            return ("symmetry",)
+        factors = properties.get("factors")
+        if isinstance(factors, ArrayAttr) and factors.data:
+            return ()
+        contracted = properties.get("contracted")
+        if isinstance(contracted, ArrayAttr) and contracted.data:
+            return ("leaf", "=")
+        return self.EXPECTED
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if "symmetry" not in state.properties:  # nothing may follow it but attributes
+            super().parse(parser, state)
+
+
+@irdl_custom_directive
+class SpaceKeywords(UnknownKeyword):
+    """A misspelt clause of ``batch.space``."""
+
+    EXPECTED = ("extent", "elem", "composite")
+    CLAUSES = ("extent", "elem", "composite")
+
+
+@irdl_custom_directive
+class TreeKeywords(UnknownKeyword):
+    """A misspelt clause of ``batch.tree``."""
+
+    EXPECTED = ("coeff", "operators")
+    THEN = ("a region", *END_OF_OP)
+
+    def expected(self, state: ParsingState) -> tuple[str, ...]:
+        numerator = state.properties.get("coeff_num")
+        denominator = state.properties.get("coeff_den")
+        given = (numerator, denominator) != (IntegerAttr(1, i64), IntegerAttr(1, i64))
+        return ("operators",) if given else self.EXPECTED
+
+
+@irdl_custom_directive
+class LoopKeywords(UnknownKeyword):
+    """A misspelt ``slot`` of ``batch.loop`` (where no region follows)."""
+
+    EXPECTED = ("slot",)
+    THEN = ("a region", *END_OF_OP)
+    CLAUSES = ("slot",)
+
+
+# --------------------------------------------------------------------------
 # Operations
 # --------------------------------------------------------------------------
 
@@ -649,6 +999,14 @@ class SpaceOp(FastVerifiedOp):
     composite = opt_prop_def(DictionaryAttr)
 
     traits = lazy_traits_def(lambda: (HasParent(ForestOp),))
+
+    custom_directives = (IndexSpaceKey, I64Integer, CompositeExtents, SpaceKeywords)
+    assembly_format = (
+        "custom<IndexSpaceKey>($key) (`extent` custom<I64Integer>($extent)^)? "
+        "(`elem` custom<I64Integer>($elem)^)? "
+        "(`composite` custom<CompositeExtents>($composite)^)? "
+        "custom<SpaceKeywords>() attr-dict"
+    )
 
     def __init__(
         self,
@@ -725,50 +1083,6 @@ class SpaceOp(FastVerifiedOp):
                         "must be a positive integer"
                     )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> SpaceOp:
-        key = parse_key(parser)
-        extent = elem = None
-        if parser.parse_optional_keyword("extent"):
-            extent = _parse_int(parser, "batch.space extent")
-        if parser.parse_optional_keyword("elem"):
-            elem = _parse_int(parser, "batch.space elem")
-        composites: list[tuple[int, int]] = []
-        has_composite = parser.parse_optional_keyword("composite") is not None
-        if has_composite:
-            parser.parse_punctuation("{")
-            while True:
-                at = parser.pos
-                protos = _parse_int(parser, "the number of protos of a composite kind")
-                if any(protos == seen for seen, _ in composites):
-                    parser.raise_error(f"composite kind {protos} given twice", at)
-                parser.parse_punctuation("=")
-                composites.append((protos, _parse_int(parser, "a composite extent")))
-                if not parser.parse_optional_punctuation(","):
-                    break
-            parser.parse_punctuation("}")
-        op = cls(key, extent, elem, composites)
-        # The clauses come in this order: only those after the last one parsed.
-        later = ["extent", "elem", "composite"]
-        for parsed, clause in ((extent, 1), (elem, 2), (has_composite or None, 3)):
-            if parsed is not None:
-                later = ["extent", "elem", "composite"][clause:]
-        reject_unknown_keyword(parser, "batch.space", later)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        key = self.space_key
-        printer.print_string(" " + (key if key[0].isalpha() else quote_text(key)))
-        if self.extent_value is not None:
-            printer.print_string(f" extent {self.extent_value}")
-        if self.elem_value is not None:
-            printer.print_string(f" elem {self.elem_value}")
-        if self.composite_extents:
-            table = ", ".join(f"{p} = {n}" for p, n in self.composite_extents)
-            printer.print_string(f" composite {{{table}}}")
-        printer.print_op_attributes(self.attributes)
-
 
 @irdl_op_definition
 class ValueOp(FastVerifiedOp):
@@ -783,7 +1097,7 @@ class ValueOp(FastVerifiedOp):
 
     name = "batch.value"
 
-    sym_name = prop_def(StringAttr)
+    sym_name = prop_def(SymbolNameConstraint())
     result = prop_def(LABEL_LIST)
     contracted = prop_def(LABEL_LIST)
     tensor = opt_prop_def(TextAttr)
@@ -791,6 +1105,14 @@ class ValueOp(FastVerifiedOp):
     factors = prop_def(ArrayAttr[FactorAttr])
 
     traits = lazy_traits_def(lambda: (HasParent(ForestOp),))
+
+    custom_directives = (IndexList, NonEmptyIndexList, Text, Factors, ValueKeywords)
+    assembly_format = (
+        "$sym_name custom<IndexList>($result) "
+        "(`contracted` custom<NonEmptyIndexList>($contracted)^)? "
+        "(`leaf` custom<Text>($tensor)^ (`symmetry` custom<Text>($symmetry)^)?) : "
+        "((`=` custom<Factors>($factors)^)?)? custom<ValueKeywords>() attr-dict"
+    )
 
     def __init__(
         self,
@@ -891,75 +1213,6 @@ class ValueOp(FastVerifiedOp):
                     "factors)"
                 )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ValueOp:
-        sym_name = parser.parse_symbol_name().data
-        result = parse_index_list(parser)
-        contracted: list[Index] = []
-        tensor = symmetry = None
-        factors: list[FactorAttr] = []
-        has_contracted = parser.parse_optional_keyword("contracted") is not None
-        if has_contracted:
-            contracted = parse_index_list(parser)
-        if parser.parse_optional_keyword("leaf"):
-            tensor = parse_text(parser, "the leaf tensor label")
-            if parser.parse_optional_keyword("symmetry"):
-                symmetry = parse_text(parser, "the symmetry")
-            else:
-                reject_unknown_keyword(parser, "batch.value", ["symmetry"])
-        elif parser.parse_optional_punctuation("="):
-            factors.append(_parse_factor(parser))
-            parser.parse_punctuation("*", " between the two factors")
-            factors.append(_parse_factor(parser))
-            reject_unknown_keyword(parser, "batch.value", [])
-        else:
-            reject_unknown_keyword(
-                parser,
-                "batch.value",
-                ["leaf", "="] if has_contracted else ["contracted", "leaf", "="],
-            )
-        op = cls(
-            sym_name,
-            result,
-            contracted,
-            tensor=tensor,
-            symmetry=symmetry,
-            factors=factors,
-        )
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.value_name)
-        printer.print_string(" " + print_index_list(self.result_indices))
-        if self.contracted.data:
-            printer.print_string(
-                " contracted " + print_index_list(self.contracted_indices)
-            )
-        if self.tensor is not None:
-            printer.print_string(" leaf " + quote_text(self.tensor.data))
-            if self.symmetry is not None:
-                printer.print_string(" symmetry " + quote_text(self.symmetry.data))
-        if self.factors.data:
-            printer.print_string(" = ")
-            _print_factor(printer, self.factors.data[0])
-            printer.print_string(" * ")
-            _print_factor(printer, self.factors.data[1])
-        printer.print_op_attributes(self.attributes)
-
-
-def _parse_factor(parser: Parser) -> FactorAttr:
-    symbol = parser.parse_symbol_name().data
-    indices = parse_index_list(parser)
-    return shared_factor(symbol, indices, parse_proto_pairs(parser))
-
-
-def _print_factor(printer: Printer, factor: FactorAttr) -> None:
-    printer.print_symbol_name(factor.symbol)
-    printer.print_string(" " + print_index_list([a.index for a in factor.indices.data]))
-    printer.print_string(print_proto_pairs(factor.protos.pairs))
-
 
 def _no_duplicates(name: str, what: str, indices: Sequence[Index]) -> None:
     seen: set[Index] = set()
@@ -967,19 +1220,6 @@ def _no_duplicates(name: str, what: str, indices: Sequence[Index]) -> None:
         if index in seen:
             raise VerifyException(f"{name}: index {index} repeated in the {what}")
         seen.add(index)
-
-
-def _parse_optional_body(parser: Parser) -> Region:
-    region = parser.parse_optional_region()
-    return Region() if region is None else region
-
-
-def _print_optional_body(printer: Printer, region: Region) -> None:
-    block = region.blocks.first
-    if block is None or block.first_op is None:
-        return
-    printer.print_string(" ")
-    printer.print_region(region, print_entry_block_args=False, print_empty_block=False)
 
 
 def _at_most_one_block(op: Operation, region: Region) -> None:
@@ -1000,13 +1240,20 @@ class TreeOp(FastVerifiedOp):
 
     name = "batch.tree"
 
-    sym_name = prop_def(StringAttr)
+    sym_name = prop_def(SymbolNameConstraint())
     coeff_num = prop_def(IntegerAttr)
     coeff_den = prop_def(IntegerAttr)
     operators = opt_prop_def(ArrayAttr[TextAttr])
     body = region_def()
 
     traits = lazy_traits_def(lambda: (HasParent(ForestOp), NoTerminator()))
+
+    custom_directives = (Coefficient, OperatorTexts, TreeKeywords, OptionalBody)
+    assembly_format = (
+        "$sym_name (`coeff` custom<Coefficient>($coeff_num, $coeff_den)^)? "
+        "(`operators` custom<OperatorTexts>($operators)^) : (custom<TreeKeywords>())? "
+        "custom<OptionalBody>($body) attr-dict"
+    )
 
     def __init__(
         self,
@@ -1060,54 +1307,6 @@ class TreeOp(FastVerifiedOp):
                 "positive"
             )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> TreeOp:
-        sym_name = parser.parse_symbol_name().data
-        coeff = Fraction(1)
-        has_coeff = parser.parse_optional_keyword("coeff") is not None
-        if has_coeff:
-            negative = parser.parse_optional_punctuation("-") is not None
-            numerator = _parse_int(parser, "batch.tree coefficient")
-            denominator = 1
-            if parser.parse_optional_punctuation("/"):
-                at = parser.pos
-                denominator = _parse_int(parser, "batch.tree coefficient denominator")
-                if denominator <= 0:
-                    parser.raise_error(
-                        "coefficient denominator must be positive", at, parser.pos
-                    )
-            coeff = Fraction(-numerator if negative else numerator, denominator)
-        operators: list[str] = []
-        if parser.parse_optional_keyword("operators"):
-            operators = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, lambda: parse_text(parser, "an operator")
-            )
-        else:
-            reject_unknown_keyword(
-                parser,
-                "batch.tree",
-                ["operators"] if has_coeff else ["coeff", "operators"],
-                then=("a region", *END_OF_OP),
-            )
-        body = _parse_optional_body(parser)
-        if not body.blocks:
-            body.add_block(Block())
-        op = cls(sym_name, coeff, body, operators)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.tree_name)
-        if self.coeff != 1:
-            printer.print_string(f" coeff {self.coeff}")
-        if self.operators is not None:
-            texts = ", ".join(quote_text(t.data) for t in self.operators)
-            printer.print_string(f" operators [{texts}]")
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
-        printer.print_op_attributes(self.attributes)
-
 
 @irdl_op_definition
 class LoopOp(FastVerifiedOp):
@@ -1125,6 +1324,12 @@ class LoopOp(FastVerifiedOp):
     body = region_def()
 
     traits = lazy_traits_def(lambda: (HasParent(TreeOp, LoopOp, UseOp), NoTerminator()))
+
+    custom_directives = (Label, I64Integer, LoopKeywords, OptionalBody)
+    assembly_format = (
+        "custom<Label>($index) (`slot` custom<I64Integer>($slot)^)? "
+        "custom<LoopKeywords>() custom<OptionalBody>($body) attr-dict"
+    )
 
     def __init__(
         self,
@@ -1170,34 +1375,6 @@ class LoopOp(FastVerifiedOp):
                     f"{key!r} (declare it with batch.space)"
                 )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> LoopOp:
-        index = parse_index(parser)
-        slot = None
-        if parser.parse_optional_keyword("slot"):
-            slot = _parse_int(parser, "batch.loop slot")
-        body = _parse_optional_body(parser)
-        if not body.blocks:
-            # No region: a word here may be a misspelt `slot`.
-            reject_unknown_keyword(
-                parser,
-                "batch.loop",
-                ["slot"] if slot is None else [],
-                then=("a region", *END_OF_OP),
-            )
-            body.add_block(Block())
-        op = cls(index, slot, body)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" " + print_label(self.loop_index))
-        if self.slot_value is not None:
-            printer.print_string(f" slot {self.slot_value}")
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
-        printer.print_op_attributes(self.attributes)
-
 
 @irdl_op_definition
 class UseOp(FastVerifiedOp):
@@ -1216,6 +1393,12 @@ class UseOp(FastVerifiedOp):
     body = region_def()
 
     traits = lazy_traits_def(lambda: (HasParent(TreeOp, LoopOp, UseOp), NoTerminator()))
+
+    custom_directives = (IndexList, ProtoPairs, NonEmptyBody)
+    assembly_format = (
+        "$value custom<IndexList>($carried) custom<ProtoPairs>($protos) "
+        "custom<NonEmptyBody>($body) attr-dict"
+    )
 
     def __init__(
         self,
@@ -1282,24 +1465,6 @@ class UseOp(FastVerifiedOp):
             raise VerifyException(f"batch.use @{name}: use of unknown value @{name}")
         table.check_use(self, value, carried)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> UseOp:
-        value = parser.parse_symbol_name().data
-        carried = parse_index_list(parser)
-        protos = parse_proto_pairs(parser)
-        body = _parse_optional_body(parser)
-        op = cls(value, carried, body, protos)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.value_name)
-        printer.print_string(" " + print_index_list(self.carried_indices))
-        printer.print_string(print_proto_pairs(self.proto_pairs))
-        _print_optional_body(printer, self.body)
-        printer.print_op_attributes(self.attributes)
-
 
 @irdl_op_definition
 class ForestOp(FastVerifiedOp):
@@ -1311,10 +1476,13 @@ class ForestOp(FastVerifiedOp):
 
     name = "batch.forest"
 
-    sym_name = opt_prop_def(StringAttr)
+    sym_name = opt_prop_def(SymbolNameConstraint())
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
+
+    custom_directives = (Body,)
+    assembly_format = "$sym_name attr-dict-with-keyword custom<Body>($body)"
 
     def __init__(
         self, body: Region | Sequence[Operation] = (), sym_name: str | None = None
@@ -1359,26 +1527,6 @@ class ForestOp(FastVerifiedOp):
         table = ForestTable.of(self)
         if table is not None:
             table.check_factors()
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ForestOp:
-        sym_name = parser.parse_optional_symbol_name()
-        attrs = parser.parse_optional_attr_dict_with_keyword()
-        region = parser.parse_region()
-        if not region.blocks:
-            region.add_block(Block())
-        op = cls(region, None if sym_name is None else sym_name.data)
-        if attrs is not None:
-            op.attributes |= attrs.data
-        return op
-
-    def print(self, printer: Printer) -> None:
-        if self.sym_name is not None:
-            printer.print_string(" ")
-            printer.print_symbol_name(self.sym_name.data)
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
 
 
 # --------------------------------------------------------------------------

@@ -56,6 +56,7 @@ these ops in ``axisflow.dialects.sched_model``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -67,6 +68,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Dialect, Operation, ParametrizedAttribute, Region
 from xdsl.irdl import (
+    IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
@@ -74,22 +76,36 @@ from xdsl.irdl import (
     prop_def,
     region_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from axisflow.dialects.batch import ForestOp, IndexAttr, TextAttr
+from axisflow.dialects.batch import (
+    ForestOp,
+    IndexAttr,
+    IndexList,
+    OperatorTexts,
+    SpaceKey,
+    TextAttr,
+)
 from axisflow.dialects.fast_verify import FastVerifiedOp
+from axisflow.dialects.formats import (
+    Body,
+    Count,
+    I64Count,
+    ListAnchor,
+    UnknownKeyword,
+)
 from axisflow.dialects.integers import count_attr, count_value, parse_int
-from axisflow.dialects.keywords import reject_unknown_keyword
 from axisflow.dialects.labels import (
     parse_index,
-    parse_index_list,
-    parse_key,
-    parse_text,
-    print_index_list,
-    quote_text,
 )
 from axisflow.residual import Operator, OperatorError
 from axisflow.roles.index import Index, is_key_char
@@ -138,39 +154,90 @@ def _binds(binds: Sequence[model.Bind]) -> ArrayAttr[BindAttr]:
     return ArrayAttr(BindAttr.of(b) for b in binds)
 
 
-def _parse_binds(parser: Parser) -> list[model.Bind]:
-    """``[m:N, ...]`` with raw-text labels (``μ̃_1`` does not lex in MLIR)."""
-    parser.parse_punctuation("[")
-    binds: list[model.Bind] = []
-    if parser.parse_optional_punctuation("]") is not None:
-        return binds
-    while True:
-        mode = parse_index(parser)
-        parser.parse_punctuation(":", " after a mode (mode:instance)")
-        instance = parse_int(parser, "a loop instance", allow_negative=False)
-        binds.append(model.Bind(mode, instance))
-        if parser.parse_optional_punctuation(",") is None:
-            parser.parse_punctuation("]", " to close the list")
-            return binds
+@irdl_custom_directive
+class Binds(ListAnchor):
+    """``[m:N, ...]`` with raw-text labels (``μ̃_1`` does not lex in MLIR).
+
+    Anchors an optional clause: present when not empty.
+    """
+
+    binds: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        parser.parse_punctuation("[")
+        binds: list[model.Bind] = []
+        while parser.parse_optional_punctuation("]") is None:
+            mode = parse_index(parser)
+            parser.parse_punctuation(":", " after a mode (mode:instance)")
+            instance = parse_int(parser, "a loop instance", allow_negative=False)
+            binds.append(model.Bind(mode, instance))
+            if parser.parse_optional_punctuation(",") is None:
+                parser.parse_punctuation("]", " to close the list")
+                break
+        self.binds.set(state, _binds(binds))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        binds = cast(
+            ArrayAttr[BindAttr], self.binds.get(op)
+        )  # the property's constraint
+        text = ", ".join(
+            f"{b.mode.label.data}:{b.instance.value.data}" for b in binds.data
+        )
+        state.print_whitespace(printer)
+        printer.print_string(f"[{text}]")
 
 
-def _print_binds(printer: Printer, keyword: str, binds: ArrayAttr[BindAttr]) -> None:
-    if not binds.data:
-        return
-    text = ", ".join(f"{b.mode.label.data}:{b.instance.value.data}" for b in binds.data)
-    printer.print_string(f" {keyword} [{text}]")
+@irdl_custom_directive
+class Demoted(Binds):
+    """``[N, ...]``: the loop instances on which a role was demoted."""
+
+    binds: AttributeVariable  # parameters are read from the class's own fields
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        numbers = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE,
+            lambda: parse_int(parser, "a demoted instance", allow_negative=False),
+        )
+        self.binds.set(state, ArrayAttr(_int(i) for i in numbers))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        numbers = cast(
+            ArrayAttr[IntegerAttr], self.binds.get(op)
+        )  # the property's constraint
+        state.print_whitespace(printer)
+        printer.print_string(f"[{', '.join(str(i.value.data) for i in numbers)}]")
 
 
-def _parse_int_list(parser: Parser) -> list[int]:
-    return parser.parse_comma_separated_list(
-        parser.Delimiter.SQUARE,
-        lambda: parse_int(parser, "a demoted instance", allow_negative=False),
-    )
+@irdl_custom_directive
+class BuildKeywords(UnknownKeyword):
+    """A misspelt clause of ``sched.build``."""
+
+    EXPECTED = ("slice", "sum", "demoted", "bytes")
+    THEN = ()
+    CLAUSES = ("slices", "sums", "demoted")
 
 
-def _parse_bytes(parser: Parser) -> int:
-    parser.parse_keyword("bytes")
-    return parse_int(parser, "a size in bytes", None, allow_negative=False)
+@irdl_custom_directive
+class BufferKeywords(UnknownKeyword):
+    """A misspelt clause of ``sched.buffer``."""
+
+    EXPECTED = ("slice", "zero", "bytes")
+    THEN = ()
+    CLAUSES = ("slices", "zero")
+
+
+@irdl_custom_directive
+class CheckedOperatorTexts(OperatorTexts):
+    """Operators refused when parsed if malformed (a schedule is machine-written)."""
+
+    operators: AttributeVariable  # parameters are read from the class's own fields
+
+    def check(self, parser: Parser, state: ParsingState, texts: list[str]) -> None:
+        for text in texts:
+            try:
+                Operator.parse(text)
+            except OperatorError as error:
+                parser.raise_error(f"{state.op_type.name}: {error}")
 
 
 def _symbol(op_value: FlatSymbolRefAttr) -> str:
@@ -206,6 +273,13 @@ class BuildOp(FastVerifiedOp):
 
     traits = _IN_SCHEDULE
 
+    custom_directives = (Binds, Demoted, BuildKeywords, Count)
+    assembly_format = (
+        "$value (`slice` custom<Binds>($slices)^)? (`sum` custom<Binds>($sums)^)? "
+        "(`demoted` custom<Demoted>($demoted)^)? custom<BuildKeywords>() "
+        "`bytes` custom<Count>($bytes) attr-dict"
+    )
+
     def __init__(self, build: model.Build) -> None:
         super().__init__(
             properties={
@@ -231,36 +305,6 @@ class BuildOp(FastVerifiedOp):
         if count_value(self.size) < 0:
             raise VerifyException("sched.build: bytes must be non-negative")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> BuildOp:
-        value = parser.parse_symbol_name().data
-        expected = ["slice", "sum", "demoted", "bytes"]  # what may still come
-        slices: list[model.Bind] = []
-        sums: list[model.Bind] = []
-        demoted: list[int] = []
-        if parser.parse_optional_keyword("slice"):
-            slices, expected = _parse_binds(parser), expected[1:]
-        if parser.parse_optional_keyword("sum"):
-            sums, expected = _parse_binds(parser), expected[-2:]
-        if parser.parse_optional_keyword("demoted"):
-            demoted, expected = _parse_int_list(parser), expected[-1:]
-        reject_unknown_keyword(parser, "sched.build", expected, then=())
-        size = _parse_bytes(parser)
-        op = cls(model.Build(value, tuple(slices), tuple(sums), tuple(demoted), size))
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(_symbol(self.value))
-        _print_binds(printer, "slice", self.slices)
-        _print_binds(printer, "sum", self.sums)
-        if self.demoted.data:
-            numbers = ", ".join(str(i.value.data) for i in self.demoted.data)
-            printer.print_string(f" demoted [{numbers}]")
-        printer.print_string(f" bytes {count_value(self.size)}")
-        printer.print_op_attributes(self.attributes)
-
 
 @irdl_op_definition
 class BufferOp(FastVerifiedOp):
@@ -275,6 +319,12 @@ class BufferOp(FastVerifiedOp):
     size = prop_def(IntegerAttr, prop_name="bytes")
 
     traits = _IN_SCHEDULE
+
+    custom_directives = (Binds, BufferKeywords, Count)
+    assembly_format = (
+        "$value (`slice` custom<Binds>($slices)^)? (`zero` $zero^)? "
+        "custom<BufferKeywords>() `bytes` custom<Count>($bytes) attr-dict"
+    )
 
     def __init__(self, buffer: model.Buffer) -> None:
         super().__init__(
@@ -299,31 +349,6 @@ class BufferOp(FastVerifiedOp):
         if count_value(self.size) < 0:
             raise VerifyException("sched.buffer: bytes must be non-negative")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> BufferOp:
-        value = parser.parse_symbol_name().data
-        expected = ["slice", "zero", "bytes"]  # what may still come
-        slices: list[model.Bind] = []
-        if parser.parse_optional_keyword("slice"):
-            slices, expected = _parse_binds(parser), expected[1:]
-        zero = parser.parse_optional_keyword("zero") is not None
-        if zero:
-            expected = expected[-1:]
-        reject_unknown_keyword(parser, "sched.buffer", expected, then=())
-        size = _parse_bytes(parser)
-        op = cls(model.Buffer(value, tuple(slices), zero, size))
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(_symbol(self.value))
-        _print_binds(printer, "slice", self.slices)
-        if self.zero is not None:
-            printer.print_string(" zero")
-        printer.print_string(f" bytes {count_value(self.size)}")
-        printer.print_op_attributes(self.attributes)
-
 
 class _WriteOp(FastVerifiedOp):
     """Shared shape of ``sched.scatter`` and ``sched.accumulate``; with
@@ -335,6 +360,9 @@ class _WriteOp(FastVerifiedOp):
     tree = opt_prop_def(FlatSymbolRefAttr)
 
     traits = _IN_SCHEDULE
+
+    custom_directives = (Count,)
+    assembly_format = "$value (`into` custom<Count>($into) `for` $tree^)? attr-dict"
 
     def __init__(
         self, value: str, into: int | None = None, tree: str | None = None
@@ -359,26 +387,6 @@ class _WriteOp(FastVerifiedOp):
             None if self.into is None else count_value(self.into),
             None if self.tree is None else _symbol(self.tree),
         )
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        value = parser.parse_symbol_name().data
-        into = tree = None
-        if parser.parse_optional_keyword("into") is not None:
-            into = parse_int(parser, "a residual group", None, allow_negative=False)
-            parser.parse_keyword("for")
-            tree = parser.parse_symbol_name().data
-        op = cls(value, into, tree)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(_symbol(self.value))
-        if self.into is not None and self.tree is not None:
-            printer.print_string(f" into {count_value(self.into)} for ")
-            printer.print_symbol_name(_symbol(self.tree))
-        printer.print_op_attributes(self.attributes)
 
 
 @irdl_op_definition
@@ -411,6 +419,12 @@ class OutputOp(FastVerifiedOp):
 
     traits = _IN_SCHEDULE
 
+    custom_directives = (Count,)
+    assembly_format = (
+        "$tree (`=` $value^)? (`into` custom<Count>($into)^)? (`direct` $direct^)? "
+        "attr-dict"
+    )
+
     def __init__(
         self,
         tree: str,
@@ -433,99 +447,73 @@ class OutputOp(FastVerifiedOp):
         into = None if self.into is None else count_value(self.into)
         return model.Output(_symbol(self.tree), value, into, self.direct is not None)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> OutputOp:
-        tree = parser.parse_symbol_name().data
-        value = None
-        if parser.parse_optional_punctuation("=") is not None:
-            value = parser.parse_symbol_name().data
-        into = None
-        if parser.parse_optional_keyword("into") is not None:
-            into = parse_int(parser, "sched.output group", None, allow_negative=False)
-        direct = parser.parse_optional_keyword("direct") is not None
-        op = cls(tree, value, into, direct)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(_symbol(self.tree))
-        if self.value is not None:
-            printer.print_string(" = ")
-            printer.print_symbol_name(_symbol(self.value))
-        if self.into is not None:
-            printer.print_string(f" into {count_value(self.into)}")
-        if self.direct is not None:
-            printer.print_string(" direct")
-        printer.print_op_attributes(self.attributes)
-
-
-@irdl_op_definition
-class ResidualOp(FastVerifiedOp):
-    """The zeroed residual buffer of an operator group, before everything:
-    ``sched.residual 0 [a_1<i_1,i_2>, i_1, i_2] bytes S``."""
-
-    name = "sched.residual"
+class _GroupStepOp(FastVerifiedOp):
+    """What ``sched.residual`` and ``sched.apply`` share: an operator group,
+    a bracketed list (``LIST``: the property and its directive) and a size,
+    ``sched.<op> G [...] bytes S``."""
 
     group = prop_def(IntegerAttr)
-    modes = prop_def(ArrayAttr[IndexAttr])
     size = prop_def(IntegerAttr, prop_name="bytes")
 
     traits = _IN_SCHEDULE
 
-    def __init__(self, residual: model.Residual) -> None:
+    def __init__(self, group: int, items: ArrayAttr, size: int) -> None:
         super().__init__(
             properties={
-                "group": count_attr(residual.group),
-                "modes": ArrayAttr([IndexAttr.of(m) for m in residual.modes]),
-                "bytes": count_attr(residual.bytes),
+                "group": count_attr(group),
+                self.LIST: items,
+                "bytes": count_attr(size),
             }
         )
+
+    LIST: ClassVar[str]
+
+
+def _group_step_format(items: str, directive: str) -> str:
+    return f"custom<Count>($group) custom<{directive}>(${items}) `bytes` custom<Count>($bytes) attr-dict"
+
+
+@irdl_op_definition
+class ResidualOp(_GroupStepOp):
+    """The zeroed residual buffer of an operator group, before everything:
+    ``sched.residual 0 [a_1<i_1,i_2>, i_1, i_2] bytes S``."""
+
+    name = "sched.residual"
+    LIST: ClassVar[str] = "modes"
+
+    modes = prop_def(ArrayAttr[IndexAttr])
+
+    custom_directives = (Count, IndexList)
+    assembly_format = _group_step_format("modes", "IndexList")
+
+    def __init__(self, residual: model.Residual) -> None:
+        modes = ArrayAttr([IndexAttr.of(m) for m in residual.modes])
+        super().__init__(residual.group, modes, residual.bytes)
 
     def to_model(self) -> model.Residual:
         """The residual buffer as the schedule model has it."""
         modes = tuple(m.index for m in self.modes.data)
         return model.Residual(count_value(self.group), modes, count_value(self.size))
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ResidualOp:
-        group = parse_int(parser, "sched.residual group", None, allow_negative=False)
-        modes = parse_index_list(parser)
-        size = _parse_bytes(parser)
-        op = cls(model.Residual(group, tuple(modes), size))
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        modes = print_index_list([m.index for m in self.modes.data])
-        printer.print_string(
-            f" {count_value(self.group)} {modes} bytes {count_value(self.size)}"
-        )
-        printer.print_op_attributes(self.attributes)
-
 
 @irdl_op_definition
-class ApplyOp(FastVerifiedOp):
+class ApplyOp(_GroupStepOp):
     """An operator step: ``sched.apply 0 ["Ŝ{a_1,a_2;i_1,i_2}"] bytes S``
     applies the group's operators (outermost first) to its residual and adds
     the result into group 0's; ``bytes`` is the extra residual it holds."""
 
     name = "sched.apply"
+    LIST: ClassVar[str] = "operators"
 
-    group = prop_def(IntegerAttr)
     operators = prop_def(ArrayAttr[TextAttr])
-    size = prop_def(IntegerAttr, prop_name="bytes")
 
-    traits = _IN_SCHEDULE
+    custom_directives = (Count, CheckedOperatorTexts)
+    assembly_format = _group_step_format("operators", "CheckedOperatorTexts")
 
     def __init__(self, apply: model.Apply) -> None:
-        super().__init__(
-            properties={
-                "group": count_attr(apply.group),
-                "operators": ArrayAttr([TextAttr(str(o)) for o in apply.operators]),
-                "bytes": count_attr(apply.bytes),
-            }
-        )
+        operators = ArrayAttr([TextAttr(str(o)) for o in apply.operators])
+        super().__init__(apply.group, operators, apply.bytes)
 
     def verify_own(self) -> None:
         for text in self.operators.data:
@@ -538,28 +526,6 @@ class ApplyOp(FastVerifiedOp):
         """The operator step as the schedule model has it."""
         operators = tuple(Operator.parse(t.data) for t in self.operators.data)
         return model.Apply(count_value(self.group), operators, count_value(self.size))
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ApplyOp:
-        group = parse_int(parser, "sched.apply group", None, allow_negative=False)
-        texts = parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE, lambda: parse_text(parser, "an operator")
-        )
-        size = _parse_bytes(parser)
-        try:
-            operators = tuple(Operator.parse(t) for t in texts)
-        except OperatorError as error:
-            parser.raise_error(f"sched.apply: {error}")
-        op = cls(model.Apply(group, operators, size))
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        texts = ", ".join(quote_text(t.data) for t in self.operators.data)
-        printer.print_string(
-            f" {count_value(self.group)} [{texts}] bytes {count_value(self.size)}"
-        )
-        printer.print_op_attributes(self.attributes)
 
 
 @irdl_op_definition
@@ -576,6 +542,13 @@ class LoopOp(FastVerifiedOp):
     body = region_def("single_block")
 
     traits = lazy_traits_def(lambda: (HasParent(ScheduleOp, LoopOp), NoTerminator()))
+
+    custom_directives = (SpaceKey, I64Count, Body)
+    assembly_format = (
+        "`over` custom<SpaceKey>($space) `instance` custom<I64Count>($instance) "
+        "`pass` custom<I64Count>($pass) `block` custom<I64Count>($block) "
+        "custom<Body>($body) attr-dict"
+    )
 
     def __init__(
         self, loop: model.LoopPass, body: Sequence[Operation] | Region = ()
@@ -610,33 +583,6 @@ class LoopOp(FastVerifiedOp):
         if self.block.value.data < 1:
             raise VerifyException("sched.loop: block must be positive")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> LoopOp:
-        parser.parse_keyword("over")
-        space = parse_key(parser)
-        numbers: list[int] = []
-        for keyword in ("instance", "pass", "block"):
-            parser.parse_keyword(keyword)
-            numbers.append(
-                parse_int(parser, f"sched.loop {keyword}", allow_negative=False)
-            )
-        region = parser.parse_region()
-        if not region.blocks:
-            region.add_block(Block())
-        op = cls(model.LoopPass(numbers[0], space, numbers[1], numbers[2]), region)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        key = self.space.data
-        printer.print_string(
-            f" over {key if key[0].isalpha() else quote_text(key)}"
-            f" instance {self.instance.value.data} pass {self.number.value.data}"
-            f" block {self.block.value.data} "
-        )
-        printer.print_region(self.body, print_entry_block_args=False)
-        printer.print_op_attributes(self.attributes)
-
 
 @irdl_op_definition
 class ScheduleOp(FastVerifiedOp):
@@ -655,6 +601,9 @@ class ScheduleOp(FastVerifiedOp):
 
     traits = lazy_traits_def(lambda: (HasParent(ForestOp), NoTerminator()))
 
+    custom_directives = (I64Count, Body)
+    assembly_format = "`rounds` custom<I64Count>($rounds) custom<Body>($body) attr-dict"
+
     def __init__(self, rounds: int, body: Sequence[Operation] | Region = ()) -> None:
         region = body if isinstance(body, Region) else Region(Block(body))
         super().__init__(properties={"rounds": _int(rounds)}, regions=[region])
@@ -667,22 +616,6 @@ class ScheduleOp(FastVerifiedOp):
         if not isinstance(forest, ForestOp):
             return
         check_structure(self, forest)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ScheduleOp:
-        parser.parse_keyword("rounds")
-        rounds = parse_int(parser, "sched.schedule rounds", allow_negative=False)
-        region = parser.parse_region()
-        if not region.blocks:
-            region.add_block(Block())
-        op = cls(rounds, region)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" rounds {self.rounds.value.data} ")
-        printer.print_region(self.body, print_entry_block_args=False)
-        printer.print_op_attributes(self.attributes)
 
 
 # --------------------------------------------------------------------------

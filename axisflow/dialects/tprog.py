@@ -36,11 +36,13 @@ import re
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
     FlatSymbolRefAttrConstr,
     FunctionType,
+    IntAttr,
     IntegerAttr,
     NoneAttr,
     StringAttr,
@@ -72,7 +74,14 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
@@ -83,149 +92,184 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from axisflow.dialects.formats import (
+    AttributeAnchor,
+    Count,
+    DefaultTypes,
+    DefinedTypes,
+    PositiveCount,
+    ResultTypes,
+    UnknownKeyword,
+)
 from axisflow.dialects.integers import count_attr, count_value
-from axisflow.dialects.keywords import reject_unknown_keyword
-from axisflow.numerals import NumeralError, check_numeral_at, natural
+from axisflow.numerals import NumeralError, natural
 from axisflow.shapes.errors import ShapeError, SpecError
-from axisflow.shapes.spec import parse_einsum_spec, parse_shape_spec
-from axisflow.shapes.terms import Row, format_concrete_shape
+from axisflow.shapes.spec import (
+    BASIS_LABEL_RE,
+    parse_einsum_spec,
+    parse_shape_spec,
+)
+from axisflow.shapes.terms import DEFAULT_BASIS, Row, Size, format_concrete_shape
 from axisflow.xdsl_compat import print_new_line
 
+Rows = tuple[Row, Row, Row]
+"""A concrete shape: its batch, input and output rows, every dim a ``Size``."""
 
-def canonical_shape_text(text: str) -> str:
-    """The canonical text of a concrete shape spec; raises ``SpecError``/``ValueError``."""
+
+def concrete_rows(text: str) -> Rows:
+    """The rows of a concrete shape spec; raises ``SpecError``/``ValueError``."""
     spec = parse_shape_spec(text)
     if spec.batch.is_open or spec.input.is_open or spec.output.is_open:
         raise ValueError(f"a tensor type needs a concrete shape, {text!r} has '...'")
-    return format_concrete_shape(
-        (Row(spec.batch.sizes), Row(spec.input.sizes), Row(spec.output.sizes))
+    return (Row(spec.batch.sizes), Row(spec.input.sizes), Row(spec.output.sizes))
+
+
+def _shape_parameters(rows: Rows) -> tuple[Attribute, ...]:
+    """The parameters of ``TensorType`` for a concrete shape (canonical)."""
+    sizes = [dim for row in rows for dim in row.dims]
+    if row_var := next((row.var for row in rows if row.var is not None), None):
+        raise ValueError(f"a tensor type needs a concrete shape, got row {row_var}")
+    if not all(isinstance(dim, Size) for dim in sizes):
+        raise ValueError("a tensor type needs a concrete shape, got a dim variable")
+    bases = [dim.basis for dim in sizes if isinstance(dim, Size)]
+    if all(basis == DEFAULT_BASIS for basis in bases):
+        bases = []
+    return (
+        *(
+            ArrayAttr([IntAttr(dim.n) for dim in row.dims if isinstance(dim, Size)])
+            for row in rows
+        ),
+        ArrayAttr([StringAttr(basis) for basis in bases]),
     )
 
 
 @irdl_attr_definition
 class TensorType(ParametrizedAttribute, TypeAttribute):
-    """``!tprog.tensor`` (shape unknown) or ``!tprog.tensor<"8|3->4">``."""
+    """``!tprog.tensor`` (shape unknown) or ``!tprog.tensor<"8|3->4">``.
+
+    A known shape is held as its three rows of sizes, as xDSL's
+    ``TensorType`` holds its shape, and the basis label of each dim (in
+    batch, input, output order; empty when every basis is the default). Spec
+    text is only the printed form. An unknown shape has ``NoneAttr`` rows.
+    """
 
     name = "tprog.tensor"
 
-    shape: StringAttr | NoneAttr
+    batch: ArrayAttr[IntAttr] | NoneAttr
+    input: ArrayAttr[IntAttr] | NoneAttr
+    output: ArrayAttr[IntAttr] | NoneAttr
+    bases: ArrayAttr[StringAttr]
 
-    def __init__(self, shape: str | StringAttr | NoneAttr | None = None) -> None:
-        if isinstance(shape, str):
-            shape = StringAttr(canonical_shape_text(shape))
-        super().__init__(NoneAttr() if shape is None else shape)
+    def __init__(self, shape: str | Rows | None = None) -> None:
+        """``shape``: spec text (``"8|3->4"``) or concrete rows; ``None``: unknown."""
+        if shape is None:
+            super().__init__(NoneAttr(), NoneAttr(), NoneAttr(), ArrayAttr(()))
+            return
+        rows = concrete_rows(shape) if isinstance(shape, str) else shape
+        super().__init__(*_shape_parameters(rows))
+
+    def _known_rows(self) -> tuple[ArrayAttr[IntAttr], ...] | None:
+        rows = (self.batch, self.input, self.output)
+        known = tuple(row for row in rows if isinstance(row, ArrayAttr))
+        return known if len(known) == 3 else None
 
     @property
     def is_known(self) -> bool:
         """Whether the type carries a concrete shape."""
-        return isinstance(self.shape, StringAttr)
+        return self._known_rows() is not None
+
+    def dims(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+        """``(batch, input, output)`` sizes, if known."""
+        known = self._known_rows()
+        if known is None:
+            return None
+        batch, input_, output = (tuple(size.data for size in row.data) for row in known)
+        return (batch, input_, output)
+
+    def rows(self) -> Rows | None:
+        """The concrete shape as rows of sizes with their bases, if known."""
+        known = self._known_rows()
+        if known is None:
+            return None
+        bases = iter([basis.data for basis in self.bases.data])
+        batch, input_, output = (
+            Row(tuple(Size(size.data, next(bases, DEFAULT_BASIS)) for size in row.data))
+            for row in known
+        )
+        return (batch, input_, output)
 
     @property
     def shape_text(self) -> str | None:
         """The concrete shape in spec syntax, if known."""
-        return self.shape.data if isinstance(self.shape, StringAttr) else None
-
-    def dims(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
-        """``(batch, input, output)`` sizes, if known."""
-        if not isinstance(self.shape, StringAttr):
-            return None
-        spec = parse_shape_spec(self.shape.data)
-        batch, input_, output = (
-            tuple(size.n for size in row.sizes)
-            for row in (spec.batch, spec.input, spec.output)
-        )
-        return (batch, input_, output)
+        rows = self.rows()
+        return None if rows is None else format_concrete_shape(rows)
 
     def verify(self) -> None:
-        if isinstance(self.shape, StringAttr):
-            try:
-                canonical = canonical_shape_text(self.shape.data)
-            except (SpecError, ValueError) as error:
-                raise VerifyException(f"!tprog.tensor: {error}") from error
-            if canonical != self.shape.data:
+        rows = (self.batch, self.input, self.output)
+        if all(isinstance(row, NoneAttr) for row in rows) and not self.bases.data:
+            return
+        known = self._known_rows()
+        if known is None:
+            raise VerifyException(
+                "!tprog.tensor: the batch, input and output rows must be all known "
+                "or all unknown"
+            )
+        count = sum(len(row.data) for row in known)
+        if self.bases.data and len(self.bases.data) != count:
+            raise VerifyException(
+                f"!tprog.tensor: {len(self.bases.data)} basis labels for {count} dims"
+            )
+        sizes = [size.data for row in known for size in row.data]
+        if any(size < 1 for size in sizes):
+            raise VerifyException(
+                f"!tprog.tensor: sizes must be positive integers, got {sizes}"
+            )
+        bases = [basis.data for basis in self.bases.data]
+        if bases and all(basis == DEFAULT_BASIS for basis in bases):
+            raise VerifyException(
+                "!tprog.tensor: basis labels are listed only when one is not the default"
+            )
+        for size, basis in zip(sizes, bases, strict=False):
+            if not BASIS_LABEL_RE.match(basis):
+                raise VerifyException(f"!tprog.tensor: malformed basis label {basis!r}")
+            if size == 1 and basis != DEFAULT_BASIS:
                 raise VerifyException(
-                    f"!tprog.tensor: shape {self.shape.data!r} is not in canonical form "
-                    f"{canonical!r}"
+                    f"!tprog.tensor: a size 1 has the default basis, not {basis!r}"
                 )
 
     def print_parameters(self, printer: Printer) -> None:
-        if isinstance(self.shape, StringAttr):
+        text = self.shape_text
+        if text is not None:
             with printer.in_angle_brackets():
-                printer.print_string_literal(self.shape.data)
+                printer.print_string_literal(text)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         if parser.parse_optional_characters("<") is None:
-            return (NoneAttr(),)
+            return (NoneAttr(), NoneAttr(), NoneAttr(), ArrayAttr(()))
         start = parser.pos
         text = parser.parse_str_literal('a shape in spec syntax, e.g. "8|3->4"')
         end = parser.pos
         parser.parse_characters(">", " to end the !tprog.tensor shape")
         try:
-            canonical = canonical_shape_text(text)
+            return _shape_parameters(concrete_rows(text))
         except (SpecError, ValueError) as error:
             parser.raise_error(f"!tprog.tensor: {error}", start, end)
-        return (StringAttr(canonical),)
 
 
 UNKNOWN = TensorType()
 """``!tprog.tensor``: a tensor whose shape is not known yet."""
 
 
-# ---------------------------------------------------------------- syntax helpers
+class _UnknownByDefault(DefaultTypes):
+    """An omitted tensor type is ``!tprog.tensor`` (shape unknown)."""
 
-
-def _check_numeral(parser: Parser, what: str) -> None:
-    """Refuse an over-long integer literal at its position (before xDSL's
-    conversion fails without one)."""
-    start = parser.pos
-    try:
-        check_numeral_at(parser.lexer.input.content, start, what)
-    except NumeralError as error:
-        parser.raise_error(str(error), start, start + 1)
-
-
-def _parse_tensor_operand(parser: Parser) -> SSAValue:
-    """An operand whose type is whatever its definition says (tensors only)."""
-    return _resolve(parser, parser.parse_unresolved_operand())
-
-
-def _resolve(parser: Parser, operand: UnresolvedOperand) -> SSAValue:
-    defined = parser.ssa_values.get(operand.operand_name)
-    if defined is not None and operand.index < len(defined):
-        return parser.resolve_operand(operand, defined[operand.index].type)
-    return parser.resolve_operand(operand, UNKNOWN)
-
-
-def _parse_optional_operand_list(parser: Parser) -> list[SSAValue]:
-    """``%a, %b, ...`` or nothing."""
-    values: list[SSAValue] = []
-    first = parser.parse_optional_unresolved_operand()
-    if first is not None:
-        values.append(_resolve(parser, first))
-        while parser.parse_optional_punctuation(",") is not None:
-            values.append(_parse_tensor_operand(parser))
-    return values
-
-
-def _parse_result_type(parser: Parser) -> Attribute:
-    """``: type``, optional (default ``!tprog.tensor``)."""
-    if parser.parse_optional_punctuation(":") is None:
+    @classmethod
+    def default_type(cls) -> Attribute:
         return UNKNOWN
-    return parser.parse_type()
 
 
-def _print_operands(printer: Printer, operands: Sequence[SSAValue]) -> None:
-    printer.print_list(operands, printer.print_operand)
-
-
-def _print_tail(
-    printer: Printer, op: Operation, result_types: Sequence[Attribute]
-) -> None:
-    printer.print_op_attributes(op.attributes)
-    if result_types:
-        printer.print_string(" : ")
-        printer.print_list(result_types, printer.print_attribute)
+# ---------------------------------------------------------------- helpers
 
 
 def _check_spec(op: Operation, spec: str, parse: Callable[[str], object]) -> None:
@@ -238,11 +282,14 @@ def _check_spec(op: Operation, spec: str, parse: Callable[[str], object]) -> Non
 # --------------------------------------------------------------------- leaves
 
 
-class _TerminalOp(IRDLOperation):
+class _TerminalOp(_UnknownByDefault, IRDLOperation):
     """Common syntax of leaves and parameters: ``"spec"? attr-dict (: type)?``."""
 
     spec = opt_prop_def(StringAttr)
     result = result_def(TensorType)
+
+    custom_directives = (ResultTypes,)
+    assembly_format = "$spec attr-dict custom<ResultTypes>(type($result))"
 
     def __init__(self, spec: str | None = None, result_type: Attribute = UNKNOWN):
         super().__init__(
@@ -258,20 +305,6 @@ class _TerminalOp(IRDLOperation):
     def verify_(self) -> None:
         if self.spec is not None:
             _check_spec(self, self.spec.data, parse_shape_spec)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        spec = parser.parse_optional_str_literal()
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(spec, _parse_result_type(parser))
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        if self.spec is not None:
-            printer.print_string(" ")
-            printer.print_string_literal(self.spec.data)
-        _print_tail(printer, self, [self.result.type])
 
 
 @irdl_op_definition
@@ -298,13 +331,19 @@ class ParamOp(_TerminalOp):
 
 
 @irdl_op_definition
-class PointwiseOp(IRDLOperation):
+class PointwiseOp(_UnknownByDefault, IRDLOperation):
     """Elementwise: ``%y = tprog.pointwise %a, %b``; each row broadcasts."""
 
     name = "tprog.pointwise"
 
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
+
+    custom_directives = (DefinedTypes, ResultTypes)
+    assembly_format = (
+        "$inputs custom<DefinedTypes>(type(operands)) attr-dict "
+        "custom<ResultTypes>(type($result))"
+    )
 
     def __init__(
         self, inputs: Sequence[SSAValue | Operation], result_type: Attribute = UNKNOWN
@@ -315,22 +354,9 @@ class PointwiseOp(IRDLOperation):
         if not self.inputs:
             raise VerifyException(f"{self.name} needs at least one operand")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> PointwiseOp:
-        inputs = _parse_optional_operand_list(parser)
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(inputs, _parse_result_type(parser))
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_operands(printer, self.inputs)
-        _print_tail(printer, self, [self.result.type])
-
 
 @irdl_op_definition
-class ComposeOp(IRDLOperation):
+class ComposeOp(_UnknownByDefault, IRDLOperation):
     """Matrix-style ``%y = tprog.compose %w, %x``: w's input axes contract x's output."""
 
     name = "tprog.compose"
@@ -338,6 +364,12 @@ class ComposeOp(IRDLOperation):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
+
+    custom_directives = (DefinedTypes, ResultTypes)
+    assembly_format = (
+        "$lhs `,` $rhs custom<DefinedTypes>(type(operands)) attr-dict "
+        "custom<ResultTypes>(type($result))"
+    )
 
     def __init__(
         self,
@@ -347,24 +379,9 @@ class ComposeOp(IRDLOperation):
     ):
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ComposeOp:
-        lhs = _parse_tensor_operand(parser)
-        parser.parse_punctuation(",", " between the two operands of tprog.compose")
-        rhs = _parse_tensor_operand(parser)
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(lhs, rhs, _parse_result_type(parser))
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_operands(printer, [self.lhs, self.rhs])
-        _print_tail(printer, self, [self.result.type])
-
 
 @irdl_op_definition
-class TransposeOp(IRDLOperation):
+class TransposeOp(_UnknownByDefault, IRDLOperation):
     """``%t = tprog.transpose %a``: swaps the input and output rows."""
 
     name = "tprog.transpose"
@@ -372,25 +389,26 @@ class TransposeOp(IRDLOperation):
     input = operand_def(TensorType)
     result = result_def(TensorType)
 
+    custom_directives = (DefinedTypes, ResultTypes)
+    assembly_format = (
+        "$input custom<DefinedTypes>(type(operands)) attr-dict "
+        "custom<ResultTypes>(type($result))"
+    )
+
     def __init__(self, input_: SSAValue | Operation, result_type: Attribute = UNKNOWN):
         super().__init__(operands=[input_], result_types=[result_type])
 
-    @classmethod
-    def parse(cls, parser: Parser) -> TransposeOp:
-        operand = _parse_tensor_operand(parser)
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(operand, _parse_result_type(parser))
-        op.attributes |= attributes
-        return op
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        _print_tail(printer, self, [self.result.type])
+@irdl_custom_directive
+class EinsumKeywords(UnknownKeyword):
+    """A misspelt ``capture`` of ``tprog.einsum``."""
+
+    EXPECTED = ("capture",)
+    THEN = ("an attribute dictionary", "':' and the result type")
 
 
 @irdl_op_definition
-class EinsumOp(IRDLOperation):
+class EinsumOp(_UnknownByDefault, IRDLOperation):
     """``%z = tprog.einsum "ij;jk=>ik" (%a, %b)``: rows equal the spec's rows.
 
     ``capture ["h"]`` binds the module's capture reference for label ``h``
@@ -403,6 +421,13 @@ class EinsumOp(IRDLOperation):
     capture = opt_prop_def(ArrayAttr[StringAttr])
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
+
+    custom_directives = (DefinedTypes, EinsumKeywords, ResultTypes)
+    assembly_format = (
+        "$spec ` ` `(` $inputs `)` custom<DefinedTypes>(type(operands)) "
+        "(`capture` $capture^) : (custom<EinsumKeywords>())? attr-dict "
+        "custom<ResultTypes>(type($result))"
+    )
 
     def __init__(
         self,
@@ -443,41 +468,6 @@ class EinsumOp(IRDLOperation):
                     f"{self.spec.data!r}"
                 )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> EinsumOp:
-        spec = parser.parse_str_literal('an einsum spec such as "ij;jk=>ik"')
-        inputs = parser.parse_comma_separated_list(
-            Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
-        )
-        capture: list[str] = []
-        if parser.parse_optional_keyword("capture") is not None:
-            capture = parser.parse_comma_separated_list(
-                Parser.Delimiter.SQUARE, parser.parse_str_literal
-            )
-        else:
-            reject_unknown_keyword(
-                parser,
-                "tprog.einsum",
-                ["capture"],
-                then=("an attribute dictionary", "':' and the result type"),
-            )
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(spec, inputs, _parse_result_type(parser), capture)
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_string_literal(self.spec.data)
-        printer.print_string(" (")
-        _print_operands(printer, self.inputs)
-        printer.print_string(")")
-        if self.capture_labels:
-            printer.print_string(" capture [")
-            printer.print_list(self.capture_labels, printer.print_string_literal)
-            printer.print_string("]")
-        _print_tail(printer, self, [self.result.type])
-
 
 @irdl_op_definition
 class SetDimOp(IRDLOperation):
@@ -488,6 +478,9 @@ class SetDimOp(IRDLOperation):
     label = prop_def(StringAttr)
     size = prop_def(IntegerAttr)
 
+    custom_directives = (PositiveCount,)
+    assembly_format = "$label `=` custom<PositiveCount>($size) attr-dict"
+
     def __init__(self, label: str, size: int):
         super().__init__(
             properties={"label": StringAttr(label), "size": count_attr(size)}
@@ -497,30 +490,16 @@ class SetDimOp(IRDLOperation):
         if count_value(self.size) < 1:
             raise VerifyException(f"{self.name}: the size must be a positive integer")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> SetDimOp:
-        label = parser.parse_str_literal("a capture label")
-        parser.parse_punctuation("=")
-        start = parser.pos
-        _check_numeral(parser, "tprog.set_dim size")
-        size = parser.parse_integer(allow_boolean=False, allow_negative=True)
-        if size < 1:
-            parser.raise_error(
-                "tprog.set_dim: the size must be a positive integer", start, parser.pos
-            )
-        op = cls(label, size)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_string_literal(self.label.data)
-        printer.print_string(f" = {count_value(self.size)}")
-        printer.print_op_attributes(self.attributes)
+@irdl_custom_directive
+class TotalElemsKeywords(UnknownKeyword):
+    """A misspelt ``bytes`` of ``tprog.total_elems``."""
+
+    EXPECTED = ("bytes",)
 
 
 @irdl_op_definition
-class TotalElemsOp(IRDLOperation):
+class TotalElemsOp(_UnknownByDefault, IRDLOperation):
     """``tprog.total_elems %x = 12``: the tensor holds that many elements.
 
     ``tprog.total_elems %x = 48 bytes`` gives a byte count instead: the
@@ -534,6 +513,12 @@ class TotalElemsOp(IRDLOperation):
     input = operand_def(TensorType)
     count = prop_def(IntegerAttr)
     bytes = opt_prop_def(UnitAttr)
+
+    custom_directives = (DefinedTypes, PositiveCount, TotalElemsKeywords)
+    assembly_format = (
+        "$input custom<DefinedTypes>(type(operands)) `=` custom<PositiveCount>($count) "
+        "(`bytes` $bytes^) : (custom<TotalElemsKeywords>())? attr-dict"
+    )
 
     def __init__(
         self, input_: SSAValue | Operation, count: int, *, in_bytes: bool = False
@@ -555,34 +540,6 @@ class TotalElemsOp(IRDLOperation):
         if count_value(self.count) < 1:
             raise VerifyException(f"{self.name}: the count must be a positive integer")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> TotalElemsOp:
-        operand = _parse_tensor_operand(parser)
-        parser.parse_punctuation("=", " before the element count")
-        start = parser.pos
-        _check_numeral(parser, "tprog.total_elems count")
-        count = parser.parse_integer(allow_boolean=False, allow_negative=True)
-        if count < 1:
-            parser.raise_error(
-                "tprog.total_elems: the count must be a positive integer",
-                start,
-                parser.pos,
-            )
-        counts_bytes = parser.parse_optional_keyword("bytes") is not None
-        if not counts_bytes:
-            reject_unknown_keyword(parser, "tprog.total_elems", ["bytes"])
-        op = cls(operand, count, in_bytes=counts_bytes)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        printer.print_string(f" = {count_value(self.count)}")
-        if self.counts_bytes:
-            printer.print_string(" bytes")
-        printer.print_op_attributes(self.attributes)
-
 
 @irdl_op_definition
 class CloseOp(IRDLOperation):
@@ -595,17 +552,10 @@ class CloseOp(IRDLOperation):
 
     name = "tprog.close"
 
+    assembly_format = "attr-dict"
+
     def __init__(self) -> None:
         super().__init__()
-
-    @classmethod
-    def parse(cls, parser: Parser) -> CloseOp:
-        op = cls()
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_op_attributes(self.attributes)
 
 
 # ------------------------------------------------------------------ functions
@@ -695,7 +645,7 @@ class FuncOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
+class ReturnOp(_UnknownByDefault, IRDLOperation):
     """``tprog.return %y, %z``: the results of the enclosing ``tprog.func``."""
 
     name = "tprog.return"
@@ -703,6 +653,9 @@ class ReturnOp(IRDLOperation):
     values = var_operand_def(TensorType)
 
     traits = traits_def(IsTerminator(), HasParent(FuncOp))
+
+    custom_directives = (DefinedTypes,)
+    assembly_format = "$values custom<DefinedTypes>(type(operands)) attr-dict"
 
     def __init__(self, values: Sequence[SSAValue | Operation] = ()):
         super().__init__(operands=[values])
@@ -714,18 +667,6 @@ class ReturnOp(IRDLOperation):
                 f"{self.name}: @{func.sym_name.data} has {func.num_results} result(s) "
                 f"but {len(self.values)} value(s) are returned"
             )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ReturnOp:
-        op = cls(_parse_optional_operand_list(parser))
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        if self.values:
-            printer.print_string(" ")
-            _print_operands(printer, self.values)
-        printer.print_op_attributes(self.attributes)
 
 
 class FunctionTables:
@@ -805,54 +746,50 @@ class _CallSymbolUser(SymbolUserOpInterface):
             )
 
 
-def _parse_application(
-    parser: Parser,
-) -> tuple[str, list[SSAValue], str, dict[str, Attribute], list[Attribute]]:
-    """``@name(%a, ...) at "site" {attrs} : types`` of a call or an instantiation."""
-    name = parser.parse_symbol_name().data
-    arguments = parser.parse_comma_separated_list(
-        Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
+@irdl_custom_directive
+class ApplicationSite(CustomDirective):
+    """``at "site"``: the named application site of a call or an instantiation."""
+
+    site: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        parser.parse_keyword("at", " followed by the application site's name")
+        site = parser.parse_str_literal("the application site's name")
+        self.site.set(state, StringAttr(site))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        site = self.site.get(op)
+        assert isinstance(site, StringAttr)
+        state.print_whitespace(printer)
+        printer.print_string("at ")
+        printer.print_string_literal(site.data)
+
+
+def _application_format(target: str) -> str:
+    return (
+        f"${target} `(` $arguments `)` custom<DefinedTypes>(type(operands)) "
+        "custom<ApplicationSite>($application) attr-dict "
+        "custom<ResultTypes>(type($res))"
     )
-    parser.parse_keyword("at", " followed by the application site's name")
-    application = parser.parse_str_literal("the application site's name")
-    attributes = parser.parse_optional_attr_dict()
-    result_types: list[Attribute] = []
-    if parser.parse_optional_punctuation(":") is not None:
-        result_types = parser.parse_comma_separated_list(
-            Parser.Delimiter.NONE, parser.parse_type
-        )
-    return name, arguments, application, attributes, result_types
 
 
-def _print_application(
-    printer: Printer, op: CallOp | InstantiateOp, name: str, application: str
-) -> None:
-    """The counterpart of :func:`_parse_application`."""
-    printer.print_string(" ")
-    printer.print_symbol_name(name)
-    printer.print_string("(")
-    _print_operands(printer, op.arguments)
-    printer.print_string(") at ")
-    printer.print_string_literal(application)
-    _print_tail(printer, op, op.res.types)
+class _ApplicationOp(_UnknownByDefault, IRDLOperation):
+    """``@target(%a, ...) at "site" : types``: what calls and instantiations share.
 
+    ``TARGET`` names the property holding the applied symbol.
+    """
 
-@irdl_op_definition
-class CallOp(IRDLOperation):
-    """``%y = tprog.call @f(%x) at "site"``: applies a function at a named site."""
+    TARGET: ClassVar[str]
 
-    name = "tprog.call"
-
-    callee = prop_def(FlatSymbolRefAttrConstr)
     application = prop_def(StringAttr)
     arguments = var_operand_def(TensorType)
     res = var_result_def(TensorType)
 
-    traits = traits_def(_CallSymbolUser())
+    custom_directives = (DefinedTypes, ApplicationSite, ResultTypes)
 
     def __init__(
         self,
-        callee: str,
+        target: str,
         arguments: Sequence[SSAValue | Operation],
         application: str,
         result_types: Sequence[Attribute],
@@ -861,24 +798,31 @@ class CallOp(IRDLOperation):
             operands=[arguments],
             result_types=[result_types],
             properties={
-                "callee": SymbolRefAttr(callee),
+                self.TARGET: SymbolRefAttr(target),
                 "application": StringAttr(application),
             },
         )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> CallOp:
-        callee, arguments, application, attributes, result_types = _parse_application(
-            parser
-        )
-        op = cls(callee, arguments, application, result_types)
-        op.attributes |= attributes
-        return op
+    @property
+    def target_name(self) -> str:
+        """The name of the applied function or scheme."""
+        target = self.properties[self.TARGET]
+        assert isinstance(target, SymbolRefAttr)
+        return target.root_reference.data
 
-    def print(self, printer: Printer) -> None:
-        _print_application(
-            printer, self, self.callee.root_reference.data, self.application.data
-        )
+
+@irdl_op_definition
+class CallOp(_ApplicationOp):
+    """``%y = tprog.call @f(%x) at "site"``: applies a function at a named site."""
+
+    name = "tprog.call"
+    TARGET: ClassVar[str] = "callee"
+
+    callee = prop_def(FlatSymbolRefAttrConstr)
+
+    traits = traits_def(_CallSymbolUser())
+
+    assembly_format = _application_format("callee")
 
 
 # -------------------------------------------------------------- shape schemes
@@ -935,28 +879,54 @@ class ValueEntry:
         return f"@{self.func} {place} = {self.where} {self.index}"
 
 
-def _print_lines(printer: Printer, lines: Sequence[str]) -> None:
-    printer.print_string(" {")
-    with printer.indented():
-        for line in lines:
-            print_new_line(printer)
-            printer.print_string_literal(line)
-    print_new_line(printer)
-    printer.print_string("}")
+@irdl_custom_directive
+class StringLines(AttributeAnchor):
+    """``{ "line" ... }``: an array of strings, one per line (shape schemes)."""
+
+    lines: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        parser.parse_punctuation("{")
+        lines: list[StringAttr] = []
+        while parser.parse_optional_punctuation("}") is None:
+            lines.append(
+                StringAttr(
+                    parser.parse_str_literal(" for a line of the shape scheme, or '}'")
+                )
+            )
+        self.lines.set(state, ArrayAttr(lines))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        lines = cast(
+            ArrayAttr[StringAttr], self.lines.get(op)
+        )  # the property's constraint
+        state.print_whitespace(printer)
+        printer.print_string("{")
+        with printer.indented():
+            for line in lines.data:
+                print_new_line(printer)
+                printer.print_string_literal(line.data)
+        print_new_line(printer)
+        printer.print_string("}")
 
 
-def _parse_lines(parser: Parser) -> list[str]:
-    parser.parse_punctuation("{")
-    lines: list[str] = []
-    while parser.parse_optional_punctuation("}") is None:
-        lines.append(
-            parser.parse_str_literal(" for a line of the shape scheme, or '}'")
-        )
-    return lines
+@irdl_custom_directive
+class SchemeForKeyword(UnknownKeyword):
+    """A misspelt ``for`` of ``tprog.scheme``."""
+
+    EXPECTED = ("for",)
+    THEN = ("'(' and the anchors",)
+
+
+@irdl_custom_directive
+class SchemeValuesKeyword(UnknownKeyword):
+    """A misspelt ``values`` of ``tprog.scheme``."""
+
+    EXPECTED = ("values",)
 
 
 @irdl_op_definition
-class SchemeOp(IRDLOperation):
+class SchemeOp(_UnknownByDefault, IRDLOperation):
     """A shape scheme: a function's shapes, traced once (see ``generalize-shapes``).
 
     .. code-block:: mlir
@@ -989,6 +959,22 @@ class SchemeOp(IRDLOperation):
     anchors = var_operand_def(TensorType)
 
     traits = traits_def(SymbolOpInterface())
+
+    custom_directives = (
+        DefinedTypes,
+        Count,
+        StringLines,
+        SchemeForKeyword,
+        SchemeValuesKeyword,
+    )
+    assembly_format = (
+        "$sym_name $label (`for` $function^ `(`) : (custom<SchemeForKeyword>() ` ` `(`)? "
+        "$anchors `)` custom<DefinedTypes>(type(operands)) "
+        "`arity` custom<Count>($arity) `results` custom<Count>($num_results) "
+        "custom<StringLines>($lines) "
+        "(`values` custom<StringLines>($values)^) : (custom<SchemeValuesKeyword>())? "
+        "attr-dict"
+    )
 
     def __init__(
         self,
@@ -1072,66 +1058,6 @@ class SchemeOp(IRDLOperation):
                     f"{count_value(self.arity)} and {count_value(self.num_results)} result(s)"
                 )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> SchemeOp:
-        sym_name = parser.parse_symbol_name().data
-        label = parser.parse_str_literal("the scheme's label")
-        function = None
-        if parser.parse_optional_keyword("for") is not None:
-            function = parser.parse_symbol_name().data
-        else:
-            reject_unknown_keyword(
-                parser, "tprog.scheme", ["for"], then=("'(' and the anchors",)
-            )
-        anchors = parser.parse_comma_separated_list(
-            Parser.Delimiter.PAREN, lambda: _parse_tensor_operand(parser)
-        )
-        parser.parse_keyword("arity")
-        _check_numeral(parser, "tprog.scheme arity")
-        arity = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        parser.parse_keyword("results")
-        _check_numeral(parser, "tprog.scheme results")
-        num_results = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        lines = _parse_lines(parser)
-        values: list[str] = []
-        if parser.parse_optional_keyword("values") is not None:
-            values = _parse_lines(parser)
-        else:
-            reject_unknown_keyword(parser, "tprog.scheme", ["values"])
-        op = cls(
-            sym_name,
-            label,
-            anchors,
-            arity,
-            num_results,
-            lines,
-            function=function,
-            values=values,
-        )
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.sym_name.data)
-        printer.print_string(" ")
-        printer.print_string_literal(self.label.data)
-        if self.function is not None:
-            printer.print_string(" for ")
-            printer.print_symbol_name(self.function.root_reference.data)
-        else:
-            printer.print_string(" ")
-        printer.print_string("(")
-        _print_operands(printer, self.anchors)
-        printer.print_string(
-            f") arity {count_value(self.arity)} results {count_value(self.num_results)}"
-        )
-        _print_lines(printer, self.text_lines)
-        if self.values is not None:
-            printer.print_string(" values")
-            _print_lines(printer, [v.data for v in self.values.data])
-        printer.print_op_attributes(self.attributes)
-
 
 class _InstantiateSymbolUser(SymbolUserOpInterface):
     def verify(self, op: Operation) -> None:
@@ -1154,7 +1080,7 @@ class _InstantiateSymbolUser(SymbolUserOpInterface):
 
 
 @irdl_op_definition
-class InstantiateOp(IRDLOperation):
+class InstantiateOp(_ApplicationOp):
     """``%y = tprog.instantiate @layer.scheme(%x) at "first"``: apply a shape scheme.
 
     What a ``tprog.call`` becomes under ``generalize-shapes``: the scheme's
@@ -1162,43 +1088,13 @@ class InstantiateOp(IRDLOperation):
     """
 
     name = "tprog.instantiate"
+    TARGET: ClassVar[str] = "scheme"
 
     scheme = prop_def(FlatSymbolRefAttrConstr)
-    application = prop_def(StringAttr)
-    arguments = var_operand_def(TensorType)
-    res = var_result_def(TensorType)
 
     traits = traits_def(_InstantiateSymbolUser())
 
-    def __init__(
-        self,
-        scheme: str,
-        arguments: Sequence[SSAValue | Operation],
-        application: str,
-        result_types: Sequence[Attribute],
-    ):
-        super().__init__(
-            operands=[arguments],
-            result_types=[result_types],
-            properties={
-                "scheme": SymbolRefAttr(scheme),
-                "application": StringAttr(application),
-            },
-        )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> InstantiateOp:
-        scheme, arguments, application, attributes, result_types = _parse_application(
-            parser
-        )
-        op = cls(scheme, arguments, application, result_types)
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_application(
-            printer, self, self.scheme.root_reference.data, self.application.data
-        )
+    assembly_format = _application_format("scheme")
 
 
 Tprog = Dialect(

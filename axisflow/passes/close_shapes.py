@@ -34,21 +34,19 @@ from axisflow.dialects.tprog import UNKNOWN, FuncOp, ReturnOp, TensorType
 from axisflow.dialects.tprog_eval import ProgramEvaluator, RetryByReEvaluation
 from axisflow.gc_pause import gc_paused
 from axisflow.shapes import Shape
-from axisflow.shapes.terms import format_concrete_shape
 from axisflow.xdsl_compat import set_value_type
 
 
 def concrete_type(shape: Shape) -> TensorType:
     """The ``!tprog.tensor<...>`` type of a closed shape."""
-    return TensorType(format_concrete_shape(shape.rows()))
+    return TensorType(shape.rows())
 
 
 class ConcreteTypes:
     """``concrete_type`` of many closed shapes, one type per distinct shape.
 
     Programs repeat a few shapes over many values; building the type (its
-    text, parsed back to canonical form, and the attribute) costs far more
-    than looking the rows' sizes up.
+    parameters, verified) costs more than looking the rows' sizes up.
     """
 
     def __init__(self) -> None:

@@ -39,7 +39,10 @@ from axisflow.shapes.terms import Dim, DimVar, Kind, Row, RowVar, Size
 _SHAPE_SPEC = "shape spec"
 _EINSUM_SPEC = "einsum spec"
 
-_SIZE_RE = re.compile(r"(\d+)(?:@([A-Za-z_][A-Za-z0-9_]*))?\Z")
+_BASIS = r"[A-Za-z_][A-Za-z0-9_]*"
+BASIS_LABEL_RE = re.compile(_BASIS + r"\Z")
+"""A basis label, as written after ``@`` in a size (``3@rgb``)."""
+_SIZE_RE = re.compile(rf"(\d+)(?:@({_BASIS}))?\Z")
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_']*\Z")
 _NAMED_VAR_RE = re.compile(r"\.\.([A-Za-z_][A-Za-z0-9_]*)\.\.")
 

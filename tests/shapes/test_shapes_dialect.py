@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, NoneAttr, StringAttr
+from xdsl.ir import Attribute
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import DiagnosticException, VerifyException
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from axisflow.dialects.tprog import (
     FUNCTION_TABLES,
@@ -35,6 +38,93 @@ def test_tensor_type_is_canonical_and_reads_back_dims() -> None:
     assert not UNKNOWN.is_known and UNKNOWN.dims() is None
     with pytest.raises(ValueError, match="needs a concrete shape"):
         TensorType("...->4")
+
+
+def test_tensor_type_holds_its_dims_as_parameters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tensor = TensorType("8|3,5@rgb->4")
+    assert tensor.batch == ArrayAttr([IntAttr(8)])
+    assert tensor.input == ArrayAttr([IntAttr(3), IntAttr(5)])
+    assert tensor.output == ArrayAttr([IntAttr(4)])
+    assert [basis.data for basis in tensor.bases.data] == [
+        "default",
+        "default",
+        "rgb",
+        "default",
+    ]
+    assert TensorType("8|3->4").bases == ArrayAttr([])  # all default: none listed
+
+    def no_parsing(text: str) -> None:
+        raise AssertionError(f"parsed {text!r}")
+
+    monkeypatch.setattr("axisflow.dialects.tprog.parse_shape_spec", no_parsing)
+    assert tensor.dims() == ((8,), (3, 5), (4,))
+    assert tensor.shape_text == "8|3,5@rgb->4"
+    assert str(tensor) == '!tprog.tensor<"8|3,5@rgb->4">'
+
+
+@pytest.mark.parametrize(
+    ("parameters", "message"),
+    [
+        ((NoneAttr(), ArrayAttr([]), ArrayAttr([])), "all known or all unknown"),
+        ((ArrayAttr([]), ArrayAttr([]), ArrayAttr([IntAttr(0)])), "positive"),
+    ],
+)
+def test_tensor_type_verifier_refuses_malformed_parameters(
+    parameters: tuple[Attribute, ...], message: str
+) -> None:
+    with pytest.raises(VerifyException, match=message):
+        TensorType.new((*parameters, ArrayAttr([]))).verify()
+
+
+@pytest.mark.parametrize(
+    ("bases", "message"),
+    [
+        (["default", "rgb"], "2 basis labels for 1 dims"),
+        (["default"], "only when one is not the default"),
+        (["r g"], "malformed basis label 'r g'"),
+    ],
+)
+def test_tensor_type_verifier_refuses_malformed_bases(
+    bases: list[str], message: str
+) -> None:
+    size = IntAttr(1) if bases == ["r g"] else IntAttr(2)
+    parameters = (ArrayAttr([]), ArrayAttr([]), ArrayAttr([size]))
+    with pytest.raises(VerifyException, match=message):
+        TensorType.new(
+            (*parameters, ArrayAttr([StringAttr(b) for b in bases]))
+        ).verify()
+
+
+def test_tensor_type_verifier_refuses_a_basis_on_a_size_one() -> None:
+    parameters = (ArrayAttr([]), ArrayAttr([]), ArrayAttr([IntAttr(1), IntAttr(2)]))
+    bases = ArrayAttr([StringAttr("rgb"), StringAttr("default")])
+    with pytest.raises(VerifyException, match="a size 1 has the default basis"):
+        TensorType.new((*parameters, bases)).verify()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '%c = "builtin.unrealized_conversion_cast"() : () -> i32\n'
+            "%t = tprog.transpose %c",
+            "tprog.transpose: operand 'input' (%c): i32 should be of base "
+            "attribute tprog.tensor",
+        ),
+        (
+            "%t = tprog.leaf : i32",
+            "tprog.leaf: result type: i32 should be of base attribute tprog.tensor",
+        ),
+    ],
+)
+def test_a_type_that_is_not_a_tensor_is_a_located_parse_error(
+    text: str, message: str
+) -> None:
+    # xDSL's declarative parser would raise a bare VerifyException here.
+    with pytest.raises(ParseError, match=re.escape(message)):
+        parse(text)
 
 
 def test_call_verification_builds_one_function_table_per_module() -> None:
