@@ -238,8 +238,30 @@ def _identity(value: object) -> object:
     return value
 
 
-def _piece(result: PartResult, name: str) -> Array:
-    return result.pieces[name]
+def _run_build(
+    plan: _Plan,
+    position: int,
+    inputs: Mapping[str, Array],
+    pieces: Mapping[str, Array],
+    buffers: Mapping[str, Array | None],
+) -> Array:
+    """A root build's piece (one task: no pick after it)."""
+    name = plan.schedule.items[position]
+    assert isinstance(name, Build)
+    return run_part(plan.run, position, None, inputs, pieces, buffers).pieces[
+        name.value
+    ]
+
+
+def _run_output(
+    plan: _Plan,
+    position: int,
+    inputs: Mapping[str, Array],
+    pieces: Mapping[str, Array],
+    buffers: Mapping[str, Array | None],
+) -> list[Contribution]:
+    """A root output's contributions to the residual."""
+    return run_part(plan.run, position, None, inputs, pieces, buffers).contributions
 
 
 def _contributions(result: PartResult, target: str) -> list[Contribution]:
@@ -427,14 +449,17 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         writes: Iterable[str] = (),
     ) -> Any:  # noqa: ANN401
         inputs, pieces, buffers = self._operands(reads, writes)
+        position = self.positions[id(item)]
+        if isinstance(item, Build):
+            return self.submit(
+                _run_build, self.plan_future, position, inputs, pieces, buffers
+            )
+        if isinstance(item, Output):
+            return self.submit(
+                _run_output, self.plan_future, position, inputs, pieces, buffers
+            )
         return self.submit(
-            _run_part,
-            self.plan_future,
-            self.positions[id(item)],
-            block,
-            inputs,
-            pieces,
-            buffers,
+            _run_part, self.plan_future, position, block, inputs, pieces, buffers
         )
 
     def _tree(self, parts: list[Any]) -> Any:  # noqa: ANN401
@@ -474,8 +499,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
                 buffer.complete = True
 
     def build(self, build: Build) -> None:
-        result = self._part(build, None, [build.value])
-        self.keep_piece(build, self.submit(_piece, result, build.value))
+        self.keep_piece(build, self._part(build, None, [build.value]))
 
     def buffer(self, buffer: Buffer) -> None:
         value = self.forest.values[buffer.value]
@@ -486,9 +510,8 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         if output.into is None or output.direct:
             return  # a tree's own result is not the residual's
         reads = [] if output.value is None else [output.value]
-        result = self._part(output, None, reads)
         self.residual_parts.setdefault(output.into, []).append(
-            self.submit(_contributions, result, residual_target(output.into))
+            self._part(output, None, reads)
         )
 
     def residual(self, residual: Residual) -> None:
