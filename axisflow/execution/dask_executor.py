@@ -627,7 +627,7 @@ def _client(
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            dashboard_address=":0",
             memory_limit=memory_limit if memory_limit is not None else "auto",
             silence_logs=50,
         )
@@ -723,9 +723,7 @@ def execute_expression(
         check_count("workers", workers)
     if not isinstance(progress, bool):
         raise TypeError(f"progress must be True or False, got {progress!r}")
-    limit = parse_budget(budget) if isinstance(budget, str) else budget
-    if limit is not None:
-        check_count("budget", limit)
+    limit = parse_budget(budget)
     target = _check_output(output)
     planned = plan_evaluation(
         expression,

@@ -23,7 +23,7 @@ def dask_client() -> Iterator[Client]:
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            dashboard_address=":0",
             silence_logs=50,
         )
     with cluster, Client(cluster) as client:

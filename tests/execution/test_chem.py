@@ -191,7 +191,9 @@ def test_the_dask_example_prints_what_its_readme_shows(
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     readme = (EXAMPLES / "chem" / "README.md").read_text("utf-8")
-    shown = readme.split("    $ .venv/bin/python examples/chem/ccsd_residual_dask.py")[1]
+    shown = readme.split("    $ .venv/bin/python examples/chem/ccsd_residual_dask.py")[
+        1
+    ]
     expected = [line[4:] for line in shown.split("\n\n")[0].splitlines()[1:]]
     threads = lib.num_threads()
     address = dask_client.scheduler.address
