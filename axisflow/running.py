@@ -34,7 +34,7 @@ from axisflow.order import ORDERS
 SHARES = ("forest", "tree")
 
 
-def add_run_parser(commands: Any) -> None:  # noqa: ANN401  # argparse's subparsers
+def add_run_parser(commands: Any) -> None:  # argparse's subparsers
     """The ``run`` subcommand's options."""
     run = commands.add_parser(
         "run", help="evaluate the residual on your tensors, on Dask"

@@ -46,13 +46,14 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 from axisflow.execution.evaluation import plan_evaluation
 from axisflow.execution.inputs import InputSource
+from axisflow.forest.model import Forest
 from axisflow.numerals import check_count
 from axisflow.order import Order
 from axisflow.residual import Operator, apply_operators
@@ -87,7 +88,6 @@ from axisflow.scheduling.schedule import (
     loop_extents,
 )
 from axisflow.scheduling.walker import BufferState, Piece, ScheduleWalker
-from axisflow.forest.model import Forest
 from axisflow.sequant import Expression, Share
 
 Array = NDArray[np.float64]
@@ -219,7 +219,9 @@ class _Plan:
     @property
     def run(self) -> ScheduleRun:
         if self._run is None:
-            self._run = ScheduleRun(self.forest, self.schedule, self.sizing)
+            self._run = ScheduleRun(
+                self.forest, self.schedule, self.sizing, copies=True
+            )
         return self._run
 
 
@@ -316,12 +318,12 @@ def _apply(
     return [Contribution(residual_target(0), (), result, True)]
 
 
-def _worker_state(dask_worker: Any) -> tuple[float, int]:  # noqa: ANN401  # Dask's
+def _worker_state(dask_worker: Any) -> tuple[float, int]:  # Dask's
     """A worker's clock and bytes sent so far (``client.run``)."""
     return time.time(), int(dask_worker.transfer_outgoing_bytes_total)
 
 
-def _worker_memory(dask_worker: Any, since: float) -> tuple[float, float]:  # noqa: ANN401
+def _worker_memory(dask_worker: Any, since: float) -> tuple[float, float]:
     """A worker's memory at ``since`` and its largest sample after it, from
     its system monitor."""
     monitor = dask_worker.monitor
@@ -381,9 +383,9 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
 
     def __init__(
         self,
-        client: Any,  # noqa: ANN401  # distributed.Client
+        client: Any,  # distributed.Client
         plan: _Plan,
-        plan_future: Any,  # noqa: ANN401
+        plan_future: Any,
         inputs: Mapping[str, Any],
     ) -> None:
         super().__init__()
@@ -404,7 +406,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         """Every future submitted (the report counts them; the progress bar
         follows them)."""
 
-    def submit(self, function: Any, *args: Any) -> Any:  # noqa: ANN401
+    def submit(self, function: Any, *args: Any) -> Any:
         future = self.client.submit(function, *args, pure=False)
         self.futures.append(future)
         return future
@@ -447,7 +449,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         block: tuple[int, int] | None,
         reads: Iterable[str],
         writes: Iterable[str] = (),
-    ) -> Any:  # noqa: ANN401
+    ) -> Any:
         inputs, pieces, buffers = self._operands(reads, writes)
         position = self.positions[id(item)]
         if isinstance(item, Build):
@@ -462,7 +464,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
             _run_part, self.plan_future, position, block, inputs, pieces, buffers
         )
 
-    def _tree(self, parts: list[Any]) -> Any:  # noqa: ANN401
+    def _tree(self, parts: list[Any]) -> Any:
         """One future of the contributions of ``parts``, merged ``FAN_IN``
         at a time."""
         while len(parts) > 1:
@@ -488,7 +490,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
                 self.residual_parts.setdefault(group, []).append(
                     self.submit(_contributions, result, residual_target(group))
                 )
-        for name, buffer in targets:  # the pass closes: the buffers complete
+        for _, buffer in targets:  # the pass closes: the buffers complete
             if isinstance(buffer, BufferState):
                 data = buffer.data
                 data.assembled = self.submit(
@@ -518,7 +520,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         self.residual_modes = residual.modes
         self.residual_parts.setdefault(residual.group, [])
 
-    def residual_array(self, group: int) -> Any:  # noqa: ANN401
+    def residual_array(self, group: int) -> Any:
         """The future of group ``group``'s assembled residual."""
         shape = tuple(self.sizing.mode_extent(m) for m in self.residual_modes)
         return self.submit(
@@ -588,13 +590,45 @@ def check_budget(
 
 
 @contextlib.contextmanager
+def local_cluster(workers: int, memory_limit: int | None = None) -> Iterator[Any]:
+    """A client of the embedded cluster: a ``LocalCluster`` of ``workers``
+    processes on loopback, one thread each and one BLAS thread each (the
+    workers share the cores), each limited to ``memory_limit`` bytes (Dask's
+    ``auto`` when ``None``), sampling its memory every ``MONITOR_INTERVAL``."""
+    import dask.config
+    from distributed import Client, LocalCluster
+
+    variables = {
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    with dask.config.set(
+        {
+            "distributed.admin.system-monitor.interval": MONITOR_INTERVAL,
+            "distributed.nanny.pre-spawn-environ": variables,
+        }
+    ):
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=":0",
+            memory_limit=memory_limit if memory_limit is not None else "auto",
+            silence_logs=50,
+        )
+    with cluster, Client(cluster) as client:
+        yield client
+
+
+@contextlib.contextmanager
 def _client(
     scheduler: object, workers: int | None, memory_limit: int | None
 ) -> Iterator[Any]:
     """A ``distributed.Client``: the one given, one connected to the
-    address given, or one on an embedded ``LocalCluster`` on loopback."""
-    import dask
-    from distributed import Client, LocalCluster
+    address given, or one of ``local_cluster``."""
+    from distributed import Client
 
     if isinstance(scheduler, Client):
         yield scheduler
@@ -609,30 +643,8 @@ def _client(
         with client:
             yield client
         return
-    count = workers or os.cpu_count() or 1
-    # one BLAS thread per worker process: the workers share the cores
-    variables = {
-        "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-    }
-    with dask.config.set(
-        {
-            "distributed.admin.system-monitor.interval": MONITOR_INTERVAL,
-            "distributed.nanny.pre-spawn-environ": variables,
-        }
-    ):
-        cluster = LocalCluster(
-            n_workers=count,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=":0",
-            memory_limit=memory_limit if memory_limit is not None else "auto",
-            silence_logs=50,
-        )
-        with cluster, Client(cluster) as client:
-            yield client
+    with local_cluster(workers or os.cpu_count() or 1, memory_limit) as client:
+        yield client
 
 
 # --------------------------------------------------------------------------
@@ -667,7 +679,7 @@ def write_output(path: Path, array: Array) -> None:
             import zarr
 
             written = temporary / path.name
-            zarr.save_array(str(written), array)
+            zarr.save_array(str(written), cast(Any, array))  # zarr's protocol
             if path.exists():
                 old = temporary / "previous"
                 os.replace(path, old)
@@ -813,6 +825,7 @@ __all__ = [
     "ExecutionReport",
     "check_budget",
     "execute_expression",
+    "local_cluster",
     "predicted_peak",
     "write_output",
 ]

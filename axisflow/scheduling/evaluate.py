@@ -81,11 +81,11 @@ __all__ = [
     "RESIDUAL",
     "TOLERANCE",
     "Comparison",
+    "Contribution",
     "EvaluationMemoryError",
+    "PartResult",
     "ScheduleRun",
     "ScheduleRunError",
-    "Contribution",
-    "PartResult",
     "check_memory",
     "compare",
     "evaluate_forest",
@@ -124,8 +124,9 @@ def random_inputs(forest: Forest, sizing: Sizing, seed: int = 0) -> dict[str, Ar
 class _Contractions:
     """Each value's compiled einsum (``scheduling.contraction``), made once."""
 
-    def __init__(self) -> None:
+    def __init__(self, copies: bool = False) -> None:
         self.compiled: dict[str, Contraction] = {}
+        self.copies = copies
 
     def compile(self, value: Value) -> Contraction:
         """``value``'s contraction, compiled at its first use."""
@@ -136,6 +137,7 @@ class _Contractions:
                 value.node_modes,
                 [list(mapping.values()) for mapping in value.factor_maps],
                 value.modes,
+                copies=self.copies,
             )
         return contraction
 
@@ -214,7 +216,16 @@ class ScheduleRun:
     contractions. That bookkeeping grows with the schedule, not with the
     data; ``run`` evaluates the schedule, as often as asked."""
 
-    def __init__(self, forest: Forest, schedule: Schedule, sizing: Sizing) -> None:
+    def __init__(
+        self,
+        forest: Forest,
+        schedule: Schedule,
+        sizing: Sizing,
+        *,
+        copies: bool = False,
+    ) -> None:
+        """``copies``: contractions may copy operands into a layout BLAS
+        takes (``Contraction.copies``; the executor's choice)."""
         self.forest = forest
         self.schedule = schedule
         self.sizing = sizing
@@ -225,7 +236,7 @@ class ScheduleRun:
             self.releases = releases(forest, schedule, sizing)
         except (LoopExtentError, BrokenScheduleError) as error:
             raise ScheduleRunError(str(error)) from None
-        self.contract = _Contractions()
+        self.contract = _Contractions(copies)
         for item, _ in schedule.walk():
             if isinstance(item, Build) and item.value in forest.values:
                 self.contract.compile(forest.values[item.value])

@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ccsd_residual import (  # noqa: E402  # the example beside this one
+from ccsd_residual import (  # the example beside this one
     EQUATION,
     MOLECULES,
     SYMMETRIZER,
@@ -29,12 +29,14 @@ from ccsd_residual import (  # noqa: E402  # the example beside this one
     positive,
 )
 
-from axisflow.execution import evaluate_expression, execute_expression  # noqa: E402
-from axisflow.execution.chem import pyscf_inputs  # noqa: E402
+from axisflow.execution import evaluate_expression, execute_expression
+from axisflow.execution.chem import pyscf_inputs
+
+DESCRIPTION = "The spin-free CCSD doubles residual of SeQuant on a molecule, on Dask."
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=DESCRIPTION)
     parser.add_argument("--molecule", choices=sorted(MOLECULES), default="h2o")
     parser.add_argument("--basis", default="sto-3g", help="a pyscf basis name")
     parser.add_argument("--batch", default="i", help="index spaces to batch: i, a, i,a")

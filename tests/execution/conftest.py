@@ -5,26 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import dask
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 
-from axisflow.execution.dask_executor import MONITOR_INTERVAL
+from axisflow.execution.dask_executor import local_cluster
 
 
 @pytest.fixture(scope="session")
 def dask_client() -> Iterator[Client]:
-    """A client of a ``LocalCluster`` of 2 worker processes on 127.0.0.1."""
-    with dask.config.set(
-        {"distributed.admin.system-monitor.interval": MONITOR_INTERVAL}
-    ):
-        cluster = LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=":0",
-            silence_logs=50,
-        )
-    with cluster, Client(cluster) as client:
+    """A client of the executor's embedded cluster of 2 worker processes on
+    127.0.0.1 (``local_cluster``)."""
+    with local_cluster(2) as client:
         yield client

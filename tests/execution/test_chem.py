@@ -196,7 +196,7 @@ def test_the_dask_example_prints_what_its_readme_shows(
     ]
     expected = [line[4:] for line in shown.split("\n\n")[0].splitlines()[1:]]
     threads = lib.num_threads()
-    address = dask_client.scheduler.address
+    address = str(dask_client.scheduler_info()["address"])
     try:
         assert example.main(["--scheduler", address]) == 0
     finally:

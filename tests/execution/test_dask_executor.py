@@ -8,7 +8,7 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -16,8 +16,12 @@ import zarr
 from distributed import Client
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from axisflow.execution import evaluate_expression, input_keys, input_signatures
-from axisflow.execution import dask_executor
+from axisflow.execution import (
+    dask_executor,
+    evaluate_expression,
+    input_keys,
+    input_signatures,
+)
 from axisflow.execution.dask_executor import (
     BudgetError,
     execute_expression,
@@ -204,7 +208,7 @@ def test_a_failed_write_leaves_no_output_and_keeps_the_old_one(
     inputs = oracle_inputs(expression, dict.fromkeys(expression.space_keys(), 2))
     target = tmp_path / "R.npy"
 
-    def half_written(path: Any, array: np.ndarray) -> None:  # noqa: ANN401
+    def half_written(path: Any, array: np.ndarray) -> None:
         Path(path).write_bytes(b"\x93NUMPY half")
         raise OSError(28, "No space left on device")
 
@@ -226,10 +230,10 @@ class KillOnce(WorkerPlugin):
     def __init__(self, mark: str) -> None:
         self.mark = mark
 
-    def setup(self, worker: Any) -> None:  # noqa: ANN401
+    def setup(self, worker: Any) -> None:
         self.worker = worker
 
-    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:  # noqa: ANN401
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
         if finish != "memory" or "_run_part" not in str(key):
             return
         try:
@@ -259,7 +263,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_result_unchanged(
     expression = parse(equation(name))
     extents = dict.fromkeys(expression.space_keys(), 3)
     inputs = oracle_inputs(expression, extents)
-    pids = set(dask_client.run(os.getpid).values())
+    pids = set(cast(dict[str, int], dask_client.run(os.getpid)).values())
     run = execute_expression(
         expression, inputs, batch="i,Κ", never_worse=False, scheduler=dask_client
     )

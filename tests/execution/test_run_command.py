@@ -55,7 +55,7 @@ def test_the_residual_is_written_and_the_report_printed(
             "i,Κ",
             "--every-loop",
             "--scheduler",
-            dask_client.scheduler.address,
+            str(dask_client.scheduler_info()["address"]),
         ]
     )
     printed = capsys.readouterr()
