@@ -18,7 +18,7 @@ thread each) of one worker, then of two. Measured in the same run:
   above what each held before the run), tasks and bytes moved;
 * two workers against one; both residuals agree.
 
-The targets (issue 27): one worker at least 50% of ``matmul``; two workers
+The targets: one worker at least 50% of ``matmul``; two workers
 at least 1.6x one; measured peak within 10% of predicted; planning and
 graph under 10% of the run. Each line says met or not met.
 
