@@ -776,7 +776,9 @@ def execute_expression(
         if progress:
             from distributed import progress as progress_bar
 
-            progress_bar(graph.futures, notebook=False)
+            # Dask's text bar draws on standard output: the report's
+            with contextlib.redirect_stdout(sys.stderr):
+                progress_bar(graph.futures, notebook=False, multi=False)
             sys.stderr.write("\n")
         try:
             residual = np.asarray(result.result())

@@ -272,3 +272,15 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_result_unchanged(
     _, reference = oracle_residual(expression, extents)
     assert run.residual is not None
     assert relative_difference(run.residual, reference) <= AGREES
+
+
+def test_the_progress_bar_goes_to_standard_error(
+    dask_client: Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = equation("csv_ccsd_energy_df")
+    expression = parse(text)
+    inputs = oracle_inputs(expression, dict.fromkeys(expression.space_keys(), 2))
+    execute_expression(text, inputs, progress=True, scheduler=dask_client)
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert "100% Completed" in printed.err
