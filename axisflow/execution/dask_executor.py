@@ -402,14 +402,17 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         self.positions = {id(item): k for k, item in enumerate(plan.schedule.items)}
         self.residual_parts: dict[int, list[Any]] = {}
         self.residual_modes: tuple[Index, ...] = plan.schedule.residual_modes() or ()
-        self.futures: list[Any] = []
-        """Every future submitted (the report counts them; the progress bar
-        follows them)."""
+        self.tasks = 0
+        """Tasks submitted. Their futures are not kept: a future the client
+        holds keeps its result in a worker's memory, and a block's result
+        is needed only until its contributions are merged."""
 
     def submit(self, function: Any, *args: Any) -> Any:
-        future = self.client.submit(function, *args, pure=False)
-        self.futures.append(future)
-        return future
+        # what merges results runs before more blocks make results: a
+        # higher priority than the blocks'
+        priority = 0 if function is _run_part else 1
+        self.tasks += 1
+        return self.client.submit(function, *args, pure=False, priority=priority)
 
     def walk(self, items: Sequence[Item]) -> None:
         """Visit the root items, dropping each future after the item the
@@ -778,7 +781,7 @@ def execute_expression(
 
             # Dask's text bar draws on standard output: the report's
             with contextlib.redirect_stdout(sys.stderr):
-                progress_bar(graph.futures, notebook=False, multi=False)
+                progress_bar(result, notebook=False, multi=False)  # and its deps
             sys.stderr.write("\n")
         try:
             residual = np.asarray(result.result())
@@ -790,7 +793,7 @@ def execute_expression(
             sent for address, (_, sent) in before.items() if address in after
         )
         moved += count * sum(a.nbytes for a in contiguous.values()) + residual.nbytes
-        tasks = len(graph.futures) + 1
+        tasks = graph.tasks + 1
         del graph, result
     if target is not None:
         write_output(target, residual)
