@@ -47,7 +47,7 @@ from axisflow.sequant import parse
 EQUATION = "examples/sequant/csv_ccsd_doubles_residual_df.txt"
 EXTENTS = {"i": 8, "a": 96, "μ̃": 96, "Κ": 192}
 BATCH = "i"
-BLOCK = 2
+BLOCK = 4
 MATMUL_SIZE = 2048
 
 
