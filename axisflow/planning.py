@@ -52,6 +52,7 @@ from pathlib import Path
 from axisflow.notes import UnusedOptionNote, collected_notes
 from axisflow.numerals import significant
 from axisflow.order import ORDERS, Order
+from axisflow.running import add_run_parser, run_command
 from axisflow.scheduling.memory import (
     Lifetime,
     Sizing,
@@ -439,6 +440,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"most --batch spaces to combine (2^N policies; default {MAX_SPACES})",
     )
+    add_run_parser(commands)
     return parser
 
 
@@ -471,6 +473,8 @@ def batch_spaces(text: str, limit: int) -> tuple[str, ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``axisflow`` command; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "run":
+        return run_command(args)
     try:
         plot_path = Path(args.plot) if args.plot else None
         if plot_path is not None:

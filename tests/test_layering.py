@@ -71,6 +71,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "axisflow.cli",
         "axisflow.interpret",
         "axisflow.planning",
+        "axisflow.running",
         "axisflow.universe",
     ),
 }

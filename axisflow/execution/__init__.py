@@ -13,13 +13,22 @@ Pure Python and NumPy, no xDSL::
   them from mappings, ``.npz`` files and Zarr stores, and the checks
   (``read_inputs``, ``Inputs``, ``InputError``);
 * ``evaluation``: ``evaluate_expression``, the residual unbatched or through
-  a batched schedule, with the NumPy reference evaluator.
+  a batched schedule, with the NumPy reference evaluator;
+* ``dask_executor``: ``execute_expression``, the same plan run on Dask (one
+  task per block of the outer loops), with its report.
 
 See ``docs/execution.md``.
 """
 
 from __future__ import annotations
 
+from axisflow.execution.dask_executor import (
+    BudgetError,
+    Execution,
+    ExecutionError,
+    ExecutionReport,
+    execute_expression,
+)
 from axisflow.execution.evaluation import Evaluation, evaluate_expression
 from axisflow.execution.inputs import (
     SYMMETRY_TOLERANCE,
@@ -37,12 +46,17 @@ from axisflow.execution.inputs import (
 __all__ = [
     "SYMMETRY_TOLERANCE",
     "ArrayLike",
+    "BudgetError",
     "Evaluation",
+    "Execution",
+    "ExecutionError",
+    "ExecutionReport",
     "InputError",
     "InputSignature",
     "InputSource",
     "Inputs",
     "evaluate_expression",
+    "execute_expression",
     "input_keys",
     "input_signatures",
     "read_inputs",

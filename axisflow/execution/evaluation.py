@@ -22,12 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from axisflow.execution.inputs import InputSource, read_inputs
+from axisflow.execution.inputs import Inputs, InputSource, read_inputs
 from axisflow.forest.model import Forest
 from axisflow.forest.roles import classify
 from axisflow.numerals import check_count
 from axisflow.order import ORDERS, Order
-from axisflow.residual import ResidualError
+from axisflow.residual import ResidualError, ResidualLayout
 from axisflow.roles.index import Index
 from axisflow.scheduling.assemble import assemble_residual
 from axisflow.scheduling.contraction import MemoryGuard
@@ -37,7 +37,11 @@ from axisflow.scheduling.evaluate import (
     input_bytes,
     run_residual,
 )
-from axisflow.scheduling.guard import DroppedLoop, schedule_never_worse
+from axisflow.scheduling.guard import (
+    DroppedLoop,
+    GuardedSchedule,
+    schedule_never_worse,
+)
 from axisflow.scheduling.memory import Sizing
 from axisflow.scheduling.schedule import LoopPass, Schedule
 from axisflow.scheduling.scheduler import DEFAULT_MAX_ROUNDS
@@ -109,6 +113,98 @@ def _check_arguments(
         check_count("memory_limit", memory_limit)
 
 
+@dataclass
+class PlannedEvaluation:
+    """An expression read, its inputs checked and its forest scheduled:
+    everything an evaluator needs before it computes."""
+
+    expression: Expression
+    layout: ResidualLayout
+    inputs: Inputs
+    forest: Forest
+    """The forest to run (the scheduled one when batched)."""
+    sizing: Sizing
+    guarded: GuardedSchedule | None
+    """The schedule kept and what was dropped (``None``: unbatched)."""
+    what: str
+    """How messages name the evaluation (``evaluating 3 terms``)."""
+
+    @property
+    def schedule(self) -> Schedule | None:
+        """The schedule to run (``None``: unbatched)."""
+        return None if self.guarded is None else self.guarded.result.schedule
+
+
+def plan_evaluation(
+    expression: Expression | str,
+    inputs: InputSource,
+    *,
+    extents: str | Mapping[str, int] | None = None,
+    batch: str | Iterable[str] = (),
+    block: int | Mapping[str, int] = 1,
+    order: Order = "flops",
+    share: Share = "forest",
+    assume_symmetric: bool = False,
+    never_worse: bool = True,
+    memory_limit: int | None = None,
+    scheduled: bool = False,
+) -> PlannedEvaluation:
+    """Read and check the arguments and inputs of ``evaluate_expression``
+    (which documents them) and plan the evaluation: the forest, and with
+    ``batch`` (or ``scheduled``: also unbatched) the schedule of that
+    policy, classified, scheduled and guarded as ``axisflow plan`` does.
+    Computes nothing; raises what ``evaluate_expression`` raises before it
+    computes."""
+    if isinstance(batch, Iterable) and not isinstance(batch, str):
+        batch = tuple(batch)  # a generator is read once, by the check and after
+    flags = {"assume_symmetric": assume_symmetric, "never_worse": never_worse}
+    _check_arguments(batch, block, order, share, flags, memory_limit)
+    if isinstance(expression, str):
+        expression = parse(expression)
+    elif not isinstance(expression, Expression):
+        raise TypeError(
+            "expression must be SeQuant text (str) or a parsed Expression, "
+            f"got {type(expression).__name__}"
+        )
+    try:
+        layout = expression_layout(expression)
+    except ResidualError as error:
+        term = expression.terms[error.term] if error.term >= 0 else None
+        offset = term.offset if term is not None else 0
+        raise expression.error(
+            f"the terms form no one residual: {error.reason}", offset
+        ) from None
+    checked = read_inputs(
+        expression, inputs, extents=extents, assume_symmetric=assume_symmetric
+    )
+    forest = to_model(
+        expression, batch, extents=checked.extents, order=order, share=share
+    )
+    count = len(expression.terms)
+    what = f"evaluating {count} term{'' if count == 1 else 's'}"
+    if not batch and not scheduled:
+        sizing = Sizing(forest, checked.extents)
+        return PlannedEvaluation(
+            expression, layout, checked, forest, sizing, None, what
+        )
+    classify(forest)
+    guarded = schedule_never_worse(
+        forest,
+        block=block,
+        max_rounds=DEFAULT_MAX_ROUNDS,
+        extents=checked.extents,
+        residual=layout,
+        enabled=never_worse,
+    )
+    if batch:
+        spaces = batch if isinstance(batch, str) else ",".join(batch)
+        what = f"{what} batched over {spaces}"
+    sizing = Sizing(guarded.forest, checked.extents)
+    return PlannedEvaluation(
+        expression, layout, checked, guarded.forest, sizing, guarded, what
+    )
+
+
 def evaluate_expression(
     expression: Expression | str,
     inputs: InputSource,
@@ -145,66 +241,38 @@ def evaluate_expression(
     the frontend's ``SequantError`` for text that is no residual,
     ``EvaluationMemoryError`` above the memory limit.
     """
-    if isinstance(batch, Iterable) and not isinstance(batch, str):
-        batch = tuple(batch)  # a generator is read once, by the check and after
-    flags = {"assume_symmetric": assume_symmetric, "never_worse": never_worse}
-    _check_arguments(batch, block, order, share, flags, memory_limit)
-    if isinstance(expression, str):
-        expression = parse(expression)
-    elif not isinstance(expression, Expression):
-        raise TypeError(
-            "expression must be SeQuant text (str) or a parsed Expression, "
-            f"got {type(expression).__name__}"
-        )
-    try:
-        layout = expression_layout(expression)
-    except ResidualError as error:
-        term = expression.terms[error.term] if error.term >= 0 else None
-        offset = term.offset if term is not None else 0
-        raise expression.error(
-            f"the terms form no one residual: {error.reason}", offset
-        ) from None
-    checked = read_inputs(
-        expression, inputs, extents=extents, assume_symmetric=assume_symmetric
-    )
-    forest = to_model(
-        expression, batch, extents=checked.extents, order=order, share=share
-    )
-    sizing = Sizing(forest, checked.extents)
-    count = len(expression.terms)
-    what = f"evaluating {count} term{'' if count == 1 else 's'}"
-    if not batch:
-        check_memory(forest, sizing, what, memory_limit)
-        results = evaluate_forest(forest, checked.leaf_arrays(forest))
-        residual = assemble_residual(forest, results, layout)
-        return Evaluation(residual, layout.modes, checked.extents, forest)
-    classify(forest)
-    guarded = schedule_never_worse(
-        forest,
+    planned = plan_evaluation(
+        expression,
+        inputs,
+        extents=extents,
+        batch=batch,
         block=block,
-        max_rounds=DEFAULT_MAX_ROUNDS,
-        extents=checked.extents,
-        residual=layout,
-        enabled=never_worse,
+        order=order,
+        share=share,
+        assume_symmetric=assume_symmetric,
+        never_worse=never_worse,
+        memory_limit=memory_limit,
     )
-    scheduled = guarded.forest
-    sizing = Sizing(scheduled, checked.extents)
-    needed = input_bytes(scheduled, sizing) + guarded.scheduled_peak
-    spaces = batch if isinstance(batch, str) else ",".join(batch)
-    MemoryGuard(memory_limit).check(needed, f"{what} batched over {spaces}")
+    forest, sizing, checked = planned.forest, planned.sizing, planned.inputs
+    guarded = planned.guarded
+    if guarded is None:
+        check_memory(forest, sizing, planned.what, memory_limit)
+        results = evaluate_forest(forest, checked.leaf_arrays(forest))
+        residual = assemble_residual(forest, results, planned.layout)
+        return Evaluation(residual, planned.layout.modes, checked.extents, forest)
+    needed = input_bytes(forest, sizing) + guarded.scheduled_peak
+    MemoryGuard(memory_limit).check(needed, planned.what)
     schedule = guarded.result.schedule
-    _, residual = run_residual(
-        scheduled, schedule, checked.leaf_arrays(scheduled), sizing
-    )
+    _, residual = run_residual(forest, schedule, checked.leaf_arrays(forest), sizing)
     assert residual is not None  # scheduled with the residual layout
     return Evaluation(
         residual,
-        layout.modes,
+        planned.layout.modes,
         checked.extents,
-        scheduled,
+        forest,
         schedule,
         tuple(guarded.dropped),
     )
 
 
-__all__ = ["Evaluation", "evaluate_expression"]
+__all__ = ["Evaluation", "PlannedEvaluation", "evaluate_expression", "plan_evaluation"]

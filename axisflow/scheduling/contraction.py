@@ -11,7 +11,8 @@ a mode kept from both (a matrix product once the modes are grouped) runs
 as one ``numpy.matmul`` when both operands, transposed, group into
 matrices as they lie in memory (no copy: BLAS, or NumPy's strided loop);
 every other contraction, and one whose operands would need a copy to be
-grouped, runs as one direct ``numpy.einsum`` (no intermediates, no
+grouped (unless ``copies``: the Dask executor copies them, for BLAS),
+runs as one direct ``numpy.einsum`` (no intermediates, no
 copies: the multiply-adds of the product of its node extents, which is
 what the model counts). ``numpy.einsum`` with a contraction path was the
 former route: its ``tensordot`` copies transposed operands (an input's
@@ -171,6 +172,7 @@ class Contraction:
         node_modes: Sequence[object],
         factor_modes: Sequence[Sequence[object]],
         result_modes: Sequence[object],
+        copies: bool = False,
     ) -> None:
         if len(node_modes) > len(_LETTERS):
             raise ValueError(f"@{name} has more than {len(_LETTERS)} modes at its node")
@@ -181,6 +183,11 @@ class Contraction:
         self.subscripts = f"{','.join(specs)}->{output}"
         self.output = output
         self.operand_letters = "".join(specs)
+        self.copies = copies
+        """Copy operands that do not group into a matrix product (a
+        temporary of an operand's size, which the memory model does not
+        count) rather than run the direct einsum: the executor's choice,
+        for speed; the reference evaluator never copies."""
         self.matrix: _MatrixProduct | None = None
         """The matrix product, for two factors that form one."""
         if len(specs) == 2 and _MatrixProduct.possible(specs[0], specs[1], output):
@@ -195,6 +202,8 @@ class Contraction:
             elements = operands[0].size * math.prod(right[a] for a in matrix.right_kept)
             if elements >= SMALL_CONTRACTION:
                 result = matrix(operands[0], operands[1])
+            if result is None and self.copies and elements >= SMALL_CONTRACTION:
+                result = self._copied_matrix(matrix, operands[0], operands[1])
         if result is None:
             # into a result of its own, laid out in order: NumPy allocates
             # nothing else then (left to itself, it may buffer an output
@@ -203,6 +212,37 @@ class Contraction:
             result = np.empty([extent[c] for c in self.output])
             np.einsum(self.subscripts, *operands, out=result)
         return result
+
+    @staticmethod
+    def _copied_matrix(
+        matrix: _MatrixProduct, left: Array, right: Array
+    ) -> Array | None:
+        """The matrix product after copying operands into a layout that
+        groups: first the smaller one, its summed axes in the other's memory
+        order; then both, kept axes first and summed axes last, in one
+        order."""
+        pairs = list(matrix.summed)
+        if right.size <= left.size:
+            pairs.sort(key=lambda pair: -left.strides[pair[0]])
+            result = matrix(left, _laid_out(right, [b for _, b in pairs]))
+        else:
+            pairs.sort(key=lambda pair: -right.strides[pair[1]])
+            result = matrix(_laid_out(left, [a for a, _ in pairs]), right)
+        if result is None:
+            result = matrix(
+                _laid_out(left, [a for a, _ in pairs]),
+                _laid_out(right, [b for _, b in pairs]),
+            )
+        return result
+
+
+def _laid_out(array: Array, last: Sequence[int]) -> Array:
+    """A copy of ``array`` with the same axes, laid out in memory with the
+    axes ``last`` innermost, in that order (the others outside them, in
+    their order)."""
+    order = [a for a in range(array.ndim) if a not in last] + list(last)
+    copy = np.ascontiguousarray(array.transpose(order))
+    return copy.transpose(np.argsort(order))
 
 
 def _shapes(operands: Sequence[Array]) -> list[int]:

@@ -81,7 +81,9 @@ __all__ = [
     "RESIDUAL",
     "TOLERANCE",
     "Comparison",
+    "Contribution",
     "EvaluationMemoryError",
+    "PartResult",
     "ScheduleRun",
     "ScheduleRunError",
     "check_memory",
@@ -90,6 +92,8 @@ __all__ = [
     "measured_peak",
     "random_inputs",
     "relative_difference",
+    "residual_target",
+    "run_part",
     "run_residual",
     "run_schedule",
 ]
@@ -120,8 +124,9 @@ def random_inputs(forest: Forest, sizing: Sizing, seed: int = 0) -> dict[str, Ar
 class _Contractions:
     """Each value's compiled einsum (``scheduling.contraction``), made once."""
 
-    def __init__(self) -> None:
+    def __init__(self, copies: bool = False) -> None:
         self.compiled: dict[str, Contraction] = {}
+        self.copies = copies
 
     def compile(self, value: Value) -> Contraction:
         """``value``'s contraction, compiled at its first use."""
@@ -132,6 +137,7 @@ class _Contractions:
                 value.node_modes,
                 [list(mapping.values()) for mapping in value.factor_maps],
                 value.modes,
+                copies=self.copies,
             )
         return contraction
 
@@ -210,7 +216,16 @@ class ScheduleRun:
     contractions. That bookkeeping grows with the schedule, not with the
     data; ``run`` evaluates the schedule, as often as asked."""
 
-    def __init__(self, forest: Forest, schedule: Schedule, sizing: Sizing) -> None:
+    def __init__(
+        self,
+        forest: Forest,
+        schedule: Schedule,
+        sizing: Sizing,
+        *,
+        copies: bool = False,
+    ) -> None:
+        """``copies``: contractions may copy operands into a layout BLAS
+        takes (``Contraction.copies``; the executor's choice)."""
         self.forest = forest
         self.schedule = schedule
         self.sizing = sizing
@@ -221,7 +236,7 @@ class ScheduleRun:
             self.releases = releases(forest, schedule, sizing)
         except (LoopExtentError, BrokenScheduleError) as error:
             raise ScheduleRunError(str(error)) from None
-        self.contract = _Contractions()
+        self.contract = _Contractions(copies)
         for item, _ in schedule.walk():
             if isinstance(item, Build) and item.value in forest.values:
                 self.contract.compile(forest.values[item.value])
@@ -390,11 +405,21 @@ class _Runner(ScheduleWalker[_Stored, _Stored]):
             have = have_ranges.get(mode, (0, self.extent(mode)))
             piece_range = piece_ranges.get(mode, (0, self.extent(mode)))
             index.append(slice(piece_range[0] - have[0], piece_range[1] - have[0]))
-        if write.accumulate:
-            buffer.data.array[tuple(index)] += piece.data.array
-        else:
-            buffer.data.array[tuple(index)] = piece.data.array
+        self.store(buffer, tuple(index), piece.data.array, write.accumulate)
         self.fill(piece, buffer)
+
+    def store(
+        self,
+        buffer: BufferState[_Stored],
+        index: tuple[slice, ...],
+        array: Array,
+        accumulate: bool,
+    ) -> None:
+        """Scatter (or add) ``array`` into ``buffer`` at ``index``."""
+        if accumulate:
+            buffer.data.array[index] += array
+        else:
+            buffer.data.array[index] = array
 
     def residual_write(self, write: Write, piece: Piece[_Stored] | None) -> None:
         assert write.into is not None and write.tree is not None
@@ -409,9 +434,17 @@ class _Runner(ScheduleWalker[_Stored, _Stored]):
             slice(*ranges.get(modes[a], (0, self.extent(modes[a])))) for a in axes
         )
         coeff = float(self.forest.trees[number].coeff)
+        self.add_into_residual(
+            write.into, index, np.transpose(piece.data.array, axes), coeff
+        )
+
+    def add_into_residual(
+        self, group: int, index: tuple[slice, ...], array: Array, coeff: float
+    ) -> None:
+        """Add ``coeff * array`` into residual ``group`` at ``index``."""
         add_scaled(
-            self.residual_buffer(write.into)[(*index, ...)],  # a view, 0-d too
-            np.transpose(piece.data.array, axes),
+            self.residual_buffer(group)[(*index, ...)],  # a view, 0-d too
+            array,
             coeff,
         )
 
@@ -456,9 +489,116 @@ class _Runner(ScheduleWalker[_Stored, _Stored]):
             self.results[output.tree] = coeff * full  # the caller's
         if output.into is not None:
             axes = root_axes(self.forest, number, self.residual_modes)
-            add_scaled(
-                self.residual_buffer(output.into), np.transpose(full, axes), coeff
+            self.add_into_residual(output.into, (), np.transpose(full, axes), coeff)
+
+
+# --------------------------------------------------------------------------
+# Running one part of a schedule (a task of a distributed executor)
+# --------------------------------------------------------------------------
+
+
+def residual_target(group: int) -> str:
+    """How a ``Contribution`` names residual group ``group`` (no value can
+    have this name)."""
+    return f"(residual {group})"
+
+
+@dataclass(slots=True)
+class Contribution:
+    """What a part adds to storage outside it: ``array`` scattered
+    (``accumulate=False``) or added into ``target`` (a root buffer's value,
+    or a residual group: ``residual_target``) at ``index``."""
+
+    target: str
+    index: tuple[slice, ...]
+    array: Array
+    accumulate: bool
+
+
+@dataclass(slots=True)
+class PartResult:
+    """What a part left: the pieces it built at the root (a root build's)
+    and its contributions to the root's buffers and the residual."""
+
+    pieces: dict[str, Array]
+    contributions: list[Contribution]
+
+
+def run_part(
+    run: ScheduleRun,
+    position: int,
+    block: Range | None,
+    inputs: Mapping[str, Array],
+    pieces: Mapping[str, Array],
+    buffers: Mapping[str, Array | None],
+) -> PartResult:
+    """Run root item ``position`` of ``run``'s schedule on its own: a root
+    build, output or operator-free item, or, with ``block``, one block of a
+    root loop pass (its body, inner loops included, with the evaluator's
+    contractions). ``inputs``: the input values it reads; ``pieces``: the
+    root pieces it reads; ``buffers``: the root buffers it reads (complete:
+    their array) or writes (``None``). What it writes into root buffers and
+    adds into the residual is returned, not stored (``PartResult``): the
+    caller assembles the blocks."""
+    item = run.schedule.items[position]
+    runner = _PartRunner(run, inputs)
+    root = runner.scopes[0]
+    for name, array in pieces.items():
+        root.pieces[name] = Piece(Build(name), _Stored(array, {}))
+    for name, array in buffers.items():
+        stored = _Stored(np.empty(0) if array is None else array, {})
+        root.buffers[name] = BufferState(
+            Buffer(name), 0, stored, complete=array is not None
+        )
+    previous = np.setbufsize(UFUNC_BUFSIZE)  # as ``ScheduleRun.run``
+    try:
+        if isinstance(item, LoopPass):
+            if block is None:
+                raise ScheduleRunError(f"loop pass {item.instance}: no block given")
+            runner.current[item.instance] = block
+            runner.visit_body(item)
+        else:
+            runner.visit(item)
+    finally:
+        np.setbufsize(previous)
+    kept = {
+        name: piece.data.array
+        for name, piece in root.pieces.items()
+        if name not in pieces
+    }
+    return PartResult(kept, runner.contributions)
+
+
+class _PartRunner(_Runner):
+    """The runner of one part: writes into the root's buffers and the
+    residual are recorded as contributions."""
+
+    def __init__(self, run: ScheduleRun, inputs: Mapping[str, Array]) -> None:
+        super().__init__(run, inputs, keep_trees=False)
+        self.residual_modes = run.schedule.residual_modes() or ()
+        self.contributions: list[Contribution] = []
+
+    def store(
+        self,
+        buffer: BufferState[_Stored],
+        index: tuple[slice, ...],
+        array: Array,
+        accumulate: bool,
+    ) -> None:
+        if buffer.depth > 0:
+            super().store(buffer, index, array, accumulate)
+        else:
+            self.contributions.append(
+                Contribution(buffer.item.value, index, array, accumulate)
             )
+
+    def add_into_residual(
+        self, group: int, index: tuple[slice, ...], array: Array, coeff: float
+    ) -> None:
+        scaled = array if coeff == 1.0 else coeff * array
+        self.contributions.append(
+            Contribution(residual_target(group), index, scaled, True)
+        )
 
 
 def run_schedule(

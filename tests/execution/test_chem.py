@@ -1,7 +1,8 @@
 """Physics against an oracle nobody here wrote: SeQuant's own closed-shell
 spin-free CCSD doubles residual (``examples/sequant/ccsd_doubles_residual_sf.txt``)
-vanishes at pyscf's converged RCCSD amplitudes, evaluated unbatched and
-through a batched schedule, and does not without the symmetrizer Ŝ.
+vanishes at pyscf's converged RCCSD amplitudes, evaluated unbatched, through
+a batched schedule and through the Dask executor (on the tests' cluster of
+two worker processes), and does not without the symmetrizer Ŝ.
 
 The scale is the residual at the MP2 guess, where pyscf's CCSD starts.
 """
@@ -16,9 +17,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from distributed import Client
 from pyscf import cc, gto, lib, scf
 
-from axisflow.execution import evaluate_expression
+from axisflow.execution import evaluate_expression, execute_expression
 from axisflow.execution.chem import ChemError, closed_shell_inputs, pyscf_inputs
 from tests.conftest import EXAMPLES
 
@@ -94,6 +96,26 @@ def test_without_the_symmetrizer_it_does_not_vanish(molecule: Molecule) -> None:
     assert relative(result.residual, molecule) > 0.5
 
 
+@pytest.mark.parametrize("symmetrizer", [True, False])
+def test_through_the_dask_executor_it_vanishes_only_with_the_symmetrizer(
+    molecule: Molecule, dask_client: Client, symmetrizer: bool
+) -> None:
+    text = TEXT if symmetrizer else TEXT.replace(SYMMETRIZER, "")
+    run = execute_expression(
+        text,
+        molecule.converged,
+        batch="i",
+        block=2,
+        never_worse=False,
+        scheduler=dask_client,
+    )
+    assert run.residual is not None and run.report.workers == 2
+    if symmetrizer:
+        assert relative(run.residual, molecule) < VANISHES
+    else:
+        assert relative(run.residual, molecule) > 0.5
+
+
 def test_the_conventions_are_the_documented_ones(molecule: Molecule) -> None:
     ccsd = molecule.ccsd
     inputs = molecule.converged
@@ -158,3 +180,31 @@ def test_the_chem_example_prints_what_its_readme_shows(
 
     assert masked(printed) == masked(expected)
     assert sum("  vanishes" in line for line in printed) == 2
+
+
+def test_the_dask_example_prints_what_its_readme_shows(
+    capsys: pytest.CaptureFixture[str], dask_client: Client
+) -> None:
+    path = EXAMPLES / "chem" / "ccsd_residual_dask.py"
+    spec = importlib.util.spec_from_file_location("ccsd_residual_dask", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    readme = (EXAMPLES / "chem" / "README.md").read_text("utf-8")
+    shown = readme.split("    $ .venv/bin/python examples/chem/ccsd_residual_dask.py")[
+        1
+    ]
+    expected = [line[4:] for line in shown.split("\n\n")[0].splitlines()[1:]]
+    threads = lib.num_threads()
+    address = str(dask_client.scheduler_info()["address"])
+    try:
+        assert example.main(["--scheduler", address]) == 0
+    finally:
+        lib.num_threads(threads)
+    printed = capsys.readouterr().out.splitlines()
+
+    def masked(lines: list[str]) -> list[str]:
+        return [re.sub(r"\d\.\de-(09|10)  vanishes", "?  vanishes", x) for x in lines]
+
+    assert masked(printed) == masked(expected)
+    assert sum("  vanishes" in line for line in printed) == 1

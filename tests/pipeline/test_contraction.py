@@ -148,3 +148,32 @@ def test_compare_refuses_a_huge_dense_evaluation_before_allocating() -> None:
             extents=dict.fromkeys("ia", 3) | {"μ̃": 3, "Κ": 3},
             memory_limit=10_000,
         )
+
+
+@pytest.mark.parametrize(
+    ("left_modes", "right_modes"),
+    [
+        # summed (e, f) lie e-major in the left, f-major in the right
+        ("aebcf", "dfe"),
+        # the left's summed axes do not lie together: both are copied
+        ("eaf", "dfe"),
+    ],
+)
+def test_copies_make_a_matrix_product_of_operands_that_do_not_group(
+    left_modes: str, right_modes: str, matrix_products: list[object]
+) -> None:
+    rng = np.random.default_rng(2)
+    extent = dict(a=16, b=1, c=2, d=24, e=20, f=12)
+    left = rng.standard_normal([extent[m] for m in left_modes])
+    right = rng.standard_normal([extent[m] for m in right_modes])
+    output = "".join(m for m in "abcd" if m in left_modes + right_modes)
+    node = sorted(set(left_modes + right_modes))
+    reference = np.einsum(f"{left_modes},{right_modes}->{output}", left, right)
+    direct = Contraction("v", node, [list(left_modes), list(right_modes)], list(output))
+    assert np.allclose(direct([left, right]), reference, rtol=1e-12, atol=1e-12)
+    assert matrix_products == []  # the reference evaluator does not copy
+    copying = Contraction(
+        "v", node, [list(left_modes), list(right_modes)], list(output), copies=True
+    )
+    assert np.allclose(copying([left, right]), reference, rtol=1e-12, atol=1e-12)
+    assert len(matrix_products) == 1

@@ -1,0 +1,836 @@
+"""Run a planned residual on Dask: one task per block of the outer loops.
+
+Pure Python, NumPy and ``dask.distributed``, no xDSL. ``execute_expression``
+plans the expression as ``evaluate_expression`` does (``plan_evaluation``:
+inputs checked, forest built, schedule classified, scheduled and guarded),
+refuses a plan that does not fit the budget before any work, and maps the
+schedule onto tasks with a client of the schedule walker
+(``axisflow.scheduling.walker``) that visits the schedule's root items:
+
+* a root **loop pass** becomes one task per block of its loop; each task
+  runs the body for its block, inner loops included, with the NumPy
+  evaluator's contractions (``scheduling.evaluate.run_part``: BLAS
+  ``matmul`` for pairwise products, one ``einsum`` otherwise);
+* a root **build** (a LoopInvariant or hoisted value, built once) is one
+  task; its result is a future every task that reads it depends on, so it
+  is computed once and moved to the workers that need it;
+* what a block writes into a root **buffer** (a LoopCarried value's slice,
+  a Reduction's partial sum) and adds into the **residual** comes back as
+  contributions; when the pass closes they are merged in a tree
+  (``FAN_IN`` at a time: partial sums over one region added, slices
+  concatenated) and assembled into the buffer, which the later tasks read;
+* an **operator step** (``Ŝ``/``Â``/``P̂``) runs on the assembled residual
+  of its group, as one task.
+
+The inputs are scattered to every worker (``broadcast``); a worker lost
+mid-run is replaced by its nanny and Dask recomputes what it held (the
+inputs survive on the other workers). The residual is gathered and written
+to a temporary name next to the output, then renamed: a failed run never
+leaves a half-written output under the final name.
+
+The embedded default cluster is a ``LocalCluster`` on loopback: ``workers``
+processes (default: the cores), one thread each (each task's BLAS on one
+core), each limited to ``budget / workers`` bytes when a budget is given.
+``scheduler`` connects to an existing cluster instead (an address or a
+``Client``). See ``docs/execution.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+from numpy.typing import NDArray
+
+from axisflow.execution.evaluation import plan_evaluation
+from axisflow.execution.inputs import InputSource
+from axisflow.forest.model import Forest
+from axisflow.numerals import check_count
+from axisflow.order import Order
+from axisflow.residual import Operator, apply_operators
+from axisflow.roles.index import Index
+from axisflow.scheduling.evaluate import (
+    Contribution,
+    PartResult,
+    ScheduleRun,
+    input_bytes,
+    residual_target,
+    run_part,
+)
+from axisflow.scheduling.memory import (
+    Sizing,
+    format_bytes,
+    lifetimes,
+    peak,
+    releases,
+    schedule_flops,
+)
+from axisflow.scheduling.options import parse_budget
+from axisflow.scheduling.schedule import (
+    Apply,
+    Buffer,
+    Build,
+    Item,
+    LoopPass,
+    Output,
+    Residual,
+    Schedule,
+    Write,
+    loop_extents,
+)
+from axisflow.scheduling.walker import BufferState, Piece, ScheduleWalker
+from axisflow.sequant import Expression, Share
+
+Array = NDArray[np.float64]
+
+FAN_IN = 4
+"""Contributions merged per task of the tree that assembles a buffer."""
+
+MONITOR_INTERVAL = "20ms"
+"""How often the embedded cluster's workers sample their memory (Dask's
+system monitor; its default, 500 ms, misses the peak of a short task)."""
+
+OUTPUT_SUFFIXES = (".npy", ".zarr")
+
+
+class BudgetError(MemoryError):
+    """A plan that does not fit the memory budget, refused before any work;
+    the message names what does not fit."""
+
+
+class ExecutionError(RuntimeError):
+    """The cluster could not run the plan (a task failed beyond Dask's
+    retries, the scheduler is unreachable)."""
+
+
+# --------------------------------------------------------------------------
+# The report
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class ExecutionReport:
+    """What a run cost: time, work, memory per worker, tasks, transfers."""
+
+    wall_seconds: float
+    """From planning to the residual written (or returned)."""
+    planning_seconds: float
+    """Reading the inputs, planning and building the task graph."""
+    multiply_adds: int
+    """The schedule's own multiply-adds (``memory.schedule_flops``)."""
+    workers: int
+    predicted_peak: int
+    """Bytes one worker is predicted to hold at once (``predicted_peak``)."""
+    measured_peak: int | None
+    """The most bytes a worker held above its memory before the run (Dask's
+    system monitor of each worker); ``None`` when not measured."""
+    tasks: int
+    bytes_moved: int
+    """Bytes sent between workers, plus the inputs scattered and the
+    residual gathered."""
+
+    @property
+    def gflops(self) -> float:
+        """Billions of floating-point operations (2 per multiply-add) per
+        second of wall time."""
+        return 2 * self.multiply_adds / max(self.wall_seconds, 1e-12) / 1e9
+
+    def table(self) -> str:
+        """The report on one screen."""
+        measured = (
+            "not measured"
+            if self.measured_peak is None
+            else format_bytes(self.measured_peak)
+        )
+        ratio = (
+            ""
+            if self.measured_peak is None or self.predicted_peak == 0
+            else f"  ({self.measured_peak / self.predicted_peak:.2f}x predicted)"
+        )
+        rows = [
+            ("wall time", f"{self.wall_seconds:.3f} s"),
+            (
+                "planning + graph",
+                f"{self.planning_seconds:.3f} s "
+                f"({100 * self.planning_seconds / max(self.wall_seconds, 1e-12):.1f}%)",
+            ),
+            ("multiply-adds", f"{self.multiply_adds:,}"),
+            ("GFLOP/s", f"{self.gflops:.2f}"),
+            ("workers", str(self.workers)),
+            ("peak per worker", f"predicted {format_bytes(self.predicted_peak)}"),
+            ("", f"measured  {measured}{ratio}"),
+            ("tasks", f"{self.tasks:,}"),
+            ("bytes moved", format_bytes(self.bytes_moved)),
+        ]
+        width = max(len(name) for name, _ in rows)
+        return "".join(f"{name:<{width}}  {text}\n" for name, text in rows)
+
+
+@dataclass
+class Execution:
+    """The residual of a run on Dask, and its report."""
+
+    residual: Array | None
+    """The residual (``None`` when written to ``output``)."""
+    modes: tuple[Index, ...]
+    extents: dict[str, int]
+    report: ExecutionReport
+    schedule: Schedule
+    forest: Forest
+    output: Path | None = None
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The residual's axes as text."""
+        return tuple(str(mode) for mode in self.modes)
+
+
+# --------------------------------------------------------------------------
+# Tasks (run on the workers: plain functions of picklable arguments)
+# --------------------------------------------------------------------------
+
+
+class _Plan:
+    """The forest, schedule and sizing shipped to the workers; each worker
+    prepares the ``ScheduleRun`` once (its bookkeeping is by object
+    identity, so it is made where it runs, never pickled)."""
+
+    def __init__(self, forest: Forest, schedule: Schedule, sizing: Sizing) -> None:
+        self.forest = forest
+        self.schedule = schedule
+        self.sizing = sizing
+        self._run: ScheduleRun | None = None
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"forest": self.forest, "schedule": self.schedule, "sizing": self.sizing}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["forest"], state["schedule"], state["sizing"])
+
+    @property
+    def run(self) -> ScheduleRun:
+        if self._run is None:
+            self._run = ScheduleRun(
+                self.forest, self.schedule, self.sizing, copies=True
+            )
+        return self._run
+
+
+def _run_part(
+    plan: _Plan,
+    position: int,
+    block: tuple[int, int] | None,
+    inputs: Mapping[str, Array],
+    pieces: Mapping[str, Array],
+    buffers: Mapping[str, Array | None],
+) -> PartResult:
+    return run_part(plan.run, position, block, inputs, pieces, buffers)
+
+
+def _identity(value: object) -> object:
+    return value
+
+
+def _run_build(
+    plan: _Plan,
+    position: int,
+    inputs: Mapping[str, Array],
+    pieces: Mapping[str, Array],
+    buffers: Mapping[str, Array | None],
+) -> Array:
+    """A root build's piece (one task: no pick after it)."""
+    name = plan.schedule.items[position]
+    assert isinstance(name, Build)
+    return run_part(plan.run, position, None, inputs, pieces, buffers).pieces[
+        name.value
+    ]
+
+
+def _run_output(
+    plan: _Plan,
+    position: int,
+    inputs: Mapping[str, Array],
+    pieces: Mapping[str, Array],
+    buffers: Mapping[str, Array | None],
+) -> list[Contribution]:
+    """A root output's contributions to the residual."""
+    return run_part(plan.run, position, None, inputs, pieces, buffers).contributions
+
+
+def _contributions(result: PartResult, target: str) -> list[Contribution]:
+    return [c for c in result.contributions if c.target == target]
+
+
+def _region(index: tuple[slice, ...]) -> tuple[tuple[int | None, int | None], ...]:
+    return tuple((part.start, part.stop) for part in index)
+
+
+def _merge(*parts: list[Contribution]) -> list[Contribution]:
+    """The contributions of ``parts`` in order, those that add into one
+    region summed (a reduction's partial sums become one)."""
+    merged: list[Contribution] = []
+    adding: dict[tuple[tuple[int | None, int | None], ...], int] = {}
+    for part in parts:
+        for contribution in part:
+            region = _region(contribution.index)
+            at = adding.get(region)
+            if contribution.accumulate and at is not None:
+                previous = merged[at]
+                merged[at] = Contribution(
+                    previous.target,
+                    previous.index,
+                    previous.array + contribution.array,
+                    True,
+                )
+                continue
+            if contribution.accumulate:
+                adding[region] = len(merged)
+            else:
+                adding.pop(region, None)
+            merged.append(contribution)
+    return merged
+
+
+def _assemble(shape: tuple[int, ...], contributions: list[Contribution]) -> Array:
+    array = np.zeros(shape)
+    for contribution in contributions:
+        index = (*contribution.index, ...)
+        if contribution.accumulate:
+            array[index] += contribution.array
+        else:
+            array[index] = contribution.array
+    return array
+
+
+def _apply(
+    array: Array, modes: tuple[Index, ...], operators: tuple[Operator, ...]
+) -> list[Contribution]:
+    result = apply_operators(array, modes, operators)
+    return [Contribution(residual_target(0), (), result, True)]
+
+
+def _worker_state(dask_worker: Any) -> tuple[float, int]:  # Dask's
+    """A worker's clock and bytes sent so far (``client.run``)."""
+    return time.time(), int(dask_worker.transfer_outgoing_bytes_total)
+
+
+def _worker_memory(dask_worker: Any, since: float) -> tuple[float, float]:
+    """A worker's memory at ``since`` and its largest sample after it, from
+    its system monitor."""
+    monitor = dask_worker.monitor
+    times = list(monitor.quantities["time"])
+    memory = list(monitor.quantities["memory"])
+    before = [m for t, m in zip(times, memory, strict=True) if t <= since]
+    after = [m for t, m in zip(times, memory, strict=True) if t > since]
+    start = before[-1] if before else (memory[0] if memory else 0.0)
+    return float(start), float(max(after, default=start))
+
+
+# --------------------------------------------------------------------------
+# The graph: a walker client over the root items
+# --------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _RootBuffer:
+    shape: tuple[int, ...]
+    parts: list[Any] = field(default_factory=list[Any])
+    """Futures of contribution lists, one per block that wrote it."""
+    assembled: Any = None
+    """The future of the whole buffer, once its pass closed."""
+
+
+def _mentions(items: Sequence[Item]) -> tuple[set[str], set[str], set[int]]:
+    """The names a loop body reads, the root buffers it writes (no buffer
+    of its own in between) and the residual groups it adds into."""
+    reads: set[str] = set()
+    writes: set[str] = set()
+    groups: set[int] = set()
+
+    def visit(body: Sequence[Item], own: frozenset[str]) -> None:
+        own = own | {item.value for item in body if isinstance(item, Buffer)}
+        for item in body:
+            if isinstance(item, LoopPass):
+                visit(item.body, own)
+            elif isinstance(item, Build):
+                reads.add(item.value)  # a build reads its factors: named below
+            elif isinstance(item, Output):
+                if item.value is not None:
+                    reads.add(item.value)
+                if item.into is not None and not item.direct:
+                    groups.add(item.into)
+            elif isinstance(item, Write):
+                if item.into is not None:
+                    groups.add(item.into)
+                elif item.value not in own:
+                    writes.add(item.value)
+
+    visit(items, frozenset())
+    return reads, writes, groups
+
+
+class _Graph(ScheduleWalker[Any, _RootBuffer]):
+    """Submits the tasks of a schedule's root items, in order."""
+
+    def __init__(
+        self,
+        client: Any,  # distributed.Client
+        plan: _Plan,
+        plan_future: Any,
+        inputs: Mapping[str, Any],
+    ) -> None:
+        super().__init__()
+        self.client = client
+        self.plan = plan
+        self.plan_future = plan_future
+        self.inputs = inputs
+        self.forest = plan.forest
+        self.sizing = plan.sizing
+        self.extents = loop_extents(
+            plan.schedule, plan.sizing.mode_extent, plan.sizing.extent
+        )
+        self.dead = releases(plan.forest, plan.schedule, plan.sizing)
+        self.positions = {id(item): k for k, item in enumerate(plan.schedule.items)}
+        self.residual_parts: dict[int, list[Any]] = {}
+        self.residual_modes: tuple[Index, ...] = plan.schedule.residual_modes() or ()
+        self.tasks = 0
+        """Tasks submitted. Their futures are not kept: a future the client
+        holds keeps its result in a worker's memory, and a block's result
+        is needed only until its contributions are merged."""
+
+    def submit(self, function: Any, *args: Any) -> Any:
+        # what merges results runs before more blocks make results: a
+        # higher priority than the blocks'
+        priority = 0 if function is _run_part else 1
+        self.tasks += 1
+        return self.client.submit(function, *args, pure=False, priority=priority)
+
+    def walk(self, items: Sequence[Item]) -> None:
+        """Visit the root items, dropping each future after the item the
+        memory model ends its value's life at (Dask then frees it)."""
+        for item in items:
+            self.visit(item)
+            for name, is_buffer in self.dead.get(id(item), ()):
+                scope = self.scopes[0]
+                (scope.buffers if is_buffer else scope.pieces).pop(name, None)
+
+    # -- what a part reads -------------------------------------------------
+
+    def _operands(
+        self, reads: Iterable[str], writes: Iterable[str] = ()
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        names = set(reads)
+        for name in list(names):
+            value = self.forest.values.get(name)
+            if value is not None:
+                names.update(factor.value for factor in value.factors)
+        inputs = {n: self.inputs[n] for n in names if n in self.inputs}
+        pieces: dict[str, Any] = {}
+        buffers: dict[str, Any] = {}
+        for name in names:
+            found = self.find(name)
+            if isinstance(found, Piece):
+                pieces[name] = found.data
+            elif isinstance(found, BufferState) and found.complete:
+                buffers[name] = found.data.assembled
+        for name in writes:
+            buffers[name] = None
+        return inputs, pieces, buffers
+
+    def _part(
+        self,
+        item: Item,
+        block: tuple[int, int] | None,
+        reads: Iterable[str],
+        writes: Iterable[str] = (),
+    ) -> Any:
+        inputs, pieces, buffers = self._operands(reads, writes)
+        position = self.positions[id(item)]
+        if isinstance(item, Build):
+            return self.submit(
+                _run_build, self.plan_future, position, inputs, pieces, buffers
+            )
+        if isinstance(item, Output):
+            return self.submit(
+                _run_output, self.plan_future, position, inputs, pieces, buffers
+            )
+        return self.submit(
+            _run_part, self.plan_future, position, block, inputs, pieces, buffers
+        )
+
+    def _tree(self, parts: list[Any]) -> Any:
+        """One future of the contributions of ``parts``, merged ``FAN_IN``
+        at a time."""
+        while len(parts) > 1:
+            parts = [
+                self.submit(_merge, *parts[k : k + FAN_IN])
+                for k in range(0, len(parts), FAN_IN)
+            ]
+        return parts[0] if parts else self.submit(_merge)
+
+    # -- hooks -------------------------------------------------------------
+
+    def loop(self, loop: LoopPass) -> None:
+        reads, writes, groups = _mentions(loop.body)
+        extent = self.extents[loop.instance]
+        targets = [(name, self.find(name)) for name in sorted(writes)]
+        for start in range(0, extent, loop.block):
+            block = (start, min(start + loop.block, extent))
+            result = self._part(loop, block, reads, writes)
+            for name, buffer in targets:
+                if isinstance(buffer, BufferState):
+                    buffer.data.parts.append(self.submit(_contributions, result, name))
+            for group in groups:
+                self.residual_parts.setdefault(group, []).append(
+                    self.submit(_contributions, result, residual_target(group))
+                )
+        for _, buffer in targets:  # the pass closes: the buffers complete
+            if isinstance(buffer, BufferState):
+                data = buffer.data
+                data.assembled = self.submit(
+                    _assemble, data.shape, self._tree(data.parts)
+                )
+                data.parts = []
+                buffer.writer = loop
+                buffer.complete = True
+
+    def build(self, build: Build) -> None:
+        self.keep_piece(build, self._part(build, None, [build.value]))
+
+    def buffer(self, buffer: Buffer) -> None:
+        value = self.forest.values[buffer.value]
+        shape = tuple(self.sizing.mode_extent(m) for m in value.modes)
+        self.keep_buffer(buffer, _RootBuffer(shape))
+
+    def output(self, output: Output) -> None:
+        if output.into is None or output.direct:
+            return  # a tree's own result is not the residual's
+        reads = [] if output.value is None else [output.value]
+        self.residual_parts.setdefault(output.into, []).append(
+            self._part(output, None, reads)
+        )
+
+    def residual(self, residual: Residual) -> None:
+        self.residual_modes = residual.modes
+        self.residual_parts.setdefault(residual.group, [])
+
+    def residual_array(self, group: int) -> Any:
+        """The future of group ``group``'s assembled residual."""
+        shape = tuple(self.sizing.mode_extent(m) for m in self.residual_modes)
+        return self.submit(
+            _assemble, shape, self._tree(self.residual_parts.pop(group, []))
+        )
+
+    def apply(self, apply: Apply) -> None:
+        applied = self.submit(
+            _apply,
+            self.residual_array(apply.group),
+            self.residual_modes,
+            apply.operators,
+        )
+        self.residual_parts.setdefault(0, []).append(applied)
+        self.close_group(apply.group)
+
+
+# --------------------------------------------------------------------------
+# Memory: the prediction and the budget
+# --------------------------------------------------------------------------
+
+
+def predicted_peak(forest: Forest, schedule: Schedule, sizing: Sizing) -> int:
+    """Bytes one worker is predicted to hold at once: every input (they
+    are scattered to every worker) and the schedule's peak as the memory
+    model counts it for one process running it (``memory.peak``: the root
+    buffers whole, one block's pieces)."""
+    return input_bytes(forest, sizing) + peak(lifetimes(forest, schedule, sizing)).bytes
+
+
+def check_budget(
+    forest: Forest, schedule: Schedule, sizing: Sizing, budget: int, workers: int
+) -> None:
+    """Refuse (``BudgetError``) a plan whose predicted per-worker peak
+    exceeds ``budget / workers``, naming the value that does not fit: the
+    largest input or storage object above the share by itself, else the
+    largest one live at the peak."""
+    share = budget // workers
+    needed = predicted_peak(forest, schedule, sizing)
+    if needed <= share:
+        return
+    where = f"the budget of {format_bytes(budget)} ({format_bytes(share)} per worker, {workers} worker{'s' if workers != 1 else ''})"
+    found = peak(lifetimes(forest, schedule, sizing))
+    objects = [(life.bytes, f"@{life.value} ({life.kind})") for life in found.live]
+    used = {site.value for site in forest.sites}
+    objects += [
+        (sizing.full_bytes(value), f"input @{name}")
+        for name, value in forest.values.items()
+        if value.is_input and name in used
+    ]
+    size, name = max(objects, default=(needed, "the peak"))
+    if size > share:
+        raise BudgetError(
+            f"{name} needs {format_bytes(size)} by itself, above {where}; "
+            "batch over more spaces, use smaller blocks or give a larger budget"
+        )
+    raise BudgetError(
+        f"the plan needs {format_bytes(needed)} per worker (the inputs and its peak, "
+        f"where {name} is the largest value at {format_bytes(size)}), above {where}; "
+        "batch over more spaces, use smaller blocks or give a larger budget"
+    )
+
+
+# --------------------------------------------------------------------------
+# The cluster
+# --------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def local_cluster(workers: int, memory_limit: int | None = None) -> Iterator[Any]:
+    """A client of the embedded cluster: a ``LocalCluster`` of ``workers``
+    processes on loopback, one thread each and one BLAS thread each (the
+    workers share the cores), each limited to ``memory_limit`` bytes (Dask's
+    ``auto`` when ``None``), sampling its memory every ``MONITOR_INTERVAL``."""
+    import dask.config
+    from distributed import Client, LocalCluster
+
+    variables = {
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    with dask.config.set(
+        {
+            "distributed.admin.system-monitor.interval": MONITOR_INTERVAL,
+            "distributed.nanny.pre-spawn-environ": variables,
+        }
+    ):
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=":0",
+            memory_limit=memory_limit if memory_limit is not None else "auto",
+            silence_logs=50,
+        )
+    with cluster, Client(cluster) as client:
+        yield client
+
+
+@contextlib.contextmanager
+def _client(
+    scheduler: object, workers: int | None, memory_limit: int | None
+) -> Iterator[Any]:
+    """A ``distributed.Client``: the one given, one connected to the
+    address given, or one of ``local_cluster``."""
+    from distributed import Client
+
+    if isinstance(scheduler, Client):
+        yield scheduler
+        return
+    if isinstance(scheduler, str):
+        try:
+            client = Client(scheduler, timeout="10s")
+        except OSError as error:
+            raise ExecutionError(
+                f"scheduler {scheduler!r}: cannot connect ({error})"
+            ) from None
+        with client:
+            yield client
+        return
+    with local_cluster(workers or os.cpu_count() or 1, memory_limit) as client:
+        yield client
+
+
+# --------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------
+
+
+def _check_output(output: str | os.PathLike[str] | None) -> Path | None:
+    if output is None:
+        return None
+    path = Path(output)
+    if path.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise ValueError(f"output: {path} must end in .npy or .zarr")
+    if not path.parent.is_dir():
+        raise ValueError(f"output: {path.parent} is no directory")
+    return path
+
+
+def write_output(path: Path, array: Array) -> None:
+    """Write ``array`` to ``path`` (``.npy`` or a Zarr store) under a
+    temporary name in the same directory, then rename it: the final name
+    holds a complete result or what it held before."""
+    temporary = Path(
+        tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    )
+    try:
+        if path.suffix.lower() == ".npy":
+            written = temporary / path.name
+            np.save(written, array)
+            os.replace(written, path)
+        else:
+            import zarr
+
+            written = temporary / path.name
+            zarr.save_array(str(written), cast(Any, array))  # zarr's protocol
+            if path.exists():
+                old = temporary / "previous"
+                os.replace(path, old)
+            os.replace(written, path)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
+# The entry point
+# --------------------------------------------------------------------------
+
+
+def execute_expression(
+    expression: Expression | str,
+    inputs: InputSource,
+    *,
+    extents: str | Mapping[str, int] | None = None,
+    batch: str | Iterable[str] = (),
+    block: int | Mapping[str, int] = 1,
+    order: Order = "flops",
+    share: Share = "forest",
+    assume_symmetric: bool = False,
+    never_worse: bool = True,
+    budget: int | str | None = None,
+    scheduler: object = None,
+    workers: int | None = None,
+    output: str | os.PathLike[str] | None = None,
+    progress: bool = False,
+) -> Execution:
+    """The residual of ``expression`` on ``inputs``, run on Dask.
+
+    ``extents``, ``batch``, ``block``, ``order``, ``share``,
+    ``assume_symmetric`` and ``never_worse`` are ``evaluate_expression``'s
+    (the plan is made the same way; unbatched, the plan is one task per
+    value). ``budget``: bytes (or text: ``8GiB``) the workers may hold
+    together; a plan whose predicted per-worker peak is above
+    ``budget / workers`` is refused before any work (``BudgetError``,
+    naming the value that does not fit), and the embedded workers are
+    limited to that share. ``scheduler``: ``None`` (an embedded
+    ``LocalCluster`` of ``workers`` processes, default the cores), the
+    address of a running scheduler (``tcp://host:8786``) or a
+    ``distributed.Client``. ``output``: a ``.npy`` file or ``.zarr`` store
+    to write the residual to (written under a temporary name, then
+    renamed); ``None`` returns it. ``progress``: Dask's progress bar on
+    standard error.
+
+    Raises what ``evaluate_expression`` raises for bad arguments and
+    inputs, ``BudgetError``, ``ExecutionError`` when the cluster fails.
+    """
+    started = time.perf_counter()
+    if workers is not None:
+        check_count("workers", workers)
+    if not isinstance(progress, bool):
+        raise TypeError(f"progress must be True or False, got {progress!r}")
+    limit = parse_budget(budget)
+    target = _check_output(output)
+    planned = plan_evaluation(
+        expression,
+        inputs,
+        extents=extents,
+        batch=batch,
+        block=block,
+        order=order,
+        share=share,
+        assume_symmetric=assume_symmetric,
+        never_worse=never_worse,
+        scheduled=True,
+    )
+    schedule = planned.schedule
+    assert schedule is not None  # planned with ``scheduled``
+    forest, sizing = planned.forest, planned.sizing
+    embedded = scheduler is None
+    count = workers or os.cpu_count() or 1
+    if limit is not None:
+        check_budget(forest, schedule, sizing, limit, count if embedded else 1)
+    predicted = predicted_peak(forest, schedule, sizing)
+    leaves = planned.inputs.leaf_arrays(forest)
+    plan = _Plan(forest, schedule, sizing)
+    share_limit = None if limit is None or not embedded else limit // count
+    planned_at = time.perf_counter()
+    with _client(scheduler, workers, share_limit) as client:
+        count = len(client.scheduler_info()["workers"])
+        before = client.run(_worker_state)
+        since = max(clock for clock, _ in before.values())
+        graph_started = time.perf_counter()
+        contiguous = {name: np.ascontiguousarray(a) for name, a in leaves.items()}
+        scattered = client.scatter(contiguous, broadcast=True, hash=False)
+        plan_future = client.submit(_identity, plan, pure=False)
+        graph = _Graph(client, plan, plan_future, scattered)
+        graph.walk(schedule.items)
+        result = graph.residual_array(0)
+        graph_built = time.perf_counter()
+        if progress:
+            from distributed import progress as progress_bar
+
+            # Dask's text bar draws on standard output: the report's
+            with contextlib.redirect_stdout(sys.stderr):
+                progress_bar(result, notebook=False, multi=False)  # and its deps
+            sys.stderr.write("\n")
+        try:
+            residual = np.asarray(result.result())
+        except Exception as error:
+            raise ExecutionError(f"the run failed: {error}") from None
+        after = client.run(_worker_state)
+        memory = client.run(_worker_memory, since=since)
+        moved = sum(sent for _, sent in after.values()) - sum(
+            sent for address, (_, sent) in before.items() if address in after
+        )
+        moved += count * sum(a.nbytes for a in contiguous.values()) + residual.nbytes
+        tasks = graph.tasks + 1
+        del graph, result
+    if target is not None:
+        write_output(target, residual)
+    wall = time.perf_counter() - started
+    measured = (
+        max(int(top - start) for start, top in memory.values()) if memory else None
+    )
+    report = ExecutionReport(
+        wall_seconds=wall,
+        planning_seconds=(planned_at - started) + (graph_built - graph_started),
+        multiply_adds=schedule_flops(forest, schedule, sizing),
+        workers=count,
+        predicted_peak=predicted,
+        measured_peak=measured,
+        tasks=tasks,
+        bytes_moved=moved,
+    )
+    return Execution(
+        None if target is not None else residual,
+        planned.layout.modes,
+        planned.inputs.extents,
+        report,
+        schedule,
+        forest,
+        target,
+    )
+
+
+__all__ = [
+    "FAN_IN",
+    "BudgetError",
+    "Execution",
+    "ExecutionError",
+    "ExecutionReport",
+    "check_budget",
+    "execute_expression",
+    "local_cluster",
+    "predicted_peak",
+    "write_output",
+]

@@ -1,0 +1,156 @@
+"""The Dask executor on the bundled CSV-CCSD doubles, one worker and two.
+
+On ``examples/sequant/csv_ccsd_doubles_residual_df.txt`` at extents where
+one block's work dominates (``EXTENTS``), batched over ``i`` in blocks of
+``BLOCK`` (the guard's schedule; blocks of 1 make the CSV doubles'
+inner loops over pairs of ``i`` run thousands of small contractions, whose
+Python steps then dominate), the residual is run with
+``axisflow.execution.execute_expression`` on the embedded cluster
+(``local_cluster``: worker processes on loopback, one thread and one BLAS
+thread each) of one worker, then of two. Measured in the same run:
+
+* NumPy's dense ``matmul`` rate on one worker (2048x2048 float64, one BLAS
+  thread, best of 3): what one worker's core can do;
+* per run: wall time, the share of planning and building the task graph,
+  GFLOP/s counting the schedule's own multiply-adds (2 FLOP each) and its
+  share of the ``matmul`` rate, predicted and measured peak per worker
+  (the workers' memory sampled by Dask's system monitor every 20 ms,
+  above what each held before the run), tasks and bytes moved;
+* two workers against one; both residuals agree.
+
+The targets: one worker at least 50% of ``matmul``; two workers
+at least 1.6x one; measured peak within 10% of predicted; planning and
+graph under 10% of the run. Each line says met or not met.
+
+Run: .venv/bin/python benchmarks/bench_executor.py   (or make bench)
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from axisflow.execution import (
+    Execution,
+    execute_expression,
+    input_keys,
+    input_signatures,
+)
+from axisflow.execution.dask_executor import local_cluster
+from axisflow.scheduling.evaluate import relative_difference
+from axisflow.scheduling.memory import format_bytes
+from axisflow.sequant import parse
+
+EQUATION = "examples/sequant/csv_ccsd_doubles_residual_df.txt"
+EXTENTS = {"i": 8, "a": 96, "μ̃": 96, "Κ": 192}
+BATCH = "i"
+BLOCK = 4
+MATMUL_SIZE = 2048
+
+
+def inputs(text: str) -> dict[str, np.ndarray]:
+    """Standard-normal inputs with the symmetry of their tied protos."""
+    rng = np.random.default_rng(0)
+    signatures = input_signatures(parse(text))
+    keys = input_keys(signatures)
+    arrays: dict[str, np.ndarray] = {}
+    for signature in signatures:
+        # a composite kind (a<1>) without an extent of its own takes its space's
+        shape = tuple(EXTENTS[kind.split("<")[0]] for kind in signature.axis_kinds)
+        array = rng.standard_normal(shape)
+        for first, second in signature.ties:
+            array = (array + np.swapaxes(array, first, second)) / 2
+        arrays[keys[signature.exact_key]] = array
+    return arrays
+
+
+def matmul_gflops() -> float:
+    """NumPy ``matmul`` GFLOP/s in this process (best of 3)."""
+    rng = np.random.default_rng(1)
+    left = rng.standard_normal((MATMUL_SIZE, MATMUL_SIZE))
+    right = rng.standard_normal((MATMUL_SIZE, MATMUL_SIZE))
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        np.matmul(left, right)
+        best = min(best, time.perf_counter() - start)
+    return 2 * MATMUL_SIZE**3 / best / 1e9
+
+
+def run(
+    text: str, data: dict[str, np.ndarray], workers: int
+) -> tuple[Execution, float]:
+    """The run on ``workers`` embedded workers, and one worker's ``matmul``
+    rate measured on that cluster."""
+    with local_cluster(workers) as client:
+        rates: dict[str, Any] = client.run(matmul_gflops)
+        execution = execute_expression(
+            text, data, batch=BATCH, block=BLOCK, scheduler=client
+        )
+    return execution, min(rates.values())
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "NOT met"
+
+
+def main() -> None:
+    with open(EQUATION, encoding="utf-8") as file:
+        text = file.read()
+    data = inputs(text)
+    extents = ", ".join(f"{k}={v}" for k, v in EXTENTS.items())
+    print(f"{EQUATION}: extents {extents}; batched over {BATCH}, blocks of {BLOCK}")
+    print(f"inputs {format_bytes(sum(a.nbytes for a in data.values()))}")
+    one, rate_one = run(text, data, 1)
+    two, rate_two = run(text, data, 2)
+    rate = max(rate_one, rate_two)
+    assert one.residual is not None and two.residual is not None
+    agree = relative_difference(two.residual, one.residual)
+    print(f"multiply-adds {one.report.multiply_adds:,} (the schedule's own)")
+    print(f"NumPy matmul, one worker (one BLAS thread): {rate:.2f} GFLOP/s")
+    print()
+    header = (
+        f"{'workers':>7}  {'wall s':>7}  {'plan+graph':>10}  {'GFLOP/s':>7}  "
+        f"{'of matmul':>9}  {'peak predicted':>14}  {'measured':>10}  "
+        f"{'ratio':>5}  {'tasks':>5}  {'moved':>10}"
+    )
+    print(header)
+    for execution in (one, two):
+        report = execution.report
+        measured = report.measured_peak or 0
+        print(
+            f"{report.workers:>7}  {report.wall_seconds:>7.2f}  "
+            f"{100 * report.planning_seconds / report.wall_seconds:>9.1f}%  "
+            f"{report.gflops:>7.2f}  {100 * report.gflops / rate:>8.1f}%  "
+            f"{format_bytes(report.predicted_peak):>14}  "
+            f"{format_bytes(measured):>10}  "
+            f"{measured / report.predicted_peak:>5.2f}  {report.tasks:>5}  "
+            f"{format_bytes(report.bytes_moved):>10}"
+        )
+    print()
+    speedup = one.report.wall_seconds / two.report.wall_seconds
+    share = one.report.gflops / rate
+    print(f"residuals of 1 and 2 workers agree to {agree:.1e}")
+    print(
+        f"one worker / matmul:       {share:.2f}  (target >= 0.50: {verdict(share >= 0.5)})"
+    )
+    print(
+        f"two workers / one worker:  {speedup:.2f}  (target >= 1.60: {verdict(speedup >= 1.6)})"
+    )
+    for execution in (one, two):
+        report = execution.report
+        ratio = (report.measured_peak or 0) / report.predicted_peak
+        planning = report.planning_seconds / report.wall_seconds
+        print(
+            f"{report.workers} worker{'s' if report.workers > 1 else ' '}: measured/predicted "
+            f"peak {ratio:.2f} (target 0.90-1.10: {verdict(0.9 <= ratio <= 1.1)}); "
+            f"planning+graph {100 * planning:.1f}% "
+            f"(target < 10%: {verdict(planning < 0.1)})"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,286 @@
+"""``execute_expression``: the residual run on a Dask cluster of two worker
+processes, against the unbatched NumPy evaluation and the einsum oracle;
+the budget, the output store, a worker killed mid-run."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import pytest
+import zarr
+from distributed import Client
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from axisflow.execution import (
+    dask_executor,
+    evaluate_expression,
+    input_keys,
+    input_signatures,
+)
+from axisflow.execution.dask_executor import (
+    BudgetError,
+    execute_expression,
+    predicted_peak,
+)
+from axisflow.execution.evaluation import plan_evaluation
+from axisflow.scheduling.evaluate import relative_difference
+from axisflow.sequant import parse
+from tests.conftest import EXAMPLES
+from tests.einsum_oracle import oracle_inputs, oracle_residual
+
+AGREES = 1e-10
+EQUATIONS = sorted(path.stem for path in (EXAMPLES / "sequant").glob("*.txt"))
+
+
+def equation(name: str) -> str:
+    return (EXAMPLES / "sequant" / f"{name}.txt").read_text(encoding="utf-8")
+
+
+POLICIES: dict[str, list[tuple[str, int, bool]]] = {
+    # (batch, block, never_worse)
+    "ccsd_doubles_residual_sf": [("", 1, True), ("i", 1, False), ("a,i", 2, True)],
+    # the guard's search on the doubles takes seconds: its schedules as classified
+    "csv_ccsd_doubles_residual_df": [("i,a", 2, False), ("Κ", 2, False)],
+    "csv_ccsd_energy_df": [("", 1, True), ("i,Κ", 1, False)],
+    "csv_ccsd_singles_residual_df": [("i,Κ", 2, False), ("μ̃", 1, False)],
+    "legality_cross_iteration": [("", 1, True), ("i", 1, False)],
+}
+
+
+def test_every_bundled_equation_has_policies() -> None:
+    assert sorted(POLICIES) == EQUATIONS
+
+
+@pytest.mark.parametrize(
+    ("name", "batch", "block", "never_worse"),
+    [(name, *policy) for name, policies in POLICIES.items() for policy in policies],
+)
+def test_the_executor_agrees_with_numpy_and_the_oracle(
+    dask_client: Client, name: str, batch: str, block: int, never_worse: bool
+) -> None:
+    expression = parse(equation(name))
+    extents = dict.fromkeys(expression.space_keys(), 2)
+    inputs = oracle_inputs(expression, extents)
+    modes, reference = oracle_residual(expression, extents)
+    numpy = evaluate_expression(expression, inputs)
+    run = execute_expression(
+        expression,
+        inputs,
+        batch=batch,
+        block=block,
+        never_worse=never_worse,
+        scheduler=dask_client,
+    )
+    assert run.modes == modes
+    assert run.residual is not None
+    assert relative_difference(run.residual, numpy.residual) <= AGREES
+    assert relative_difference(run.residual, reference) <= AGREES
+    report = run.report
+    assert report.workers == 2 and report.tasks > 0 and report.multiply_adds > 0
+
+
+SF_EXTENTS = {"i": 4, "a": 6}
+"""The spin-free doubles: batched over ``i`` its per-worker peak is 108208
+bytes, unbatched 190688 (inputs included)."""
+
+
+@pytest.fixture(scope="module")
+def sf_inputs() -> dict[str, np.ndarray]:
+    return oracle_inputs(parse(equation("ccsd_doubles_residual_sf")), SF_EXTENTS)
+
+
+def test_a_budget_between_the_batched_and_unbatched_peaks(
+    dask_client: Client, sf_inputs: dict[str, np.ndarray]
+) -> None:
+    text = equation("ccsd_doubles_residual_sf")
+    peaks = {
+        batch: predicted_peak(planned.forest, planned.schedule, planned.sizing)
+        for batch in ("", "i")
+        if (planned := plan_evaluation(text, sf_inputs, batch=batch, scheduled=True))
+        and planned.schedule is not None
+    }
+    budget = 150_000
+    assert peaks["i"] < budget < peaks[""]
+    run = execute_expression(
+        text, sf_inputs, batch="i", budget=budget, scheduler=dask_client
+    )
+    reference = evaluate_expression(text, sf_inputs)
+    assert run.residual is not None
+    assert relative_difference(run.residual, reference.residual) <= AGREES
+    with pytest.raises(BudgetError):
+        execute_expression(text, sf_inputs, budget=budget, scheduler=dask_client)
+
+
+def test_the_budget_refusal_names_what_does_not_fit(
+    sf_inputs: dict[str, np.ndarray],
+) -> None:
+    # refused before any cluster is made or connected to (no scheduler at
+    # this address: the refusal comes first)
+    text = equation("ccsd_doubles_residual_sf")
+    with pytest.raises(BudgetError) as refused:
+        execute_expression(
+            text, sf_inputs, batch="i", budget="100KiB", scheduler="tcp://127.0.0.1:9"
+        )
+    assert str(refused.value) == (
+        "the plan needs 105.7 KiB per worker (the inputs and its peak, where "
+        "input @g_4 is the largest value at 10.12 KiB), above the budget of "
+        "100 KiB (100 KiB per worker, 1 worker); batch over more spaces, use "
+        "smaller blocks or give a larger budget"
+    )
+    with pytest.raises(BudgetError) as alone:
+        execute_expression(
+            text, sf_inputs, batch="i", budget=8000, scheduler="tcp://127.0.0.1:9"
+        )
+    assert str(alone.value) == (
+        "input @g_4 needs 10.12 KiB by itself, above the budget of 7.812 KiB "
+        "(7.812 KiB per worker, 1 worker); batch over more spaces, use smaller "
+        "blocks or give a larger budget"
+    )
+
+
+def test_bad_arguments_are_named() -> None:
+    text = equation("legality_cross_iteration")
+    with pytest.raises(
+        ValueError, match=r"^output: R\.txt must end in \.npy or \.zarr$"
+    ):
+        execute_expression(text, {}, output="R.txt")
+    with pytest.raises(ValueError, match=r"^workers must be positive, got 0$"):
+        execute_expression(text, {}, workers=0)
+
+
+def random_inputs(name: str, extents: dict[str, int]) -> dict[str, np.ndarray]:
+    """The inputs by key, as a user would save them."""
+    expression = parse(equation(name))
+    signatures = input_signatures(expression)
+    keys = input_keys(signatures)
+    by_leaf = oracle_inputs(expression, extents)
+    assert set(by_leaf) == set(keys.values())
+    return by_leaf
+
+
+@pytest.mark.parametrize("store", ["npz", "zarr"])
+def test_inputs_from_files_and_outputs_to_files(
+    dask_client: Client, tmp_path: Path, store: str
+) -> None:
+    name = "csv_ccsd_singles_residual_df"
+    expression = parse(equation(name))
+    extents = dict.fromkeys(expression.space_keys(), 3)
+    inputs = oracle_inputs(expression, extents)
+    if store == "npz":
+        source = tmp_path / "inputs.npz"
+        np.savez(source, **inputs)  # pyright: ignore[reportArgumentType]
+        target = tmp_path / "R.npy"
+    else:
+        source = tmp_path / "inputs.zarr"
+        group = zarr.open_group(str(source), mode="w")
+        for key, array in inputs.items():
+            group.create_array(key, data=array)
+        target = tmp_path / "R.zarr"
+    run = execute_expression(
+        expression,
+        source,
+        batch="i",
+        never_worse=False,
+        output=target,
+        scheduler=dask_client,
+    )
+    assert run.residual is None and run.output == target
+    written = (
+        np.load(target) if store == "npz" else np.asarray(zarr.open_array(str(target)))
+    )
+    _, reference = oracle_residual(expression, extents)
+    assert relative_difference(written, reference) <= AGREES
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [source.name, target.name]
+    )
+
+
+def test_a_failed_write_leaves_no_output_and_keeps_the_old_one(
+    dask_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = equation("csv_ccsd_energy_df")
+    expression = parse(text)
+    inputs = oracle_inputs(expression, dict.fromkeys(expression.space_keys(), 2))
+    target = tmp_path / "R.npy"
+
+    def half_written(path: Any, array: np.ndarray) -> None:
+        Path(path).write_bytes(b"\x93NUMPY half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(dask_executor.np, "save", half_written)
+    with pytest.raises(OSError, match="No space left"):
+        execute_expression(text, inputs, output=target, scheduler=dask_client)
+    assert list(tmp_path.iterdir()) == []
+    target.write_bytes(b"an earlier result")
+    with pytest.raises(OSError, match="No space left"):
+        execute_expression(text, inputs, output=target, scheduler=dask_client)
+    assert [p.name for p in tmp_path.iterdir()] == ["R.npy"]
+    assert target.read_bytes() == b"an earlier result"
+
+
+class KillOnce(WorkerPlugin):
+    """Kills its worker's process (SIGKILL) when a block task finishes on
+    it, once on the whole cluster (a file marks that it happened)."""
+
+    def __init__(self, mark: str) -> None:
+        self.mark = mark
+
+    def setup(self, worker: Any) -> None:
+        self.worker = worker
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if finish != "memory" or "_run_part" not in str(key):
+            return
+        try:
+            descriptor = os.open(self.mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return
+        os.write(descriptor, str(os.getpid()).encode())
+        os.close(descriptor)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.fixture
+def killing(dask_client: Client, tmp_path: Path) -> Iterator[Path]:
+    mark = tmp_path / "killed"
+    dask_client.register_plugin(KillOnce(str(mark)), name="kill-once")
+    try:
+        yield mark
+    finally:
+        dask_client.unregister_worker_plugin("kill-once")
+        dask_client.wait_for_workers(2, timeout=30)
+
+
+def test_a_worker_killed_mid_run_is_replaced_and_the_result_unchanged(
+    dask_client: Client, killing: Path
+) -> None:
+    name = "csv_ccsd_singles_residual_df"
+    expression = parse(equation(name))
+    extents = dict.fromkeys(expression.space_keys(), 3)
+    inputs = oracle_inputs(expression, extents)
+    pids = set(cast(dict[str, int], dask_client.run(os.getpid)).values())
+    run = execute_expression(
+        expression, inputs, batch="i,Κ", never_worse=False, scheduler=dask_client
+    )
+    killed = int(killing.read_text())
+    assert killed in pids  # a worker of the cluster died mid-run
+    _, reference = oracle_residual(expression, extents)
+    assert run.residual is not None
+    assert relative_difference(run.residual, reference) <= AGREES
+
+
+def test_the_progress_bar_goes_to_standard_error(
+    dask_client: Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = equation("csv_ccsd_energy_df")
+    expression = parse(text)
+    inputs = oracle_inputs(expression, dict.fromkeys(expression.space_keys(), 2))
+    execute_expression(text, inputs, progress=True, scheduler=dask_client)
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert "100% Completed" in printed.err
