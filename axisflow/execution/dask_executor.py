@@ -43,6 +43,7 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -770,7 +771,16 @@ def execute_expression(
         since = max(clock for clock, _ in before.values())
         graph_started = time.perf_counter()
         contiguous = {name: np.ascontiguousarray(a) for name, a in leaves.items()}
-        scattered = client.scatter(contiguous, broadcast=True, hash=False)
+        # Keys unique to this run: a key reused across runs on one client
+        # races its own release (the scheduler frees the earlier run's
+        # ``t_1`` on the workers after the new ``t_1`` arrived).
+        run_token = uuid.uuid4().hex
+        keyed = client.scatter(
+            {f"{name}-{run_token}": array for name, array in contiguous.items()},
+            broadcast=True,
+            hash=False,
+        )
+        scattered = {name: keyed[f"{name}-{run_token}"] for name in contiguous}
         plan_future = client.submit(_identity, plan, pure=False)
         graph = _Graph(client, plan, plan_future, scattered)
         graph.walk(schedule.items)

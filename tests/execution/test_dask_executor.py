@@ -223,6 +223,26 @@ def test_a_failed_write_leaves_no_output_and_keeps_the_old_one(
     assert target.read_bytes() == b"an earlier result"
 
 
+def test_successive_runs_on_one_client_use_their_own_inputs(
+    dask_client: Client,
+) -> None:
+    # The same labels (``t_1``, ``g_0``) at other extents, back to back: an
+    # input keyed by its label alone raced its own release and a later run
+    # read the earlier run's arrays (or lost them).
+    name = "csv_ccsd_singles_residual_df"
+    expression = parse(equation(name))
+    for size in (2, 3, 2, 3):
+        extents = dict.fromkeys(expression.space_keys(), size)
+        inputs = oracle_inputs(expression, extents)
+        run = execute_expression(
+            expression, inputs, batch="i,Κ", never_worse=False, scheduler=dask_client
+        )
+        _, reference = oracle_residual(expression, extents)
+        assert run.residual is not None
+        assert run.residual.shape == reference.shape
+        assert relative_difference(run.residual, reference) <= AGREES
+
+
 class KillOnce(WorkerPlugin):
     """Kills its worker's process (SIGKILL) when a block task finishes on
     it, once on the whole cluster (a file marks that it happened)."""
