@@ -18,10 +18,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.typing import NDArray
 
-from axisflow.execution import evaluate_expression
+from axisflow.execution import InputSource, evaluate_expression
 from axisflow.execution.chem import pyscf_inputs
 from axisflow.sequant import parse
 from axisflow.sequant.forest import resolve_space_key, space_aliases
@@ -75,23 +77,53 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+class Problem(NamedTuple):
+    """The residual's text, pyscf's converged CCSD, its amplitudes as the
+    residual's inputs, and the residual's norm at the MP2 guess (the scale
+    every reported norm is relative to)."""
+
+    text: str
+    ccsd: Any
+    converged: InputSource
+    scale: float
+
+    def line(self, what: str, residual: NDArray[np.float64]) -> str:
+        """One line of the report: the residual's norm relative to the scale."""
+        relative = float(np.linalg.norm(residual)) / self.scale
+        verdict = "vanishes" if relative < 1e-8 else "does not vanish"
+        return f"|R| / |R(MP2 guess)|, {what + ':':32s} {relative:.1e}  {verdict}"
+
+
+def check_batch(text: str, batch: str) -> None:
+    """Resolve every space of ``batch`` (``ValueError`` naming a typo), so
+    that a bad option fails before pyscf runs."""
+    spaces = parse(text).space_keys()
+    for space in batch.split(","):
+        resolve_space_key(space.strip(), spaces, space_aliases(spaces))
+
+
+def problem(molecule: str, basis: str) -> Problem:
+    """Converge pyscf's CCSD on ``molecule`` and build the residual's inputs
+    at the converged amplitudes and at the MP2 guess CCSD starts from."""
+    text = EQUATION.read_text(encoding="utf-8")
+    ccsd = converged_ccsd(MOLECULES[molecule], basis)
+    converged = pyscf_inputs(text, ccsd)
+    _, t1_guess, t2_guess = ccsd.init_amps()
+    guess = pyscf_inputs(text, ccsd, np.asarray(t1_guess), np.asarray(t2_guess))
+    scale = float(np.linalg.norm(evaluate_expression(text, guess).residual))
+    return Problem(text, ccsd, converged, scale)
+
+
 def report(molecule: str, basis: str, batch: str, block: int) -> None:
     """Print pyscf's CCSD and the residual's norms (README.md shows them)."""
-    text = EQUATION.read_text(encoding="utf-8")
-    spaces = parse(text).space_keys()
-    for space in batch.split(","):  # before pyscf runs: a typo fails at once
-        resolve_space_key(space.strip(), spaces, space_aliases(spaces))
-    ccsd = converged_ccsd(MOLECULES[molecule], basis)
+    check_batch(EQUATION.read_text(encoding="utf-8"), batch)
+    chem = problem(molecule, basis)
+    text, ccsd, converged, scale = chem.text, chem.ccsd, chem.converged, chem.scale
     print(
         f"{molecule} in {basis}: {ccsd.nocc} occupied, "
         f"{ccsd.nmo - ccsd.nocc} virtual orbitals; "
         f"pyscf CCSD correlation energy {ccsd.e_corr:.10f} Eh"
     )
-    converged = pyscf_inputs(text, ccsd)
-    _, t1_guess, t2_guess = ccsd.init_amps()  # the MP2 guess CCSD starts from
-    guess = pyscf_inputs(text, ccsd, np.asarray(t1_guess), np.asarray(t2_guess))
-
-    scale = float(np.linalg.norm(evaluate_expression(text, guess).residual))
     print(f"|R| at the MP2 guess:             {scale:.4f}")
     unbatched = evaluate_expression(text, converged)
     batched = evaluate_expression(
@@ -103,9 +135,7 @@ def report(molecule: str, basis: str, batch: str, block: int) -> None:
         (f"converged, batched over {batch}", batched),
         ("converged, without Ŝ", no_symmetrizer),
     ):
-        relative = float(np.linalg.norm(result.residual)) / scale
-        verdict = "vanishes" if relative < 1e-8 else "does not vanish"
-        print(f"|R| / |R(MP2 guess)|, {what + ':':32s} {relative:.1e}  {verdict}")
+        print(chem.line(what, result.residual))
     print(
         f"residual axes {', '.join(unbatched.labels)}; the batched schedule has "
         f"{batched.loop_passes} loop passes, blocks of {block}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -155,29 +156,42 @@ def test_tensors_outside_the_conventions_are_refused() -> None:
     )
 
 
-def test_the_chem_example_prints_what_its_readme_shows(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    # The example as a user runs it; the converged norms' last digits follow
-    # pyscf's convergence (the README says so), everything else is exact.
-    path = EXAMPLES / "chem" / "ccsd_residual.py"
-    spec = importlib.util.spec_from_file_location("ccsd_residual", path)
+def load_example(name: str) -> Any:
+    """The example script ``examples/chem/NAME.py`` as a module."""
+    spec = importlib.util.spec_from_file_location(
+        name, EXAMPLES / "chem" / f"{name}.py"
+    )
     assert spec is not None and spec.loader is not None
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
+    return example
+
+
+def readme_lines(command: str, skip: int) -> list[str]:
+    """What the README shows after ``$ COMMAND`` (its first ``skip`` lines
+    left out), up to the next blank line."""
     readme = (EXAMPLES / "chem" / "README.md").read_text("utf-8")
-    shown = readme.split("    $ .venv/bin/python examples/chem/ccsd_residual.py\n")[1]
-    expected = [line[4:] for line in shown.split("\n\n")[0].splitlines()]
+    shown = readme.split(f"    $ .venv/bin/python examples/chem/{command}")[1]
+    return [line[4:] for line in shown.split("\n\n")[0].splitlines()[skip:]]
+
+
+def masked(lines: list[str]) -> list[str]:
+    """The converged norms' last digits follow pyscf's convergence (the
+    README says so): masked, everything else is compared exactly."""
+    return [re.sub(r"\d\.\de-(09|10)  vanishes", "?  vanishes", x) for x in lines]
+
+
+def test_the_chem_example_prints_what_its_readme_shows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    example = load_example("ccsd_residual")
+    expected = readme_lines("ccsd_residual.py\n", 0)
     threads = lib.num_threads()
     try:
         assert example.main([]) == 0
     finally:
         lib.num_threads(threads)
     printed = capsys.readouterr().out.splitlines()
-
-    def masked(lines: list[str]) -> list[str]:
-        return [re.sub(r"\d\.\de-(09|10)  vanishes", "?  vanishes", x) for x in lines]
-
     assert masked(printed) == masked(expected)
     assert sum("  vanishes" in line for line in printed) == 2
 
@@ -185,16 +199,8 @@ def test_the_chem_example_prints_what_its_readme_shows(
 def test_the_dask_example_prints_what_its_readme_shows(
     capsys: pytest.CaptureFixture[str], dask_client: Client
 ) -> None:
-    path = EXAMPLES / "chem" / "ccsd_residual_dask.py"
-    spec = importlib.util.spec_from_file_location("ccsd_residual_dask", path)
-    assert spec is not None and spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    readme = (EXAMPLES / "chem" / "README.md").read_text("utf-8")
-    shown = readme.split("    $ .venv/bin/python examples/chem/ccsd_residual_dask.py")[
-        1
-    ]
-    expected = [line[4:] for line in shown.split("\n\n")[0].splitlines()[1:]]
+    example = load_example("ccsd_residual_dask")
+    expected = readme_lines("ccsd_residual_dask.py", 1)
     threads = lib.num_threads()
     address = str(dask_client.scheduler_info()["address"])
     try:
@@ -202,9 +208,25 @@ def test_the_dask_example_prints_what_its_readme_shows(
     finally:
         lib.num_threads(threads)
     printed = capsys.readouterr().out.splitlines()
-
-    def masked(lines: list[str]) -> list[str]:
-        return [re.sub(r"\d\.\de-(09|10)  vanishes", "?  vanishes", x) for x in lines]
-
     assert masked(printed) == masked(expected)
     assert sum("  vanishes" in line for line in printed) == 1
+
+
+@pytest.mark.parametrize("name", ["ccsd_residual", "ccsd_residual_dask"])
+def test_the_examples_refuse_a_misspelt_batch_before_pyscf_runs(
+    name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    example = load_example(name)
+
+    def not_reached(*_: object) -> None:
+        raise AssertionError("pyscf ran")
+
+    monkeypatch.setattr(example, "problem", not_reached)
+    monkeypatch.setattr(sys, "argv", [f"{name}.py"])  # as a user runs it
+    with pytest.raises(SystemExit) as caught:
+        example.main(["--batch", "i,x"])
+    assert caught.value.code == 2
+    assert capsys.readouterr().err == (
+        f"{name}.py: error: index space 'x' does not occur in the expression "
+        "(its spaces: a, i)\n"
+    )
