@@ -350,32 +350,34 @@ class _RootBuffer:
     """The future of the whole buffer, once its pass closed."""
 
 
-def _mentions(items: Sequence[Item]) -> tuple[set[str], set[str], set[int]]:
-    """The names a loop body reads, the root buffers it writes (no buffer
-    of its own in between) and the residual groups it adds into."""
+def _mentions(loop: LoopPass) -> tuple[set[str], set[str], set[int]]:
+    """The names ``loop``'s body reads, the root buffers it writes (no
+    buffer of its own in between) and the residual groups it adds into,
+    from one ``Schedule.walk`` of the pass: a write goes into the buffer
+    of its value allocated in an enclosing scope inside the pass, if any,
+    else into the root's."""
     reads: set[str] = set()
     writes: set[str] = set()
     groups: set[int] = set()
-
-    def visit(body: Sequence[Item], own: frozenset[str]) -> None:
-        own = own | {item.value for item in body if isinstance(item, Buffer)}
-        for item in body:
-            if isinstance(item, LoopPass):
-                visit(item.body, own)
-            elif isinstance(item, Build):
-                reads.add(item.value)  # a build reads its factors: named below
-            elif isinstance(item, Output):
-                if item.value is not None:
-                    reads.add(item.value)
-                if item.into is not None and not item.direct:
-                    groups.add(item.into)
-            elif isinstance(item, Write):
-                if item.into is not None:
-                    groups.add(item.into)
-                elif item.value not in own:
-                    writes.add(item.value)
-
-    visit(items, frozenset())
+    allocated: set[tuple[str, int]] = set()
+    """Buffers of the pass: (value, id of the loop whose body allocated it)."""
+    for item, loops in Schedule([loop]).walk():
+        if isinstance(item, Buffer) and loops:
+            allocated.add((item.value, id(loops[-1])))
+        elif isinstance(item, Build):
+            reads.add(item.value)  # a build reads its factors: named later
+        elif isinstance(item, Output):
+            if item.value is not None:
+                reads.add(item.value)
+            if item.into is not None and not item.direct:
+                groups.add(item.into)
+        elif isinstance(item, Write):
+            if item.into is not None:
+                groups.add(item.into)
+            elif not any(
+                (item.value, id(enclosing)) in allocated for enclosing in loops[:-1]
+            ):
+                writes.add(item.value)
     return reads, writes, groups
 
 
@@ -481,7 +483,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
     # -- hooks -------------------------------------------------------------
 
     def loop(self, loop: LoopPass) -> None:
-        reads, writes, groups = _mentions(loop.body)
+        reads, writes, groups = _mentions(loop)
         extent = self.extents[loop.instance]
         targets = [(name, self.find(name)) for name in sorted(writes)]
         for start in range(0, extent, loop.block):
