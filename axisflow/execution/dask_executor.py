@@ -241,30 +241,21 @@ def _identity(value: object) -> object:
     return value
 
 
-def _run_build(
+def _run_item(
     plan: _Plan,
     position: int,
     inputs: Mapping[str, Array],
     pieces: Mapping[str, Array],
     buffers: Mapping[str, Array | None],
-) -> Array:
-    """A root build's piece (one task: no pick after it)."""
-    name = plan.schedule.items[position]
-    assert isinstance(name, Build)
-    return run_part(plan.run, position, None, inputs, pieces, buffers).pieces[
-        name.value
-    ]
-
-
-def _run_output(
-    plan: _Plan,
-    position: int,
-    inputs: Mapping[str, Array],
-    pieces: Mapping[str, Array],
-    buffers: Mapping[str, Array | None],
-) -> list[Contribution]:
-    """A root output's contributions to the residual."""
-    return run_part(plan.run, position, None, inputs, pieces, buffers).contributions
+) -> Array | list[Contribution]:
+    """A root item outside the loops, as one task whose result nothing
+    picks from: a build's piece, or an output's contributions to the
+    residual."""
+    item = plan.schedule.items[position]
+    result = run_part(plan.run, position, None, inputs, pieces, buffers)
+    if isinstance(item, Build):
+        return result.pieces[item.value]
+    return result.contributions
 
 
 def _contributions(result: PartResult, target: str) -> list[Contribution]:
@@ -458,13 +449,9 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
     ) -> Any:
         inputs, pieces, buffers = self._operands(reads, writes)
         position = self.positions[id(item)]
-        if isinstance(item, Build):
+        if isinstance(item, Build | Output):
             return self.submit(
-                _run_build, self.plan_future, position, inputs, pieces, buffers
-            )
-        if isinstance(item, Output):
-            return self.submit(
-                _run_output, self.plan_future, position, inputs, pieces, buffers
+                _run_item, self.plan_future, position, inputs, pieces, buffers
             )
         return self.submit(
             _run_part, self.plan_future, position, block, inputs, pieces, buffers
