@@ -238,6 +238,10 @@ def _run_part(
 
 
 def _identity(value: object) -> object:
+    """``value`` itself: the plan is submitted as the result of this task,
+    not scattered as data, so that Dask can recompute it (from the pickled
+    argument the scheduler keeps) on a worker that replaces a lost one;
+    scattered data lost with its only worker cannot be recomputed."""
     return value
 
 
@@ -770,6 +774,7 @@ def execute_expression(
             hash=False,
         )
         scattered = {name: keyed[f"{name}-{run_token}"] for name in contiguous}
+        # a task, not scattered data: a lost worker's copy is recomputed
         plan_future = client.submit(_identity, plan, pure=False)
         graph = _Graph(client, plan, plan_future, scattered)
         graph.walk(schedule.items)
