@@ -124,9 +124,13 @@ def random_inputs(forest: Forest, sizing: Sizing, seed: int = 0) -> dict[str, Ar
 class _Contractions:
     """Each value's compiled einsum (``scheduling.contraction``), made once."""
 
-    def __init__(self, copies: bool = False) -> None:
+    def __init__(
+        self, copies: bool = False, layouts: Mapping[str, tuple[int, ...]] | None = None
+    ) -> None:
         self.compiled: dict[str, Contraction] = {}
         self.copies = copies
+        self.layouts = layouts or {}
+        """Value -> the axes its reader merges (``result_layouts``)."""
 
     def compile(self, value: Value) -> Contraction:
         """``value``'s contraction, compiled at its first use."""
@@ -138,11 +142,43 @@ class _Contractions:
                 [list(mapping.values()) for mapping in value.factor_maps],
                 value.modes,
                 copies=self.copies,
+                merged=self.layouts.get(value.name),
             )
         return contraction
 
     def __call__(self, value: Value, operands: Sequence[Array]) -> Array:
         return self.compile(value)(operands)
+
+
+def result_layouts(
+    forest: Forest, built: Sequence[str], sizing: Sizing
+) -> dict[str, tuple[int, ...]]:
+    """For each value of ``built`` that a matrix product of ``built``
+    reads: the axes that product merges into one (the summed axes, in the
+    order they lie in the other operand, taken as laid out in its axes'
+    order), so that the value is built with them lying together
+    (``Contraction``'s ``merged``) and read without a copy. A value read
+    by several products takes the axes of the one with the most node
+    elements."""
+    names = set(built)
+    layouts: dict[str, tuple[int, ...]] = {}
+    weights: dict[str, int] = {}
+    contract = _Contractions()
+    for name in built:
+        reader = forest.values[name]
+        matrix = contract.compile(reader).matrix
+        if matrix is None:
+            continue
+        weight = 1
+        for mode in reader.node_modes:
+            weight *= sizing.mode_extent(mode)
+        for side, factor in enumerate(reader.factors):
+            if factor.value not in names or weights.get(factor.value, 0) >= weight:
+                continue
+            pairs = sorted(matrix.summed, key=lambda pair: pair[1 - side])
+            layouts[factor.value] = tuple(pair[side] for pair in pairs)
+            weights[factor.value] = weight
+    return layouts
 
 
 FLOAT_BYTES = 8
@@ -236,10 +272,16 @@ class ScheduleRun:
             self.releases = releases(forest, schedule, sizing)
         except (LoopExtentError, BrokenScheduleError) as error:
             raise ScheduleRunError(str(error)) from None
-        self.contract = _Contractions(copies)
-        for item, _ in schedule.walk():
-            if isinstance(item, Build) and item.value in forest.values:
-                self.contract.compile(forest.values[item.value])
+        built = [
+            item.value
+            for item, _ in schedule.walk()
+            if isinstance(item, Build) and item.value in forest.values
+        ]
+        # each product lays its result out as the product reading it wants:
+        # decided once per plan, not per block
+        self.contract = _Contractions(copies, result_layouts(forest, built, sizing))
+        for name in built:
+            self.contract.compile(forest.values[name])
         self.tree_number: dict[str, int] = {}
         for number, tree in enumerate(forest.trees):
             self.tree_number.setdefault(tree.name, number)
