@@ -70,10 +70,10 @@ from axisflow.scheduling.evaluate import (
 from axisflow.scheduling.memory import (
     Sizing,
     format_bytes,
-    lifetimes,
     peak,
     releases,
     schedule_flops,
+    task_lifetimes,
 )
 from axisflow.scheduling.options import parse_budget
 from axisflow.scheduling.schedule import (
@@ -101,6 +101,11 @@ MONITOR_INTERVAL = "20ms"
 system monitor; its default, 500 ms, misses the peak of a short task)."""
 
 OUTPUT_SUFFIXES = (".npy", ".zarr")
+
+MALLOC_MMAP_BYTES = 1024 * 1024
+"""The embedded workers allocate arrays above this many bytes by mapping
+them apart (glibc's ``MALLOC_MMAP_THRESHOLD_``), so that freeing one
+returns its memory to the system."""
 
 
 class BudgetError(MemoryError):
@@ -307,6 +312,16 @@ def _assemble(shape: tuple[int, ...], contributions: list[Contribution]) -> Arra
     return array
 
 
+def _folded(
+    shape: tuple[int, ...], group: int, contributions: list[Contribution]
+) -> list[Contribution]:
+    """``contributions`` to residual group ``group`` as one: the residual
+    they make."""
+    return [
+        Contribution(residual_target(group), (), _assemble(shape, contributions), True)
+    ]
+
+
 def _apply(
     array: Array, modes: tuple[Index, ...], operators: tuple[Operator, ...]
 ) -> list[Contribution]:
@@ -487,6 +502,8 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
                 self.residual_parts.setdefault(group, []).append(
                     self.submit(_contributions, result, residual_target(group))
                 )
+        for group in groups:  # the blocks' residuals added into one
+            self.fold_residual(group)
         for _, buffer in targets:  # the pass closes: the buffers complete
             if isinstance(buffer, BufferState):
                 data = buffer.data
@@ -509,13 +526,25 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         if output.into is None or output.direct:
             return  # a tree's own result is not the residual's
         reads = [] if output.value is None else [output.value]
-        self.residual_parts.setdefault(output.into, []).append(
-            self._part(output, None, reads)
-        )
+        parts = self.residual_parts.setdefault(output.into, [])
+        parts.append(self._part(output, None, reads))
+        if len(parts) > FAN_IN:  # a run of outputs holds FAN_IN residuals at most
+            self.fold_residual(output.into)
 
     def residual(self, residual: Residual) -> None:
         self.residual_modes = residual.modes
         self.residual_parts.setdefault(residual.group, [])
+
+    def fold_residual(self, group: int) -> None:
+        """Add group ``group``'s contributions so far into one residual, so
+        that a worker holds one residual per group, as the memory model
+        counts, not one per block to the end."""
+        parts = self.residual_parts.get(group, [])
+        if len(parts) > 1:
+            shape = tuple(self.sizing.mode_extent(m) for m in self.residual_modes)
+            self.residual_parts[group] = [
+                self.submit(_folded, shape, group, self._tree(parts))
+            ]
 
     def residual_array(self, group: int) -> Any:
         """The future of group ``group``'s assembled residual."""
@@ -542,10 +571,14 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
 
 def predicted_peak(forest: Forest, schedule: Schedule, sizing: Sizing) -> int:
     """Bytes one worker is predicted to hold at once: every input (they
-    are scattered to every worker) and the schedule's peak as the memory
-    model counts it for one process running it (``memory.peak``: the root
-    buffers whole, one block's pieces)."""
-    return input_bytes(forest, sizing) + peak(lifetimes(forest, schedule, sizing)).bytes
+    are scattered to every worker) and the peak of what a worker running
+    the blocks holds (``memory.task_lifetimes``: the schedule's storage as
+    one process holds it, and the blocks' residuals and partial sums held
+    until their pass merges them)."""
+    return (
+        input_bytes(forest, sizing)
+        + peak(task_lifetimes(forest, schedule, sizing)).bytes
+    )
 
 
 def check_budget(
@@ -560,8 +593,12 @@ def check_budget(
     if needed <= share:
         return
     where = f"the budget of {format_bytes(budget)} ({format_bytes(share)} per worker, {workers} worker{'s' if workers != 1 else ''})"
-    found = peak(lifetimes(forest, schedule, sizing))
-    objects = [(life.bytes, f"@{life.value} ({life.kind})") for life in found.live]
+    found = peak(task_lifetimes(forest, schedule, sizing))
+    objects = [  # values: not what the blocks of a pass hold apart
+        (life.bytes, f"@{life.value} ({life.kind})")
+        for life in found.live
+        if life.kind != "blocks"
+    ]
     used = {site.value for site in forest.sites}
     objects += [
         (sizing.full_bytes(value), f"input @{name}")
@@ -595,10 +632,18 @@ def local_cluster(workers: int, memory_limit: int | None = None) -> Iterator[Any
     import dask.config
     from distributed import Client, LocalCluster
 
+    # Dask's own settings kept (its default trims freed memory), and ours
+    # over them: one BLAS thread, and every array above MALLOC_MMAP_BYTES
+    # mapped apart, returned to the system when freed (glibc otherwise
+    # raises that threshold to the largest array freed and keeps the
+    # memory of freed blocks below it in its heaps: the worker's memory
+    # would be the most it ever held, not what it holds)
     variables = {
+        **dask.config.get("distributed.nanny.pre-spawn-environ", {}),
         "OMP_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
+        "MALLOC_MMAP_THRESHOLD_": str(MALLOC_MMAP_BYTES),
     }
     with dask.config.set(
         {

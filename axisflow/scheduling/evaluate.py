@@ -608,17 +608,25 @@ def run_part(
         for name, piece in root.pieces.items()
         if name not in pieces
     }
-    return PartResult(kept, runner.contributions)
+    added = [
+        Contribution(residual_target(group), (), array, True)
+        for group, array in runner.residuals.items()
+    ]
+    return PartResult(kept, runner.contributions + added)
 
 
 class _PartRunner(_Runner):
-    """The runner of one part: writes into the root's buffers and the
-    residual are recorded as contributions."""
+    """The runner of one part: writes into the root's buffers are recorded
+    as contributions; what it adds into the residual goes into a residual
+    of its own per group (allocated at its first write, as in a whole
+    run: one residual, not every piece kept), its contribution."""
 
     def __init__(self, run: ScheduleRun, inputs: Mapping[str, Array]) -> None:
         super().__init__(run, inputs, keep_trees=False)
         self.residual_modes = run.schedule.residual_modes() or ()
         self.contributions: list[Contribution] = []
+        self.summing: dict[tuple[str, tuple[tuple[int, int], ...]], int] = {}
+        """(root buffer, region) -> the contribution adding into it."""
 
     def store(
         self,
@@ -629,18 +637,23 @@ class _PartRunner(_Runner):
     ) -> None:
         if buffer.depth > 0:
             super().store(buffer, index, array, accumulate)
+            return
+        target = buffer.item.value
+        region = (target, tuple((part.start, part.stop) for part in index))
+        at = self.summing.get(region)
+        if accumulate and at is not None:
+            # a partial sum of a region summed before (an inner loop's
+            # blocks): added into it, as a whole run adds into the buffer,
+            # so the part holds one array per region, not one per block
+            summed = self.contributions[at].array
+            summed += array
+            return
+        if accumulate:
+            self.summing[region] = len(self.contributions)  # the piece is
+            # the part's own (built here, taken by the write): added into
         else:
-            self.contributions.append(
-                Contribution(buffer.item.value, index, array, accumulate)
-            )
-
-    def add_into_residual(
-        self, group: int, index: tuple[slice, ...], array: Array, coeff: float
-    ) -> None:
-        scaled = array if coeff == 1.0 else coeff * array
-        self.contributions.append(
-            Contribution(residual_target(group), index, scaled, True)
-        )
+            self.summing.pop(region, None)
+        self.contributions.append(Contribution(target, index, array, accumulate))
 
 
 def run_schedule(
