@@ -569,16 +569,16 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
 # --------------------------------------------------------------------------
 
 
-def predicted_peak(forest: Forest, schedule: Schedule, sizing: Sizing) -> int:
+def predicted_peak(
+    forest: Forest, schedule: Schedule, sizing: Sizing, workers: int = 1
+) -> int:
     """Bytes one worker is predicted to hold at once: every input (they
     are scattered to every worker) and the peak of what a worker running
     the blocks holds (``memory.task_lifetimes``: the schedule's storage as
     one process holds it, and the blocks' residuals and partial sums held
-    until their pass merges them)."""
-    return (
-        input_bytes(forest, sizing)
-        + peak(task_lifetimes(forest, schedule, sizing)).bytes
-    )
+    until their pass merges them), ``workers`` sharing the blocks."""
+    found = task_lifetimes(forest, schedule, sizing, workers)
+    return input_bytes(forest, sizing) + peak(found).bytes
 
 
 def check_budget(
@@ -589,11 +589,11 @@ def check_budget(
     largest input or storage object above the share by itself, else the
     largest one live at the peak."""
     share = budget // workers
-    needed = predicted_peak(forest, schedule, sizing)
+    needed = predicted_peak(forest, schedule, sizing, workers)
     if needed <= share:
         return
     where = f"the budget of {format_bytes(budget)} ({format_bytes(share)} per worker, {workers} worker{'s' if workers != 1 else ''})"
-    found = peak(task_lifetimes(forest, schedule, sizing))
+    found = peak(task_lifetimes(forest, schedule, sizing, workers))
     objects = [  # values: not what the blocks of a pass hold apart
         (life.bytes, f"@{life.value} ({life.kind})")
         for life in found.live
@@ -798,13 +798,13 @@ def execute_expression(
     count = workers or os.cpu_count() or 1
     if limit is not None:
         check_budget(forest, schedule, sizing, limit, count if embedded else 1)
-    predicted = predicted_peak(forest, schedule, sizing)
     leaves = planned.inputs.leaf_arrays(forest)
     plan = _Plan(forest, schedule, sizing)
     share_limit = None if limit is None or not embedded else limit // count
     planned_at = time.perf_counter()
     with _client(scheduler, workers, share_limit) as client:
         count = len(client.scheduler_info()["workers"])
+        predicted = predicted_peak(forest, schedule, sizing, count)
         before = client.run(_worker_state)
         since = max(clock for clock, _ in before.values())
         graph_started = time.perf_counter()

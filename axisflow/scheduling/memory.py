@@ -415,7 +415,10 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
 
 
 def task_lifetimes(
-    forest: Forest, schedule: Schedule, sizing: Sizing | None = None
+    forest: Forest,
+    schedule: Schedule,
+    sizing: Sizing | None = None,
+    workers: int = 1,
 ) -> list[Lifetime]:
     """What one worker of a task-per-block executor holds
     (``axisflow.execution.dask_executor``): ``lifetimes``, run as one
@@ -425,8 +428,9 @@ def task_lifetimes(
     for the block running and for one finished before it (the residual's
     own lifetime is the merged one); and for each root buffer the pass
     sums into over its own loop (a partial sum per block, not a slice), the
-    finished block's partial sum. A worker running the blocks one after the
-    other holds those at once; with more workers, each holds less."""
+    finished block's partial sum. That is what a worker that runs two or
+    more of the pass's blocks holds; when ``workers`` share the blocks so
+    that each runs one, it holds its own block's residual only."""
     sizing = sizing or Sizing(forest)
     found = lifetimes(forest, schedule, sizing)
     try:
@@ -444,8 +448,12 @@ def task_lifetimes(
             continue
         start = position
         position += _positions(item.body) + 1
-        if -(-extents[item.instance] // item.block) < 2:
+        blocks = -(-extents[item.instance] // item.block)
+        if blocks < 2:
             continue
+        held_blocks = 2 if -(-blocks // workers) > 1 else 1
+        """Blocks a worker holds at once: the one running and, when it runs
+        more than one, one finished before it."""
         summed: set[str] = set()
         groups: set[int] = set()
         own = set()  # buffers allocated inside the pass
@@ -471,8 +479,10 @@ def task_lifetimes(
                     and not sliced.get(inner.value, False)
                 ):
                     summed.add(inner.value)
-        held = sum(sizing.full_bytes(forest.values[name]) for name in summed)
-        held += 2 * sum(residual_bytes.get(group, 0) for group in groups)
+        held = (held_blocks - 1) * sum(
+            sizing.full_bytes(forest.values[name]) for name in summed
+        )
+        held += held_blocks * sum(residual_bytes.get(group, 0) for group in groups)
         if held:
             found.append(
                 Lifetime(f"loop {item.instance}", "blocks", held, start, position)

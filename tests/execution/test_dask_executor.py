@@ -320,7 +320,8 @@ def test_the_blocks_held_apart_are_what_a_block_task_returns() -> None:
     pass's first two blocks with the executor's part runner (``run_part``,
     on zeros: sizes only): what both add into the same regions of a root
     buffer are partial sums, one block's held apart; and a residual per
-    group in each of the two blocks."""
+    group in each of the two blocks (in its own only, with a worker per
+    block)."""
     text = equation("csv_ccsd_doubles_residual_df")
     extents = {"i": 4, "a": 3, "μ̃": 3, "Κ": 5}
     data = {}
@@ -345,6 +346,7 @@ def test_the_blocks_held_apart_are_what_a_block_task_returns() -> None:
         [sizing.mode_extent(m) for m in schedule.residual_modes() or ()]
     )
     expected: dict[int, int] = {}
+    expected_apart: dict[int, int] = {}
     for position, item in enumerate(schedule.items):
         if not isinstance(item, LoopPass):
             continue
@@ -382,12 +384,20 @@ def test_the_blocks_held_apart_are_what_a_block_task_returns() -> None:
         held += 2 * residual.nbytes * len(groups)
         if held:
             expected[position] = held
+        if groups:  # two workers, a block each: its own residual only
+            expected_apart[position] = residual.nbytes * len(groups)
     found = {
         life.start: life.bytes
         for life in task_lifetimes(forest, schedule, sizing)
         if life.kind == "blocks"
     }
     assert expected and sorted(found.values()) == sorted(expected.values())
+    apart = [
+        life.bytes
+        for life in task_lifetimes(forest, schedule, sizing, workers=2)
+        if life.kind == "blocks"
+    ]
+    assert sorted(apart) == sorted(expected_apart.values())
     one_block = plan_evaluation(
         text, data, batch="i", block=4, never_worse=False, scheduled=True
     )
