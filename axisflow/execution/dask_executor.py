@@ -804,7 +804,9 @@ def execute_expression(
     planned_at = time.perf_counter()
     with _client(scheduler, workers, share_limit) as client:
         count = len(client.scheduler_info()["workers"])
+        predicting = time.perf_counter()  # planning too: counted as such
         predicted = predicted_peak(forest, schedule, sizing, count)
+        predicted_in = time.perf_counter() - predicting
         before = client.run(_worker_state)
         since = max(clock for clock, _ in before.values())
         graph_started = time.perf_counter()
@@ -852,7 +854,9 @@ def execute_expression(
     )
     report = ExecutionReport(
         wall_seconds=wall,
-        planning_seconds=(planned_at - started) + (graph_built - graph_started),
+        planning_seconds=(planned_at - started)
+        + predicted_in
+        + (graph_built - graph_started),
         multiply_adds=schedule_flops(forest, schedule, sizing),
         workers=count,
         predicted_peak=predicted,
