@@ -22,9 +22,11 @@ schedule onto tasks with a client of the schedule walker
 * an **operator step** (``Ŝ``/``Â``/``P̂``) runs on the assembled residual
   of its group, as one task.
 
-The inputs are scattered to every worker (``broadcast``); a worker lost
-mid-run is replaced by its nanny and Dask recomputes what it held (the
-inputs survive on the other workers). The residual is gathered and written
+Each input (and the plan) is the result of a task of its own, moved to
+the workers that read it; a worker lost mid-run is replaced by its nanny
+and Dask recomputes what it held, inputs included (from the task, which
+the scheduler keeps: scattered data would be lost with the last worker
+holding it). The residual is gathered and written
 to a temporary name next to the output, then renamed: a failed run never
 leaves a half-written output under the final name.
 
@@ -43,7 +45,7 @@ import shutil
 import sys
 import tempfile
 import time
-import uuid
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,8 +143,8 @@ class ExecutionReport:
     system monitor of each worker); ``None`` when not measured."""
     tasks: int
     bytes_moved: int
-    """Bytes sent between workers, plus the inputs scattered and the
-    residual gathered."""
+    """Bytes sent between workers, plus the inputs sent to the cluster and
+    the residual gathered."""
 
     @property
     def gflops(self) -> float:
@@ -572,8 +574,8 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
 def predicted_peak(
     forest: Forest, schedule: Schedule, sizing: Sizing, workers: int = 1
 ) -> int:
-    """Bytes one worker is predicted to hold at once: every input (they
-    are scattered to every worker) and the peak of what a worker running
+    """Bytes one worker is predicted to hold at once: every input (a
+    worker may read them all) and the peak of what a worker running
     the blocks holds (``memory.task_lifetimes``: the schedule's storage as
     one process holds it, and the blocks' residuals and partial sums held
     until their pass merges them), ``workers`` sharing the blocks."""
@@ -811,18 +813,21 @@ def execute_expression(
         since = max(clock for clock, _ in before.values())
         graph_started = time.perf_counter()
         contiguous = {name: np.ascontiguousarray(a) for name, a in leaves.items()}
-        # Keys unique to this run: a key reused across runs on one client
-        # races its own release (the scheduler frees the earlier run's
-        # ``t_1`` on the workers after the new ``t_1`` arrived).
-        run_token = uuid.uuid4().hex
-        keyed = client.scatter(
-            {f"{name}-{run_token}": array for name, array in contiguous.items()},
-            broadcast=True,
-            hash=False,
-        )
-        scattered = {name: keyed[f"{name}-{run_token}"] for name in contiguous}
-        # a task, not scattered data: a lost worker's copy is recomputed
-        plan_future = client.submit(_identity, plan, pure=False)
+        # Each input, and the plan, is the result of a task, not scattered
+        # data: Dask keeps the task (its argument) and recomputes a copy
+        # lost with its worker; scattered data lost with the one worker
+        # holding it is lost for good (Dask's active memory manager drops
+        # the replicas of a broadcast that no task there waits for). The
+        # keys are unique to the task (``pure=False``): a key reused across
+        # runs on one client races its own release.
+        with warnings.catch_warnings():
+            # "large object in task graph, consider scattering": the above
+            warnings.simplefilter("ignore", UserWarning)
+            scattered = {
+                name: client.submit(_identity, array, pure=False, priority=2)
+                for name, array in contiguous.items()
+            }
+            plan_future = client.submit(_identity, plan, pure=False, priority=2)
         graph = _Graph(client, plan, plan_future, scattered)
         graph.walk(schedule.items)
         result = graph.residual_array(0)
@@ -843,8 +848,8 @@ def execute_expression(
         moved = sum(sent for _, sent in after.values()) - sum(
             sent for address, (_, sent) in before.items() if address in after
         )
-        moved += count * sum(a.nbytes for a in contiguous.values()) + residual.nbytes
-        tasks = graph.tasks + 1
+        moved += sum(a.nbytes for a in contiguous.values()) + residual.nbytes
+        tasks = graph.tasks + 1 + len(scattered)  # the plan's, the inputs'
         del graph, result
     if target is not None:
         write_output(target, residual)
