@@ -108,21 +108,14 @@ class _MatrixProduct:
             return False
         return set(left) ^ set(right) <= set(output)
 
-    def __call__(
-        self, left: Array, right: Array, layout: str | None = None
-    ) -> Array | None:
-        """The result, or ``None`` when the summed modes merge into one axis
-        of both operands in no common order. ``layout``: the result's
-        letters in the memory order wanted (outermost first); the product
-        is laid out so when its matrices allow (``layout_split``), else
-        as its operands lie."""
+    def __call__(self, left: Array, right: Array) -> Array | None:
+        """The result, laid out as its operands lie (``split``), or
+        ``None`` when the summed modes merge into one axis of both operands
+        in no common order."""
         summed = self.summed_order(left, right)
         if summed is None:
             return None
-        split = None if layout is None else self.layout_split(left, right, layout)
-        if split is None:
-            split = self.split(left, right)
-        return self.product(left, right, summed, *split)
+        return self.product(left, right, summed, *self.split(left, right))
 
     def summed_order(self, left: Array, right: Array) -> list[tuple[int, int]] | None:
         """The summed axes (left, right) in an order both operands merge

@@ -649,8 +649,9 @@ class _PartRunner(_Runner):
             summed += array
             return
         if accumulate:
-            self.summing[region] = len(self.contributions)  # the piece is
-            # the part's own (built here, taken by the write): added into
+            # later partial sums are added into this piece in place: it is
+            # the part's own (built here, taken out of its scope by the write)
+            self.summing[region] = len(self.contributions)
         else:
             self.summing.pop(region, None)
         self.contributions.append(Contribution(target, index, array, accumulate))
