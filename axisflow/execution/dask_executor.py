@@ -26,8 +26,8 @@ Each input (and the plan) is the result of a task of its own, moved to
 the workers that read it; a worker lost mid-run is replaced by its nanny
 and Dask recomputes what it held, inputs included (from the task, which
 the scheduler keeps: scattered data would be lost with the last worker
-holding it). The residual is gathered and written
-to a temporary name next to the output, then renamed: a failed run never
+holding it). The residual is gathered and written to a temporary name
+next to the output, then renamed: a failed run never
 leaves a half-written output under the final name.
 
 The embedded default cluster is a ``LocalCluster`` on loopback: ``workers``
@@ -245,10 +245,11 @@ def _run_part(
 
 
 def _identity(value: object) -> object:
-    """``value`` itself: the plan is submitted as the result of this task,
-    not scattered as data, so that Dask can recompute it (from the pickled
-    argument the scheduler keeps) on a worker that replaces a lost one;
-    scattered data lost with its only worker cannot be recomputed."""
+    """``value`` itself: the plan and each input are submitted as the
+    result of this task, not scattered as data, so that Dask can recompute
+    them (from the pickled argument the scheduler keeps) on a worker that
+    replaces a lost one; scattered data lost with the last worker holding
+    it cannot be recomputed."""
     return value
 
 
