@@ -2,9 +2,10 @@
 
 On ``examples/sequant/csv_ccsd_doubles_residual_df.txt`` at extents where
 one block's work dominates (``EXTENTS``), batched over ``i`` in blocks of
-``BLOCK`` (the guard's schedule; blocks of 1 make the CSV doubles'
-inner loops over pairs of ``i`` run thousands of small contractions, whose
-Python steps then dominate), the residual is run with
+``BLOCK`` (the guard's schedule; two blocks per root pass, one per worker
+of two; blocks of 1 make the CSV doubles' inner loops over pairs of ``i``
+run thousands of small contractions, whose Python steps then dominate),
+the residual is run with
 ``axisflow.execution.execute_expression`` on the embedded cluster
 (``local_cluster``: worker processes on loopback, one thread and one BLAS
 thread each) of one worker, then of two. Measured in the same run:
@@ -27,6 +28,7 @@ Run: .venv/bin/python benchmarks/bench_executor.py   (or make bench)
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
@@ -98,6 +100,7 @@ def verdict(met: bool) -> str:
 
 
 def main() -> None:
+    load_before = os.getloadavg()[0]
     with open(EQUATION, encoding="utf-8") as file:
         text = file.read()
     data = inputs(text)
@@ -139,6 +142,10 @@ def main() -> None:
     )
     print(
         f"two workers / one worker:  {speedup:.2f}  (target >= 1.60: {verdict(speedup >= 1.6)})"
+    )
+    print(
+        f"load average (1 min) of the machine: {load_before:.2f} before, "
+        f"{os.getloadavg()[0]:.2f} after ({os.cpu_count()} cores)"
     )
     for execution in (one, two):
         report = execution.report

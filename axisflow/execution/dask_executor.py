@@ -22,10 +22,12 @@ schedule onto tasks with a client of the schedule walker
 * an **operator step** (``Ŝ``/``Â``/``P̂``) runs on the assembled residual
   of its group, as one task.
 
-The inputs are scattered to every worker (``broadcast``); a worker lost
-mid-run is replaced by its nanny and Dask recomputes what it held (the
-inputs survive on the other workers). The residual is gathered and written
-to a temporary name next to the output, then renamed: a failed run never
+Each input (and the plan) is the result of a task of its own, moved to
+the workers that read it; a worker lost mid-run is replaced by its nanny
+and Dask recomputes what it held, inputs included (from the task, which
+the scheduler keeps: scattered data would be lost with the last worker
+holding it). The residual is gathered and written to a temporary name
+next to the output, then renamed: a failed run never
 leaves a half-written output under the final name.
 
 The embedded default cluster is a ``LocalCluster`` on loopback: ``workers``
@@ -43,7 +45,7 @@ import shutil
 import sys
 import tempfile
 import time
-import uuid
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,10 +72,10 @@ from axisflow.scheduling.evaluate import (
 from axisflow.scheduling.memory import (
     Sizing,
     format_bytes,
-    lifetimes,
     peak,
     releases,
     schedule_flops,
+    task_lifetimes,
 )
 from axisflow.scheduling.options import parse_budget
 from axisflow.scheduling.schedule import (
@@ -101,6 +103,11 @@ MONITOR_INTERVAL = "20ms"
 system monitor; its default, 500 ms, misses the peak of a short task)."""
 
 OUTPUT_SUFFIXES = (".npy", ".zarr")
+
+MALLOC_MMAP_BYTES = 1024 * 1024
+"""The embedded workers allocate arrays above this many bytes by mapping
+them apart (glibc's ``MALLOC_MMAP_THRESHOLD_``), so that freeing one
+returns its memory to the system."""
 
 
 class BudgetError(MemoryError):
@@ -136,8 +143,8 @@ class ExecutionReport:
     system monitor of each worker); ``None`` when not measured."""
     tasks: int
     bytes_moved: int
-    """Bytes sent between workers, plus the inputs scattered and the
-    residual gathered."""
+    """Bytes sent between workers, plus the inputs sent to the cluster and
+    the residual gathered."""
 
     @property
     def gflops(self) -> float:
@@ -238,33 +245,29 @@ def _run_part(
 
 
 def _identity(value: object) -> object:
+    """``value`` itself: the plan and each input are submitted as the
+    result of this task, not scattered as data, so that Dask can recompute
+    them (from the pickled argument the scheduler keeps) on a worker that
+    replaces a lost one; scattered data lost with the last worker holding
+    it cannot be recomputed."""
     return value
 
 
-def _run_build(
+def _run_item(
     plan: _Plan,
     position: int,
     inputs: Mapping[str, Array],
     pieces: Mapping[str, Array],
     buffers: Mapping[str, Array | None],
-) -> Array:
-    """A root build's piece (one task: no pick after it)."""
-    name = plan.schedule.items[position]
-    assert isinstance(name, Build)
-    return run_part(plan.run, position, None, inputs, pieces, buffers).pieces[
-        name.value
-    ]
-
-
-def _run_output(
-    plan: _Plan,
-    position: int,
-    inputs: Mapping[str, Array],
-    pieces: Mapping[str, Array],
-    buffers: Mapping[str, Array | None],
-) -> list[Contribution]:
-    """A root output's contributions to the residual."""
-    return run_part(plan.run, position, None, inputs, pieces, buffers).contributions
+) -> Array | list[Contribution]:
+    """A root item outside the loops, as one task whose result nothing
+    picks from: a build's piece, or an output's contributions to the
+    residual."""
+    item = plan.schedule.items[position]
+    result = run_part(plan.run, position, None, inputs, pieces, buffers)
+    if isinstance(item, Build):
+        return result.pieces[item.value]
+    return result.contributions
 
 
 def _contributions(result: PartResult, target: str) -> list[Contribution]:
@@ -312,6 +315,16 @@ def _assemble(shape: tuple[int, ...], contributions: list[Contribution]) -> Arra
     return array
 
 
+def _folded(
+    shape: tuple[int, ...], group: int, contributions: list[Contribution]
+) -> list[Contribution]:
+    """``contributions`` to residual group ``group`` as one: the residual
+    they make."""
+    return [
+        Contribution(residual_target(group), (), _assemble(shape, contributions), True)
+    ]
+
+
 def _apply(
     array: Array, modes: tuple[Index, ...], operators: tuple[Operator, ...]
 ) -> list[Contribution]:
@@ -350,32 +363,34 @@ class _RootBuffer:
     """The future of the whole buffer, once its pass closed."""
 
 
-def _mentions(items: Sequence[Item]) -> tuple[set[str], set[str], set[int]]:
-    """The names a loop body reads, the root buffers it writes (no buffer
-    of its own in between) and the residual groups it adds into."""
+def _mentions(loop: LoopPass) -> tuple[set[str], set[str], set[int]]:
+    """The names ``loop``'s body reads, the root buffers it writes (no
+    buffer of its own in between) and the residual groups it adds into,
+    from one ``Schedule.walk`` of the pass: a write goes into the buffer
+    of its value allocated in an enclosing scope inside the pass, if any,
+    else into the root's."""
     reads: set[str] = set()
     writes: set[str] = set()
     groups: set[int] = set()
-
-    def visit(body: Sequence[Item], own: frozenset[str]) -> None:
-        own = own | {item.value for item in body if isinstance(item, Buffer)}
-        for item in body:
-            if isinstance(item, LoopPass):
-                visit(item.body, own)
-            elif isinstance(item, Build):
-                reads.add(item.value)  # a build reads its factors: named below
-            elif isinstance(item, Output):
-                if item.value is not None:
-                    reads.add(item.value)
-                if item.into is not None and not item.direct:
-                    groups.add(item.into)
-            elif isinstance(item, Write):
-                if item.into is not None:
-                    groups.add(item.into)
-                elif item.value not in own:
-                    writes.add(item.value)
-
-    visit(items, frozenset())
+    allocated: set[tuple[str, int]] = set()
+    """Buffers of the pass: (value, id of the loop whose body allocated it)."""
+    for item, loops in Schedule([loop]).walk():
+        if isinstance(item, Buffer) and loops:
+            allocated.add((item.value, id(loops[-1])))
+        elif isinstance(item, Build):
+            reads.add(item.value)  # a build reads its factors: named later
+        elif isinstance(item, Output):
+            if item.value is not None:
+                reads.add(item.value)
+            if item.into is not None and not item.direct:
+                groups.add(item.into)
+        elif isinstance(item, Write):
+            if item.into is not None:
+                groups.add(item.into)
+            elif not any(
+                (item.value, id(enclosing)) in allocated for enclosing in loops[:-1]
+            ):
+                writes.add(item.value)
     return reads, writes, groups
 
 
@@ -456,13 +471,9 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
     ) -> Any:
         inputs, pieces, buffers = self._operands(reads, writes)
         position = self.positions[id(item)]
-        if isinstance(item, Build):
+        if isinstance(item, Build | Output):
             return self.submit(
-                _run_build, self.plan_future, position, inputs, pieces, buffers
-            )
-        if isinstance(item, Output):
-            return self.submit(
-                _run_output, self.plan_future, position, inputs, pieces, buffers
+                _run_item, self.plan_future, position, inputs, pieces, buffers
             )
         return self.submit(
             _run_part, self.plan_future, position, block, inputs, pieces, buffers
@@ -481,7 +492,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
     # -- hooks -------------------------------------------------------------
 
     def loop(self, loop: LoopPass) -> None:
-        reads, writes, groups = _mentions(loop.body)
+        reads, writes, groups = _mentions(loop)
         extent = self.extents[loop.instance]
         targets = [(name, self.find(name)) for name in sorted(writes)]
         for start in range(0, extent, loop.block):
@@ -494,6 +505,8 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
                 self.residual_parts.setdefault(group, []).append(
                     self.submit(_contributions, result, residual_target(group))
                 )
+        for group in groups:  # the blocks' residuals added into one
+            self.fold_residual(group)
         for _, buffer in targets:  # the pass closes: the buffers complete
             if isinstance(buffer, BufferState):
                 data = buffer.data
@@ -516,13 +529,25 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         if output.into is None or output.direct:
             return  # a tree's own result is not the residual's
         reads = [] if output.value is None else [output.value]
-        self.residual_parts.setdefault(output.into, []).append(
-            self._part(output, None, reads)
-        )
+        parts = self.residual_parts.setdefault(output.into, [])
+        parts.append(self._part(output, None, reads))
+        if len(parts) > FAN_IN:  # a run of outputs holds FAN_IN residuals at most
+            self.fold_residual(output.into)
 
     def residual(self, residual: Residual) -> None:
         self.residual_modes = residual.modes
         self.residual_parts.setdefault(residual.group, [])
+
+    def fold_residual(self, group: int) -> None:
+        """Add group ``group``'s contributions so far into one residual, so
+        that a worker holds one residual per group, as the memory model
+        counts, not one per block to the end."""
+        parts = self.residual_parts.get(group, [])
+        if len(parts) > 1:
+            shape = tuple(self.sizing.mode_extent(m) for m in self.residual_modes)
+            self.residual_parts[group] = [
+                self.submit(_folded, shape, group, self._tree(parts))
+            ]
 
     def residual_array(self, group: int) -> Any:
         """The future of group ``group``'s assembled residual."""
@@ -547,12 +572,16 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
 # --------------------------------------------------------------------------
 
 
-def predicted_peak(forest: Forest, schedule: Schedule, sizing: Sizing) -> int:
-    """Bytes one worker is predicted to hold at once: every input (they
-    are scattered to every worker) and the schedule's peak as the memory
-    model counts it for one process running it (``memory.peak``: the root
-    buffers whole, one block's pieces)."""
-    return input_bytes(forest, sizing) + peak(lifetimes(forest, schedule, sizing)).bytes
+def predicted_peak(
+    forest: Forest, schedule: Schedule, sizing: Sizing, workers: int = 1
+) -> int:
+    """Bytes one worker is predicted to hold at once: every input (a
+    worker may read them all) and the peak of what a worker running
+    the blocks holds (``memory.task_lifetimes``: the schedule's storage as
+    one process holds it, and the blocks' residuals and partial sums held
+    until their pass merges them), ``workers`` sharing the blocks."""
+    found = task_lifetimes(forest, schedule, sizing, workers)
+    return input_bytes(forest, sizing) + peak(found).bytes
 
 
 def check_budget(
@@ -563,12 +592,16 @@ def check_budget(
     largest input or storage object above the share by itself, else the
     largest one live at the peak."""
     share = budget // workers
-    needed = predicted_peak(forest, schedule, sizing)
+    needed = predicted_peak(forest, schedule, sizing, workers)
     if needed <= share:
         return
     where = f"the budget of {format_bytes(budget)} ({format_bytes(share)} per worker, {workers} worker{'s' if workers != 1 else ''})"
-    found = peak(lifetimes(forest, schedule, sizing))
-    objects = [(life.bytes, f"@{life.value} ({life.kind})") for life in found.live]
+    found = peak(task_lifetimes(forest, schedule, sizing, workers))
+    objects = [  # values: not what the blocks of a pass hold apart
+        (life.bytes, f"@{life.value} ({life.kind})")
+        for life in found.live
+        if life.kind != "blocks"
+    ]
     used = {site.value for site in forest.sites}
     objects += [
         (sizing.full_bytes(value), f"input @{name}")
@@ -602,10 +635,18 @@ def local_cluster(workers: int, memory_limit: int | None = None) -> Iterator[Any
     import dask.config
     from distributed import Client, LocalCluster
 
+    # Dask's own settings kept (its default trims freed memory), and ours
+    # over them: one BLAS thread, and every array above MALLOC_MMAP_BYTES
+    # mapped apart, returned to the system when freed (glibc otherwise
+    # raises that threshold to the largest array freed and keeps the
+    # memory of freed blocks below it in its heaps: the worker's memory
+    # would be the most it ever held, not what it holds)
     variables = {
+        **dask.config.get("distributed.nanny.pre-spawn-environ", {}),
         "OMP_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
+        "MALLOC_MMAP_THRESHOLD_": str(MALLOC_MMAP_BYTES),
     }
     with dask.config.set(
         {
@@ -760,28 +801,34 @@ def execute_expression(
     count = workers or os.cpu_count() or 1
     if limit is not None:
         check_budget(forest, schedule, sizing, limit, count if embedded else 1)
-    predicted = predicted_peak(forest, schedule, sizing)
     leaves = planned.inputs.leaf_arrays(forest)
     plan = _Plan(forest, schedule, sizing)
     share_limit = None if limit is None or not embedded else limit // count
     planned_at = time.perf_counter()
     with _client(scheduler, workers, share_limit) as client:
         count = len(client.scheduler_info()["workers"])
+        predicting = time.perf_counter()  # planning too: counted as such
+        predicted = predicted_peak(forest, schedule, sizing, count)
+        predicted_in = time.perf_counter() - predicting
         before = client.run(_worker_state)
         since = max(clock for clock, _ in before.values())
         graph_started = time.perf_counter()
         contiguous = {name: np.ascontiguousarray(a) for name, a in leaves.items()}
-        # Keys unique to this run: a key reused across runs on one client
-        # races its own release (the scheduler frees the earlier run's
-        # ``t_1`` on the workers after the new ``t_1`` arrived).
-        run_token = uuid.uuid4().hex
-        keyed = client.scatter(
-            {f"{name}-{run_token}": array for name, array in contiguous.items()},
-            broadcast=True,
-            hash=False,
-        )
-        scattered = {name: keyed[f"{name}-{run_token}"] for name in contiguous}
-        plan_future = client.submit(_identity, plan, pure=False)
+        # Each input, and the plan, is the result of a task, not scattered
+        # data: Dask keeps the task (its argument) and recomputes a copy
+        # lost with its worker; scattered data lost with the one worker
+        # holding it is lost for good (Dask's active memory manager drops
+        # the replicas of a broadcast that no task there waits for). The
+        # keys are unique to the task (``pure=False``): a key reused across
+        # runs on one client races its own release.
+        with warnings.catch_warnings():
+            # "large object in task graph, consider scattering": the above
+            warnings.simplefilter("ignore", UserWarning)
+            scattered = {
+                name: client.submit(_identity, array, pure=False, priority=2)
+                for name, array in contiguous.items()
+            }
+            plan_future = client.submit(_identity, plan, pure=False, priority=2)
         graph = _Graph(client, plan, plan_future, scattered)
         graph.walk(schedule.items)
         result = graph.residual_array(0)
@@ -802,8 +849,8 @@ def execute_expression(
         moved = sum(sent for _, sent in after.values()) - sum(
             sent for address, (_, sent) in before.items() if address in after
         )
-        moved += count * sum(a.nbytes for a in contiguous.values()) + residual.nbytes
-        tasks = graph.tasks + 1
+        moved += sum(a.nbytes for a in contiguous.values()) + residual.nbytes
+        tasks = graph.tasks + 1 + len(scattered)  # the plan's, the inputs'
         del graph, result
     if target is not None:
         write_output(target, residual)
@@ -813,7 +860,9 @@ def execute_expression(
     )
     report = ExecutionReport(
         wall_seconds=wall,
-        planning_seconds=(planned_at - started) + (graph_built - graph_started),
+        planning_seconds=(planned_at - started)
+        + predicted_in
+        + (graph_built - graph_started),
         multiply_adds=schedule_flops(forest, schedule, sizing),
         workers=count,
         predicted_peak=predicted,

@@ -18,6 +18,13 @@ what the model counts). ``numpy.einsum`` with a contraction path was the
 former route: its ``tensordot`` copies transposed operands (an input's
 slice included) that no model of the schedule holds.
 
+A matrix product's result lies as its matrices come out (the stack axes,
+then rows, then columns). When the product that reads it merges axes that
+would not lie together so (``merged``, decided once per schedule by
+``scheduling.evaluate.result_layouts``), the rows, columns and stack axes
+are chosen, in either orientation, so that they do: the reader then takes
+it as it lies instead of copying it (a copy as large as the result).
+
 ``add_scaled`` adds ``coeff * array`` into a buffer without a temporary
 of the array's size (in place for ±1, in chunks of ``SCALED_CHUNK`` bytes
 otherwise).
@@ -102,52 +109,153 @@ class _MatrixProduct:
         return set(left) ^ set(right) <= set(output)
 
     def __call__(self, left: Array, right: Array) -> Array | None:
-        """The result, or ``None`` when the summed modes merge into one axis
-        of both operands in no common order."""
-        left_strides, right_strides = left.strides, right.strides
-        for side, strides in ((0, left_strides), (1, right_strides)):
+        """The result, laid out as its operands lie (``split``), or
+        ``None`` when the summed modes merge into one axis of both operands
+        in no common order."""
+        summed = self.summed_order(left, right)
+        if summed is None:
+            return None
+        return self.product(left, right, summed, *self.split(left, right))
+
+    def summed_order(self, left: Array, right: Array) -> list[tuple[int, int]] | None:
+        """The summed axes (left, right) in an order both operands merge
+        into one axis, or ``None``."""
+        for side, operand in ((0, left), (1, right)):
+            strides = operand.strides
             summed = sorted(self.summed, key=lambda pair: -strides[pair[side]])
             if _groups(left, [a for a, _ in summed]) and _groups(
                 right, [a for _, a in summed]
             ):
-                break
-        else:
-            return None
+                return summed
+        return None
+
+    def split(self, left: Array, right: Array) -> _Split:
+        """Rows and columns as the operands lie (by decreasing stride);
+        outer kept axes that do not merge with the inner ones are stack
+        axes, the left's first."""
+        left_strides, right_strides = left.strides, right.strides
         rows = sorted(self.left_kept, key=lambda a: -left_strides[a])
         cols = sorted(self.right_kept, key=lambda a: -right_strides[a])
         left_stack = next(k for k in range(len(rows) + 1) if _groups(left, rows[k:]))
         right_stack = next(k for k in range(len(cols) + 1) if _groups(right, cols[k:]))
-        both = list(self.both)
+        stack = [(0, a) for a in rows[:left_stack]] + [
+            (1, a) for a in cols[:right_stack]
+        ]
+        return [a for a, _ in self.both], stack, rows[left_stack:], cols[right_stack:]
+
+    def layout_split(self, left: Array, right: Array, layout: str) -> _Split | None:
+        """A split whose product lies in ``layout``: the modes kept from
+        both first, then stack axes, then the rows (left kept axes that
+        merge) and the columns (right kept axes that merge), each in the
+        layout's order; ``None`` when the layout does not end in rows then
+        columns of at least ``SMALL_CONTRACTION`` elements together (a
+        product of tiny matrices is slower than a copy later)."""
+        both = [a for a, _ in self.both]
+        hadamard = len(both)
+        if {self.left[a] for a in both} != set(layout[:hadamard]):
+            return None
+        both.sort(key=lambda a: layout.index(self.left[a]))
+        rest = layout[hadamard:]
+        left_axis = {self.left[a]: a for a in self.left_kept}
+        right_axis = {self.right[a]: a for a in self.right_kept}
+        count = len(rest)
+        while count and rest[count - 1] in right_axis:
+            count -= 1
+        cols = [right_axis[c] for c in rest[count:]]
+        while cols and not _groups(right, cols):
+            cols.pop(0)
+            count += 1
+        end = count
+        while count and rest[count - 1] in left_axis:
+            count -= 1
+        rows = [left_axis[c] for c in rest[count:end]]
+        while rows and not _groups(left, rows):
+            rows.pop(0)
+            count += 1
+        elements = math.prod(left.shape[a] for a in rows) * math.prod(
+            right.shape[a] for a in cols
+        )
+        if elements < SMALL_CONTRACTION:
+            return None
+        stack = [
+            (0, left_axis[c]) if c in left_axis else (1, right_axis[c])
+            for c in rest[:count]
+        ]
+        return both, stack, rows, cols
+
+    def letters(
+        self,
+        both: list[int],
+        stack: list[tuple[int, int]],
+        rows: list[int],
+        cols: list[int],
+    ) -> list[str]:
+        """The result's letters in the memory order of a product split so."""
+        return (
+            [self.left[a] for a in both]
+            + [(self.left if side == 0 else self.right)[a] for side, a in stack]
+            + [self.left[a] for a in rows]
+            + [self.right[a] for a in cols]
+        )
+
+    def product(
+        self,
+        left: Array,
+        right: Array,
+        summed: list[tuple[int, int]],
+        both: list[int],
+        stack: list[tuple[int, int]],
+        rows: list[int],
+        cols: list[int],
+    ) -> Array:
+        """The stacked ``matmul``: ``both`` (left axes of the modes kept
+        from both), ``stack`` (side and axis of each stack axis, in the
+        product's order: the other operand is broadcast along it),
+        ``rows`` and ``cols`` merged, the summed axes the inner one."""
         left_shape, right_shape = left.shape, right.shape
+        right_of = dict(self.both)
         inner = math.prod(left_shape[a] for a, _ in summed)
-        stack_l = [left_shape[a] for a in rows[:left_stack]]
-        stack_r = [right_shape[a] for a in cols[:right_stack]]
-        row_dims = [left_shape[a] for a in rows[left_stack:]]
-        col_dims = [right_shape[a] for a in cols[right_stack:]]
-        hadamard = [left_shape[a] for a, _ in both]
-        # views: each group lies as one axis, reshape copies nothing; the
-        # left's stack axes are 1 in the right and the right's in the left
+        hadamard = [left_shape[a] for a in both]
+        row_dims = [left_shape[a] for a in rows]
+        col_dims = [right_shape[a] for a in cols]
+        stack_dims = [
+            (left_shape if side == 0 else right_shape)[a] for side, a in stack
+        ]
+        # views: each group lies as one axis, reshape copies nothing; each
+        # operand has extent 1 along the other's stack axes
         matrices_left = left.transpose(
-            [a for a, _ in both] + rows + [a for a, _ in summed]
+            both + [a for side, a in stack if side == 0] + rows + [a for a, _ in summed]
         ).reshape(
-            hadamard + stack_l + [1] * len(stack_r) + [math.prod(row_dims), inner]
+            hadamard
+            + [
+                n if side == 0 else 1
+                for (side, _), n in zip(stack, stack_dims, strict=True)
+            ]
+            + [math.prod(row_dims), inner]
         )
         matrices_right = right.transpose(
-            [a for _, a in both] + cols + [a for _, a in summed]
+            [right_of[a] for a in both]
+            + [a for side, a in stack if side == 1]
+            + cols
+            + [b for _, b in summed]
         ).reshape(
-            hadamard + [1] * len(stack_l) + stack_r + [math.prod(col_dims), inner]
+            hadamard
+            + [
+                n if side == 1 else 1
+                for (side, _), n in zip(stack, stack_dims, strict=True)
+            ]
+            + [math.prod(col_dims), inner]
         )
         product = np.matmul(matrices_left, np.swapaxes(matrices_right, -1, -2))
-        order = (
-            [self.left[a] for a, _ in both]
-            + [self.left[a] for a in rows[:left_stack]]
-            + [self.right[a] for a in cols[:right_stack]]
-            + [self.left[a] for a in rows[left_stack:]]
-            + [self.right[a] for a in cols[right_stack:]]
+        order = self.letters(both, stack, rows, cols)
+        return product.reshape(hadamard + stack_dims + row_dims + col_dims).transpose(
+            [order.index(c) for c in self.output]
         )
-        return product.reshape(
-            hadamard + stack_l + stack_r + row_dims + col_dims
-        ).transpose([order.index(c) for c in self.output])
+
+
+_Split = tuple[list[int], list[tuple[int, int]], list[int], list[int]]
+"""A matrix product's axes: the left's of the modes kept from both, the
+stack axes (side, axis), the rows (left axes), the columns (right axes)."""
 
 
 def _groups(array: Array, axes: Sequence[int]) -> bool:
@@ -173,7 +281,14 @@ class Contraction:
         factor_modes: Sequence[Sequence[object]],
         result_modes: Sequence[object],
         copies: bool = False,
+        merged: Sequence[int] | None = None,
     ) -> None:
+        """``merged``: the result's axes (positions in ``result_modes``)
+        that its reader merges into one, in that order (``result_layouts``
+        in ``scheduling.evaluate``); a matrix product whose result would
+        not lie so lays it out with them innermost (the others outside in
+        their order) when its matrices allow, so that the reader need not
+        copy it."""
         if len(node_modes) > len(_LETTERS):
             raise ValueError(f"@{name} has more than {len(_LETTERS)} modes at its node")
         letter = {mode: _LETTERS[k] for k, mode in enumerate(node_modes)}
@@ -190,8 +305,19 @@ class Contraction:
         for speed; the reference evaluator never copies."""
         self.matrix: _MatrixProduct | None = None
         """The matrix product, for two factors that form one."""
+        self.swapped: _MatrixProduct | None = None
+        """The same product with the operands swapped (its rows the right
+        operand's): the other orientation a ``layout`` may need."""
         if len(specs) == 2 and _MatrixProduct.possible(specs[0], specs[1], output):
             self.matrix = _MatrixProduct(specs[0], specs[1], output)
+            self.swapped = _MatrixProduct(specs[1], specs[0], output)
+        self.merged = None if merged is None else "".join(output[k] for k in merged)
+        """The letters of the axes the reader merges, in order, if any."""
+        self.layout = None
+        """The result's letters in the memory order wanted, if any."""
+        if merged is not None:
+            outer = [k for k in range(len(output)) if k not in merged]
+            self.layout = "".join(output[k] for k in (*outer, *merged))
 
     def __call__(self, operands: Sequence[Array]) -> Array:
         result: Array | None = None
@@ -201,7 +327,7 @@ class Contraction:
             right = operands[1].shape
             elements = operands[0].size * math.prod(right[a] for a in matrix.right_kept)
             if elements >= SMALL_CONTRACTION:
-                result = matrix(operands[0], operands[1])
+                result = self._matrix_product(operands[0], operands[1])
             if result is None and self.copies and elements >= SMALL_CONTRACTION:
                 result = self._copied_matrix(matrix, operands[0], operands[1])
         if result is None:
@@ -213,26 +339,51 @@ class Contraction:
             np.einsum(self.subscripts, *operands, out=result)
         return result
 
-    @staticmethod
+    def _matrix_product(self, left: Array, right: Array) -> Array | None:
+        """The matrix product (``None`` if the summed axes do not group),
+        laid out as ``layout`` asks when one orientation allows it."""
+        matrix, swapped = self.matrix, self.swapped
+        assert matrix is not None and swapped is not None
+        layout, merged = self.layout, self.merged
+        if layout is not None and merged is not None:
+            summed = matrix.summed_order(left, right)
+            if summed is None:
+                return None
+            split = matrix.split(left, right)
+            if merged in "".join(matrix.letters(*split)):
+                return matrix.product(left, right, summed, *split)
+            for product, first, second in (
+                (matrix, left, right),
+                (swapped, right, left),
+            ):
+                summed = product.summed_order(first, second)
+                if summed is None:
+                    return None  # the same summed axes either way round
+                split = product.layout_split(first, second, layout)
+                if split is not None:
+                    return product.product(first, second, summed, *split)
+        return matrix(left, right)
+
     def _copied_matrix(
-        matrix: _MatrixProduct, left: Array, right: Array
+        self, matrix: _MatrixProduct, left: Array, right: Array
     ) -> Array | None:
         """The matrix product after copying operands into a layout that
         groups: first the smaller one, its summed axes in the other's memory
-        order; then both, kept axes first and summed axes last, in one
-        order."""
+        order; then the other too, in the same order."""
         pairs = list(matrix.summed)
         if right.size <= left.size:
             pairs.sort(key=lambda pair: -left.strides[pair[0]])
-            result = matrix(left, _laid_out(right, [b for _, b in pairs]))
+            right = _laid_out(right, [b for _, b in pairs])
         else:
             pairs.sort(key=lambda pair: -right.strides[pair[1]])
-            result = matrix(_laid_out(left, [a for a, _ in pairs]), right)
+            left = _laid_out(left, [a for a, _ in pairs])
+        result = self._matrix_product(left, right)
         if result is None:
-            result = matrix(
-                _laid_out(left, [a for a, _ in pairs]),
-                _laid_out(right, [b for _, b in pairs]),
-            )
+            if right.size <= left.size:
+                left = _laid_out(left, [a for a, _ in pairs])
+            else:
+                right = _laid_out(right, [b for _, b in pairs])
+            result = self._matrix_product(left, right)
         return result
 
 

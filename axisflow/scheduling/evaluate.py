@@ -124,9 +124,13 @@ def random_inputs(forest: Forest, sizing: Sizing, seed: int = 0) -> dict[str, Ar
 class _Contractions:
     """Each value's compiled einsum (``scheduling.contraction``), made once."""
 
-    def __init__(self, copies: bool = False) -> None:
+    def __init__(
+        self, copies: bool = False, layouts: Mapping[str, tuple[int, ...]] | None = None
+    ) -> None:
         self.compiled: dict[str, Contraction] = {}
         self.copies = copies
+        self.layouts = layouts or {}
+        """Value -> the axes its reader merges (``result_layouts``)."""
 
     def compile(self, value: Value) -> Contraction:
         """``value``'s contraction, compiled at its first use."""
@@ -138,11 +142,43 @@ class _Contractions:
                 [list(mapping.values()) for mapping in value.factor_maps],
                 value.modes,
                 copies=self.copies,
+                merged=self.layouts.get(value.name),
             )
         return contraction
 
     def __call__(self, value: Value, operands: Sequence[Array]) -> Array:
         return self.compile(value)(operands)
+
+
+def result_layouts(
+    forest: Forest, built: Sequence[str], sizing: Sizing
+) -> dict[str, tuple[int, ...]]:
+    """For each value of ``built`` that a matrix product of ``built``
+    reads: the axes that product merges into one (the summed axes, in the
+    order they lie in the other operand, taken as laid out in its axes'
+    order), so that the value is built with them lying together
+    (``Contraction``'s ``merged``) and read without a copy. A value read
+    by several products takes the axes of the one with the most node
+    elements."""
+    names = set(built)
+    layouts: dict[str, tuple[int, ...]] = {}
+    weights: dict[str, int] = {}
+    contract = _Contractions()
+    for name in built:
+        reader = forest.values[name]
+        matrix = contract.compile(reader).matrix
+        if matrix is None:
+            continue
+        weight = 1
+        for mode in reader.node_modes:
+            weight *= sizing.mode_extent(mode)
+        for side, factor in enumerate(reader.factors):
+            if factor.value not in names or weights.get(factor.value, 0) >= weight:
+                continue
+            pairs = sorted(matrix.summed, key=lambda pair: pair[1 - side])
+            layouts[factor.value] = tuple(pair[side] for pair in pairs)
+            weights[factor.value] = weight
+    return layouts
 
 
 FLOAT_BYTES = 8
@@ -236,10 +272,16 @@ class ScheduleRun:
             self.releases = releases(forest, schedule, sizing)
         except (LoopExtentError, BrokenScheduleError) as error:
             raise ScheduleRunError(str(error)) from None
-        self.contract = _Contractions(copies)
-        for item, _ in schedule.walk():
-            if isinstance(item, Build) and item.value in forest.values:
-                self.contract.compile(forest.values[item.value])
+        built = [
+            item.value
+            for item, _ in schedule.walk()
+            if isinstance(item, Build) and item.value in forest.values
+        ]
+        # each product lays its result out as the product reading it wants:
+        # decided once per plan, not per block
+        self.contract = _Contractions(copies, result_layouts(forest, built, sizing))
+        for name in built:
+            self.contract.compile(forest.values[name])
         self.tree_number: dict[str, int] = {}
         for number, tree in enumerate(forest.trees):
             self.tree_number.setdefault(tree.name, number)
@@ -566,17 +608,25 @@ def run_part(
         for name, piece in root.pieces.items()
         if name not in pieces
     }
-    return PartResult(kept, runner.contributions)
+    added = [
+        Contribution(residual_target(group), (), array, True)
+        for group, array in runner.residuals.items()
+    ]
+    return PartResult(kept, runner.contributions + added)
 
 
 class _PartRunner(_Runner):
-    """The runner of one part: writes into the root's buffers and the
-    residual are recorded as contributions."""
+    """The runner of one part: writes into the root's buffers are recorded
+    as contributions; what it adds into the residual goes into a residual
+    of its own per group (allocated at its first write, as in a whole
+    run: one residual, not every piece kept), its contribution."""
 
     def __init__(self, run: ScheduleRun, inputs: Mapping[str, Array]) -> None:
         super().__init__(run, inputs, keep_trees=False)
         self.residual_modes = run.schedule.residual_modes() or ()
         self.contributions: list[Contribution] = []
+        self.summing: dict[tuple[str, tuple[tuple[int, int], ...]], int] = {}
+        """(root buffer, region) -> the contribution adding into it."""
 
     def store(
         self,
@@ -587,18 +637,24 @@ class _PartRunner(_Runner):
     ) -> None:
         if buffer.depth > 0:
             super().store(buffer, index, array, accumulate)
+            return
+        target = buffer.item.value
+        region = (target, tuple((part.start, part.stop) for part in index))
+        at = self.summing.get(region)
+        if accumulate and at is not None:
+            # a partial sum of a region summed before (an inner loop's
+            # blocks): added into it, as a whole run adds into the buffer,
+            # so the part holds one array per region, not one per block
+            summed = self.contributions[at].array
+            summed += array
+            return
+        if accumulate:
+            # later partial sums are added into this piece in place: it is
+            # the part's own (built here, taken out of its scope by the write)
+            self.summing[region] = len(self.contributions)
         else:
-            self.contributions.append(
-                Contribution(buffer.item.value, index, array, accumulate)
-            )
-
-    def add_into_residual(
-        self, group: int, index: tuple[slice, ...], array: Array, coeff: float
-    ) -> None:
-        scaled = array if coeff == 1.0 else coeff * array
-        self.contributions.append(
-            Contribution(residual_target(group), index, scaled, True)
-        )
+            self.summing.pop(region, None)
+        self.contributions.append(Contribution(target, index, array, accumulate))
 
 
 def run_schedule(

@@ -414,6 +414,93 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
             self.touch(output.into)
 
 
+def task_lifetimes(
+    forest: Forest,
+    schedule: Schedule,
+    sizing: Sizing | None = None,
+    workers: int = 1,
+) -> list[Lifetime]:
+    """What one worker of a task-per-block executor holds
+    (``axisflow.execution.dask_executor``): ``lifetimes``, run as one
+    process runs the schedule, and, over each root loop pass of more than
+    one block, what the blocks hold apart until the pass merges them (a
+    ``blocks`` object): a residual of its own per group the pass adds into,
+    for the block running and for one finished before it (the residual's
+    own lifetime is the merged one); and for each root buffer the pass
+    sums into over its own loop (a partial sum per block, not a slice), the
+    finished block's partial sum. That is what a worker that runs two or
+    more of the pass's blocks holds; when ``workers`` share the blocks so
+    that each runs one, it holds its own block's residual only."""
+    sizing = sizing or Sizing(forest)
+    found = lifetimes(forest, schedule, sizing)
+    try:
+        extents = loop_extents(schedule, sizing.mode_extent, sizing.extent)
+    except LoopExtentError:
+        return found
+    residual_bytes = {
+        item.group: item.bytes for item in schedule.items if isinstance(item, Residual)
+    }
+    root_buffers = {item.value for item in schedule.items if isinstance(item, Buffer)}
+    position = 0
+    for item in schedule.items:
+        position += 1
+        if not isinstance(item, LoopPass):
+            continue
+        start = position
+        position += _positions(item.body) + 1
+        blocks = -(-extents[item.instance] // item.block)
+        if blocks < 2:
+            continue
+        held_blocks = 2 if -(-blocks // workers) > 1 else 1
+        """Blocks a worker holds at once: the one running and, when it runs
+        more than one, one finished before it."""
+        summed: set[str] = set()
+        groups: set[int] = set()
+        own = set()  # buffers allocated inside the pass
+        sliced: dict[str, bool] = {}
+        """Value -> whether its last build is sliced by the pass's loop."""
+        for inner, _ in Schedule([item]).walk():
+            if isinstance(inner, Buffer):
+                own.add(inner.value)
+            elif isinstance(inner, Build):
+                sliced[inner.value] = any(
+                    bind.instance == item.instance for bind in inner.slices
+                )
+            elif isinstance(inner, Output) and inner.into is not None:
+                if not inner.direct:
+                    groups.add(inner.into)
+            elif isinstance(inner, Write):
+                if inner.into is not None:
+                    groups.add(inner.into)
+                elif (
+                    inner.accumulate
+                    and inner.value in root_buffers
+                    and inner.value not in own
+                    and not sliced.get(inner.value, False)
+                ):
+                    summed.add(inner.value)
+        held = (held_blocks - 1) * sum(
+            sizing.full_bytes(forest.values[name]) for name in summed
+        )
+        held += held_blocks * sum(residual_bytes.get(group, 0) for group in groups)
+        if held:
+            found.append(
+                Lifetime(f"loop {item.instance}", "blocks", held, start, position)
+            )
+    return found
+
+
+def _positions(items: Sequence[Item]) -> int:
+    """Program positions ``lifetimes`` counts in ``items``: one per item,
+    one more at the end of each loop pass."""
+    count = 0
+    for item in items:
+        count += 1
+        if isinstance(item, LoopPass):
+            count += _positions(item.body) + 1
+    return count
+
+
 def residual_name(group: int) -> str:
     """The name of a residual buffer in lifetimes and reports."""
     return "residual" if group == 0 else f"residual#{group}"

@@ -177,3 +177,27 @@ def test_copies_make_a_matrix_product_of_operands_that_do_not_group(
     )
     assert np.allclose(copying([left, right]), reference, rtol=1e-12, atol=1e-12)
     assert len(matrix_products) == 1
+
+
+def test_a_result_is_laid_out_with_the_axes_its_reader_merges_together(
+    matrix_products: list[object],
+) -> None:
+    # v = g[a,f,b] t[f,c,d,e] -> v[a,b,c,d,e]; its reader sums over b and e
+    # (merged as e then b): built so, v lies with e outside b, innermost
+    rng = np.random.default_rng(3)
+    g = rng.standard_normal((6, 7, 96))
+    t = rng.standard_normal((7, 4, 4, 64))[:, :3, 1:4, :]  # a slice, as a block
+    node = list("abcdef")
+    reference = np.einsum("afb,fcde->abcde", g, t)
+    plain = Contraction("v", node, [list("afb"), list("fcde")], list("abcde"))
+    laid_out = Contraction(
+        "v", node, [list("afb"), list("fcde")], list("abcde"), merged=(4, 1)
+    )
+    for contraction in (plain, laid_out):
+        assert np.allclose(contraction([g, t]), reference, rtol=1e-12, atol=1e-12)
+    result = laid_out([g, t])
+    item = result.itemsize
+    assert result.strides[1] == item and result.strides[4] == item * result.shape[1]
+    merged_plain = plain([g, t])
+    assert merged_plain.strides[4] != merged_plain.strides[1] * merged_plain.shape[1]
+    assert len(matrix_products) == 4  # every product a matrix product
