@@ -204,7 +204,7 @@ def without_loops(forest: Forest, drops: Collection[tuple[int, str] | Cut]) -> F
         if len(kept) == len(site.loops):
             new.sites.append(site)
             continue
-        clone = copy.copy(site)
+        clone = site.clone()
         clone.loops = kept
         new.sites.append(clone)
     new.roles = {}

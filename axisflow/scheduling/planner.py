@@ -194,7 +194,7 @@ def _restrict(forest: Forest, trees: set[int]) -> _Part:
     tree_number = {t: k for k, t in enumerate(tree_list)}
     sites: list[Site] = []
     for site in keep:
-        clone = copy.copy(site)
+        clone = site.clone()
         clone.number = number[site.number]
         clone.tree = tree_number[site.tree]
         clone.parent = None if site.parent is None else number[site.parent]
@@ -459,7 +459,7 @@ class _Search:
             )
         sites: list[Site] = []
         for site in forest.sites:
-            clone = copy.copy(site)
+            clone = site.clone()
             if site.value in swap:
                 clone.children = site.children[::-1]
             clone.mode_labels = {}
