@@ -187,7 +187,8 @@ class _Trees:
 
 def _restrict(forest: Forest, trees: set[int]) -> _Part:
     """The sub-forest of ``trees``: their use-sites renumbered, the values
-    they use."""
+    they use. Not finished: every caller regroups it, which reads only the
+    sites' values and children, and finishes the forest it makes."""
     keep = [site for site in forest.sites if site.tree in trees]
     number = {site.number: k for k, site in enumerate(keep)}
     tree_list = tuple(sorted(trees))
@@ -214,7 +215,7 @@ def _restrict(forest: Forest, trees: set[int]) -> _Part:
         trees_out,
         sites,
         has_slots=forest.has_slots,
-    ).finish()
+    )
     return _Part(restricted, tuple(site.number for site in keep), tree_list)
 
 
