@@ -9,6 +9,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.axisflow-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
+# Python caches compiled modules (and pytest its assertion-rewritten test
+# modules) in __pycache__ (ignored by git). An environment that turns that
+# off makes every pytest worker rewrite ~150 test modules (~7 s of CPU
+# each) and every lit RUN line compile the modules it imports: the targets
+# here let Python write them.
+unexport PYTHONDONTWRITEBYTECODE
 
 MLIR_RUNNER := /usr/lib/llvm-22/bin/mlir-runner
 

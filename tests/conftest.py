@@ -60,13 +60,64 @@ SOAK_FACTOR = 10
 settings.register_profile("soak", deadline=None, print_blob=True)
 
 
+LONG_FIRST = (
+    "tests/shapes/test_schemes_passes.py::test_a_call_chain_longer_than_the_recursion_limit_is_traced",
+    "tests/reliability/test_fuzz.py::test_every_outcome_is_success_or_a_clean_diagnostic",
+    "tests/test_planning.py::test_the_doubles_are_planned_far_below_sharing_and_rebuilding",
+    "tests/reliability/test_fuzz.py::test_clean_errors_are_one_located_message",
+    "tests/forest/test_oracle.py::test_every_bundled_equation_agrees_with_einsum",
+    "tests/reliability/test_depth.py::test_sequant_protos_nested_beyond_the_recursion_limit",
+    "tests/sequant/test_sequant_forest.py::test_cse_is_invariant_under_relabelling_of_dummies",
+    "tests/forest/test_properties.py::test_any_factor_order_builds_classifies_and_schedules",
+    "tests/pipeline/test_planner.py::test_blocks_grow_to_the_budget",
+    "tests/shapes/test_shapes_concrete.py::test_leaving_the_fast_mode_builds_the_general_state",
+    "tests/lowering/test_run.py::test_mlir_runner_agrees_with_numpy",
+    "tests/pipeline/test_sequant_pipeline.py::test_the_doubles_residual_agrees_at_small_extents",
+    "tests/test_planning.py::test_planning_without_ir_gives_what_the_pipeline_gives",
+    "tests/reliability/test_cli_guards.py::test_what_axisflow_opt_writes_it_reads",
+    "tests/lowering/test_run.py::test_interpreter_agrees_with_numpy",
+    "tests/pipeline/test_planner_lower_bound.py::test_the_bound_is_below_every_plan_of_random_forests",
+    "tests/residual/test_forest_residual.py::test_symmetrized_residuals_agree_with_the_oracle",
+    "tests/residual/test_forest_residual.py::test_values_rebuilt_per_tree_agree_with_the_oracle",
+    "tests/forest/test_properties.py::test_rebuilt_values_are_never_worse_and_independent_of_names",
+    "tests/pipeline/test_measured_memory.py::test_the_doubles_peak_is_the_predicted_one",
+    "tests/sequant/test_sequant_syntax.py::test_deparse_then_parse_is_identity",
+    "tests/shapes/test_shapes_concrete.py::test_the_fast_path_and_the_general_path_agree",
+    "tests/pipeline/test_planner_lower_bound.py::test_the_bound_is_below_every_plan_of_forests_sharing_values",
+    "tests/pipeline/test_planner.py::test_renaming_and_factor_order_leave_the_plan_unchanged",
+    "tests/order/test_search.py::test_the_cache_serves_every_bundled_term_as_a_fresh_search_would",
+    "tests/shapes/test_schemes_presolve.py::test_presolved_and_re_evaluated_applications_close_alike",
+    "tests/lowering/test_lower.py::test_doubles_residual_is_accepted_by_mlir_opt",
+    "tests/order/test_search.py::test_a_cached_plan_is_the_plan_of_the_renamed_product",
+)
+"""The longest tests (measured, longest first; every parameter of each):
+run before all others, so that ``-n auto --dist worksteal`` does not find
+one of them last on a worker while the other worker idles (the others are
+stolen around them). Only the order changes; a name no longer collected is
+harmless, and ``tests/test_long_first.py`` keeps the list naming tests that
+exist. Left out: ``tests/execution``, whose module-scoped Dask clusters
+would start twice if one of their tests moved away from the others."""
+
+
+_LONG_RANK = {name: k for k, name in enumerate(LONG_FIRST)}
+
+
+def long_first_key(nodeid: str) -> int:
+    """Where a test goes: its rank in ``LONG_FIRST`` (any parameters), or
+    after all of them. Sorting by it is stable: the others keep the
+    collection order, the same on every xdist worker."""
+    return _LONG_RANK.get(nodeid.partition("[")[0], len(LONG_FIRST))
+
+
 def pytest_collection_modifyitems(
     config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    """Under ``--hypothesis-profile=soak``, give every hypothesis test
+    """The longest tests first (``LONG_FIRST``). Under
+    ``--hypothesis-profile=soak``, give every hypothesis test
     ``SOAK_FACTOR`` times the examples its own settings (or the default)
     ask for. A profile alone cannot: a test's explicit ``max_examples``
     overrides any profile."""
+    items.sort(key=lambda item: long_first_key(item.nodeid))
     if config.getoption("hypothesis_profile", None) != "soak":
         return
     scaled: set[int] = set()

@@ -23,8 +23,12 @@ def collect(profile: str) -> tuple[Any, Any]:
 
     config = SimpleNamespace(getoption=lambda name, default=None: profile)
     # Two items of one function, as a parametrized test has.
-    items = [SimpleNamespace(obj=f) for f in (own_count, own_count, default_count)]
-    items.append(SimpleNamespace(obj=lambda: None))  # not a hypothesis test
+    items = [
+        SimpleNamespace(obj=f, nodeid=f"tests/t.py::{f.__name__}")
+        for f in (own_count, own_count, default_count)
+    ]
+    # not a hypothesis test
+    items.append(SimpleNamespace(obj=lambda: None, nodeid="tests/t.py::plain"))
     pytest_collection_modifyitems(cast(pytest.Config, config), cast(list, items))
     return own_count, default_count
 

@@ -20,7 +20,6 @@ tree's buffers live side by side).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Callable, Collection, Hashable, Iterable
 
@@ -157,7 +156,7 @@ def regroup(
             values_out[fresh] = _copy_value(value, fresh, factors)
     sites: list[Site] = []
     for site in forest.sites:
-        clone = copy.copy(site)
+        clone = site.clone()
         clone.value = value_at(site.number)
         clone.mode_labels = {}
         sites.append(clone)

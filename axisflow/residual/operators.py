@@ -30,14 +30,19 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Literal
 
 from axisflow.roles.index import Index
 
-Array = NDArray[np.float64]
+if TYPE_CHECKING:
+    # numpy only for the annotation: the passes and ``axisflow plan`` import
+    # this module for the operators' names and memory, and every
+    # ``axisflow-opt`` run would pay numpy's import (about 80 ms) for
+    # ``apply_operator`` alone, which imports it when called.
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Array = NDArray[np.float64]
 
 OperatorKind = Literal["symmetrizer", "antisymmetrizer", "transposition"]
 
@@ -262,6 +267,8 @@ def apply_operator(array: Array, modes: Sequence[Index], operator: Operator) -> 
         raise OperatorError(
             f"{operator}: the residual has {array.ndim} axes but {len(modes)} modes"
         )
+    import numpy as np
+
     check_residual(operator, modes)
     relabellings = operator.relabellings()
     scale = abs(relabellings[0][0])

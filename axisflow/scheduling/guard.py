@@ -51,6 +51,7 @@ from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
 from axisflow.notes import LoopsDroppedNote
 from axisflow.residual import ResidualLayout
+from axisflow.scheduling.check import check_schedule
 from axisflow.scheduling.memory import (
     Peak,
     Sizing,
@@ -204,7 +205,7 @@ def without_loops(forest: Forest, drops: Collection[tuple[int, str] | Cut]) -> F
         if len(kept) == len(site.loops):
             new.sites.append(site)
             continue
-        clone = copy.copy(site)
+        clone = site.clone()
         clone.loops = kept
         new.sites.append(clone)
     new.roles = {}
@@ -260,10 +261,17 @@ def schedule_never_worse(
     only trees' loops are candidates. Raises what ``schedule`` raises on the
     forest as given (a candidate that cannot be scheduled is skipped)."""
 
-    def attempt(model: Forest) -> tuple[ScheduleResult, int, Sizing]:
+    def attempt(
+        model: Forest, check: bool = True
+    ) -> tuple[ScheduleResult, int, Sizing]:
         sizing = Sizing(model, extents)
         result = schedule(
-            model, block=block, max_rounds=max_rounds, sizes=sizing, residual=residual
+            model,
+            block=block,
+            max_rounds=max_rounds,
+            sizes=sizing,
+            residual=residual,
+            check=check,
         )
         return result, scheduled_peak(model, result, sizing), sizing
 
@@ -275,20 +283,35 @@ def schedule_never_worse(
     if not enabled or current <= unbatched:
         return first
     tried: dict[frozenset[Cut], tuple[Forest, ScheduleResult, int] | None] = {}
+    checked: set[frozenset[Cut]] = set()
 
     def trial(drops: list[Cut]) -> tuple[Forest, ScheduleResult, int] | None:
         """The forest without ``drops``, scheduled, and its peak (``None``
-        if it cannot be scheduled); each set of drops is tried once."""
+        if it cannot be scheduled); each set of drops is tried once. Not
+        checked against ``check_schedule`` yet: most trials are not kept,
+        and ``sound`` checks one before it is (a tenth of a guard's time)."""
         key = frozenset(drops)
         if key not in tried:
             model = without_loops(forest, drops)
             try:
-                result, trial_peak, _ = attempt(model)
+                result, trial_peak, _ = attempt(model, check=False)
             except (SchedulingError, ModelError):
                 tried[key] = None  # this group cannot leave its loops alone
             else:
                 tried[key] = (model, result, trial_peak)
         return tried[key]
+
+    def sound(drops: list[Cut]) -> bool:
+        """Whether the trial of ``drops`` keeps the scheduler's rules
+        (checked once): one that breaks them is no candidate, as when the
+        scheduler refuses it (``schedule_forest``'s own check)."""
+        key = frozenset(drops)
+        found = tried[key]
+        if found is not None and key not in checked:
+            checked.add(key)
+            if check_schedule(found[0], found[1].schedule):
+                tried[key] = found = None
+        return found is not None
 
     def drop_greedily(values: bool) -> GuardedSchedule:
         guarded = GuardedSchedule(forest, result, current, unbatched, current)
@@ -306,7 +329,11 @@ def schedule_never_worse(
                     candidates = _value_candidates(model, top)[:CANDIDATES] + candidates
                 for candidate in candidates:
                     found = trial([*drops, candidate])
-                    if found is not None and (best is None or found[2] < best[0]):
+                    if (
+                        found is not None
+                        and (best is None or found[2] < best[0])
+                        and sound([*drops, candidate])
+                    ):
                         best = (found[2], found[0], found[1], candidate)
             if best is None or best[0] >= guarded.scheduled_peak:
                 # nothing local helps: drop every remaining loop and evaluate

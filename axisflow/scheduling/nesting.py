@@ -27,7 +27,6 @@ memory of a schedule:
 
 from __future__ import annotations
 
-import copy
 import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -757,7 +756,7 @@ def with_nests(
         nests[tree] = tuple(loops)
     sites: list[Site] = []
     for site in forest.sites:
-        clone = copy.copy(site)
+        clone = site.clone()
         clone.tree = position[site.tree]
         clone.loops = nests[site.tree]
         clone.mode_labels = {}

@@ -187,14 +187,15 @@ class _Trees:
 
 def _restrict(forest: Forest, trees: set[int]) -> _Part:
     """The sub-forest of ``trees``: their use-sites renumbered, the values
-    they use."""
+    they use. Not finished: every caller regroups it, which reads only the
+    sites' values and children, and finishes the forest it makes."""
     keep = [site for site in forest.sites if site.tree in trees]
     number = {site.number: k for k, site in enumerate(keep)}
     tree_list = tuple(sorted(trees))
     tree_number = {t: k for k, t in enumerate(tree_list)}
     sites: list[Site] = []
     for site in keep:
-        clone = copy.copy(site)
+        clone = site.clone()
         clone.number = number[site.number]
         clone.tree = tree_number[site.tree]
         clone.parent = None if site.parent is None else number[site.parent]
@@ -214,7 +215,7 @@ def _restrict(forest: Forest, trees: set[int]) -> _Part:
         trees_out,
         sites,
         has_slots=forest.has_slots,
-    ).finish()
+    )
     return _Part(restricted, tuple(site.number for site in keep), tree_list)
 
 
@@ -459,7 +460,7 @@ class _Search:
             )
         sites: list[Site] = []
         for site in forest.sites:
-            clone = copy.copy(site)
+            clone = site.clone()
             if site.value in swap:
                 clone.children = site.children[::-1]
             clone.mode_labels = {}
