@@ -328,14 +328,15 @@ class Generalizer(ProgramEvaluator):
         values these entries name."""
         entries: list[ValueEntry] = []
         body_values: list[SSAValue] = []
+        locate, places = traced.locate, self._places
         for value, shape in recorded:
-            where = traced.locate(shape)
+            where = locate(shape)
             if where is None or where[0] == "result":
                 continue
-            if value in self._places:
-                place = self._places[value]
+            if value in places:
+                place = places[value]
             else:
-                place = self._places[value] = self._place(value)
+                place = places[value] = self._place(value)
             if place is None:
                 continue
             entries.append(ValueEntry(*place, where[0], where[1]))

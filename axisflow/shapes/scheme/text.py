@@ -138,6 +138,7 @@ class _Names:
 
     def __init__(self, variables: Sequence[DimVar | RowVar]) -> None:
         self.names: dict[DimVar | RowVar, str] = {}
+        self.rows: dict[Row, str] = {}
         dims = rows = 0
         for var in variables:
             if type(var) is DimVar:
@@ -159,9 +160,13 @@ class _Names:
         return repr(dim)
 
     def row(self, row: Row) -> str:
-        items = [f"...{self.var(row.var)}"] if row.var is not None else []
-        items.extend(self.dim(d) for d in row.dims)
-        return "[" + ", ".join(items) + "]"
+        # The shapes of a body share their rows: each is written out once.
+        text = self.rows.get(row)
+        if text is None:
+            items = [f"...{self.var(row.var)}"] if row.var is not None else []
+            items.extend(self.dim(d) for d in row.dims)
+            text = self.rows[row] = "[" + ", ".join(items) + "]"
+        return text
 
     def term(self, term: Dim | Row) -> str:
         return self.row(term) if type(term) is Row else self.dim(term)  # type: ignore[arg-type]
