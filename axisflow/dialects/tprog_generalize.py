@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -376,6 +377,16 @@ class Generalizer(ProgramEvaluator):
             id(tensor.shape): value for value, tensor in self.top.values.items()
         }
         block = self.module.body.block
+        # One attribute per distinct line, as MLIR uniques attributes: a
+        # caller's scheme repeats the lines of the bodies it reaches.
+        attributes: dict[str, StringAttr] = {}
+
+        def attribute(text: str) -> StringAttr:
+            found = attributes.get(text)
+            if found is None:
+                found = attributes[text] = StringAttr(text)
+            return found
+
         for name, placed in self.placed.items():
             symbol = f"{name}.scheme"
             counter = 1
@@ -402,9 +413,9 @@ class Generalizer(ProgramEvaluator):
                 anchors,
                 placed.scheme.arity,
                 placed.scheme.num_results,
-                placed.scheme.to_lines(),
+                [attribute(line) for line in placed.scheme.to_lines()],
                 function=name,
-                values=[str(entry) for entry in placed.values],
+                values=[attribute(str(entry)) for entry in placed.values],
             )
             if placed.before is None:
                 block.add_op(scheme_op)
