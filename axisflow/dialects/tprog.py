@@ -925,6 +925,10 @@ class SchemeValuesKeyword(UnknownKeyword):
     EXPECTED = ("values",)
 
 
+def _string_attr(text: str | StringAttr) -> StringAttr:
+    return text if isinstance(text, StringAttr) else StringAttr(text)
+
+
 @irdl_op_definition
 class SchemeOp(_UnknownByDefault, IRDLOperation):
     """A shape scheme: a function's shapes, traced once (see ``generalize-shapes``).
@@ -983,11 +987,13 @@ class SchemeOp(_UnknownByDefault, IRDLOperation):
         anchors: Sequence[SSAValue | Operation],
         arity: int,
         num_results: int,
-        lines: Sequence[str],
+        lines: Sequence[str | StringAttr],
         *,
         function: str | None = None,
-        values: Sequence[str] = (),
+        values: Sequence[str | StringAttr] = (),
     ):
+        """``lines`` and ``values`` may be given as attributes already made: a
+        pass writing many schemes shares the attribute of a recurring line."""
         super().__init__(
             operands=[anchors],
             properties={
@@ -996,8 +1002,8 @@ class SchemeOp(_UnknownByDefault, IRDLOperation):
                 "function": None if function is None else SymbolRefAttr(function),
                 "arity": count_attr(arity),
                 "num_results": count_attr(num_results),
-                "lines": ArrayAttr([StringAttr(line) for line in lines]),
-                "values": ArrayAttr([StringAttr(v) for v in values])
+                "lines": ArrayAttr([_string_attr(line) for line in lines]),
+                "values": ArrayAttr([_string_attr(v) for v in values])
                 if values
                 else None,
             },

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -63,6 +64,7 @@ class _Placed:
     func: FuncOp
     scheme: Scheme
     values: list[ValueEntry]
+    body_values: list[SSAValue]  # the value each entry of ``values`` names
     before: Operation | None  # None: at the end of the module
     symbol: str = ""
 
@@ -75,6 +77,13 @@ class Generalizer(ProgramEvaluator):
     scheme_of_function: dict[str, str] = field(default_factory=dict)
     calls: list[CallOp] = field(default_factory=list)
     _tracing: list[str] = field(default_factory=list)
+    # Where each body value is (function, argument or operation and result):
+    # fixed while the pass traces, and asked for by every trace that reaches
+    # the body through a call chain.
+    _places: dict[SSAValue, tuple[str, int | None, int | None, int | None] | None] = (
+        field(default_factory=dict)
+    )
+    _positions: dict[Block, dict[Operation, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -231,10 +240,7 @@ class Generalizer(ProgramEvaluator):
         self, placed: _Placed, applied: scheme.Application, arguments: list[Tensor]
     ) -> None:
         """As ``annotate_from``, for a scheme whose operation is not written yet."""
-        for entry in placed.values:
-            value = self.body_value(entry)
-            if value is None:
-                continue
+        for entry, value in zip(placed.values, placed.body_values, strict=True):
             if entry.where == "arg":
                 shape = arguments[entry.index].shape
             elif entry.where == "internal":
@@ -268,10 +274,10 @@ class Generalizer(ProgramEvaluator):
             name = self._tracing[-1]
             current = self._functions[name]
             try:
-                traced, values = self._trace(current)
+                traced, values, body_values = self._trace(current)
             finally:
                 self._tracing.pop()
-            self.placed[name] = _Placed(current, traced, values, before)
+            self.placed[name] = _Placed(current, traced, values, body_values, before)
 
     def _is_done(self, func: FuncOp) -> bool:
         name = func.sym_name.data
@@ -300,13 +306,13 @@ class Generalizer(ProgramEvaluator):
         ]
         return found[::-1]
 
-    def _trace(self, func: FuncOp) -> tuple[Scheme, list[ValueEntry]]:
+    def _trace(self, func: FuncOp) -> tuple[Scheme, list[ValueEntry], list[SSAValue]]:
         name = func.sym_name.data
         try:
             traced, recorded = self.trace_body(func)
         except ShapeError as error:
             fail_at(func, str(error))
-        values = self._value_entries(traced, recorded)
+        values, body_values = self._value_entries(traced, recorded)
         if traced.loose:
             fail_at(
                 func,
@@ -314,46 +320,50 @@ class Generalizer(ProgramEvaluator):
                 f"variables no module-level tensor holds; it cannot be written as a "
                 f"tprog.scheme",
             )
-        return traced, values
+        return traced, values, body_values
 
     def _value_entries(
         self, traced: Scheme, recorded: list[tuple[SSAValue, Shape]]
-    ) -> list[ValueEntry]:
-        """Where each value of a traced body stands in the scheme."""
+    ) -> tuple[list[ValueEntry], list[SSAValue]]:
+        """Where each value of a traced body stands in the scheme, and the
+        values these entries name."""
         entries: list[ValueEntry] = []
-        positions: dict[Block, dict[Operation, int]] = {}
+        body_values: list[SSAValue] = []
+        locate, places = traced.locate, self._places
         for value, shape in recorded:
-            where = traced.locate(shape)
+            where = locate(shape)
             if where is None or where[0] == "result":
                 continue
-            owner = _owner_function(value)
-            if owner is None:
+            if value in places:
+                place = places[value]
+            else:
+                place = places[value] = self._place(value)
+            if place is None:
                 continue
-            if isinstance(value, BlockArgument):
-                entries.append(
-                    ValueEntry(
-                        owner.sym_name.data, value.index, None, None, where[0], where[1]
-                    )
-                )
-            elif isinstance(value, OpResult):
-                block = value.op.parent_block()
-                assert block is not None
-                table = positions.get(block)
-                if table is None:
-                    table = positions[block] = {
-                        op: index for index, op in enumerate(block.ops)
-                    }
-                entries.append(
-                    ValueEntry(
-                        owner.sym_name.data,
-                        None,
-                        table[value.op],
-                        value.index,
-                        where[0],
-                        where[1],
-                    )
-                )
-        return entries
+            entries.append(ValueEntry(*place, where[0], where[1]))
+            body_values.append(value)
+        return entries, body_values
+
+    def _place(
+        self, value: SSAValue
+    ) -> tuple[str, int | None, int | None, int | None] | None:
+        """A body value's function, and its argument or operation and result
+        numbers (``None`` for a value outside function bodies)."""
+        owner = _owner_function(value)
+        if owner is None:
+            return None
+        if isinstance(value, BlockArgument):
+            return (owner.sym_name.data, value.index, None, None)
+        if isinstance(value, OpResult):
+            block = value.op.parent_block()
+            assert block is not None
+            if block not in self._positions:
+                self._positions[block] = {
+                    op: index for index, op in enumerate(block.ops)
+                }
+            position = self._positions[block][value.op]
+            return (owner.sym_name.data, None, position, value.index)
+        return None
 
     # -------------------------------------------------------------- rewriting
 
@@ -367,6 +377,16 @@ class Generalizer(ProgramEvaluator):
             id(tensor.shape): value for value, tensor in self.top.values.items()
         }
         block = self.module.body.block
+        # One attribute per distinct line, as MLIR uniques attributes: a
+        # caller's scheme repeats the lines of the bodies it reaches.
+        attributes: dict[str, StringAttr] = {}
+
+        def attribute(text: str) -> StringAttr:
+            found = attributes.get(text)
+            if found is None:
+                found = attributes[text] = StringAttr(text)
+            return found
+
         for name, placed in self.placed.items():
             symbol = f"{name}.scheme"
             counter = 1
@@ -393,9 +413,9 @@ class Generalizer(ProgramEvaluator):
                 anchors,
                 placed.scheme.arity,
                 placed.scheme.num_results,
-                placed.scheme.to_lines(),
+                [attribute(line) for line in placed.scheme.to_lines()],
                 function=name,
-                values=[str(entry) for entry in placed.values],
+                values=[attribute(str(entry)) for entry in placed.values],
             )
             if placed.before is None:
                 block.add_op(scheme_op)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+import axisflow.shapes.scheme.text as text_module
 from axisflow.shapes import (
     DimAtLeast,
     DimIneq,
@@ -368,4 +369,65 @@ def test_a_malformed_line_is_refused_at_the_offending_token(
 ) -> None:
     with pytest.raises(SchemeTextError) as info:
         parse_scheme_text(["generalized r1, r2, d1", line])
+    assert str(info.value) == f"malformed shape scheme line 2 {message} in {line!r}"
+
+
+# Rows lines as the printer writes them, which the reader takes by one regular
+# expression, and lines close to them it must leave to the tokenizer.
+ROWS_LINES = [
+    "arg 0 'x' [...r1] | [...r2] -> [...r3]",
+    "arg 1 'it''s' [...r1, d1, 3] | [] -> [2@rgb, 1]",
+    "result 0 'y' [d1, d2] | [...r2, 5@x_1] -> []",
+    "anchor 0 'w' [] | [...r3] -> [16]",
+    "internal 0 'a [b] | c' [...r1] | [] -> [01, d02]",
+    "internal 1 '' [...r1] | [...r1] -> [...r1]",
+    "internal 2 'a''' [1@b] | [] -> []",
+]
+
+
+def test_printed_rows_lines_read_as_the_tokenizer_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The regular expression and the tokenizer read the same items."""
+    fast = parse_scheme_text(ROWS_LINES)
+    monkeypatch.setattr(text_module, "_fast_rows_line", lambda *_: False)
+    assert fast == parse_scheme_text(ROWS_LINES)
+    assert fast.internal[0] == (
+        "a [b] | c",
+        (((), VarName("r", 1)), ((), None), ((Size(1), VarName("d", 2)), None)),
+    )
+    assert fast.args[1][0] == "it's"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("arg 0 'x' [d1, ...r1] | [] -> []", "at column 15: expected word, got '...'"),
+        ("arg 0 'x' [0] | [] -> []", "at column 11: a size must be positive"),
+        (
+            "arg 0 'x' [r1] | [] -> []",
+            "at column 11: expected a dim variable, got 'r1'",
+        ),
+        (
+            "arg 0 'x' [...d1] | [] -> []",
+            "at column 14: expected a row variable, got 'd1'",
+        ),
+        (
+            "arg 0 'x' [d1 ] | [] -> [] x",
+            "at column 27: unexpected text at the end of the line",
+        ),
+        (
+            "arg 0 'x' [d1x] | [] -> []",
+            "at column 11: expected a dim variable, got 'd1x'",
+        ),
+        ("arg 0 'x'' [] | [] -> []", "at column 9: unexpected character"),
+    ],
+)
+def test_rows_lines_the_regular_expression_refuses_are_refused_by_the_tokenizer(
+    line: str, message: str
+) -> None:
+    """Malformed rows lines close to printed ones get the tokenizer's errors
+    (the messages the reader gave before it had the regular expression)."""
+    with pytest.raises(SchemeTextError) as info:
+        parse_scheme_text(["generalized r1, d1", line])
     assert str(info.value) == f"malformed shape scheme line 2 {message} in {line!r}"

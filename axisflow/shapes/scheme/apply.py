@@ -157,6 +157,7 @@ class _Stamp:
         self._origins = sc._origins
         # Stamped on first use: a presolved application uses few of them.
         self._table: list[Origin | None] = [None] * len(sc._origins)
+        self._paths: dict[str | None, str] = {}
 
     def _side(self, side: Side | None) -> Side | None:
         if side is None or side.tensor not in self.names:
@@ -167,9 +168,17 @@ class _Stamp:
         inner = origin.application
         operands = origin.operands
         lhs, rhs = origin.lhs, origin.rhs
-        if self.names:
+        if self.names and any(name in self.names for name in operands):
             operands = tuple([self.names.get(name, name) for name in operands])
+        if self.names:
             lhs, rhs = self._side(lhs), self._side(rhs)
+        # One string per inner application: the origins of a nested scheme
+        # share a few paths, and each application keeps the origins it uses.
+        application = self._paths.get(inner)
+        if application is None:
+            application = self._paths[inner] = (
+                self.application if inner is None else f"{self.application} > {inner}"
+            )
         return Origin(
             origin.operation,
             origin.tensor,
@@ -178,7 +187,7 @@ class _Stamp:
             rhs,
             origin.detail,
             self.label,
-            self.application if inner is None else f"{self.application} > {inner}",
+            application,
             origin.site if self.site is None else self.site,
         )
 

@@ -138,6 +138,7 @@ class _Names:
 
     def __init__(self, variables: Sequence[DimVar | RowVar]) -> None:
         self.names: dict[DimVar | RowVar, str] = {}
+        self.rows: dict[Row, str] = {}
         dims = rows = 0
         for var in variables:
             if type(var) is DimVar:
@@ -159,9 +160,13 @@ class _Names:
         return repr(dim)
 
     def row(self, row: Row) -> str:
-        items = [f"...{self.var(row.var)}"] if row.var is not None else []
-        items.extend(self.dim(d) for d in row.dims)
-        return "[" + ", ".join(items) + "]"
+        # The shapes of a body share their rows: each is written out once.
+        text = self.rows.get(row)
+        if text is None:
+            items = [f"...{self.var(row.var)}"] if row.var is not None else []
+            items.extend(self.dim(d) for d in row.dims)
+            text = self.rows[row] = "[" + ", ".join(items) + "]"
+        return text
 
     def term(self, term: Dim | Row) -> str:
         return self.row(term) if type(term) is Row else self.dim(term)  # type: ignore[arg-type]
@@ -301,9 +306,11 @@ class _Tokens:
     def of(cls, line: str, number: int) -> _Tokens:
         tokens = cls(line, number)
         index = 0
-        while index < len(line):
-            if line[index:].strip() == "":
-                break
+        # Past the last non-blank character only blanks remain; computed once,
+        # as slicing the rest of the line at each token is quadratic in it (a
+        # nested call's origin names its whole call path).
+        end = len(line.rstrip())
+        while index < end:
             match = _TOKEN.match(line, index)
             if match is None or match.lastgroup is None:
                 # Point at the character itself, not at the blanks before it.
@@ -504,10 +511,87 @@ def _indexed(tokens: _Tokens, items: list[tuple[str, TextRows]], what: str) -> N
     items.append((name, _rows3(tokens)))
 
 
+# The lines that list a shape's rows (``arg``, ``result``, ``anchor``,
+# ``internal``) as the printer writes them. They are most of a nested scheme's
+# lines (a caller's scheme lists the shapes of every body it calls into), so
+# they are read by one regular expression; any other spelling, and every
+# malformed line, goes through the tokenizer, which reports errors.
+_QUOTED = re.compile(r"'(?:[^']|'')*'")
+_FAST_ROWS = re.compile(
+    r"(arg|result|anchor|internal) (\d+) ('(?:[^']|'')*') "
+    r"\[([^\]]*)\] \| \[([^\]]*)\] -> \[([^\]]*)\]\Z"
+)
+_FAST_ITEM = re.compile(
+    r"(?:\.\.\.r(\d+)|d(\d+)|(\d+)(?:@([A-Za-z_][A-Za-z0-9_]*))?)\Z"
+)
+
+
+def _fast_row(inside: str) -> TextRow | None:
+    """A row's items as the printer writes them, or ``None`` to use the tokenizer."""
+    if not inside:
+        return ((), None)
+    var: VarName | None = None
+    dims: list[TextDim] = []
+    for position, item in enumerate(inside.split(", ")):
+        match = _FAST_ITEM.match(item)
+        if match is None:
+            return None
+        row_var, dim_var, size, basis = match.groups()
+        if row_var is not None:
+            if position:
+                return None
+            var = VarName("r", int(row_var))
+        elif dim_var is not None:
+            dims.append(VarName("d", int(dim_var)))
+        else:
+            n = int(size)
+            if n < 1:
+                return None
+            dims.append(Size(n, DEFAULT_BASIS if basis is None else basis))
+    return (tuple(dims), var)
+
+
+def _fast_rows_line(
+    line: str, text: SchemeText, seen: dict[str, TextRow | None]
+) -> bool:
+    """Read a printed rows line into ``text``; ``False`` if the tokenizer must.
+
+    ``seen`` holds the rows already read in this scheme by their text: the
+    shapes of a body share their row variables, so most rows recur."""
+    match = _FAST_ROWS.match(line)
+    if match is None:
+        return False
+    keyword, index, name = match.group(1, 2, 3)
+    # The name must end where the tokenizer's quoted token would end.
+    if _QUOTED.match(line, match.start(3)).end() != match.end(3):  # type: ignore[union-attr]
+        return False
+    items = {
+        "arg": text.args,
+        "result": text.results,
+        "anchor": text.anchors,
+        "internal": text.internal,
+    }[keyword]
+    if int(index) != len(items):
+        return False
+    rows: list[TextRow | None] = []
+    for inside in match.group(4, 5, 6):
+        if inside not in seen:
+            seen[inside] = _fast_row(inside)
+        rows.append(seen[inside])
+    batch, input_, output = rows
+    if batch is None or input_ is None or output is None:
+        return False
+    items.append((name[1:-1].replace("''", "'"), (batch, input_, output)))
+    return True
+
+
 def parse_scheme_text(lines: Sequence[str]) -> SchemeText:
     """Parse the lines of a scheme's text form (no session needed)."""
     text = SchemeText()
+    seen: dict[str, TextRow | None] = {}
     for number, line in enumerate(lines, start=1):
+        if _fast_rows_line(line, text, seen):
+            continue
         tokens = _Tokens.of(line, number)
         keyword = tokens.take("word")
         if keyword == "generalized":
