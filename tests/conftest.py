@@ -3,6 +3,9 @@ hypothesis ``soak`` profile."""
 
 from __future__ import annotations
 
+import gc
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from xdsl.parser import Parser
 from axisflow.dialects.batch import Batch, ForestOp
 from axisflow.dialects.sched import Sched
 from axisflow.dialects.tprog import Tprog
+from axisflow.gc_pause import COMMAND_THRESHOLDS
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -51,6 +55,30 @@ def only_forest(module: ModuleOp) -> ForestOp:
 def ctx() -> Context:
     """A fresh context."""
     return context()
+
+
+RECURSION_HEADROOM = 200
+"""Frames the lowered recursion limit leaves above a test's own depth."""
+
+
+@pytest.fixture
+def recursion_limit() -> Iterator[int]:
+    """Python's recursion limit, lowered for the test to ``RECURSION_HEADROOM``
+    frames above the test's own stack (restored after it). A test of code
+    that must not recurse on the depth of its input then needs inputs only
+    a few hundred deep instead of beyond the default 1,000: the code under
+    test is as quadratic in that depth as building such inputs is (nested
+    labels, call chains whose schemes copy their callees' shapes)."""
+    frame, depth = sys._getframe(), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    previous = sys.getrecursionlimit()
+    limit = depth + RECURSION_HEADROOM
+    sys.setrecursionlimit(limit)
+    try:
+        yield limit
+    finally:
+        sys.setrecursionlimit(previous)
 
 
 SOAK_FACTOR = 10
@@ -130,3 +158,17 @@ def pytest_collection_modifyitems(
         test._hypothesis_internal_use_settings = settings(  # type: ignore[union-attr]
             own, max_examples=own.max_examples * SOAK_FACTOR
         )
+
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Run the tests under the collector settings of an ``axisflow-opt`` run
+    (``axisflow.gc_pause``), with what importing and collecting built
+    (modules, xDSL's dialect tables, ~8,000 test items) moved out of its
+    scans by ``gc.freeze``: left as they are, the collector's full
+    collections re-scan those objects all through the run (measured: 11-20%
+    of the CPU of the CPU-bound tests). Tests of the collector's own
+    handling set and restore what they check."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*COMMAND_THRESHOLDS)
