@@ -89,12 +89,11 @@ settings.register_profile("soak", deadline=None, print_blob=True)
 
 
 LONG_FIRST = (
-    "tests/shapes/test_schemes_passes.py::test_a_call_chain_longer_than_the_recursion_limit_is_traced",
     "tests/reliability/test_fuzz.py::test_every_outcome_is_success_or_a_clean_diagnostic",
     "tests/test_planning.py::test_the_doubles_are_planned_far_below_sharing_and_rebuilding",
     "tests/reliability/test_fuzz.py::test_clean_errors_are_one_located_message",
     "tests/forest/test_oracle.py::test_every_bundled_equation_agrees_with_einsum",
-    "tests/reliability/test_depth.py::test_sequant_protos_nested_beyond_the_recursion_limit",
+    "tests/shapes/test_schemes_passes.py::test_a_call_chain_longer_than_the_recursion_limit_is_traced",
     "tests/sequant/test_sequant_forest.py::test_cse_is_invariant_under_relabelling_of_dummies",
     "tests/forest/test_properties.py::test_any_factor_order_builds_classifies_and_schedules",
     "tests/pipeline/test_planner.py::test_blocks_grow_to_the_budget",
@@ -117,6 +116,7 @@ LONG_FIRST = (
     "tests/shapes/test_schemes_presolve.py::test_presolved_and_re_evaluated_applications_close_alike",
     "tests/lowering/test_lower.py::test_doubles_residual_is_accepted_by_mlir_opt",
     "tests/order/test_search.py::test_a_cached_plan_is_the_plan_of_the_renamed_product",
+    "tests/reliability/test_depth.py::test_sequant_protos_nested_beyond_the_recursion_limit",
 )
 """The longest tests (measured, longest first; every parameter of each):
 run before all others, so that ``-n auto --dist worksteal`` does not find
