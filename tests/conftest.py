@@ -160,7 +160,6 @@ def pytest_collection_modifyitems(
         )
 
 
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Run the tests under the collector settings of an ``axisflow-opt`` run
     (``axisflow.gc_pause``), with what importing and collecting built
