@@ -208,7 +208,12 @@ def lifetimes(
     """Every storage object of a (valid) schedule with its live range (a
     residual buffer from its first write to the end, an operator step's
     extra residual at its step)."""
-    sizing = sizing or Sizing(forest)
+    return _account(forest, schedule, sizing or Sizing(forest)).found
+
+
+def _account(forest: Forest, schedule: Schedule, sizing: Sizing) -> _Lifetimes:
+    """``lifetimes``' walk, done: its lifetimes, the loops' iterations and
+    each loop pass's span of positions."""
     try:
         extents = loop_extents(schedule, sizing.mode_extent, sizing.extent)
     except LoopExtentError:
@@ -223,7 +228,7 @@ def lifetimes(
     for life in accounting.residuals.values():  # the result stays to the end
         if life.start >= 0:
             life.end = max(life.end, accounting.position)
-    return accounting.found
+    return accounting
 
 
 def releases(
@@ -270,6 +275,8 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
         """The item being visited."""
         self.used_in: dict[int, list[Lifetime]] = {}
         """Loop pass (by ``id``) -> what its body uses of outer scopes."""
+        self.spans: dict[int, tuple[int, int]] = {}
+        """Loop pass (by ``id``) -> its first and last positions."""
 
     def walk(self, items: Sequence[Item]) -> None:
         visit = self.visit
@@ -318,10 +325,12 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
             self.use(stored.data)
 
     def loop(self, loop: LoopPass) -> None:
-        self.loop_starts.append(self.position)
+        start = self.position
+        self.loop_starts.append(start)
         self.visit_body(loop)
         self.loop_starts.pop()
         self.position += 1
+        self.spans[id(loop)] = (start, self.position)
         for life in self.used_in.pop(id(loop), ()):
             if life.release is loop:
                 life.end = self.position
@@ -431,34 +440,27 @@ def task_lifetimes(
     finished block's partial sum. That is what a worker that runs two or
     more of the pass's blocks holds; when ``workers`` share the blocks so
     that each runs one, it holds its own block's residual only."""
-    sizing = sizing or Sizing(forest)
-    found = lifetimes(forest, schedule, sizing)
-    try:
-        extents = loop_extents(schedule, sizing.mode_extent, sizing.extent)
-    except LoopExtentError:
-        return found
+    accounting = _account(forest, schedule, sizing or Sizing(forest))
+    found, sizing = accounting.found, accounting.sizing
     residual_bytes = {
         item.group: item.bytes for item in schedule.items if isinstance(item, Residual)
     }
     root_buffers = {item.value for item in schedule.items if isinstance(item, Buffer)}
-    position = 0
     for item in schedule.items:
-        position += 1
         if not isinstance(item, LoopPass):
             continue
-        start = position
-        position += _positions(item.body) + 1
-        blocks = -(-extents[item.instance] // item.block)
+        # a loop over two ranges (refused elsewhere) has no count: skipped
+        blocks = accounting.iterations.get(item.instance, 1)
         if blocks < 2:
             continue
+        start, end = accounting.spans[id(item)]
+        # Blocks a worker holds at once: the one running and, when it runs
+        # more than one, one finished before it.
         held_blocks = 2 if -(-blocks // workers) > 1 else 1
-        """Blocks a worker holds at once: the one running and, when it runs
-        more than one, one finished before it."""
         summed: set[str] = set()
         groups: set[int] = set()
         own = set()  # buffers allocated inside the pass
-        sliced: dict[str, bool] = {}
-        """Value -> whether its last build is sliced by the pass's loop."""
+        sliced: dict[str, bool] = {}  # value -> its last build sliced by the loop
         for inner, _ in Schedule([item]).walk():
             if isinstance(inner, Buffer):
                 own.add(inner.value)
@@ -484,21 +486,8 @@ def task_lifetimes(
         )
         held += held_blocks * sum(residual_bytes.get(group, 0) for group in groups)
         if held:
-            found.append(
-                Lifetime(f"loop {item.instance}", "blocks", held, start, position)
-            )
+            found.append(Lifetime(f"loop {item.instance}", "blocks", held, start, end))
     return found
-
-
-def _positions(items: Sequence[Item]) -> int:
-    """Program positions ``lifetimes`` counts in ``items``: one per item,
-    one more at the end of each loop pass."""
-    count = 0
-    for item in items:
-        count += 1
-        if isinstance(item, LoopPass):
-            count += _positions(item.body) + 1
-    return count
 
 
 def residual_name(group: int) -> str:
