@@ -332,6 +332,46 @@ def _apply(
     return [Contribution(residual_target(0), (), result, True)]
 
 
+_TASK_WORDS: dict[Any, str] = {
+    _contributions: "the contributions of a block",
+    _merge: "a merge of partial sums",
+    _assemble: "the assembly of a buffer",
+    _folded: "a sum of residual contributions",
+    _apply: "the operator step",
+    _identity: "a copy of an input or the plan",
+}
+"""What a task of each function computes, for a failure's message."""
+
+
+def _failure(
+    error: Exception, described: Mapping[Any, str], limits: Iterable[int], peak: int
+) -> str:
+    """The message of a run that failed with ``error``: for a task whose
+    workers died (Dask's ``KilledWorker``; a nanny restarts a worker whose
+    process exceeds its memory limit), what the task computes, the
+    predicted peak and the workers' memory limits (``limits``, bytes; 0
+    for none) at the start of the run."""
+    from distributed.scheduler import KilledWorker
+
+    if not isinstance(error, KilledWorker):
+        return f"the run failed: {error}"
+    what = described.get(error.task, "a task")
+    deaths = error.allowed_failures + 1
+    distinct = set(limits)
+    limited = (
+        f"the workers may hold {format_bytes(min(distinct))} each"
+        if distinct and 0 not in distinct
+        else "the workers have no memory limit"
+    )
+    return (
+        f"the run failed: workers died running {what}, {deaths} in all (Dask "
+        "stops at distributed.scheduler.allowed-failures + 1); a worker's nanny "
+        "restarts it when its process exceeds its memory limit: the predicted "
+        f"peak per worker is {format_bytes(peak)} and {limited}; batch over "
+        "more spaces, use smaller blocks or give the workers more memory"
+    )
+
+
 def _worker_state(dask_worker: Any) -> tuple[float, int]:  # Dask's
     """A worker's clock and bytes sent so far (``client.run``)."""
     return time.time(), int(dask_worker.transfer_outgoing_bytes_total)
@@ -422,13 +462,19 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         """Tasks submitted. Their futures are not kept: a future the client
         holds keeps its result in a worker's memory, and a block's result
         is needed only until its contributions are merged."""
+        self.described: dict[Any, str] = {}
+        """What the task of each key computes, in the schedule's words
+        (for a failure's message: a Dask key names nothing a user wrote)."""
 
-    def submit(self, function: Any, *args: Any) -> Any:
+    def submit(self, function: Any, *args: Any, what: str = "") -> Any:
+        """The future of ``function(*args)``; ``what`` describes it."""
         # what merges results runs before more blocks make results: a
         # higher priority than the blocks'
         priority = 0 if function is _run_part else 1
         self.tasks += 1
-        return self.client.submit(function, *args, pure=False, priority=priority)
+        future = self.client.submit(function, *args, pure=False, priority=priority)
+        self.described[future.key] = what or _TASK_WORDS.get(function, "a task")
+        return future
 
     def walk(self, items: Sequence[Item]) -> None:
         """Visit the root items, dropping each future after the item the
@@ -472,11 +518,30 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         inputs, pieces, buffers = self._operands(reads, writes)
         position = self.positions[id(item)]
         if isinstance(item, Build | Output):
-            return self.submit(
-                _run_item, self.plan_future, position, inputs, pieces, buffers
+            what = (
+                f"the build of @{item.value}"
+                if isinstance(item, Build)
+                else f"the output of tree {item.tree}"
             )
+            return self.submit(
+                _run_item,
+                self.plan_future,
+                position,
+                inputs,
+                pieces,
+                buffers,
+                what=what,
+            )
+        assert isinstance(item, LoopPass) and block is not None
         return self.submit(
-            _run_part, self.plan_future, position, block, inputs, pieces, buffers
+            _run_part,
+            self.plan_future,
+            position,
+            block,
+            inputs,
+            pieces,
+            buffers,
+            what=f"block {block[0]}:{block[1]} of a loop over {item.space}",
         )
 
     def _tree(self, parts: list[Any]) -> Any:
@@ -806,7 +871,9 @@ def execute_expression(
     share_limit = None if limit is None or not embedded else limit // count
     planned_at = time.perf_counter()
     with _client(scheduler, workers, share_limit) as client:
-        count = len(client.scheduler_info()["workers"])
+        workers_info = client.scheduler_info()["workers"].values()
+        count = len(workers_info)
+        limits = [int(info.get("memory_limit") or 0) for info in workers_info]
         predicting = time.perf_counter()  # planning too: counted as such
         predicted = predicted_peak(forest, schedule, sizing, count)
         predicted_in = time.perf_counter() - predicting
@@ -843,7 +910,8 @@ def execute_expression(
         try:
             residual = np.asarray(result.result())
         except Exception as error:
-            raise ExecutionError(f"the run failed: {error}") from None
+            message = _failure(error, graph.described, limits, predicted)
+            raise ExecutionError(message) from None
         after = client.run(_worker_state)
         memory = client.run(_worker_memory, since=since)
         moved = sum(sent for _, sent in after.values()) - sum(

@@ -5,11 +5,13 @@ the budget, the output store, a worker killed mid-run."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
+import dask.config
 import numpy as np
 import pytest
 import zarr
@@ -24,7 +26,9 @@ from axisflow.execution import (
 )
 from axisflow.execution.dask_executor import (
     BudgetError,
+    ExecutionError,
     execute_expression,
+    local_cluster,
     predicted_peak,
 )
 from axisflow.execution.evaluation import plan_evaluation
@@ -121,6 +125,62 @@ def test_a_budget_between_the_batched_and_unbatched_peaks(
     assert relative_difference(run.residual, reference.residual) <= AGREES
     with pytest.raises(BudgetError):
         execute_expression(text, sf_inputs, budget=budget, scheduler=dask_client)
+
+
+# R_i = sum A_{a1 a2 K} B_{a3 i K} Y_{a1 a2 a3}, multiplied as written: the
+# first product is an a x a x a x i intermediate (655 MiB whole at a = i = 96),
+# sliced to a x a x a x 8 when batched over i in blocks of 8
+WIDE = "R{;i_1} = A{a_1,a_2;;Κ_1} * B{a_3;i_1;Κ_1} * Y{a_1,a_2,a_3;}"
+WIDE_LIMIT = 600 * 2**20
+
+
+def test_a_worker_memory_limit_between_the_batched_and_unbatched_peaks() -> None:
+    rng = np.random.default_rng(5)
+    extent, aux = 96, 4
+    inputs = {
+        "A": rng.standard_normal((extent, extent, aux)),
+        "B": rng.standard_normal((extent, extent, aux)),
+        "Y": rng.standard_normal((extent, extent, extent)),
+    }
+    batched = {"batch": "i", "block": 8}
+    peaks = []
+    for policy in (batched, {}):
+        planned = plan_evaluation(WIDE, inputs, order="file", scheduled=True, **policy)
+        assert planned.schedule is not None
+        peaks.append(predicted_peak(planned.forest, planned.schedule, planned.sizing))
+    assert peaks[0] < WIDE_LIMIT < peaks[1]
+    reference = np.einsum("abk,cik,abc->i", inputs["A"], inputs["B"], inputs["Y"])
+    # Dask's real limit: each worker's nanny restarts its process above 95% of
+    # it. Failing a task at its first death, and never spilling results to
+    # disk, keep the unbatched run's failure quick and certain.
+    with (
+        dask.config.set(
+            {
+                "distributed.scheduler.allowed-failures": 0,
+                "distributed.worker.memory.spill": False,
+                "distributed.worker.memory.target": False,
+            }
+        ),
+        local_cluster(1, memory_limit=WIDE_LIMIT) as client,
+    ):
+        run = execute_expression(
+            WIDE, inputs, order="file", scheduler=client, **batched
+        )
+        assert run.residual is not None
+        assert relative_difference(run.residual, reference) <= AGREES
+        assert run.report.measured_peak is not None
+        assert run.report.measured_peak < WIDE_LIMIT
+        with pytest.raises(ExecutionError) as failed:
+            execute_expression(WIDE, inputs, order="file", scheduler=client)
+    assert re.fullmatch(
+        r"the run failed: workers died running (the build of @\w+|the output of "
+        r"tree \w+), 1 in all \(Dask stops at distributed\.scheduler\."
+        r"allowed-failures \+ 1\); a worker's nanny restarts it when its process "
+        r"exceeds its memory limit: the predicted peak per worker is 655\.3 MiB "
+        r"and the workers may hold 600 MiB each; batch over more spaces, use "
+        r"smaller blocks or give the workers more memory",
+        str(failed.value),
+    ), str(failed.value)
 
 
 def test_the_budget_refusal_names_what_does_not_fit(
