@@ -116,6 +116,11 @@ class Binding:
     mode: Index | None
 
 
+_REBUILD = Binding(Disposition.REBUILD, None)
+"""The binding of a loop that binds none of a value's modes (immutable:
+one shared by all)."""
+
+
 @dataclass
 class Placement:
     """Where a value is built: the loop instances around it, outermost first."""
@@ -183,17 +188,18 @@ def _place_at(
     rebuild: Rebuild = "never",
 ) -> Placement:
     mode_of_label = {label: mode for mode, label in site.mode_labels.items()}
+    roles = forest.roles
+    name = value.name
+    modes = value.modes
+    demoted = decisions.demoted
     bindings: list[Binding] = []
     for loop in site.loops:
-        role = forest.role(value.name, loop.space)
+        role = roles.get((name, loop.space)) or forest.role(name, loop.space)
         mode = mode_of_label.get(loop.label)
         if mode is None or role is LoopRole.LOOP_INVARIANT:
-            bindings.append(Binding(Disposition.REBUILD, None))
-        elif mode in value.modes:
-            local = (
-                role is LoopRole.LOOP_LOCAL
-                and (value.name, loop.instance) not in decisions.demoted
-            )
+            bindings.append(_REBUILD)
+        elif mode in modes:
+            local = role is LoopRole.LOOP_LOCAL and (name, loop.instance) not in demoted
             disposition = Disposition.SLICE if local else Disposition.SCATTER
             bindings.append(Binding(disposition, mode))
         else:
@@ -217,14 +223,14 @@ def _place_at(
             rebuild == "fused"
             and keep_below[k]
             and loop.instance in shared
-            and (value.name, loop.instance) not in decisions.hoisted
+            and (name, loop.instance) not in decisions.hoisted
         ):
             continue
         if binding.mode is not None:
             other = modes_bound.setdefault(binding.mode, loop.instance)
             if other != loop.instance:
                 raise SchedulingError(
-                    f"value @{value.name}: loop instances {other} and "
+                    f"value @{name}: loop instances {other} and "
                     f"{loop.instance} both bind its mode {binding.mode}"
                 )
         home.append(loop.instance)
@@ -259,6 +265,7 @@ class _Round:
         self.position = {node: k for k, node in enumerate(order)}
         self.readers = readers
         self.dependencies = {node: dependencies(forest, node) for node in order}
+        self.homes = {node: self.home(node) for node in order}
         self.pass_path: dict[Node, tuple[_Pass, ...]] = {}
 
     def home(self, node: Node) -> tuple[int, ...]:
@@ -275,37 +282,40 @@ class _Round:
     ) -> list[_Pass | Node]:
         depth = len(prefix)
         members = set(nodes)
-
-        def group(node: Node) -> int | None:
-            home = self.home(node)
-            return home[depth] if len(home) > depth else None
-
-        def barrier(producer: str, consumer: Node) -> bool:
-            produced_in = group(producer)
-            if produced_in is None:
-                return False
-            if produced_in != group(consumer):
-                return True
-            return self.disposition(producer, produced_in) in LEAVES
+        homes = self.homes
+        # each node's loop instance at this depth (None: built here)
+        group: dict[Node, int | None] = {}
+        for node in nodes:
+            home = homes[node]
+            group[node] = home[depth] if len(home) > depth else None
+        placements = self.placements
+        dependencies = self.dependencies
 
         stage: dict[Node, int] = {}
         for node in nodes:  # topological order: earliest stages
-            stage[node] = max(
-                (
-                    stage[dep] + barrier(dep, node)
-                    for dep in self.dependencies[node]
-                    if dep in members
-                ),
-                default=0,
-            )
+            here = group[node]
+            latest = 0
+            for dep in dependencies[node]:
+                if dep not in members:
+                    continue
+                at = stage[dep]
+                produced_in = group[dep]
+                if produced_in is not None and (
+                    produced_in != here
+                    or placements[dep].bindings[produced_in].disposition in LEAVES
+                ):
+                    at += 1
+                if at > latest:
+                    latest = at
+            stage[node] = latest
         for node in reversed(nodes):  # a sliced value joins its readers' pass
-            loop = group(node)
+            loop = group[node]
             if isinstance(node, int) or loop is None:
                 continue
-            if self.disposition(node, loop) in LEAVES:
+            if placements[node].bindings[loop].disposition in LEAVES:
                 continue
             inside = [r for r in self.readers.get(node, []) if r in members]
-            if inside and all(group(r) == loop for r in inside):
+            if inside and all(group[r] == loop for r in inside):
                 stages = {stage[r] for r in inside}
                 if len(stages) == 1:
                     stage[node] = stages.pop()
@@ -315,7 +325,7 @@ class _Round:
         unit_loop: list[int | None] = []
         unit_nodes: list[list[Node]] = []
         for node in nodes:
-            loop = group(node)
+            loop = group[node]
             unit = unit_key.get((stage[node], loop)) if loop is not None else None
             if unit is None:
                 unit = len(unit_nodes)
