@@ -465,3 +465,65 @@ def test_the_blocks_held_apart_are_what_a_block_task_returns() -> None:
     assert task_lifetimes(
         one_block.forest, one_block.schedule, one_block.sizing
     ) == lifetimes(one_block.forest, one_block.schedule, one_block.sizing)
+
+
+@pytest.mark.parametrize(
+    ("name", "batch"),
+    [("csv_ccsd_doubles_residual_df", "i,a"), ("ccsd_doubles_residual_sf", "a,i")],
+)
+def test_a_part_sums_each_region_once_and_leaves_what_it_reads(
+    name: str, batch: str
+) -> None:
+    """``run_part`` adds an inner loop's later partial sums of a root
+    buffer's region into the first one in place. That is safe only if the
+    first is the part's own array: the inputs and root pieces it reads stay
+    as they were, and each region it sums into comes back as one
+    contribution."""
+    text = equation(name)
+    expression = parse(text)
+    extents = dict.fromkeys(expression.space_keys(), 3)
+    inputs = oracle_inputs(expression, extents)
+    planned = plan_evaluation(
+        text, inputs, batch=batch, block=1, never_worse=False, scheduled=True
+    )
+    forest, schedule, sizing = planned.forest, planned.schedule, planned.sizing
+    assert schedule is not None
+    run = ScheduleRun(forest, schedule, sizing, copies=True)
+    leaves = planned.inputs.leaf_arrays(forest)
+    rng = np.random.default_rng(3)
+    roots = {item.value for item in schedule.items if isinstance(item, Build | Buffer)}
+    inner_sums = 0
+    for position, item in enumerate(schedule.items):
+        if not isinstance(item, LoopPass):
+            continue
+        reads, writes, _ = dask_executor._mentions(item)
+        names = set(reads) | {
+            f.value
+            for name in reads
+            if name in forest.values
+            for f in forest.values[name].factors
+        }
+        pieces = {
+            n: rng.standard_normal(
+                [sizing.mode_extent(m) for m in forest.values[n].modes]
+            )
+            for n in names & roots
+            if n not in writes
+        }
+        before = {n: a.copy() for n, a in (*leaves.items(), *pieces.items())}
+        buffers: dict[str, np.ndarray | None] = dict.fromkeys(writes)
+        part = run_part(run, position, (0, item.block), leaves, pieces, buffers)
+        for n, array in (*leaves.items(), *pieces.items()):
+            assert np.array_equal(array, before[n]), f"@{n} changed by a part"
+        regions = [
+            (c.target, tuple((x.start, x.stop) for x in c.index))
+            for c in part.contributions
+            if c.accumulate
+        ]
+        assert len(regions) == len(set(regions))
+        inner_sums += bool(writes) and any(
+            isinstance(inner, LoopPass) for inner in item.body
+        )
+    # the policies sum into root buffers over inner loops (with the in-place
+    # sum disabled, each region comes back once per partial sum: fails)
+    assert inner_sums
