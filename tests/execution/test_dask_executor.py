@@ -32,6 +32,7 @@ from axisflow.execution.dask_executor import (
     predicted_peak,
 )
 from axisflow.execution.evaluation import plan_evaluation
+from axisflow.forest.model import Forest
 from axisflow.scheduling.evaluate import (
     Contribution,
     ScheduleRun,
@@ -39,7 +40,7 @@ from axisflow.scheduling.evaluate import (
     run_part,
 )
 from axisflow.scheduling.memory import lifetimes, task_lifetimes
-from axisflow.scheduling.schedule import Buffer, Build, LoopPass
+from axisflow.scheduling.schedule import Buffer, Build, LoopPass, Schedule
 from axisflow.sequant import parse
 from tests.conftest import EXAMPLES
 from tests.einsum_oracle import oracle_inputs, oracle_residual
@@ -373,6 +374,25 @@ def test_the_progress_bar_goes_to_standard_error(
     assert "100% Completed" in printed.err
 
 
+def root_passes(
+    forest: Forest, schedule: Schedule
+) -> Iterator[tuple[int, LoopPass, set[str], set[str], set[int]]]:
+    """Each root loop pass: its position, the pass, the values it reads
+    with their factors, the root buffers it writes and the residual groups
+    it adds into (``dask_executor._mentions``)."""
+    for position, item in enumerate(schedule.items):
+        if not isinstance(item, LoopPass):
+            continue
+        reads, writes, groups = dask_executor._mentions(item)
+        names = set(reads) | {
+            f.value
+            for name in reads
+            if name in forest.values
+            for f in forest.values[name].factors
+        }
+        yield position, item, names, writes, groups
+
+
 def test_the_blocks_held_apart_are_what_a_block_task_returns() -> None:
     """``memory.task_lifetimes`` counts, over each root pass of several
     blocks, two residuals per group it adds into and the partial sums of
@@ -407,16 +427,7 @@ def test_the_blocks_held_apart_are_what_a_block_task_returns() -> None:
     )
     expected: dict[int, int] = {}
     expected_apart: dict[int, int] = {}
-    for position, item in enumerate(schedule.items):
-        if not isinstance(item, LoopPass):
-            continue
-        reads, writes, groups = dask_executor._mentions(item)
-        names = set(reads) | {
-            f.value
-            for name in reads
-            if name in forest.values
-            for f in forest.values[name].factors
-        }
+    for position, item, names, writes, groups in root_passes(forest, schedule):
         pieces = {n: whole(n) for n in names & roots if n not in writes}
         buffers: dict[str, np.ndarray | None] = dict.fromkeys(writes)
         first, second = (
@@ -493,16 +504,7 @@ def test_a_part_sums_each_region_once_and_leaves_what_it_reads(
     rng = np.random.default_rng(3)
     roots = {item.value for item in schedule.items if isinstance(item, Build | Buffer)}
     inner_sums = 0
-    for position, item in enumerate(schedule.items):
-        if not isinstance(item, LoopPass):
-            continue
-        reads, writes, _ = dask_executor._mentions(item)
-        names = set(reads) | {
-            f.value
-            for name in reads
-            if name in forest.values
-            for f in forest.values[name].factors
-        }
+    for position, item, names, writes, _ in root_passes(forest, schedule):
         pieces = {
             n: rng.standard_normal(
                 [sizing.mode_extent(m) for m in forest.values[n].modes]
