@@ -152,14 +152,16 @@ def test_a_worker_memory_limit_between_the_batched_and_unbatched_peaks() -> None
     assert peaks[0] < WIDE_LIMIT < peaks[1]
     reference = np.einsum("abk,cik,abc->i", inputs["A"], inputs["B"], inputs["Y"])
     # Dask's real limit: each worker's nanny restarts its process above 95% of
-    # it. Failing a task at its first death, and never spilling results to
-    # disk, keep the unbatched run's failure quick and certain.
+    # it. Failing a task at its first death, never spilling results to disk
+    # and the nanny looking every 10 ms (the whole intermediate lives a few
+    # tenths of a second) keep the unbatched run's failure quick and certain.
     with (
         dask.config.set(
             {
                 "distributed.scheduler.allowed-failures": 0,
                 "distributed.worker.memory.spill": False,
                 "distributed.worker.memory.target": False,
+                "distributed.worker.memory.monitor-interval": "10ms",
             }
         ),
         local_cluster(1, memory_limit=WIDE_LIMIT) as client,
