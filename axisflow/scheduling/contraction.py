@@ -28,8 +28,8 @@ packed product stacks only the modes kept from both operands, with all
 the left's other kept modes as rows and the right's as columns, each
 operand taken as it lies when that is a stack of matrices BLAS takes,
 else copied (the larger operand only in the first case, no operand above
-``PACKED_COPY`` bytes: a transient copy small beside the arrays the
-memory model counts).
+``PACKED_COPY`` bytes: at most two transient copies, freed when the
+product returns, small beside the arrays the memory model counts).
 
 A matrix product's result lies as its matrices come out (the stack axes,
 then rows, then columns). When the product that reads it merges axes that
@@ -304,11 +304,12 @@ stack axes (side, axis), the rows (left axes), the columns (right axes)."""
 
 
 class _SlowProduct(Exception):
-    """A matrix product that would run NumPy's non-BLAS loop (``blas``
-    false), or BLAS on many tiny or skinny matrices (``blas`` true): the
-    executor's contractions repack its operands instead, copying the
-    larger one only in the first case (a copy costs more than BLAS gains
-    then)."""
+    """A matrix product that would run NumPy's own loop on skinny
+    matrices (``blas`` false), or BLAS on skinny matrices that stream a
+    large broadcast operand (``blas`` true): the executor's contractions
+    repack its operands instead (``_check_blas``), copying the larger one
+    only in the first case (a copy of it would cost more than the
+    repacking gains in the second)."""
 
     def __init__(self, blas: bool) -> None:
         super().__init__()
@@ -615,10 +616,11 @@ def _stacked_matrices(
     """``array`` as a stack (axes ``stack``) of matrices, ``kept`` merged
     into rows and ``summed`` into columns: a view when they group into
     matrices BLAS takes, else a copy laid out so (``None`` without
-    ``copy``, or above ``PACKED_COPY`` bytes). The copy's matrices lie row-major or
-    column-major, whichever puts innermost the group whose innermost axis
-    lies closer in ``array``: a transposing copy that reads along
-    ``array``'s shorter strides runs several times faster."""
+    ``copy``, or above ``PACKED_COPY`` bytes). The copy's matrices lie
+    row-major or column-major, whichever puts innermost the group whose
+    innermost axis has the shorter stride in ``array``: a transposing copy
+    that reads along shorter strides runs several times faster (0.18
+    against 0.65 ms for the benchmark's 1.1 MiB block of amplitudes)."""
     view = array.transpose(stack + kept + summed)
     shape = [array.shape[a] for a in stack] + [
         math.prod(array.shape[a] for a in kept),
