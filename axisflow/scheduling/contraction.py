@@ -18,6 +18,19 @@ what the model counts). ``numpy.einsum`` with a contraction path was the
 former route: its ``tensordot`` copies transposed operands (an input's
 slice included) that no model of the schedule holds.
 
+The executor's contractions (``copies``) also repack the operands of a
+matrix product that would run slowly as they lie (``_check_blas``): one
+whose matrices have fewer than ``SKINNY_MATRIX`` rows or columns and
+that BLAS does not take (NumPy's own loop, 2 to 4 GFLOP/s there), or a
+skinny one whose stack broadcasts an operand of ``STREAMED_MATRIX``
+bytes or more (BLAS reads it from memory once per stack entry). The
+packed product stacks only the modes kept from both operands, with all
+the left's other kept modes as rows and the right's as columns, each
+operand taken as it lies when that is a stack of matrices BLAS takes,
+else copied (the larger operand only in the first case, no operand above
+``PACKED_COPY`` bytes: at most two transient copies, freed when the
+product returns, small beside the arrays the memory model counts).
+
 A matrix product's result lies as its matrices come out (the stack axes,
 then rows, then columns). When the product that reads it merges axes that
 would not lie together so (``merged``, decided once per schedule by
@@ -55,10 +68,35 @@ SMALL_CONTRACTION = 4096
 """Below this many node elements, a matrix product is not worth its
 reshapes: the direct einsum runs."""
 
+STREAMED_MATRIX = 1024**2
+"""Bytes from which a matrix that BLAS streams once per few rows or columns
+of the other operand (a skinny product, its stack broadcasting that other
+operand) no longer stays in the core's cache between the calls: the
+product is then repacked (``_check_blas``)."""
+
+SKINNY_MATRIX = 16
+"""Fewer rows or columns than this in a stacked ``numpy.matmul``: NumPy's
+own loop (operands BLAS does not take) runs it slowly, and BLAS, when the
+stack broadcasts an operand, streams the other operand's matrices once
+per few rows or columns (memory-bound, above ``STREAMED_MATRIX``), where
+repacking merges the broadcast axes into the rows or columns
+(``_check_blas``)."""
+
+PACKED_COPY = 8 * 1024**2
+"""Bytes of the largest operand the executor's contractions repack into a
+layout BLAS takes (``Contraction.copies``): a transient copy, small beside
+the arrays the memory model counts."""
+
 SCALED_CHUNK = 16 * 1024
 """Bytes of the largest temporary ``add_scaled`` makes: small beside the
 arrays the memory model counts, large enough that the Python loop over the
 chunks costs little."""
+
+COPIES_SCALED_CHUNK = 1024**2
+"""Bytes of the largest temporary ``add_scaled`` makes for the executor
+(``Contraction.copies``): a transient copy small beside the arrays the
+memory model counts, and few enough chunks that their Python steps cost
+little (with ``SCALED_CHUNK`` a 1 MiB block of the residual took 80)."""
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -207,11 +245,15 @@ class _MatrixProduct:
         stack: list[tuple[int, int]],
         rows: list[int],
         cols: list[int],
+        blas: bool = False,
     ) -> Array:
         """The stacked ``matmul``: ``both`` (left axes of the modes kept
         from both), ``stack`` (side and axis of each stack axis, in the
         product's order: the other operand is broadcast along it),
-        ``rows`` and ``cols`` merged, the summed axes the inner one."""
+        ``rows`` and ``cols`` merged, the summed axes the inner one.
+        ``blas``: raise ``_SlowProduct`` instead of running a product that
+        repacking makes faster (``_check_blas``), for the caller to
+        repack the operands."""
         left_shape, right_shape = left.shape, right.shape
         right_of = dict(self.both)
         inner = math.prod(left_shape[a] for a, _ in summed)
@@ -246,7 +288,10 @@ class _MatrixProduct:
             ]
             + [math.prod(col_dims), inner]
         )
-        product = np.matmul(matrices_left, np.swapaxes(matrices_right, -1, -2))
+        matrices_right = np.swapaxes(matrices_right, -1, -2)
+        if blas:
+            _check_blas(matrices_left, matrices_right, bool(stack))
+        product = np.matmul(matrices_left, matrices_right)
         order = self.letters(both, stack, rows, cols)
         return product.reshape(hadamard + stack_dims + row_dims + col_dims).transpose(
             [order.index(c) for c in self.output]
@@ -256,6 +301,60 @@ class _MatrixProduct:
 _Split = tuple[list[int], list[tuple[int, int]], list[int], list[int]]
 """A matrix product's axes: the left's of the modes kept from both, the
 stack axes (side, axis), the rows (left axes), the columns (right axes)."""
+
+
+class _SlowProduct(Exception):
+    """A matrix product that would run NumPy's own loop on skinny
+    matrices (``blas`` false), or BLAS on skinny matrices that stream a
+    large broadcast operand (``blas`` true): the executor's contractions
+    repack its operands instead (``_check_blas``), copying the larger one
+    only in the first case (a copy of it would cost more than the
+    repacking gains in the second)."""
+
+    def __init__(self, blas: bool) -> None:
+        super().__init__()
+        self.blas = blas
+
+
+def _blas_matrices(matrices: Array) -> bool:
+    """Whether NumPy's ``matmul`` hands these (stacked) matrices to BLAS:
+    one of the two matrix axes of unit stride, the other's stride a whole
+    number of elements at least the first axis's extent (NumPy's
+    ``is_blasable2d``, either orientation); a vector (an axis of extent
+    1) needs its other axis of unit stride."""
+    item = matrices.itemsize
+    (outer_count, inner_count), (outer, inner) = (
+        matrices.shape[-2:],
+        matrices.strides[-2:],
+    )
+    if outer_count == 1 or inner_count == 1:
+        return (inner if outer_count == 1 else outer) == item or (
+            outer_count == inner_count == 1
+        )
+
+    def lies(major: int, minor: int, minor_count: int) -> bool:
+        return minor == item and major % item == 0 and major // item >= minor_count
+
+    return lies(outer, inner, inner_count) or lies(inner, outer, outer_count)
+
+
+def _check_blas(left: Array, right: Array, broadcast: bool) -> None:
+    """Raise ``_SlowProduct`` for a ``numpy.matmul(left, right)`` that
+    repacking makes several times faster (measured on the executor
+    benchmark's products): matrices of fewer than ``SKINNY_MATRIX`` rows
+    or columns that BLAS does not take (NumPy's own loop runs at 2 to 4
+    GFLOP/s on them; on larger ones at 10 or more, where a copy costs
+    more than BLAS gains), or that it takes but with the stack broadcasting
+    one operand and the larger matrix at least ``STREAMED_MATRIX`` bytes
+    (BLAS then streams it from memory once per few rows or columns)."""
+    rows, inner = left.shape[-2:]
+    cols = right.shape[-1]
+    if min(rows, cols) >= SKINNY_MATRIX:
+        return
+    if not (_blas_matrices(left) and _blas_matrices(right)):
+        raise _SlowProduct(blas=False)
+    if broadcast and max(rows, cols) * inner * left.itemsize >= STREAMED_MATRIX:
+        raise _SlowProduct(blas=True)
 
 
 def _groups(array: Array, axes: Sequence[int]) -> bool:
@@ -323,13 +422,14 @@ class Contraction:
         result: Array | None = None
         matrix = self.matrix
         if matrix is not None:
+            left, right = operands
             # node elements: the left operand's, times the right's kept
-            right = operands[1].shape
-            elements = operands[0].size * math.prod(right[a] for a in matrix.right_kept)
+            elements = left.size * math.prod(right.shape[a] for a in matrix.right_kept)
             if elements >= SMALL_CONTRACTION:
-                result = self._matrix_product(operands[0], operands[1])
-            if result is None and self.copies and elements >= SMALL_CONTRACTION:
-                result = self._copied_matrix(matrix, operands[0], operands[1])
+                if self.copies:
+                    result = self._blas_product(matrix, left, right)
+                else:
+                    result = self._matrix_product(left, right)
         if result is None:
             # into a result of its own, laid out in order: NumPy allocates
             # nothing else then (left to itself, it may buffer an output
@@ -339,9 +439,12 @@ class Contraction:
             np.einsum(self.subscripts, *operands, out=result)
         return result
 
-    def _matrix_product(self, left: Array, right: Array) -> Array | None:
+    def _matrix_product(
+        self, left: Array, right: Array, blas: bool = False
+    ) -> Array | None:
         """The matrix product (``None`` if the summed axes do not group),
-        laid out as ``layout`` asks when one orientation allows it."""
+        laid out as ``layout`` asks when one orientation allows it;
+        ``blas`` as in ``_MatrixProduct.product``."""
         matrix, swapped = self.matrix, self.swapped
         assert matrix is not None and swapped is not None
         layout, merged = self.layout, self.merged
@@ -351,7 +454,7 @@ class Contraction:
                 return None
             split = matrix.split(left, right)
             if merged in "".join(matrix.letters(*split)):
-                return matrix.product(left, right, summed, *split)
+                return matrix.product(left, right, summed, *split, blas=blas)
             for product, first, second in (
                 (matrix, left, right),
                 (swapped, right, left),
@@ -361,11 +464,131 @@ class Contraction:
                     return None  # the same summed axes either way round
                 split = product.layout_split(first, second, layout)
                 if split is not None:
-                    return product.product(first, second, summed, *split)
-        return matrix(left, right)
+                    return product.product(first, second, summed, *split, blas=blas)
+        summed = matrix.summed_order(left, right)
+        if summed is None:
+            return None
+        return matrix.product(
+            left, right, summed, *matrix.split(left, right), blas=blas
+        )
+
+    def _blas_product(
+        self, matrix: _MatrixProduct, left: Array, right: Array
+    ) -> Array | None:
+        """The executor's matrix product, run by BLAS: as the operands lie
+        when they group into matrices BLAS takes, after copying operands
+        whose summed axes do not group (``_copied_matrix``), or else with
+        both operands repacked into plain stacks of matrices
+        (``_packed_product``); failing all (an operand above
+        ``PACKED_COPY``), as the reference evaluator runs it."""
+        try:
+            result = self._matrix_product(left, right, blas=True)
+            if result is None:
+                result = self._copied_matrix(matrix, left, right, blas=True)
+            if result is not None:
+                return result
+            copy_larger = True
+        except _SlowProduct as slow:
+            copy_larger = not slow.blas
+        result = self._packed_product(matrix, left, right, copy_larger)
+        if result is None:
+            result = self._matrix_product(left, right)
+        if result is None:
+            result = self._copied_matrix(matrix, left, right)
+        return result
+
+    def _packed_product(
+        self, matrix: _MatrixProduct, left: Array, right: Array, copy_larger: bool
+    ) -> Array | None:
+        """The product as one ``numpy.matmul`` over the modes kept from
+        both (the only stack axes), the left's other kept modes as rows
+        and the right's as columns, each operand taken as it lies where
+        that is a stack of matrices BLAS takes and copied otherwise.
+        ``None`` when a copy would exceed ``PACKED_COPY``, or would be of
+        the larger operand unless ``copy_larger``, or when the result
+        would not lie as its reader merges it (``merged``) and exceeds
+        ``PACKED_COPY`` (the reader copies it then). The groups lie in
+        ``layout``'s order when that puts ``merged`` together, else each
+        as its operand lies (fewest copies)."""
+        letters, both, rows, cols, swap = self._packed_order(matrix, left, right)
+        if self.merged is not None and self.merged not in "".join(letters):
+            letters, both, rows, cols, swap = self._packed_order(
+                matrix, left, right, as_they_lie=True
+            )
+            size = math.prod(left.shape[a] for a in both + rows) * math.prod(
+                right.shape[a] for a in cols
+            )
+            if size * left.itemsize > PACKED_COPY:
+                return None  # its reader would copy it
+        # the summed axes as the larger operand lies: it is the one to keep
+        larger = 0 if left.size >= right.size else 1
+        strides = (left, right)[larger].strides
+        summed = sorted(matrix.summed, key=lambda pair: -strides[pair[larger]])
+        right_of = dict(matrix.both)
+        matrices_left = _stacked_matrices(
+            left, both, rows, [a for a, _ in summed], copy_larger or larger == 1
+        )
+        if matrices_left is None:
+            return None
+        matrices_right = _stacked_matrices(
+            right,
+            [right_of[a] for a in both],
+            cols,
+            [b for _, b in summed],
+            copy_larger or larger == 0,
+        )
+        if matrices_right is None:
+            return None
+        hadamard = [left.shape[a] for a in both]
+        row_dims = [left.shape[a] for a in rows]
+        col_dims = [right.shape[a] for a in cols]
+        if swap:
+            product = np.matmul(matrices_right, np.swapaxes(matrices_left, -1, -2))
+            dims = hadamard + col_dims + row_dims
+        else:
+            product = np.matmul(matrices_left, np.swapaxes(matrices_right, -1, -2))
+            dims = hadamard + row_dims + col_dims
+        return product.reshape(dims).transpose([letters.index(c) for c in self.output])
+
+    def _packed_order(
+        self,
+        matrix: _MatrixProduct,
+        left: Array,
+        right: Array,
+        as_they_lie: bool = False,
+    ) -> tuple[list[str], list[int], list[int], list[int], bool]:
+        """A packed product's result letters in memory order, its stack
+        axes (left axes of the modes kept from both), rows (left axes),
+        columns (right axes), and whether the columns come first: in the
+        order ``layout`` (else the output) gives, or ``as_they_lie`` in
+        the operands (by decreasing stride, the stack as the larger lies)."""
+        if as_they_lie:
+            larger = 0 if left.size >= right.size else 1
+            stack_strides = (left, right)[larger].strides
+            pairs = sorted(matrix.both, key=lambda pair: -stack_strides[pair[larger]])
+            both = [a for a, _ in pairs]
+            rows = sorted(matrix.left_kept, key=lambda a: -left.strides[a])
+            cols = sorted(matrix.right_kept, key=lambda a: -right.strides[a])
+            swap = False
+        else:
+            position = (self.layout or self.output).index
+            both = sorted(
+                (a for a, _ in matrix.both), key=lambda a: position(matrix.left[a])
+            )
+            rows = sorted(matrix.left_kept, key=lambda a: position(matrix.left[a]))
+            cols = sorted(matrix.right_kept, key=lambda a: position(matrix.right[a]))
+            swap = bool(rows and cols) and position(matrix.right[cols[0]]) < position(
+                matrix.left[rows[0]]
+            )
+        row_letters = [matrix.left[a] for a in rows]
+        col_letters = [matrix.right[a] for a in cols]
+        letters = [matrix.left[a] for a in both] + (
+            col_letters + row_letters if swap else row_letters + col_letters
+        )
+        return letters, both, rows, cols, swap
 
     def _copied_matrix(
-        self, matrix: _MatrixProduct, left: Array, right: Array
+        self, matrix: _MatrixProduct, left: Array, right: Array, blas: bool = False
     ) -> Array | None:
         """The matrix product after copying operands into a layout that
         groups: first the smaller one, its summed axes in the other's memory
@@ -377,14 +600,44 @@ class Contraction:
         else:
             pairs.sort(key=lambda pair: -right.strides[pair[1]])
             left = _laid_out(left, [a for a, _ in pairs])
-        result = self._matrix_product(left, right)
+        result = self._matrix_product(left, right, blas)
         if result is None:
             if right.size <= left.size:
                 left = _laid_out(left, [a for a, _ in pairs])
             else:
                 right = _laid_out(right, [b for _, b in pairs])
-            result = self._matrix_product(left, right)
+            result = self._matrix_product(left, right, blas)
         return result
+
+
+def _stacked_matrices(
+    array: Array, stack: list[int], kept: list[int], summed: list[int], copy: bool
+) -> Array | None:
+    """``array`` as a stack (axes ``stack``) of matrices, ``kept`` merged
+    into rows and ``summed`` into columns: a view when they group into
+    matrices BLAS takes, else a copy laid out so (``None`` without
+    ``copy``, or above ``PACKED_COPY`` bytes). The copy's matrices lie
+    row-major or column-major, whichever puts innermost the group whose
+    innermost axis has the shorter stride in ``array``: a transposing copy
+    that reads along shorter strides runs several times faster (0.18
+    against 0.65 ms for the benchmark's 1.1 MiB block of amplitudes)."""
+    view = array.transpose(stack + kept + summed)
+    shape = [array.shape[a] for a in stack] + [
+        math.prod(array.shape[a] for a in kept),
+        math.prod(array.shape[a] for a in summed),
+    ]
+    if _groups(array, kept) and _groups(array, summed):
+        matrices = view.reshape(shape)
+        if _blas_matrices(matrices):
+            return matrices
+    if not copy or array.nbytes > PACKED_COPY:
+        return None
+    strides = array.strides
+    if kept and summed and abs(strides[kept[-1]]) < abs(strides[summed[-1]]):
+        # column-major matrices: the kept axes innermost
+        packed = np.ascontiguousarray(array.transpose(stack + summed + kept))
+        return np.swapaxes(packed.reshape(shape[:-2] + shape[:-3:-1]), -1, -2)
+    return np.ascontiguousarray(view).reshape(shape)
 
 
 def _laid_out(array: Array, last: Sequence[int]) -> Array:
@@ -401,22 +654,25 @@ def _shapes(operands: Sequence[Array]) -> list[int]:
     return [n for operand in operands for n in operand.shape]
 
 
-def add_scaled(target: Array, array: Array, coeff: float) -> None:
-    """``target += coeff * array`` with no temporary above ``SCALED_CHUNK``
-    bytes: in place for ``coeff`` of ±1, chunk by chunk of the leading axes
-    otherwise."""
+def add_scaled(
+    target: Array, array: Array, coeff: float, chunk: int = SCALED_CHUNK
+) -> None:
+    """``target += coeff * array`` with no temporary above ``chunk`` bytes
+    (``SCALED_CHUNK``, the reference evaluator's; the executor passes
+    ``COPIES_SCALED_CHUNK``): in place for ``coeff`` of ±1, chunk by chunk
+    of the leading axes otherwise."""
     if coeff == 1.0:
         target += array
     elif coeff == -1.0:
         target -= array
-    elif array.ndim == 0 or array.nbytes <= SCALED_CHUNK:
+    elif array.ndim == 0 or array.nbytes <= chunk:
         target += coeff * array
     else:
         rows = array.shape[0]
-        step = max(1, rows * SCALED_CHUNK // array.nbytes)
+        step = max(1, rows * chunk // array.nbytes)
         if step == 1:
             for row in range(rows):
-                add_scaled(target[row], array[row], coeff)
+                add_scaled(target[row], array[row], coeff, chunk)
         else:
             for start in range(0, rows, step):
                 target[start : start + step] += coeff * array[start : start + step]

@@ -45,7 +45,9 @@ from axisflow.residual import apply_operator
 from axisflow.roles.index import Index
 from axisflow.scheduling.assemble import assemble_residual, root_axes, schedule_layout
 from axisflow.scheduling.contraction import (
+    COPIES_SCALED_CHUNK,
     DEFAULT_MEMORY_LIMIT,
+    SCALED_CHUNK,
     Contraction,
     EvaluationMemoryError,
     MemoryGuard,
@@ -488,6 +490,7 @@ class _Runner(ScheduleWalker[_Stored, _Stored]):
             self.residual_buffer(group)[(*index, ...)],  # a view, 0-d too
             array,
             coeff,
+            COPIES_SCALED_CHUNK if self.contract.copies else SCALED_CHUNK,
         )
 
     def residual(self, residual: Residual) -> None:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import tracemalloc
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 import pytest
 
 from axisflow.scheduling.contraction import (
+    COPIES_SCALED_CHUNK,
     SCALED_CHUNK,
+    STREAMED_MATRIX,
     Contraction,
     EvaluationMemoryError,
     MemoryGuard,
@@ -91,6 +94,26 @@ def test_a_contraction_allocates_its_result_only(
     )
     # the operands are 480 KB and more; NumPy's iterator buffers stay below
     assert peak - result.nbytes < 2 * 64 * 1024 + 4096
+
+
+@pytest.mark.parametrize("chunk", [SCALED_CHUNK, COPIES_SCALED_CHUNK // 2])
+def test_add_scaled_keeps_its_temporaries_within_the_chunk_given(chunk: int) -> None:
+    rng = np.random.default_rng(4)
+    target = rng.standard_normal((8, 8, 96, 96))[:, 2:6]  # a block of a residual
+    array = rng.standard_normal((96, 96, 4, 8)).transpose(3, 2, 1, 0)  # 2.25 MiB
+    expected = target + 0.5 * array
+
+    def add() -> np.ndarray:
+        add_scaled(target, array, 0.5, chunk)
+        return target
+
+    target_before = target.copy()
+    _, peak = measured(add)  # adds twice (a warm-up first)
+    np.testing.assert_allclose(target, target_before + 2 * 0.5 * array, rtol=1e-12)
+    target[...] = target_before
+    add()
+    np.testing.assert_allclose(target, expected, rtol=1e-12)
+    assert chunk // 2 < peak <= chunk + 64 * 1024 + 4096  # a chunk and a buffer
 
 
 @pytest.mark.parametrize("coeff", [1.0, -1.0, 0.5, -3.0])
@@ -201,3 +224,79 @@ def test_a_result_is_laid_out_with_the_axes_its_reader_merges_together(
     merged_plain = plain([g, t])
     assert merged_plain.strides[4] != merged_plain.strides[1] * merged_plain.shape[1]
     assert len(matrix_products) == 4  # every product a matrix product
+
+
+def _only_product(products: list[object]) -> tuple[np.ndarray, np.ndarray]:
+    """The operands of the one ``numpy.matmul`` call recorded."""
+    assert len(products) == 1
+    left, right = cast("tuple[np.ndarray, np.ndarray]", products[0])
+    return left, right
+
+
+def _blas_takes(matrices: np.ndarray) -> bool:
+    """NumPy's rule for handing (stacked) matrices to BLAS: one of the two
+    last axes of unit stride, the other's stride at least the first's
+    extent (numpy/_core/src/umath/matmul.c.src, ``is_blasable2d``)."""
+    item = matrices.itemsize
+    (rows, cols), (row_stride, col_stride) = matrices.shape[-2:], matrices.strides[-2:]
+    row_major = col_stride == item and row_stride >= cols * item
+    column_major = row_stride == item and col_stride >= rows * item
+    return row_major or column_major
+
+
+def test_executor_repacks_stacked_operands_blas_does_not_take(
+    matrix_products: list[object],
+) -> None:
+    # abcfe,fdec->abcde: c and e kept from both (the stack), f summed, 4
+    # rows (a, b); the right operand a block of a larger tensor whose
+    # unit-stride axis is a stack axis: no matrix of it has a unit stride
+    # (the benchmark's @v4, with 16 rows there)
+    rng = np.random.default_rng(5)
+    left = rng.standard_normal((2, 2, 4, 96, 4))
+    right = rng.standard_normal((96, 96, 8, 8))[:, :, 2:6, 4:8]
+    node = list("abcdef")
+    reference = np.einsum("abcfe,fdec->abcde", left, right)
+    factors = [list("abcfe"), list("fdec")]
+    plain = Contraction("v", node, factors, list("abcde"))
+    np.testing.assert_allclose(plain([left, right]), reference, rtol=1e-12, atol=1e-12)
+    # the reference evaluator's matrix product: stacked matrices BLAS refuses
+    plain_left, plain_right = _only_product(matrix_products)
+    assert not (_blas_takes(plain_left) and _blas_takes(plain_right))
+    matrix_products.clear()
+    copying = Contraction("v", node, factors, list("abcde"), copies=True)
+    result = copying([left, right])
+    np.testing.assert_allclose(result, reference, rtol=1e-12, atol=1e-12)
+    packed_left, packed_right = _only_product(matrix_products)
+    assert _blas_takes(packed_left) and _blas_takes(packed_right)
+    # stacked over the 16 (c, e) pairs only, the rows a, b merged
+    assert packed_left.shape == (4, 4, 4, 96) and packed_right.shape == (4, 4, 96, 96)
+
+
+def test_executor_repacks_a_skinny_product_that_streams_a_large_operand(
+    matrix_products: list[object],
+) -> None:
+    # aeb,cde->abcd with the result laid out b, d, c, a (its reader merges
+    # c then a): the layout makes a a stack axis broadcasting the right
+    # operand and b the only row, so BLAS streams the right operand's
+    # 2.25 MiB once per row of 4 (the benchmark's @v169)
+    rng = np.random.default_rng(6)
+    left = rng.standard_normal((4, 96, 4))
+    right = rng.standard_normal((48, 64, 96))
+    node = list("abcde")
+    assert right[0].nbytes * 48 >= STREAMED_MATRIX
+    reference = np.einsum("aeb,cde->abcd", left, right)
+    factors = [list("aeb"), list("cde")]
+    plain = Contraction("v", node, factors, list("abcd"), merged=(2, 0))
+    np.testing.assert_allclose(plain([left, right]), reference, rtol=1e-12, atol=1e-12)
+    plain_left, plain_right = _only_product(matrix_products)
+    assert min(plain_left.shape[-2], plain_right.shape[-1]) == 4
+    assert np.broadcast_shapes(plain_left.shape[:-2], plain_right.shape[:-2]) == (4,)
+    matrix_products.clear()
+    copying = Contraction("v", node, factors, list("abcd"), copies=True, merged=(2, 0))
+    result = copying([left, right])
+    np.testing.assert_allclose(result, reference, rtol=1e-12, atol=1e-12)
+    packed_left, packed_right = _only_product(matrix_products)
+    # one product of all rows (a, b) by all columns (c, d); the large
+    # operand read as it lies, not copied
+    assert packed_left.shape == (16, 96) and packed_right.shape == (96, 48 * 64)
+    assert np.shares_memory(packed_right, right)
