@@ -462,17 +462,27 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         """Tasks submitted. Their futures are not kept: a future the client
         holds keeps its result in a worker's memory, and a block's result
         is needed only until its contributions are merged."""
+        self.workers = sorted(client.scheduler_info()["workers"])
+        """The workers' addresses, to which the blocks of a pass are dealt."""
         self.described: dict[Any, str] = {}
         """What the task of each key computes, in the schedule's words
         (for a failure's message: a Dask key names nothing a user wrote)."""
 
-    def submit(self, function: Any, *args: Any, what: str = "") -> Any:
-        """The future of ``function(*args)``; ``what`` describes it."""
+    def submit(
+        self, function: Any, *args: Any, what: str = "", worker: str | None = None
+    ) -> Any:
+        """The future of ``function(*args)``; ``what`` describes it;
+        ``worker``: the worker it should run on, if that one can."""
         # what merges results runs before more blocks make results: a
         # higher priority than the blocks'
         priority = 0 if function is _run_part else 1
         self.tasks += 1
-        future = self.client.submit(function, *args, pure=False, priority=priority)
+        placement: dict[str, Any] = {}
+        if worker is not None:
+            placement = {"workers": [worker], "allow_other_workers": True}
+        future = self.client.submit(
+            function, *args, pure=False, priority=priority, **placement
+        )
         self.described[future.key] = what or _TASK_WORDS.get(function, "a task")
         return future
 
@@ -514,6 +524,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         block: tuple[int, int] | None,
         reads: Iterable[str],
         writes: Iterable[str] = (),
+        worker: str | None = None,
     ) -> Any:
         inputs, pieces, buffers = self._operands(reads, writes)
         position = self.positions[id(item)]
@@ -542,6 +553,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
             pieces,
             buffers,
             what=f"block {block[0]}:{block[1]} of a loop over {item.space}",
+            worker=worker,
         )
 
     def _tree(self, parts: list[Any]) -> Any:
@@ -560,9 +572,14 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         reads, writes, groups = _mentions(loop)
         extent = self.extents[loop.instance]
         targets = [(name, self.find(name)) for name in sorted(writes)]
-        for start in range(0, extent, loop.block):
+        for number, start in enumerate(range(0, extent, loop.block)):
             block = (start, min(start + loop.block, extent))
-            result = self._part(loop, block, reads, writes)
+            # the blocks of a pass dealt to the workers in turn, as the
+            # memory model shares them out (Dask would run them where the
+            # data they read lies: often all on one worker, one after the
+            # other, holding more than its share)
+            worker = self.workers[number % len(self.workers)] if self.workers else None
+            result = self._part(loop, block, reads, writes, worker)
             for name, buffer in targets:
                 if isinstance(buffer, BufferState):
                     buffer.data.parts.append(self.submit(_contributions, result, name))

@@ -15,7 +15,7 @@ import dask.config
 import numpy as np
 import pytest
 import zarr
-from distributed import Client
+from distributed import Client, get_task_stream
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from axisflow.execution import (
@@ -311,6 +311,43 @@ def test_successive_runs_on_one_client_use_their_own_inputs(
         assert run.residual is not None
         assert run.residual.shape == reference.shape
         assert relative_difference(run.residual, reference) <= AGREES
+
+
+def test_the_blocks_of_a_pass_are_dealt_to_the_workers_in_turn(
+    dask_client: Client,
+) -> None:
+    # Left to itself, Dask runs a block where the data it reads lies: the
+    # blocks of a pass, reading the same pieces, often all on one worker,
+    # one after the other (and that worker then holds more than the memory
+    # model's share). Each block task asks for the next worker in turn, and
+    # runs there.
+    expression = parse(equation("ccsd_doubles_residual_sf"))
+    extents = dict.fromkeys(expression.space_keys(), 4)
+    inputs = oracle_inputs(expression, extents)
+    asked: dict[object, str] = {}
+    submit = dask_client.submit
+
+    def spying(function: Any, *args: Any, **kwargs: Any) -> Any:
+        future = submit(function, *args, **kwargs)
+        if function is dask_executor._run_part:
+            asked[future.key] = kwargs["workers"][0]
+        return future
+
+    workers = sorted(dask_client.scheduler_info()["workers"])
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        get_task_stream(dask_client) as stream,
+    ):
+        patch.setattr(dask_client, "submit", spying)
+        run = execute_expression(
+            expression, inputs, batch="i", block=2, scheduler=dask_client
+        )
+    assert run.residual is not None
+    # two blocks per pass, in order: the first to one worker, the second to
+    # the other
+    assert list(asked.values()) == workers * (len(asked) // 2) and asked
+    ran = {task["key"]: task["worker"] for task in cast(Any, stream).data}
+    assert {key: ran[key] for key in asked} == asked
 
 
 class KillOnce(WorkerPlugin):
