@@ -60,6 +60,7 @@ from axisflow.order import (
     Plan,
     PlanCache,
     expand_modes,
+    forget_shared_pairs,
     parse_extents,
 )
 from axisflow.passes.classify_axes import classify_forest
@@ -266,9 +267,11 @@ ORDERING_RUNS = 3
 def ordering_time(expression: Expression, extents: Extents, order: Order) -> float:
     """Seconds to order every term (the search alone), best of
     ``ORDERING_RUNS``, each run with a fresh ``PlanCache`` for the expression
-    (as the frontend builds one per expression: nothing carries over)."""
+    (as the frontend builds one per expression) and the process's pairs
+    forgotten (``forget_shared_pairs``): nothing carries over."""
 
     def order_all() -> list[Plan]:
+        forget_shared_pairs()
         cache = PlanCache()
         return [
             plan_term(term, Costs(extents), order, cache) for term in expression.terms

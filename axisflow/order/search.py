@@ -56,6 +56,7 @@ combines its operands. Nothing here recurses on the input's size or depth.
 from __future__ import annotations
 
 import heapq
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -867,19 +868,65 @@ class PlanCache:
 
     def connected_pairs(self, adjacent: list[int]) -> list[tuple[int, int]]:
         """``_connected_pairs(adjacent, PAIR_BUDGET)``, kept (a graph over
-        the budget raises ``_BudgetExceeded`` again without enumerating)."""
+        the budget raises ``_BudgetExceeded`` again without enumerating),
+        and shared with later caches (``SHARED_PAIRS``)."""
         key = tuple(adjacent)
         if key in self._connected:
             found = self._connected[key]
         else:
-            try:
-                found = _connected_pairs(adjacent, PAIR_BUDGET)
-            except _BudgetExceeded:
-                found = None
-            self._connected[key] = found
+            found = self._connected[key] = _SHARED_PAIRS.get(key)
         if found is None:
             raise _BudgetExceeded
         return found
+
+
+SHARED_PAIRS = 250_000
+"""Most pairs the process keeps over all ``PlanCache``s: the pairs depend
+on the connectivity graph only, so an expression planned again (every
+policy of ``axisflow plan``, each run of the executor) finds its graphs'
+pairs enumerated (the CSV-CCSD doubles: 34 graphs, 77,522 pairs, about a
+quarter of planning them); the graphs used longest ago go first."""
+
+
+class _SharedPairs:
+    """``_connected_pairs`` by graph (and ``PAIR_BUDGET``), for the whole
+    process, least recently used first out beyond ``SHARED_PAIRS`` pairs
+    (``None``: over the budget)."""
+
+    def __init__(self) -> None:
+        self._pairs: OrderedDict[
+            tuple[int, tuple[int, ...]], list[tuple[int, int]] | None
+        ] = OrderedDict()
+        self._count = 0
+
+    def get(self, graph: tuple[int, ...]) -> list[tuple[int, int]] | None:
+        """The pairs of ``graph`` (adjacency masks), ``None`` if more than
+        ``PAIR_BUDGET``; enumerated at the first request."""
+        key = (PAIR_BUDGET, graph)
+        if key in self._pairs:
+            self._pairs.move_to_end(key)
+            return self._pairs[key]
+        try:
+            found = _connected_pairs(list(graph), PAIR_BUDGET)
+        except _BudgetExceeded:
+            found = None
+        self._pairs[key] = found
+        self._count += len(found or ())
+        while self._count > SHARED_PAIRS and len(self._pairs) > 1:
+            _, dropped = self._pairs.popitem(last=False)
+            self._count -= len(dropped or ())
+        return found
+
+
+_SHARED_PAIRS = _SharedPairs()
+
+
+def forget_shared_pairs() -> None:
+    """Forget the pairs the process keeps (``SHARED_PAIRS``): the next
+    search of every graph enumerates its pairs again, as a process's first
+    one does (benchmarks of a first search use it)."""
+    global _SHARED_PAIRS
+    _SHARED_PAIRS = _SharedPairs()
 
 
 # --------------------------------------------------------------------------

@@ -515,3 +515,33 @@ def test_the_cache_is_keyed_by_extents_and_file_order() -> None:
     # the same bits under other extents: the other end of the chain first
     assert cached[0].steps == ((1, 2), (0, 3))
     assert cached[1].steps == ((0, 1), (3, 2))
+
+
+def test_the_process_keeps_the_pairs_of_the_graphs_used_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Pairs depend on the connectivity graph alone: the process-wide table
+    # gives each graph's pairs as a fresh enumeration would, keeps at most
+    # SHARED_PAIRS of them, and drops the graphs used longest ago first.
+    from axisflow.order import search
+
+    shared = search._SharedPairs()
+    path = (0b10, 0b101, 0b1010, 0b100)  # 0-1-2-3
+    star = (0b1110, 0b1, 0b1, 0b1)  # 0 joined to 1, 2, 3
+    counts = {
+        graph: len(search._connected_pairs(list(graph), search.PAIR_BUDGET))
+        for graph in (path, star)
+    }
+    monkeypatch.setattr(search, "SHARED_PAIRS", counts[path] + counts[star])
+    for graph in (path, star, path):
+        assert shared.get(graph) == search._connected_pairs(
+            list(graph), search.PAIR_BUDGET
+        )
+    budget = search.PAIR_BUDGET
+    assert list(shared._pairs) == [(budget, star), (budget, path)]  # path last
+    triangle = (0b110, 0b101, 0b11)
+    shared.get(triangle)  # over the bound: star (used longest ago) goes
+    assert list(shared._pairs) == [(budget, path), (budget, triangle)]
+    assert shared._count == counts[path] + len(
+        search._connected_pairs(list(triangle), search.PAIR_BUDGET)
+    )

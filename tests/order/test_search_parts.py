@@ -282,6 +282,8 @@ def test_the_cache_keeps_the_enumerations_it_made(
 
     monkeypatch.setattr(search, "_connected_pairs", counted)
     monkeypatch.setattr(search, "PAIR_BUDGET", 3)
+    # the process's table too starts empty (another test may have asked)
+    monkeypatch.setattr(search, "_SHARED_PAIRS", search._SharedPairs())
     for _ in range(2):
         with pytest.raises(search._BudgetExceeded):
             shared.connected_pairs(GRAPHS["chain5"])
