@@ -21,7 +21,9 @@ a<1>=60; the 113-term spin-free CCSD doubles at i=80, a=896):
 Multiply-adds are what the schedule performs (``memory.schedule_flops``), as
 a factor of the shared forest's (each value once). Then the targets of the
 planner (PASS/FAIL with the figures), and the time to plan the doubles for one
-policy with a budget (CPU seconds of ``plan_expression``, frontend included).
+policy with a budget (CPU seconds of ``plan_expression``, frontend included,
+each run a first planning: the order search's pairs, which the process keeps,
+forgotten before it).
 
 Run: .venv/bin/python benchmarks/bench_planner.py [--quick]
 """
@@ -35,6 +37,7 @@ from pathlib import Path
 
 from axisflow.forest.roles import classify
 from axisflow.forest.sharing import rebuild_per_tree
+from axisflow.order import forget_shared_pairs
 from axisflow.pipeline.api import plan_expression
 from axisflow.scheduling.memory import (
     Sizing,
@@ -152,6 +155,7 @@ def doubles_target(runs: int) -> None:
     best_seconds = float("inf")
     plan = None
     for _ in range(runs):
+        forget_shared_pairs()  # each run a first planning in its process
         started = time.process_time()
         plan = plan_expression(
             text, "i,μ̃", extents=REAL, elem=8, budget="77GiB", block=1
