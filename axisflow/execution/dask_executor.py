@@ -443,6 +443,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         plan: _Plan,
         plan_future: Any,
         inputs: Mapping[str, Any],
+        workers: Iterable[str] = (),
     ) -> None:
         super().__init__()
         self.client = client
@@ -462,7 +463,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         """Tasks submitted. Their futures are not kept: a future the client
         holds keeps its result in a worker's memory, and a block's result
         is needed only until its contributions are merged."""
-        self.workers = sorted(client.scheduler_info()["workers"])
+        self.workers = sorted(workers)
         """The workers' addresses, to which the blocks of a pass are dealt."""
         self.described: dict[Any, str] = {}
         """What the task of each key computes, in the schedule's words
@@ -888,9 +889,9 @@ def execute_expression(
     share_limit = None if limit is None or not embedded else limit // count
     planned_at = time.perf_counter()
     with _client(scheduler, workers, share_limit) as client:
-        workers_info = client.scheduler_info()["workers"].values()
+        workers_info = client.scheduler_info()["workers"]
         count = len(workers_info)
-        limits = [int(info.get("memory_limit") or 0) for info in workers_info]
+        limits = [int(info.get("memory_limit") or 0) for info in workers_info.values()]
         predicting = time.perf_counter()  # planning too: counted as such
         predicted = predicted_peak(forest, schedule, sizing, count)
         predicted_in = time.perf_counter() - predicting
@@ -913,7 +914,7 @@ def execute_expression(
                 for name, array in contiguous.items()
             }
             plan_future = client.submit(_identity, plan, pure=False, priority=2)
-        graph = _Graph(client, plan, plan_future, scattered)
+        graph = _Graph(client, plan, plan_future, scattered, workers_info)
         graph.walk(schedule.items)
         result = graph.residual_array(0)
         graph_built = time.perf_counter()
