@@ -487,12 +487,14 @@ class Contraction:
                 result = self._copied_matrix(matrix, left, right, blas=True)
             if result is not None:
                 return result
-            copy_larger = True
+            # no layout groups, copies included: only repacking can
+            return self._packed_product(matrix, left, right, copy_larger=True)
         except _SlowProduct as slow:
-            copy_larger = not slow.blas
-        result = self._packed_product(matrix, left, right, copy_larger)
-        if result is None:
-            result = self._matrix_product(left, right)
+            packed = self._packed_product(matrix, left, right, not slow.blas)
+        if packed is not None:
+            return packed
+        # repacking would copy too much: the slow product, as it lies
+        result = self._matrix_product(left, right)
         if result is None:
             result = self._copied_matrix(matrix, left, right)
         return result
@@ -521,7 +523,7 @@ class Contraction:
             if size * left.itemsize > PACKED_COPY:
                 return None  # its reader would copy it
         # the summed axes as the larger operand lies: it is the one to keep
-        larger = 0 if left.size >= right.size else 1
+        larger = _larger(left, right)
         strides = (left, right)[larger].strides
         summed = sorted(matrix.summed, key=lambda pair: -strides[pair[larger]])
         right_of = dict(matrix.both)
@@ -563,7 +565,7 @@ class Contraction:
         order ``layout`` (else the output) gives, or ``as_they_lie`` in
         the operands (by decreasing stride, the stack as the larger lies)."""
         if as_they_lie:
-            larger = 0 if left.size >= right.size else 1
+            larger = _larger(left, right)
             stack_strides = (left, right)[larger].strides
             pairs = sorted(matrix.both, key=lambda pair: -stack_strides[pair[larger]])
             both = [a for a, _ in pairs]
@@ -608,6 +610,12 @@ class Contraction:
                 right = _laid_out(right, [b for _, b in pairs])
             result = self._matrix_product(left, right, blas)
         return result
+
+
+def _larger(left: Array, right: Array) -> int:
+    """Which operand of a packed product is the larger (0: the left, on a
+    tie): its layout is the one kept, the other follows it."""
+    return 0 if left.size >= right.size else 1
 
 
 def _stacked_matrices(
