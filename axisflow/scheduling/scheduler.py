@@ -310,8 +310,17 @@ class _Round:
         self, prefix: tuple[int, ...], nodes: list[Node], path: tuple[_Pass, ...]
     ) -> list[_Pass | Node]:
         depth = len(prefix)
-        members = set(nodes)
         homes = self.homes
+        if len(nodes) == 1:  # a third of the blocks: one unit, nothing to order
+            node = nodes[0]
+            home = homes[node]
+            if len(home) <= depth:
+                self.pass_path[node] = path
+                return [node]
+            single = _Pass(home[depth])
+            single.body = self.block((*prefix, single.instance), nodes, (*path, single))
+            return [single]
+        members = set(nodes)
         # each node's loop instance at this depth (None: built here)
         group: dict[Node, int | None] = {}
         for node in nodes:
