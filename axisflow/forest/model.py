@@ -412,23 +412,32 @@ class Forest:
         """What scheduling needs of the loops: no loop nested in a loop over
         the same label or in its own instance, one space per instance.
         (Roles need none of this.) Raises ``ModelError``; returns ``self``."""
+        # Loop tuples are shared by sibling sites: each is checked once (at
+        # its first site, the one a failure names), the site's place made
+        # only for a message.
+        checked: set[int] = set()
+        instance_spaces = self.instance_spaces
         for site in self.sites:
-            where = self._site_where(site)
+            loops = site.loops
+            if not loops or id(loops) in checked:
+                continue
+            checked.add(id(loops))  # the site keeps the tuple alive
             seen_instances: set[int] = set()
             seen_labels: set[Index] = set()
-            for loop in site.loops:
+            for loop in loops:
                 if loop.label in seen_labels:
                     raise ModelError(
-                        f"{where}: two enclosing loops bind {loop.label} (a loop "
-                        "nested in a loop over the same label)"
+                        f"{self._site_where(site)}: two enclosing loops bind "
+                        f"{loop.label} (a loop nested in a loop over the same label)"
                     )
                 seen_labels.add(loop.label)
                 if loop.instance in seen_instances:
                     raise ModelError(
-                        f"{where}: loop instance {loop.instance} encloses itself"
+                        f"{self._site_where(site)}: loop instance {loop.instance} "
+                        "encloses itself"
                     )
                 seen_instances.add(loop.instance)
-                space = self.instance_spaces[loop.instance]
+                space = instance_spaces[loop.instance]
                 if space != loop.space:
                     raise ModelError(
                         f"loop instance {loop.instance} iterates both {space} and "

@@ -18,9 +18,12 @@ verdicts keyed by loop label, as the IR shows them.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+
 from axisflow.forest.frames import expand_modes, proto_modes
 from axisflow.forest.model import Forest, Loop, Site
 from axisflow.roles.decision import (
+    LoopRole,
     Occurrence,
     Verdict,
     decide_axis_trusted,
@@ -39,9 +42,21 @@ def describe_site(forest: Forest, site: Site, number: int) -> str:
     return f"use-site {number} of @{site.value} in tree @{tree} [{labels}]"
 
 
-def classify(forest: Forest, *, explain: bool = False) -> Verdicts:
+def classify(
+    forest: Forest,
+    *,
+    explain: bool = False,
+    previous: Mapping[tuple[str, str], LoopRole] | None = None,
+    changed: Collection[str] = (),
+) -> Verdicts:
     """Decide every role of ``forest``; fill ``forest.roles`` and return the
     verdicts (with explanations naming the use-sites when ``explain``).
+
+    ``previous``: the roles of a forest that differs from this one only in
+    the loops of the use-sites of the values ``changed`` or of their
+    consumers' use-sites (what a value's roles read): the roles of every
+    other value are taken from it, in the order a full classification gives
+    them, and only ``changed`` get verdicts.
 
     Instance-aware (fusion slots compared per slot position) as soon as any
     loop of the forest has a slot. Linear in the size of the forest. The
@@ -70,7 +85,16 @@ def classify(forest: Forest, *, explain: bool = False) -> Verdicts:
     # Proto modes per result tuple (values share them; alive with the values).
     protos_of: dict[int, tuple[Index, ...]] = {}
     trusted = Occurrence.trusted
+    kept: dict[str, list[tuple[tuple[str, str], LoopRole]]] | None = None
+    if previous is not None:
+        kept = {}
+        for key, role in previous.items():
+            kept.setdefault(key[0], []).append((key, role))
     for name, sites in forest.sites_of().items():
+        if kept is not None and name not in changed:
+            for key, role in kept.get(name, ()):
+                roles[key] = role
+            continue
         axes: dict[Index, None] = {}
         for site in sites:
             loops = site.loops

@@ -143,15 +143,18 @@ class Extents:
     def extent(self, index: Index) -> int:
         """The extent of one mode: its kind's if it is a composite with an
         extent of its own, otherwise its space's."""
+        # ``composite`` and ``space`` inlined: the memory model asks this
+        # millions of times in a test run
         if index.protos:
-            kind = self.composite(index.base_key, len(index.protos))
+            kind = self.composites.get((index.base_key, len(index.protos)))
             if kind is not None:
                 return kind
-        return self.space(index.base_key)
+        return self.spaces.get(index.base_key, self.default)
 
     def elements(self, modes: Iterable[Index]) -> int:
         """The product of the extents of ``modes`` (each listed once)."""
+        extent = self.extent
         count = 1
         for mode in modes:
-            count *= self.extent(mode)
+            count *= extent(mode)
         return count

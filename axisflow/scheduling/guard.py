@@ -51,6 +51,7 @@ from axisflow.forest.model import Forest, ModelError
 from axisflow.forest.roles import classify
 from axisflow.notes import LoopsDroppedNote
 from axisflow.residual import ResidualLayout
+from axisflow.roles.decision import LoopRole
 from axisflow.scheduling.check import check_schedule
 from axisflow.scheduling.memory import (
     Peak,
@@ -173,14 +174,20 @@ def dropped_note(
     )
 
 
-def without_loops(forest: Forest, drops: Collection[tuple[int, str] | Cut]) -> Forest:
+def without_loops(
+    forest: Forest,
+    drops: Collection[tuple[int, str] | Cut],
+    fresh_roles: Mapping[tuple[str, str], LoopRole] | None = None,
+) -> Forest:
     """A copy of ``forest`` without the loops of ``drops``: (tree number,
     space) pairs or ``Cut``s (a tree's loops over the space from all its
     use-sites; a value's from its use-sites and those below them); roles
     recomputed. Values are shared (scheduling does not change them), and so
     are the use-sites that keep all their loops (nothing changes a site once
     the model is finished; a trial then costs the sites it changes, not a
-    copy of the forest)."""
+    copy of the forest). ``fresh_roles``: the roles ``classify`` gives
+    ``forest`` (not necessarily those it holds); the values whose roles
+    cannot change keep them instead of being classified again."""
     trees: set[tuple[int, str]] = set()
     values: list[Cut] = []
     for drop in drops:
@@ -195,6 +202,9 @@ def without_loops(forest: Forest, drops: Collection[tuple[int, str] | Cut]) -> F
     stripped = _below_values(forest, values)
     new = copy.copy(forest)
     new.sites = []
+    # the values whose roles can change: those of the sites losing loops
+    # and of their factors' sites (a role reads the consumer's loops)
+    changed: set[str] = set()
     for number, site in enumerate(forest.sites):
         spaces = stripped.get(number, ())
         kept = tuple(
@@ -208,12 +218,17 @@ def without_loops(forest: Forest, drops: Collection[tuple[int, str] | Cut]) -> F
         clone = site.clone()
         clone.loops = kept
         new.sites.append(clone)
+        changed.add(site.value)
+        changed.update(forest.sites[child].value for child in site.children)
     new.roles = {}
     instances = {loop.instance for site in new.sites for loop in site.loops}
     new.instance_spaces = {
         i: s for i, s in forest.instance_spaces.items() if i in instances
     }
-    classify(new)
+    if fresh_roles is None:
+        classify(new)
+    else:
+        classify(new, previous=fresh_roles, changed=changed)
     return new
 
 
@@ -284,6 +299,15 @@ def schedule_never_worse(
         return first
     tried: dict[frozenset[Cut], tuple[Forest, ScheduleResult, int] | None] = {}
     checked: set[frozenset[Cut]] = set()
+    # the roles a fresh classification gives the forest, made once: each
+    # trial then classifies only the values whose loops it changes
+    fresh = copy.copy(forest)
+    fresh.roles = {}
+    fresh_roles: dict[tuple[str, str], LoopRole] | None = fresh.roles
+    try:
+        classify(fresh)
+    except ModelError:  # each trial classifies its own forest whole
+        fresh_roles = None
 
     def trial(drops: list[Cut]) -> tuple[Forest, ScheduleResult, int] | None:
         """The forest without ``drops``, scheduled, and its peak (``None``
@@ -292,7 +316,7 @@ def schedule_never_worse(
         and ``sound`` checks one before it is (a tenth of a guard's time)."""
         key = frozenset(drops)
         if key not in tried:
-            model = without_loops(forest, drops)
+            model = without_loops(forest, drops, fresh_roles)
             try:
                 result, trial_peak, _ = attempt(model, check=False)
             except (SchedulingError, ModelError):
@@ -338,7 +362,7 @@ def schedule_never_worse(
             if best is None or best[0] >= guarded.scheduled_peak:
                 # nothing local helps: drop every remaining loop and evaluate
                 # as the unbatched forest does (its schedule, its peak)
-                plain_forest = without_loops(forest, [*drops, *remaining])
+                plain_forest = without_loops(forest, [*drops, *remaining], fresh_roles)
                 plain = ScheduleResult(
                     unbatched_schedule(plain_forest, sizing, residual), {}, Decisions()
                 )

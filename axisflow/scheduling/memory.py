@@ -97,6 +97,9 @@ class Sizing:
         self.extents = Extents(spaces, composites)
         declared = [s.elem for s in forest.spaces.values() if s.elem is not None]
         self.default_elem = max(declared, default=DEFAULT_ELEM)
+        # bytes per element per modes tuple (``elem`` depends on nothing
+        # else; the memory model asks it for every build and buffer)
+        self._elem_of: dict[tuple[Index, ...], int] = {}
 
     def extent(self, key: str) -> int:
         """The extent of index space ``key``."""
@@ -117,13 +120,16 @@ class Sizing:
 
     def elem(self, value: Value) -> int:
         """Bytes per element of ``value``."""
-        sizes = [
-            space.elem
-            for mode in value.modes
-            if (space := self.forest.spaces.get(mode.base_key)) is not None
-            and space.elem is not None
-        ]
-        return max(sizes, default=self.default_elem)
+        found = self._elem_of.get(value.modes)
+        if found is None:
+            sizes = [
+                space.elem
+                for mode in value.modes
+                if (space := self.forest.spaces.get(mode.base_key)) is not None
+                and space.elem is not None
+            ]
+            found = self._elem_of[value.modes] = max(sizes, default=self.default_elem)
+        return found
 
     def elements(
         self,
@@ -133,9 +139,12 @@ class Sizing:
     ) -> int:
         """Elements of ``value`` with the sliced modes restricted to a block."""
         restricted = {b.mode: (blocks or {}).get(b.instance, 1) for b in slices}
+        if not restricted:
+            return self.extents.elements(value.modes)
+        extent_of = self.extents.extent
         count = 1
         for mode in value.modes:
-            extent = self.extents.extent(mode)
+            extent = extent_of(mode)
             block = restricted.get(mode)
             count *= extent if block is None else min(block, extent)
         return count

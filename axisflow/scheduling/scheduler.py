@@ -54,7 +54,7 @@ Rules (``docs/pipeline.md`` explains them with examples):
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -162,19 +162,46 @@ class ScheduleResult:
 
 
 def place(
-    forest: Forest, decisions: Decisions, rebuild: Rebuild = "never"
+    forest: Forest,
+    decisions: Decisions,
+    rebuild: Rebuild = "never",
+    previous: Mapping[str, Placement] | None = None,
+    decided: Collection[str] = (),
 ) -> dict[str, Placement]:
-    """The home and loop bindings of every built value (rule 1)."""
+    """The home and loop bindings of every built value (rule 1).
+
+    ``previous``: the placements of an earlier round, after which only the
+    values ``decided`` got new decisions: a value placed from the same
+    decisions under a consumer placed the same keeps its placement (placing
+    reads nothing else that changes between rounds)."""
     placements: dict[str, Placement] = {}
+    # label -> mode per mode-label map (sites with the same value and maps
+    # share one; keyed by identity, the sites keep them alive)
+    inverses: dict[int, dict[Index, Index]] = {}
     for site in forest.sites:  # pre-order: a consumer before its factors
         value = forest.values[site.value]
         if value.is_input or value.name in placements:
             continue
         consumer_home: tuple[int, ...] = ()
+        consumer: str | None = None
         if site.parent is not None:
-            consumer_home = placements[forest.sites[site.parent].value].home
+            consumer = forest.sites[site.parent].value
+            consumer_home = placements[consumer].home
+        if (
+            previous is not None
+            and value.name not in decided
+            # its consumer's placement the very object it was placed under
+            and (consumer is None or placements[consumer] is previous[consumer])
+        ):
+            placements[value.name] = previous[value.name]
+            continue
+        mode_of_label = inverses.get(id(site.mode_labels))
+        if mode_of_label is None:
+            mode_of_label = inverses[id(site.mode_labels)] = {
+                label: mode for mode, label in site.mode_labels.items()
+            }
         placements[value.name] = _place_at(
-            forest, value, site, consumer_home, decisions, rebuild
+            forest, value, site, consumer_home, decisions, rebuild, mode_of_label
         )
     return placements
 
@@ -185,9 +212,9 @@ def _place_at(
     site: Site,
     consumer_home: tuple[int, ...],
     decisions: Decisions,
-    rebuild: Rebuild = "never",
+    rebuild: Rebuild,
+    mode_of_label: Mapping[Index, Index],
 ) -> Placement:
-    mode_of_label = {label: mode for mode, label in site.mode_labels.items()}
     roles = forest.roles
     name = value.name
     modes = value.modes
@@ -258,13 +285,15 @@ class _Round:
         placements: dict[str, Placement],
         order: list[Node],
         readers: dict[str, list[Node]],
+        dependencies: dict[Node, list[str]],
+        position: dict[Node, int],
     ) -> None:
         self.forest = forest
         self.placements = placements
         self.order = order
-        self.position = {node: k for k, node in enumerate(order)}
+        self.position = position
         self.readers = readers
-        self.dependencies = {node: dependencies(forest, node) for node in order}
+        self.dependencies = dependencies
         self.homes = {node: self.home(node) for node in order}
         self.pass_path: dict[Node, tuple[_Pass, ...]] = {}
 
@@ -281,8 +310,17 @@ class _Round:
         self, prefix: tuple[int, ...], nodes: list[Node], path: tuple[_Pass, ...]
     ) -> list[_Pass | Node]:
         depth = len(prefix)
-        members = set(nodes)
         homes = self.homes
+        if len(nodes) == 1:  # a third of the blocks: one unit, nothing to order
+            node = nodes[0]
+            home = homes[node]
+            if len(home) <= depth:
+                self.pass_path[node] = path
+                return [node]
+            single = _Pass(home[depth])
+            single.body = self.block((*prefix, single.instance), nodes, (*path, single))
+            return [single]
+        members = set(nodes)
         # each node's loop instance at this depth (None: built here)
         group: dict[Node, int | None] = {}
         for node in nodes:
@@ -650,10 +688,16 @@ def schedule_forest(
     decisions = Decisions()
     order = topological_order(forest)
     readers = readers_of(forest)
+    # what every round reads the same
+    depends = {node: dependencies(forest, node) for node in order}
+    position = {node: k for k, node in enumerate(order)}
+    placements: dict[str, Placement] | None = None
+    decided: set[str] = set()
     for round_number in range(1, max_rounds + 1):
-        placements = place(forest, decisions, rebuild)
-        current = _Round(forest, placements, order, readers)
+        placements = place(forest, decisions, rebuild, placements, decided)
+        current = _Round(forest, placements, order, readers, depends, position)
         nested = current.schedule()
+        demoted, hoisted = len(decisions.demoted), len(decisions.hoisted)
         if not current.validate(decisions):
             emitter = _Emitter(
                 forest, current, decisions, blocks, sizes or Sizing(forest), residual
@@ -668,6 +712,14 @@ def schedule_forest(
                     + "; ".join(p.message for p in problems[:3])
                 )
             return ScheduleResult(schedule, placements, decisions)
+        # decisions are only ever added: the new ones are the last
+        decided = {
+            value
+            for value, _ in (
+                *list(decisions.demoted)[demoted:],
+                *list(decisions.hoisted)[hoisted:],
+            )
+        }
     pending = sorted(
         f"@{v} on loop instance {i}"
         for (v, i) in (*decisions.demoted, *decisions.hoisted)
