@@ -12,6 +12,8 @@ import socket
 import struct
 import sys
 
+# The wire format of warm_tools.HEADER and warm_tools.STATUS, written again
+# here: importing warm_tools would import what the server preloads.
 HEADER = struct.Struct("!I")
 STATUS = struct.Struct("!i")
 
