@@ -104,10 +104,14 @@ system monitor; its default, 500 ms, misses the peak of a short task)."""
 
 OUTPUT_SUFFIXES = (".npy", ".zarr")
 
-MALLOC_MMAP_BYTES = 1024 * 1024
+MALLOC_MMAP_BYTES = 32 * 1024 * 1024
 """The embedded workers allocate arrays above this many bytes by mapping
 them apart (glibc's ``MALLOC_MMAP_THRESHOLD_``), so that freeing one
-returns its memory to the system."""
+returns its memory to the system. glibc's largest threshold (32 MiB on
+64-bit): the blocks below it are reused from the heap instead of mapped
+afresh, and the kernel's zeroing of fresh pages cost a quarter of a
+worker's time at 1 MiB (docs/benchmarks-executor.md), while the measured
+peak stays within 5% of the predicted one."""
 
 
 class BudgetError(MemoryError):
