@@ -24,10 +24,12 @@ at least 1.6x one; measured peak within 10% of predicted; planning and
 graph under 10% of the run. Each line says met or not met.
 
 Run: .venv/bin/python benchmarks/bench_executor.py   (or make bench)
+     [--extents i=8,a=96,μ̃=96,Κ=192]   (other extents)
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -47,7 +49,7 @@ from axisflow.scheduling.memory import format_bytes
 from axisflow.sequant import parse
 
 EQUATION = "examples/sequant/csv_ccsd_doubles_residual_df.txt"
-EXTENTS = {"i": 8, "a": 96, "μ̃": 96, "Κ": 192}
+EXTENTS = {"i": 8, "a": 128, "μ̃": 128, "Κ": 256}
 BATCH = "i"
 BLOCK = 4
 MATMUL_SIZE = 2048
@@ -100,6 +102,27 @@ def verdict(met: bool) -> str:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(
+        description="The Dask executor on the bundled CSV-CCSD doubles."
+    )
+    parser.add_argument(
+        "--extents",
+        default=",".join(f"{k}={v}" for k, v in EXTENTS.items()),
+        help="the extents, as axisflow plan takes them (default %(default)s)",
+    )
+    chosen = parser.parse_args().extents
+    try:
+        EXTENTS.clear()
+        EXTENTS.update(
+            {
+                key: int(value)
+                for key, value in (p.split("=") for p in chosen.split(","))
+            }
+        )
+    except ValueError:
+        parser.error(f"--extents {chosen!r}: expected key=count,...")
+    if set(EXTENTS) != {"i", "a", "μ̃", "Κ"}:
+        parser.error(f"--extents {chosen!r}: give i, a, μ̃ and Κ")
     load_before = os.getloadavg()[0]
     with open(EQUATION, encoding="utf-8") as file:
         text = file.read()
