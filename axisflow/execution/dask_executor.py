@@ -714,11 +714,19 @@ def check_budget(
 
 
 @contextlib.contextmanager
-def local_cluster(workers: int, memory_limit: int | None = None) -> Iterator[Any]:
+def local_cluster(
+    workers: int,
+    memory_limit: int | None = None,
+    monitor_interval: str = MONITOR_INTERVAL,
+) -> Iterator[Any]:
     """A client of the embedded cluster: a ``LocalCluster`` of ``workers``
     processes on loopback, one thread each and one BLAS thread each (the
     workers share the cores), each limited to ``memory_limit`` bytes (Dask's
-    ``auto`` when ``None``), sampling its memory every ``MONITOR_INTERVAL``."""
+    ``auto`` when ``None``), sampling its memory every ``monitor_interval``
+    (a Dask duration). The samples give the measured peak of a run's
+    report; a longer interval misses shorter peaks, and the default's
+    sampling costs each process of the cluster (scheduler included) about
+    a tenth of a core while the cluster lives."""
     import dask.config
     from distributed import Client, LocalCluster
 
@@ -737,7 +745,10 @@ def local_cluster(workers: int, memory_limit: int | None = None) -> Iterator[Any
     }
     with dask.config.set(
         {
-            "distributed.admin.system-monitor.interval": MONITOR_INTERVAL,
+            "distributed.admin.system-monitor.interval": monitor_interval,
+            # at that interval, reading the host's disk counters cost more
+            # CPU than a small run (nothing here reports them)
+            "distributed.admin.system-monitor.disk": False,
             "distributed.nanny.pre-spawn-environ": variables,
         }
     ):

@@ -568,3 +568,20 @@ def test_a_part_sums_each_region_once_and_leaves_what_it_reads(
     # the policies sum into root buffers over inner loops (with the in-place
     # sum disabled, each region comes back once per partial sum: fails)
     assert inner_sums
+
+
+def _monitor_settings() -> tuple[object, object]:
+    return (
+        dask.config.get("distributed.admin.system-monitor.interval"),
+        dask.config.get("distributed.admin.system-monitor.disk"),
+    )
+
+
+def test_the_embedded_workers_sample_memory_as_asked_and_no_disk(
+    dask_client: Client,
+) -> None:
+    # The module's cluster asks for Dask's 500 ms (conftest); the default is
+    # the executor's 20 ms. Nobody reads the host's disk counters.
+    settings = dask_client.run(_monitor_settings)
+    assert len(settings) == 2
+    assert set(settings.values()) == {("500ms", False)}
