@@ -582,6 +582,6 @@ def test_the_embedded_workers_sample_memory_as_asked_and_no_disk(
 ) -> None:
     # The module's cluster asks for Dask's 500 ms (conftest); the default is
     # the executor's 20 ms. Nobody reads the host's disk counters.
-    settings = dask_client.run(_monitor_settings)
+    settings = cast(dict[str, object], dask_client.run(_monitor_settings))
     assert len(settings) == 2
     assert set(settings.values()) == {("500ms", False)}
