@@ -40,6 +40,7 @@ core), each limited to ``budget / workers`` bytes when a budget is given.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import shutil
 import sys
@@ -760,6 +761,11 @@ def local_cluster(
             dashboard_address=":0",
             memory_limit=memory_limit if memory_limit is not None else "auto",
             silence_logs=50,
+            # each nanny's own copy of these settings: it keeps the global
+            # ones by reference, which the end of this block restores, and
+            # a worker it restarts (lost, or Client.restart) got Dask's
+            # defaults (500 ms sampling)
+            config=copy.deepcopy(dask.config.config),
         )
     with cluster, Client(cluster) as client:
         yield client

@@ -399,6 +399,11 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_result_unchanged(
     _, reference = oracle_residual(expression, extents)
     assert run.residual is not None
     assert relative_difference(run.residual, reference) <= AGREES
+    # the replacement samples as the cluster asked (it got Dask's defaults)
+    dask_client.wait_for_workers(2, timeout=30)
+    settings = cast(dict[str, object], dask_client.run(_monitor_settings))
+    assert killed not in cast(dict[str, int], dask_client.run(os.getpid)).values()
+    assert set(settings.values()) == {("500ms", False)}
 
 
 def test_the_progress_bar_goes_to_standard_error(
