@@ -729,8 +729,18 @@ def local_cluster(
     sampling costs each process of the cluster (scheduler included) about
     a tenth of a core while the cluster lives."""
     import dask.config
+    from dask.utils import parse_timedelta
     from distributed import Client, LocalCluster
 
+    try:
+        interval = parse_timedelta(monitor_interval) if monitor_interval else None
+    except (KeyError, ValueError, TypeError):
+        interval = None
+    if not isinstance(monitor_interval, str) or not interval or interval < 0:
+        raise ValueError(
+            "monitor_interval must be a positive Dask duration such as '20ms',"
+            f" got {monitor_interval!r}"
+        )
     # Dask's own settings kept (its default trims freed memory), and ours
     # over them: one BLAS thread, and every array above MALLOC_MMAP_BYTES
     # mapped apart, returned to the system when freed (glibc otherwise

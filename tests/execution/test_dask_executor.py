@@ -590,3 +590,16 @@ def test_the_embedded_workers_sample_memory_as_asked_and_no_disk(
     settings = cast(dict[str, object], dask_client.run(_monitor_settings))
     assert len(settings) == 2
     assert set(settings.values()) == {("500ms", False)}
+
+
+@pytest.mark.parametrize("interval", ["abc", "-1s", "0ms", "", 5])
+def test_a_monitor_interval_that_is_no_duration_is_refused(interval: Any) -> None:
+    message = (
+        "monitor_interval must be a positive Dask duration such as '20ms', "
+        f"got {interval!r}"
+    )
+    with (
+        pytest.raises(ValueError, match=f"^{re.escape(message)}$"),
+        local_cluster(1, monitor_interval=interval),
+    ):
+        pass
