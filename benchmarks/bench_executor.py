@@ -123,6 +123,8 @@ def main() -> None:
         parser.error(f"--extents {chosen!r}: expected key=count,...")
     if set(EXTENTS) != {"i", "a", "μ̃", "Κ"}:
         parser.error(f"--extents {chosen!r}: give i, a, μ̃ and Κ")
+    if min(EXTENTS.values()) < 1:
+        parser.error(f"--extents {chosen!r}: every extent must be positive")
     load_before = os.getloadavg()[0]
     with open(EQUATION, encoding="utf-8") as file:
         text = file.read()
