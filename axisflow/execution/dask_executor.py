@@ -115,6 +115,15 @@ worker's time at 1 MiB (docs/benchmarks-executor.md), while the measured
 peak stays within 5% of the predicted one."""
 
 
+NUMPY_MADVISE_HUGEPAGE = "0"
+"""The embedded workers' ``NUMPY_MADVISE_HUGEPAGE``: NumPy does not ask
+the kernel for transparent huge pages on its arrays. Where the kernel
+compacts memory to grant such a request (``defrag`` set to ``madvise``,
+this machine's setting), the first touch of each fresh array stalls on it:
+a product writing a fresh 1.8 GiB result took 5-8 s against 3.3-3.7 s
+without the request (docs/benchmarks-executor.md)."""
+
+
 class BudgetError(MemoryError):
     """A plan that does not fit the memory budget, refused before any work;
     the message names what does not fit."""
@@ -753,6 +762,10 @@ def local_cluster(
         "OPENBLAS_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "MALLOC_MMAP_THRESHOLD_": str(MALLOC_MMAP_BYTES),
+        # NumPy asks for transparent huge pages on every large array; a
+        # kernel that compacts memory to grant them (THP "defrag" set to
+        # madvise, as here) then stalls each fresh array on it
+        "NUMPY_MADVISE_HUGEPAGE": NUMPY_MADVISE_HUGEPAGE,
     }
     with dask.config.set(
         {

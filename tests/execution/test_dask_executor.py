@@ -592,6 +592,27 @@ def test_the_embedded_workers_sample_memory_as_asked_and_no_disk(
     assert set(settings.values()) == {("500ms", False)}
 
 
+def _allocation_settings() -> tuple[object, ...]:
+    core: Any = getattr(np, "_core", None) or np.core  # NumPy 2 renamed it
+    return (
+        os.environ.get("MALLOC_MMAP_THRESHOLD_"),
+        os.environ.get("NUMPY_MADVISE_HUGEPAGE"),
+        os.environ.get("OPENBLAS_NUM_THREADS"),
+        core.multiarray._get_madvise_hugepage(),
+    )
+
+
+def test_the_embedded_workers_map_large_arrays_apart_without_huge_pages(
+    dask_client: Client,
+) -> None:
+    # Read in the workers: glibc maps arrays above 32 MiB apart, NumPy asks
+    # for no transparent huge pages (its own switch, read at import), one
+    # BLAS thread.
+    settings = cast(dict[str, object], dask_client.run(_allocation_settings))
+    assert len(settings) == 2
+    assert set(settings.values()) == {(str(32 * 1024**2), "0", "1", False)}
+
+
 @pytest.mark.parametrize("interval", ["abc", "-1s", "0ms", "", 5])
 def test_a_monitor_interval_that_is_no_duration_is_refused(interval: Any) -> None:
     message = (
