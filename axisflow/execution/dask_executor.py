@@ -120,8 +120,9 @@ NUMPY_MADVISE_HUGEPAGE = "0"
 the kernel for transparent huge pages on its arrays. Where the kernel
 compacts memory to grant such a request (``defrag`` set to ``madvise``,
 this machine's setting), the first touch of each fresh array stalls on it:
-a product writing a fresh 1.8 GiB result took 5-8 s against 3.3-3.7 s
-without the request (docs/benchmarks-executor.md)."""
+a product writing a fresh 1.8 GiB result took 5.1 to 7.9 s with the
+request, 3.3 to 3.7 s in three runs of four without it (6.0 s in the
+fourth; docs/benchmarks-executor.md)."""
 
 
 class BudgetError(MemoryError):
