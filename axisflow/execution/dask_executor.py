@@ -742,11 +742,11 @@ def local_cluster(
     from dask.utils import parse_timedelta
     from distributed import Client, LocalCluster
 
-    try:
-        interval = parse_timedelta(monitor_interval) if monitor_interval else None
-    except (KeyError, ValueError, TypeError):
-        interval = None
-    if not isinstance(monitor_interval, str) or not interval or interval < 0:
+    interval = None
+    if isinstance(monitor_interval, str) and monitor_interval:
+        with contextlib.suppress(KeyError, ValueError, TypeError):
+            interval = parse_timedelta(monitor_interval)
+    if interval is None or interval <= 0:
         raise ValueError(
             "monitor_interval must be a positive Dask duration such as '20ms',"
             f" got {monitor_interval!r}"
@@ -763,10 +763,7 @@ def local_cluster(
         "OPENBLAS_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "MALLOC_MMAP_THRESHOLD_": str(MALLOC_MMAP_BYTES),
-        # NumPy asks for transparent huge pages on every large array; a
-        # kernel that compacts memory to grant them (THP "defrag" set to
-        # madvise, as here) then stalls each fresh array on it
-        "NUMPY_MADVISE_HUGEPAGE": NUMPY_MADVISE_HUGEPAGE,
+        "NUMPY_MADVISE_HUGEPAGE": NUMPY_MADVISE_HUGEPAGE,  # why: its docstring
     }
     with dask.config.set(
         {
