@@ -130,6 +130,12 @@ class BudgetError(MemoryError):
     the message names what does not fit."""
 
 
+WORKER_WAIT_SECONDS = 120.0
+"""How long a run waits for a cluster with no worker to get one (a
+cluster scaling up from none, as dask-jobqueue's do, or whose only worker
+is restarting after a loss) before it gives up with ``ExecutionError``."""
+
+
 class ExecutionError(RuntimeError):
     """The cluster could not run the plan (a task failed beyond Dask's
     retries, the scheduler is unreachable)."""
@@ -817,6 +823,24 @@ def _client(
         yield client
 
 
+def _workers_of(client: Any) -> dict[str, Any]:
+    """The workers of ``client``'s cluster (Dask's ``scheduler_info``), at
+    least one: waits up to ``WORKER_WAIT_SECONDS`` for a cluster that has
+    none at the moment, then raises ``ExecutionError``."""
+    found = client.scheduler_info(n_workers=-1)["workers"]
+    if not found:
+        with contextlib.suppress(TimeoutError):
+            client.wait_for_workers(1, timeout=WORKER_WAIT_SECONDS)
+        found = client.scheduler_info(n_workers=-1)["workers"]
+    if not found:
+        address = getattr(client.scheduler, "address", "the scheduler")
+        raise ExecutionError(
+            f"the cluster at {address} has no worker: none came in "
+            f"{WORKER_WAIT_SECONDS:g} s"
+        )
+    return found
+
+
 # --------------------------------------------------------------------------
 # Output
 # --------------------------------------------------------------------------
@@ -931,7 +955,7 @@ def execute_expression(
     share_limit = None if limit is None or not embedded else limit // count
     planned_at = time.perf_counter()
     with _client(scheduler, workers, share_limit) as client:
-        workers_info = client.scheduler_info()["workers"]
+        workers_info = _workers_of(client)
         count = len(workers_info)
         limits = [int(info.get("memory_limit") or 0) for info in workers_info.values()]
         predicting = time.perf_counter()  # planning too: counted as such

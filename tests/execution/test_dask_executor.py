@@ -624,3 +624,31 @@ def test_a_monitor_interval_that_is_no_duration_is_refused(interval: Any) -> Non
         local_cluster(1, monitor_interval=interval),
     ):
         pass
+
+
+def test_a_cluster_without_workers_is_waited_for_then_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A cluster scaling up from none (dask-jobqueue), or whose one worker is
+    # restarting, has no worker for a while: the run waits for one, then
+    # says what is wrong (it divided by the worker count, zero).
+    from distributed import LocalCluster
+
+    expression = parse("R{a_1;i_1} = A{a_1;i_2} * B{i_2;i_1}")
+    extents = dict.fromkeys(expression.space_keys(), 2)
+    inputs = oracle_inputs(expression, extents)
+    _, reference = oracle_residual(expression, extents)
+    monkeypatch.setattr(dask_executor, "WORKER_WAIT_SECONDS", 0.5)
+    cluster = LocalCluster(n_workers=0, processes=False, dashboard_address=":0")
+    with cluster, Client(cluster) as client:
+        with pytest.raises(ExecutionError) as refused:
+            execute_expression(expression, inputs, batch="i", scheduler=client)
+        assert str(refused.value) == (
+            f"the cluster at {cluster.scheduler_address} has no worker: "
+            "none came in 0.5 s"
+        )
+        monkeypatch.setattr(dask_executor, "WORKER_WAIT_SECONDS", 60.0)
+        cluster.scale(1)  # the worker comes while the run waits
+        run = execute_expression(expression, inputs, batch="i", scheduler=client)
+        assert run.residual is not None
+        assert relative_difference(run.residual, reference) <= AGREES
