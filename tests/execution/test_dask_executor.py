@@ -648,7 +648,7 @@ def test_a_cluster_without_workers_is_waited_for_then_refused(
             "none came in 0.5 s"
         )
         monkeypatch.setattr(dask_executor, "WORKER_WAIT_SECONDS", 60.0)
-        cluster.scale(1)  # the worker comes while the run waits
+        cluster.scale(1)  # the run waits for the worker if it is not up yet
         run = execute_expression(expression, inputs, batch="i", scheduler=client)
         assert run.residual is not None
         assert relative_difference(run.residual, reference) <= AGREES
