@@ -370,6 +370,27 @@ def test_the_fewest_multiply_adds_within_a_budget(doubles_within_100_gib) -> Non
     assert check_schedule(chosen.forest, chosen.result.schedule) == []
 
 
+def test_a_budget_out_of_reach_gets_the_smallest_peak_at_its_own_price() -> None:
+    """77 GiB is below every plan of the doubles that rebuilds nothing inside
+    a loop (their smallest peak is 77.05 GiB: the residual, a whole 38.28
+    GiB value and a 490 MiB slice, docs/benchmarks-planner.md). Chasing 77
+    GiB gives up nearly every share (1.079x the shared forest's
+    multiply-adds); the plan chosen must be that smallest peak priced again
+    at itself, where most shares fit back."""
+    expression = equation("csv_ccsd_doubles_residual_df")
+    forest = to_model(expression, "i,μ̃", extents="i=80,a=896,μ̃=896,Κ=1682")
+    result = plan_shared_forest(
+        forest, expression_layout(expression), budget=77 * 2**30
+    )
+    chosen = result.chosen
+    assert chosen.kind == "planned"
+    assert 77 * 2**30 < chosen.peak < 77.1 * 2**30
+    assert chosen.flops <= result.shared_flops * Fraction(105, 100)
+    # the point that chased the budget is kept, and costs more
+    assert any(p.peak >= chosen.peak and p.flops > chosen.flops for p in result.points)
+    assert check_schedule(chosen.forest, chosen.result.schedule) == []
+
+
 def test_the_front_is_non_dominated() -> None:
     expression = equation("csv_ccsd_singles_residual_df")
     forest = to_model(expression, "i,μ̃", extents="i=80,a=896,μ̃=896,Κ=1682")
