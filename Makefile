@@ -9,8 +9,10 @@
 # can make a venv: Debian builds it with PGO and LTO and links libpython
 # into it, where pyenv's default build does neither (--enable-shared, no
 # --enable-optimizations), and pytest took 11 to 27% fewer CPU seconds
-# under it (docs/development.md). Otherwise python3 from PATH.
-SYSTEM_PYTHON := $(shell /usr/bin/python3 -c 'import sys, ensurepip, venv; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 && echo /usr/bin/python3)
+# under it (docs/development.md). Otherwise python3 from PATH. Set with
+# `=`: asked only when a recipe uses $(PYTHON) (making .venv), not on
+# every make.
+SYSTEM_PYTHON = $(shell /usr/bin/python3 -c 'import sys, ensurepip, venv; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 && echo /usr/bin/python3)
 PYTHON ?= $(or $(SYSTEM_PYTHON),python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
