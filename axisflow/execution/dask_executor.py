@@ -794,6 +794,18 @@ def local_cluster(
             # defaults (500 ms sampling)
             config=copy.deepcopy(dask.config.config),
         )
+    # The scheduler and the nannies run in this process, on a core the
+    # workers share with it: their own system monitors (nothing here reads
+    # their samples) at Dask's interval, not the workers'
+    default = 1000 * parse_timedelta(
+        dask.config.get("distributed.admin.system-monitor.interval")
+    )
+    for server in (cluster.scheduler, *cluster.workers.values()):
+        if server is None:  # typed optional; LocalCluster made it
+            continue
+        callback = server.periodic_callbacks.get("monitor")
+        if callback is not None:
+            callback.callback_time = default
     with cluster, Client(cluster) as client:
         yield client
 

@@ -15,6 +15,7 @@ import dask.config
 import numpy as np
 import pytest
 import zarr
+from dask.utils import parse_timedelta
 from distributed import Client, get_task_stream
 from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -590,6 +591,26 @@ def test_the_embedded_workers_sample_memory_as_asked_and_no_disk(
     settings = cast(dict[str, object], dask_client.run(_monitor_settings))
     assert len(settings) == 2
     assert set(settings.values()) == {("500ms", False)}
+
+
+def test_only_the_workers_sample_at_the_executors_interval() -> None:
+    # The scheduler and the nannies run in the calling process, on cores the
+    # workers share: their own system monitors keep Dask's interval (at 20
+    # ms their samples cost that process about 0.45 CPU seconds of a
+    # two-worker run, docs/benchmarks-executor.md); the workers sample at
+    # 20 ms.
+    dask_default = 1000 * parse_timedelta(
+        dask.config.get("distributed.admin.system-monitor.interval")
+    )
+    assert dask_default > 20
+    with local_cluster(1) as client:
+        settings = cast(dict[str, object], client.run(_monitor_settings))
+        cluster: Any = client.cluster
+        servers = [cluster.scheduler, *cluster.workers.values()]
+        intervals = [s.periodic_callbacks["monitor"].callback_time for s in servers]
+    assert set(settings.values()) == {("20ms", False)}
+    assert len(intervals) == 2
+    assert intervals == [dask_default, dask_default]
 
 
 def _allocation_settings() -> tuple[object, ...]:
