@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error(f"--runs: expected a positive integer, got {args.runs}")
+    if not (args.checkout / "Makefile").is_file():
+        parser.error(f"--checkout {str(args.checkout)!r}: no Makefile there")
     python = Path(args.checkout, ".venv", "bin", "python").resolve()
     print(
         f"# make test in {args.checkout}: {os.cpu_count()} CPUs, "
