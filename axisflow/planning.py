@@ -25,7 +25,9 @@ one line per policy, peaks marked (needs the optional extra
 
 ``--batch`` with n spaces tries 2^n policies (each a pipeline run; with
 ``--share auto`` the best one runs again for its whole front): the count is said on standard error, and more than
-``MAX_SPACES`` spaces are refused unless ``--max-spaces`` allows them.
+``MAX_SPACES`` spaces are refused unless ``--max-spaces`` allows them. The
+runs share ``--jobs`` worker processes (``plan_policies``; the same output
+as one by one).
 Notes (an ``--extents`` or ``--block`` entry naming a space the equation
 lacks, ignored) are lines ``axisflow plan: note: ...`` on standard error.
 
@@ -40,16 +42,19 @@ it was.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import math
+import multiprocessing
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from axisflow.notes import UnusedOptionNote, collected_notes
+from axisflow.notes import Note, UnusedOptionNote, collected_notes
 from axisflow.numerals import significant
 from axisflow.order import ORDERS, Order
 from axisflow.running import add_run_parser, run_command
@@ -212,6 +217,117 @@ def plan_policy(
         report.blocks,
         report.budget,
     )
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """``plan_policy``'s options but the policy and ``front``: the same for
+    every policy ``axisflow plan`` tries."""
+
+    extents: str | None
+    elem: int
+    block: str | None = None
+    separate_instances: bool = False
+    source: str = "<input>"
+    order: Order = "flops"
+    share: ShareChoice = "auto"
+    budget: str | None = None
+    max_extra_flops: str | None = None
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One pipeline run of ``plan_policies``."""
+
+    text: str
+    spaces: tuple[str, ...]
+    options: PlanOptions
+    front: bool
+
+
+def _run_job(job: _Job) -> tuple[PolicyPlan, list[Note]]:
+    """``job``'s plan and the notes its run emitted (in a worker process
+    of ``plan_policies`` or in this one)."""
+    with collected_notes() as notes:
+        plan = plan_policy(
+            job.text, job.spaces, **dataclasses.asdict(job.options), front=job.front
+        )
+    return plan, notes
+
+
+def default_jobs() -> int:
+    """The cores this process may run on (``--jobs``' default)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
+def plan_policies(
+    text: str,
+    tried: Sequence[tuple[str, ...]],
+    options: PlanOptions,
+    *,
+    front: bool,
+    jobs: int = 1,
+) -> tuple[list[PolicyPlan], list[Note]]:
+    """Every policy of ``tried`` planned (``plan_policy``), and with
+    ``front`` the best one (``best``) again for its whole Pareto front, in
+    its place; with the notes the runs emitted, each once, in the order
+    the runs come. ``jobs`` above 1: the runs share that many worker
+    processes, and the policy of every space (``tried[-1]``, usually the
+    best) runs for its front from the start, beside the others, so that
+    the command waits for the longest run rather than for the sum (the
+    same plans as one by one: a run depends on its policy alone)."""
+    runs = [_Job(text, spaces, options, False) for spaces in tried]
+    ahead = (
+        _Job(text, tried[-1], options, True)
+        if front and tried[-1] and jobs > 1
+        else None
+    )
+    processes = min(jobs, len(runs) + (ahead is not None))
+    if processes <= 1:
+        done = [_run_job(job) for job in runs]
+        plans = [plan for plan, _ in done]
+        chosen = best(plans)
+        if front and chosen.spaces:
+            done.append(_run_job(_Job(text, chosen.spaces, options, True)))
+            plans[plans.index(chosen)] = done[-1][0]
+        return plans, _once([note for _, found in done for note in found])
+    # fork (no imports again) where no other thread could hold a lock the
+    # child inherits; a program running threads gets fresh interpreters
+    method = "fork" if threading.active_count() == 1 else "spawn"
+    pool = multiprocessing.get_context(method).Pool(processes)
+    try:
+        # the longest run first: the others fill the other processes
+        pending = [pool.apply_async(_run_job, (job,)) for job in [ahead, *runs] if job]
+        done = [result.get() for result in pending]
+        if ahead is not None:
+            ahead_done, done = done[0], done[1:]
+        else:
+            ahead_done = None
+        plans = [plan for plan, _ in done]
+        chosen = best(plans)
+        if front and chosen.spaces:
+            if chosen.spaces != tried[-1] or ahead_done is None:
+                ahead_done = pool.apply(
+                    _run_job, (_Job(text, chosen.spaces, options, True),)
+                )
+            done.append(ahead_done)
+            plans[plans.index(chosen)] = ahead_done[0]
+    finally:
+        # an error leaves no run behind it
+        pool.terminate()
+        pool.join()
+    return plans, _once([note for _, found in done for note in found])
+
+
+def _once(notes: Iterable[Note]) -> list[Note]:
+    """``notes`` without repeats (by their text), in order."""
+    first: dict[str, Note] = {}
+    for note in notes:
+        first.setdefault(str(note), note)
+    return list(first.values())
 
 
 def best(plans: Sequence[PolicyPlan]) -> PolicyPlan:
@@ -440,6 +556,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"most --batch spaces to combine (2^N policies; default {MAX_SPACES})",
     )
+    plan.add_argument(
+        "--jobs",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="worker processes for the policies' runs (default: the cores this "
+        "process may use; 1 runs them one by one in this process)",
+    )
     add_run_parser(commands)
     return parser
 
@@ -510,30 +634,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
 
-        def planned(policy: tuple[str, ...], front: bool = False) -> PolicyPlan:
-            return plan_policy(
-                text,
-                policy,
-                extents=args.extents,
-                elem=args.elem,
-                block=args.block,
-                separate_instances=args.separate_instances,
-                source=str(path),
-                order=args.order,
-                share=args.share,
-                budget=args.budget,
-                max_extra_flops=args.max_extra_flops,
-                front=front,
-            )
-
-        with collected_notes() as notes:
-            plans = [planned(policy) for policy in tried]
-            chosen = best(plans)
-            if args.share == "auto" and chosen.spaces:
-                # the best policy's whole front (the other rows searched only
-                # what their objective needed)
-                plans[plans.index(chosen)] = planned(chosen.spaces, front=True)
-        for note in dict.fromkeys(notes):
+        options = PlanOptions(
+            extents=args.extents,
+            elem=args.elem,
+            block=args.block,
+            separate_instances=args.separate_instances,
+            source=str(path),
+            order=args.order,
+            share=args.share,
+            budget=args.budget,
+            max_extra_flops=args.max_extra_flops,
+        )
+        # the best policy's whole front too (the other rows searched only
+        # what their objective needed)
+        plans, notes = plan_policies(
+            text,
+            tried,
+            options,
+            front=args.share == "auto",
+            jobs=args.jobs or default_jobs(),
+        )
+        for note in notes:
             if isinstance(note, UnusedOptionNote):  # the table says what dropped
                 print(f"axisflow plan: note: {note}", file=sys.stderr)
         extents = args.extents or "defaults"

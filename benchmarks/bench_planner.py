@@ -23,14 +23,21 @@ a factor of the shared forest's (each value once). Then the targets of the
 planner (PASS/FAIL with the figures), and the time to plan the doubles for one
 policy with a budget (CPU seconds of ``plan_expression``, frontend included,
 each run a first planning: the order search's pairs, which the process keeps,
-forgotten before it).
+forgotten before it). Last, ``axisflow plan`` itself on the doubles at full
+extents over ``i,μ̃`` with ``--budget 80GiB`` (four policies and the best
+one's front), its policies run one by one (``--jobs 1``) and in two worker
+processes (``--jobs 2``), the two in turn: wall seconds of each (best of
+``--runs``), their ratio, and whether both printed the same.
 
-Run: .venv/bin/python benchmarks/bench_planner.py [--quick]
+Run: .venv/bin/python benchmarks/bench_planner.py [--quick | --command]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -199,13 +206,47 @@ def doubles_target(runs: int) -> None:
     )
 
 
+def command_timing(runs: int) -> None:
+    """``axisflow plan`` on the doubles, its policies in one process and in
+    two (``--jobs``), alternating: wall seconds and the ratio."""
+    equation = ROOT / "examples" / "sequant" / "csv_ccsd_doubles_residual_df.txt"
+    command = [sys.executable, "-m", "axisflow.planning", "plan", str(equation)]
+    command += ["--extents", REAL, "--batch", "i,μ̃", "--budget", "80GiB"]
+    print("\n== axisflow plan on the doubles (i,μ̃, --budget 80GiB), wall seconds")
+    print(f"  {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    walls: dict[int, list[float]] = {1: [], 2: []}
+    printed: dict[int, str] = {}
+    for _ in range(runs):
+        for jobs in (1, 2):
+            started = time.perf_counter()
+            done = subprocess.run(
+                [*command, "--jobs", str(jobs)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            walls[jobs].append(time.perf_counter() - started)
+            printed[jobs] = done.stdout + done.stderr
+    one, two = min(walls[1]), min(walls[2])
+    print(f"  --jobs 1: {one:.2f} s  ({', '.join(f'{w:.2f}' for w in walls[1])})")
+    print(f"  --jobs 2: {two:.2f} s  ({', '.join(f'{w:.2f}' for w in walls[2])})")
+    same = "the same" if printed[1] == printed[2] else "DIFFERENT"
+    print(f"  one process / two: {one / two:.2f}x; both printed {same}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "--quick", action="store_true", help="the doubles' targets only"
     )
+    parser.add_argument(
+        "--command", action="store_true", help="the timing of axisflow plan only"
+    )
     parser.add_argument("--runs", type=int, default=3, help="runs of the timing")
     args = parser.parse_args()
+    if args.command:
+        command_timing(args.runs)
+        return
     doubles_target(args.runs)
     if args.quick:
         return
@@ -229,6 +270,7 @@ def main() -> None:
         "smallest never above today's share=tree peak: "
         + ("PASS" if not failures else "FAIL: " + "; ".join(failures))
     )
+    command_timing(args.runs)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 
 from axisflow.pipeline.api import plan_expression, schedule_expression
-from axisflow.planning import live_curve, main, plan_policy, policies
+from axisflow.planning import (
+    PlanOptions,
+    best,
+    live_curve,
+    main,
+    plan_policies,
+    plan_policy,
+    policies,
+)
 from axisflow.scheduling.memory import Lifetime, peak
 from axisflow.scheduling.options import ShareChoice
 from axisflow.sequant import PolicyError
@@ -296,3 +304,58 @@ def test_a_failed_plot_leaves_the_earlier_one(
     )
     assert target.read_text(encoding="utf-8") == "the earlier plot"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.svg"]
+
+
+@pytest.mark.parametrize(
+    ("batch", "objective", "chosen"),
+    [
+        ("i,Κ", [], "i"),  # not every space: its front runs after the others
+        # every space: its front ran beside the others
+        ("i,μ̃", ["--budget", "200B"], "i,μ̃"),
+    ],
+)
+def test_worker_processes_print_what_one_process_prints(
+    batch: str, objective: list[str], chosen: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["plan", str(ENERGY), "--extents", "i=3,a=4,μ̃=4,Κ=5,zz=2", "--batch", batch]
+    assert main([*argv, *objective, "--jobs", "1"]) == 0
+    alone = capsys.readouterr()
+    assert main([*argv, *objective, "--jobs", "2"]) == 0
+    shared = capsys.readouterr()
+    assert f"Pareto front of {chosen} " in alone.out
+    assert "axisflow plan: note: extents names zz" in alone.err
+    assert (shared.out, shared.err) == (alone.out, alone.err)
+
+
+def test_a_failing_run_in_a_worker_process_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["plan", str(ENERGY), "--extents", "i=3,a=4,μ̃=4,Κ=5", "--batch", "i,Κ"]
+    assert main([*argv, "--budget", "lots", "--jobs", "1"]) == 1
+    alone = capsys.readouterr().err
+    assert main([*argv, "--budget", "lots", "--jobs", "2"]) == 1
+    assert capsys.readouterr().err == alone
+    assert alone.splitlines()[-1].startswith(
+        "axisflow plan: error: budget: expected a size"
+    )
+
+
+def test_jobs_must_be_a_positive_count(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["plan", str(ENERGY), "--jobs", "0"])
+    assert exited.value.code == 2
+    assert "--jobs: expected a positive integer, got '0'" in capsys.readouterr().err
+
+
+def test_the_speculative_front_is_the_one_a_second_run_gives() -> None:
+    # the policy of every space planned for its front beside the others is
+    # the plan the one-by-one order makes after them
+    options = PlanOptions(extents="i=3,a=4,μ̃=4,Κ=5", elem=8, budget="200B")
+    text = ENERGY.read_text("utf-8")
+    tried = policies(("i", "μ̃"))
+    alone, alone_notes = plan_policies(text, tried, options, front=True, jobs=1)
+    shared, shared_notes = plan_policies(text, tried, options, front=True, jobs=2)
+    assert best(alone).spaces == ("i", "μ̃")
+    assert best(alone).front
+    assert shared == alone
+    assert [str(n) for n in shared_notes] == [str(n) for n in alone_notes]
