@@ -47,6 +47,7 @@ import itertools
 import math
 import multiprocessing
 import os
+import pickle
 import sys
 import tempfile
 import threading
@@ -255,6 +256,33 @@ def _run_job(job: _Job) -> tuple[PolicyPlan, list[Note]]:
     return plan, notes
 
 
+def _run_job_apart(job: _Job) -> tuple[PolicyPlan, list[Note]]:
+    """``_run_job`` in a worker process: an error it raises comes back
+    ``_portable``."""
+    try:
+        return _run_job(job)
+    except Exception as error:
+        raise _portable(error) from None
+
+
+def _portable(error: Exception) -> Exception:
+    """``error`` itself if it comes back from pickling, the way a worker
+    process hands it over; else one of its kind (``OSError``,
+    ``ValueError``, else ``RuntimeError``) with the same message. A
+    ``multiprocessing`` pool that cannot unpickle a result stops handing
+    results over, and the command would wait for ever (``SequantError``
+    takes its location as arguments of its own, which pickling loses)."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:  # anything a class's own __init__ or __reduce__ raises
+        if isinstance(error, OSError):
+            return OSError(error.errno, error.strerror or str(error), error.filename)
+        if isinstance(error, ValueError):
+            return ValueError(str(error))
+        return RuntimeError(f"{type(error).__name__}: {error}")
+    return error
+
+
 def default_jobs() -> int:
     """The cores this process may run on (``--jobs``' default)."""
     try:
@@ -300,7 +328,9 @@ def plan_policies(
     pool = multiprocessing.get_context(method).Pool(processes)
     try:
         # the longest run first: the others fill the other processes
-        pending = [pool.apply_async(_run_job, (job,)) for job in [ahead, *runs] if job]
+        pending = [
+            pool.apply_async(_run_job_apart, (job,)) for job in [ahead, *runs] if job
+        ]
         done = [result.get() for result in pending]
         if ahead is not None:
             ahead_done, done = done[0], done[1:]
@@ -311,7 +341,7 @@ def plan_policies(
         if front and chosen.spaces:
             if chosen.spaces != tried[-1] or ahead_done is None:
                 ahead_done = pool.apply(
-                    _run_job, (_Job(text, chosen.spaces, options, True),)
+                    _run_job_apart, (_Job(text, chosen.spaces, options, True),)
                 )
             done.append(ahead_done)
             plans[plans.index(chosen)] = ahead_done[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from axisflow.pipeline.api import plan_expression, schedule_expression
 from axisflow.planning import (
     PlanOptions,
+    _portable,  # pyright: ignore[reportPrivateUsage]
     best,
     live_curve,
     main,
@@ -19,6 +21,7 @@ from axisflow.planning import (
 from axisflow.scheduling.memory import Lifetime, peak
 from axisflow.scheduling.options import ShareChoice
 from axisflow.sequant import PolicyError
+from axisflow.sequant.syntax import SequantError
 from tests.conftest import EXAMPLES
 
 ENERGY = EXAMPLES / "sequant" / "csv_ccsd_energy_df.txt"
@@ -359,3 +362,22 @@ def test_the_speculative_front_is_the_one_a_second_run_gives() -> None:
     assert best(alone).front
     assert shared == alone
     assert [str(n) for n in shared_notes] == [str(n) for n in alone_notes]
+
+
+def test_an_error_a_worker_process_cannot_hand_back_keeps_its_message() -> None:
+    # SequantError's location arguments are lost by pickling: a pool that
+    # got it back as it is would stop handing results over (a hang)
+    located = SequantError("expected a factor", "eq.txt", 4, 1, 5)
+    plain = _portable(located)
+    assert type(plain) is ValueError
+    assert str(plain) == str(located) == "eq.txt:1:5: expected a factor"
+    assert pickle.loads(pickle.dumps(plain)).args == plain.args
+    lost = OSError(28, "No space left on device", "memory.svg")
+    assert _portable(lost) is lost  # comes back as it is
+    odd = _Unpicklable("x", 1)
+    assert str(_portable(odd)) == "_Unpicklable: x1"
+
+
+class _Unpicklable(RuntimeError):
+    def __init__(self, text: str, number: int) -> None:
+        super().__init__(f"{text}{number}")
