@@ -52,6 +52,8 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -325,31 +327,34 @@ def plan_policies(
     # fork (no imports again) where no other thread could hold a lock the
     # child inherits; a program running threads gets fresh interpreters
     method = "fork" if threading.active_count() == 1 else "spawn"
-    pool = multiprocessing.get_context(method).Pool(processes)
+    context = multiprocessing.get_context(method)
+    pool = ProcessPoolExecutor(processes, mp_context=context)
     try:
         # the longest run first: the others fill the other processes
-        pending = [
-            pool.apply_async(_run_job_apart, (job,)) for job in [ahead, *runs] if job
-        ]
-        done = [result.get() for result in pending]
-        if ahead is not None:
-            ahead_done, done = done[0], done[1:]
-        else:
-            ahead_done = None
+        pending = [pool.submit(_run_job_apart, job) for job in [ahead, *runs] if job]
+        done = [future.result() for future in pending]
+        ahead_done = done.pop(0) if ahead is not None else None
         plans = [plan for plan, _ in done]
         chosen = best(plans)
         if front and chosen.spaces:
             if chosen.spaces != tried[-1] or ahead_done is None:
-                ahead_done = pool.apply(
-                    _run_job_apart, (_Job(text, chosen.spaces, options, True),)
-                )
+                again = _Job(text, chosen.spaces, options, True)
+                ahead_done = pool.submit(_run_job_apart, again).result()
             done.append(ahead_done)
             plans[plans.index(chosen)] = ahead_done[0]
+    except BrokenProcessPool:
+        raise WorkerProcessError(
+            "a worker process ended abruptly (killed, or out of memory?); "
+            "--jobs 1 plans the policies one by one in this process"
+        ) from None
     finally:
-        # an error leaves no run behind it
-        pool.terminate()
-        pool.join()
+        # after an error, the runs not started are dropped (those running end)
+        pool.shutdown(wait=True, cancel_futures=True)
     return plans, _once([note for _, found in done for note in found])
+
+
+class WorkerProcessError(RuntimeError):
+    """A worker process of ``plan_policies`` that ended without a result."""
 
 
 def _once(notes: Iterable[Note]) -> list[Note]:
@@ -703,7 +708,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if plot_path is not None:
             plot(plans, plot_path)
             sys.stdout.write(f"plot: {plot_path}\n")
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, WorkerProcessError) as error:
         if isinstance(error, OSError):
             where = f"{error.filename}: " if error.filename else ""
             message = f"{where}{error.strerror or error}"

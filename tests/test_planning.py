@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -381,3 +383,35 @@ def test_an_error_a_worker_process_cannot_hand_back_keeps_its_message() -> None:
 class _Unpicklable(RuntimeError):
     def __init__(self, text: str, number: int) -> None:
         super().__init__(f"{text}{number}")
+
+
+def test_a_worker_process_that_dies_is_one_line_not_a_hang() -> None:
+    # a fresh process (one thread: the pool forks) whose run of policy i
+    # ends its worker process as the kernel's out-of-memory killer would
+    script = (
+        "import os, sys\n"
+        "import axisflow.planning as planning\n"
+        "real = planning.plan_policy\n"
+        "def dying(text, spaces, **options):\n"
+        "    if spaces == ('i',):\n"
+        "        os._exit(9)\n"
+        "    return real(text, spaces, **options)\n"
+        "planning.plan_policy = dying\n"
+        "sys.exit(planning.main(sys.argv[1:]))\n"
+    )
+    argv = ["plan", str(ENERGY), "--extents", "i=3,a=4,μ̃=4,Κ=5", "--batch", "i,Κ"]
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv, "--jobs", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "axisflow plan: 2 spaces: 4 policies (each a pipeline run, the best one "
+        "again for its front)",
+        "axisflow plan: error: a worker process ended abruptly (killed, or out of "
+        "memory?); --jobs 1 plans the policies one by one in this process",
+    ]
