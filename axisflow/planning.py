@@ -271,9 +271,10 @@ def _portable(error: Exception) -> Exception:
     """``error`` itself if it comes back from pickling, the way a worker
     process hands it over; else one of its kind (``OSError``,
     ``ValueError``, else ``RuntimeError``) with the same message. A
-    ``multiprocessing`` pool that cannot unpickle a result stops handing
-    results over, and the command would wait for ever (``SequantError``
-    takes its location as arguments of its own, which pickling loses)."""
+    process pool that cannot unpickle what a worker hands back is broken
+    (``ProcessPoolExecutor``) or waits for ever (``multiprocessing.Pool``),
+    and the run's own message is lost (``SequantError`` takes its location
+    as arguments of its own, which pickling loses)."""
     try:
         pickle.loads(pickle.dumps(error))
     except Exception:  # anything a class's own __init__ or __reduce__ raises
@@ -331,17 +332,20 @@ def plan_policies(
     pool = ProcessPoolExecutor(processes, mp_context=context)
     try:
         # the longest run first: the others fill the other processes
-        pending = [pool.submit(_run_job_apart, job) for job in [ahead, *runs] if job]
+        ahead_future = None if ahead is None else pool.submit(_run_job_apart, ahead)
+        pending = [pool.submit(_run_job_apart, job) for job in runs]
+        # results (and the first error) in the order one by one meets them;
+        # the run ahead counts only where one by one would have made it
         done = [future.result() for future in pending]
-        ahead_done = done.pop(0) if ahead is not None else None
         plans = [plan for plan, _ in done]
         chosen = best(plans)
         if front and chosen.spaces:
-            if chosen.spaces != tried[-1] or ahead_done is None:
+            if ahead_future is not None and chosen.spaces == tried[-1]:
+                done.append(ahead_future.result())
+            else:
                 again = _Job(text, chosen.spaces, options, True)
-                ahead_done = pool.submit(_run_job_apart, again).result()
-            done.append(ahead_done)
-            plans[plans.index(chosen)] = ahead_done[0]
+                done.append(pool.submit(_run_job_apart, again).result())
+            plans[plans.index(chosen)] = done[-1][0]
     except BrokenProcessPool:
         raise WorkerProcessError(
             "a worker process ended abruptly (killed, or out of memory?); "

@@ -367,8 +367,8 @@ def test_the_speculative_front_is_the_one_a_second_run_gives() -> None:
 
 
 def test_an_error_a_worker_process_cannot_hand_back_keeps_its_message() -> None:
-    # SequantError's location arguments are lost by pickling: a pool that
-    # got it back as it is would stop handing results over (a hang)
+    # SequantError's location arguments are lost by pickling: a process
+    # pool could not hand it back as it is (its message would be lost)
     located = SequantError("expected a factor", "eq.txt", 4, 1, 5)
     plain = _portable(located)
     assert type(plain) is ValueError
