@@ -415,3 +415,52 @@ def test_a_worker_process_that_dies_is_one_line_not_a_hang() -> None:
         "axisflow plan: error: a worker process ended abruptly (killed, or out of "
         "memory?); --jobs 1 plans the policies one by one in this process",
     ]
+
+
+FAILING_RUNS = (
+    "import sys\n"
+    "import axisflow.planning as planning\n"
+    "real = planning.plan_policy\n"
+    "def failing(text, spaces, front=False, **options):\n"
+    "    if (spaces, front) in {failing_runs}:\n"
+    "        raise ValueError(f'run {{spaces}} front={{front}} fails')\n"
+    "    return real(text, spaces, front=front, **options)\n"
+    "planning.plan_policy = failing\n"
+    "sys.exit(planning.main(sys.argv[1:]))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("failing_runs", "error"),
+    [
+        # the every-space policy's front, planned ahead, is not the best's
+        # (i is): one by one never runs it, so its error is moot
+        ({(("i", "Κ"), True)}, None),
+        # two errors: the one the order of one by one meets first
+        ({(("i",), False), (("i", "Κ"), True)}, "run ('i',) front=False fails"),
+        ({(("i", "Κ"), False), (("Κ",), False)}, "run ('Κ',) front=False fails"),
+    ],
+)
+def test_worker_processes_fail_as_one_process_fails(
+    failing_runs: set[tuple[tuple[str, ...], bool]], error: str | None
+) -> None:
+    # fresh processes (one thread: the pool forks, the patch goes with it)
+    script = FAILING_RUNS.format(failing_runs=failing_runs)
+    argv = ["plan", str(ENERGY), "--extents", "i=3,a=4,μ̃=4,Κ=5", "--batch", "i,Κ"]
+    printed = {}
+    for jobs in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-c", script, *argv, "--jobs", jobs],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        printed[jobs] = (done.returncode, done.stdout, done.stderr)
+    assert printed["2"] == printed["1"]
+    status, out, err = printed["1"]
+    if error is None:
+        assert status == 0 and "Pareto front of i " in out
+    else:
+        assert (status, out) == (1, "")
+        assert err.splitlines()[-1] == f"axisflow plan: error: {error}"
