@@ -187,6 +187,23 @@ def test_a_worker_memory_limit_between_the_batched_and_unbatched_peaks() -> None
     ), str(failed.value)
 
 
+def test_a_second_run_on_one_cluster_measures_the_peak_the_first_does() -> None:
+    # the CSV doubles at sizes where blocks of 4 hold about 190 MiB per run;
+    # before the baseline released the freed memory, the second run reused
+    # the first's without the process growing and measured two thirds of it
+    text = equation("csv_ccsd_doubles_residual_df")
+    extents = {"i": 8, "a": 64, "μ̃": 64, "Κ": 128}
+    inputs = oracle_inputs(parse(text), extents)
+    with local_cluster(1) as client:
+        peaks = []
+        for _ in range(2):
+            run = execute_expression(text, inputs, batch="i", block=4, scheduler=client)
+            assert run.report.measured_peak is not None
+            peaks.append(run.report.measured_peak)
+    assert peaks[0] > 100 * 2**20
+    assert 0.9 <= peaks[1] / peaks[0] <= 1.1, peaks
+
+
 def test_the_budget_refusal_names_what_does_not_fit(
     sf_inputs: dict[str, np.ndarray],
 ) -> None:
