@@ -19,12 +19,11 @@ thread each) of one worker, then of two. Measured in the same run:
   above what each held before the run), tasks and bytes moved;
 * two workers against one; both residuals agree.
 
-Both clusters stay up while the runs alternate (one worker, two, one,
-two, ...; ``--repeat`` runs each), so that both see the same machine: each
-run is a row, the first on its cluster (which also loads the executor's
-modules in the workers and prepares the plan there) and the best of
-the repeats are the summary, a long computation's steady state being the
-second.
+Each cluster runs the residual ``--repeat`` times, one cluster at a time
+(an idle cluster's processes would share the cores with the other's
+workers): each run is a row, the first on its cluster (which also loads
+the executor's modules in the workers) and the best of the repeats are
+the summary, a long computation's steady state being the second.
 
 The targets: one worker at least 50% of ``matmul``; two workers
 at least 1.6x one; measured peak within 10% of predicted; planning and
@@ -39,7 +38,6 @@ Run: .venv/bin/python benchmarks/bench_executor.py   (or make bench)
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import time
@@ -94,21 +92,20 @@ def matmul_gflops() -> float:
     return 2 * MATMUL_SIZE**3 / best / 1e9
 
 
-def alternating(
+def repeated(
     text: str, data: dict[str, np.ndarray], repeat: int
 ) -> tuple[dict[int, list[Execution]], float]:
-    """``repeat`` runs on a cluster of one worker and on one of two, in
-    turn, and one worker's ``matmul`` rate (the best measured on both)."""
+    """``repeat`` runs on a cluster of one worker, then on one of two (one
+    cluster at a time: an idle one's processes would share the cores), and
+    one worker's ``matmul`` rate (the best measured on both)."""
     runs: dict[int, list[Execution]] = {1: [], 2: []}
     rates: list[float] = []
-    with contextlib.ExitStack() as stack:
-        clients = {count: stack.enter_context(local_cluster(count)) for count in runs}
-        for client in clients.values():
+    for count, executions in runs.items():
+        with local_cluster(count) as client:
             measured: dict[str, Any] = client.run(matmul_gflops)
             rates.append(min(measured.values()))
-        for _ in range(repeat):
-            for count, client in clients.items():
-                runs[count].append(
+            for _ in range(repeat):
+                executions.append(
                     execute_expression(
                         text, data, batch=BATCH, block=BLOCK, scheduler=client
                     )
@@ -133,7 +130,7 @@ def main() -> None:
         "--repeat",
         type=int,
         default=3,
-        help="runs on each cluster, in turn (default %(default)s)",
+        help="runs on each cluster (default %(default)s)",
     )
     arguments = parser.parse_args()
     chosen, repeat = arguments.extents, arguments.repeat
@@ -160,7 +157,7 @@ def main() -> None:
     extents = ", ".join(f"{k}={v}" for k, v in EXTENTS.items())
     print(f"{EQUATION}: extents {extents}; batched over {BATCH}, blocks of {BLOCK}")
     print(f"inputs {format_bytes(sum(a.nbytes for a in data.values()))}")
-    runs, rate = alternating(text, data, repeat)
+    runs, rate = repeated(text, data, repeat)
     first = runs[1][0]
     assert first.residual is not None
     agree = max(
@@ -178,8 +175,8 @@ def main() -> None:
         f"{'measured':>10}  {'ratio':>5}  {'tasks':>5}  {'moved':>10}"
     )
     print(header)
-    for number in range(repeat):
-        for count in runs:
+    for count in runs:
+        for number in range(repeat):
             report = runs[count][number].report
             measured = report.measured_peak or 0
             print(
