@@ -62,6 +62,7 @@ from axisflow.numerals import check_count
 from axisflow.order import Order
 from axisflow.residual import Operator, apply_operators
 from axisflow.roles.index import Index
+from axisflow.scheduling import pages
 from axisflow.scheduling.evaluate import (
     Contribution,
     PartResult,
@@ -326,7 +327,7 @@ def _merge(*parts: list[Contribution]) -> list[Contribution]:
 
 
 def _assemble(shape: tuple[int, ...], contributions: list[Contribution]) -> Array:
-    array = np.zeros(shape)
+    array = pages.zeros(shape)
     for contribution in contributions:
         index = (*contribution.index, ...)
         if contribution.accumulate:

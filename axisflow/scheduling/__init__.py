@@ -10,7 +10,8 @@ scheduler, memory accounting, the NumPy evaluator and the never-worse guard.
   demotion); ``guard``: never worse than not batching;
 * ``memory``: sizes, live ranges, peaks and the memory report;
 * ``evaluate``: the NumPy reference evaluator (``compare``), with
-  ``contraction`` (compiled einsums) and ``assemble`` (the residual);
+  ``contraction`` (compiled einsums), ``pages`` (arrays mapped before
+  they are written) and ``assemble`` (the residual);
 * ``options``: the option vocabularies the frontends share.
 
 The IR-level embedding API (``schedule_module``, ``schedule_expression``)

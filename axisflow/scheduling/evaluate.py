@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 from axisflow.forest.model import Forest, Value
 from axisflow.residual import apply_operator
 from axisflow.roles.index import Index
+from axisflow.scheduling import pages
 from axisflow.scheduling.assemble import assemble_residual, root_axes, schedule_layout
 from axisflow.scheduling.contraction import (
     COPIES_SCALED_CHUNK,
@@ -429,7 +430,7 @@ class _Runner(ScheduleWalker[_Stored, _Stored]):
             (ranges[m][1] - ranges[m][0]) if m in ranges else self.extent(m)
             for m in value.modes
         )
-        self.keep_buffer(buffer, _Stored(np.zeros(shape), ranges))
+        self.keep_buffer(buffer, _Stored(pages.zeros(shape), ranges))
 
     def write(
         self,
@@ -502,7 +503,7 @@ class _Runner(ScheduleWalker[_Stored, _Stored]):
         array = self.residuals.get(group)
         if array is None:
             shape = tuple(self.extent(m) for m in self.residual_modes)
-            array = self.residuals[group] = np.zeros(shape)
+            array = self.residuals[group] = pages.zeros(shape)
         return array
 
     def apply(self, apply: Apply) -> None:

@@ -26,9 +26,9 @@ def matrix_products(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     products: list[object] = []
     matmul = np.matmul
 
-    def spy(*operands: np.ndarray) -> np.ndarray:
+    def spy(*operands: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         products.append(operands)
-        return matmul(*operands)
+        return matmul(*operands, out=out)
 
     monkeypatch.setattr(np, "matmul", spy)
     return products

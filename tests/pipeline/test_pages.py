@@ -1,0 +1,106 @@
+"""Arrays whose pages are mapped before they are written (``pages``)."""
+
+from __future__ import annotations
+
+import platform
+import sys
+
+import numpy as np
+import pytest
+
+from axisflow.scheduling import pages
+from axisflow.scheduling.contraction import matmul
+
+LARGE = (1024, 1024, 16)
+"""128 MiB: well above ``POPULATE_BYTES`` and glibc's mapping threshold."""
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory (Linux)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * 4096
+
+
+def _kernel_populates() -> bool:
+    """Linux 5.14 or newer: ``MADV_POPULATE_WRITE`` exists."""
+    if not sys.platform.startswith("linux"):
+        return False
+    major, minor = (int(part) for part in platform.release().split(".")[:2])
+    return (major, minor) >= (5, 14)
+
+
+def test_an_empty_array_is_resident_before_it_is_written() -> None:
+    # NumPy's own empty maps nothing until the first write; ``pages.empty``
+    # maps every page at once (where the kernel can), so the resident
+    # memory grows by the array's size before anything is written
+    assert _kernel_populates(), "this project's machines run Linux 5.14 or newer"
+    before = _resident_bytes()
+    plain = np.empty(LARGE)
+    assert _resident_bytes() - before < plain.nbytes // 8
+    del plain
+    before = _resident_bytes()
+    array = pages.empty(LARGE)
+    grown = _resident_bytes() - before
+    assert array.shape == LARGE and array.dtype == np.float64
+    assert array.flags.c_contiguous
+    assert grown >= array.nbytes * 0.95
+
+
+def test_zeros_are_zero_even_in_memory_used_before() -> None:
+    # a heap chunk reused from a freed array holds its old numbers: zeros
+    # must clear them, whichever way the memory came
+    for shape in [(300, 300), LARGE, (0, 5)]:
+        used = np.full(shape, 7.0)
+        del used
+        array = pages.zeros(shape)
+        assert array.shape == shape and array.dtype == np.float64
+        assert not array.any()
+
+
+def test_a_failing_call_switches_populating_off_and_still_allocates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[int, int, int]] = []
+
+    def refusing(address: int, length: int, advice: int) -> int:
+        calls.append((address, length, advice))
+        return -1  # an older kernel: EINVAL
+
+    monkeypatch.setattr(pages._populate, "madvise", refusing)
+    first = pages.empty(LARGE)
+    assert len(calls) == 1 and calls[0][2] == 23
+    assert calls[0][0] % 4096 == 0 and calls[0][0] + calls[0][1] >= (
+        first.ctypes.data + first.nbytes
+    )
+    assert pages._populate.madvise is None
+    second = pages.zeros(LARGE)
+    assert len(calls) == 1 and not second.any()
+
+
+def test_small_arrays_are_left_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(
+        pages._populate,
+        "madvise",
+        lambda address, length, advice: calls.append(length) or 0,
+    )
+    pages.empty((100, 100))  # 80 KB
+    pages.zeros((100, 100))
+    assert calls == []
+    pages.empty((512, 256))  # exactly 1 MiB
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("left_shape", "right_shape"),
+    [((3, 40, 50), (50, 60)), ((40, 50), (4, 50, 60)), ((2, 1, 7, 8), (5, 8, 9))],
+)
+def test_matmul_into_mapped_pages_is_numpy_matmul(
+    left_shape: tuple[int, ...], right_shape: tuple[int, ...]
+) -> None:
+    rng = np.random.default_rng(0)
+    left, right = rng.standard_normal(left_shape), rng.standard_normal(right_shape)
+    product = matmul(left, right)
+    expected = np.matmul(left, right)
+    assert product.shape == expected.shape
+    np.testing.assert_allclose(product, expected, rtol=1e-13, atol=1e-13)
