@@ -26,7 +26,7 @@ def matrix_products(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     products: list[object] = []
     matmul = np.matmul
 
-    def spy(*operands: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def spy(*operands: np.ndarray, out: np.ndarray) -> np.ndarray:
         products.append(operands)
         return matmul(*operands, out=out)
 
