@@ -681,7 +681,9 @@ def add_scaled(
     """``target += coeff * array`` with no temporary above ``chunk`` bytes
     (``SCALED_CHUNK``, the reference evaluator's; the executor passes
     ``COPIES_SCALED_CHUNK``): in place for ``coeff`` of ±1, chunk by chunk
-    of the leading axes otherwise."""
+    of the leading axes otherwise. Both run in ``array``'s memory order
+    (``_in_memory_order``)."""
+    target, array = _in_memory_order(target, array)
     if coeff == 1.0:
         target += array
     elif coeff == -1.0:
@@ -697,6 +699,23 @@ def add_scaled(
         else:
             for start in range(0, rows, step):
                 target[start : start + step] += coeff * array[start : start + step]
+
+
+def _in_memory_order(target: Array, array: Array) -> tuple[Array, Array]:
+    """``target`` and ``array`` (of one shape) with their axes permuted
+    alike, into ``array``'s memory order (by decreasing stride), so that
+    an elementwise operation on them reads ``array`` along its memory:
+    NumPy iterates a ``+=`` in the target's order, and a piece added into
+    a residual laid out otherwise (the benchmark's: the piece's block axes
+    outermost, the residual's innermost) was read across its memory,
+    three to four times slower (1.5 against 0.36 ms for a 2 MiB piece)."""
+    if array.ndim < 2 or target.shape != array.shape:
+        return target, array
+    strides = array.strides
+    order = sorted(range(array.ndim), key=lambda axis: -abs(strides[axis]))
+    if order == list(range(array.ndim)):
+        return target, array
+    return target.transpose(order), array.transpose(order)
 
 
 class MemoryGuard:

@@ -9,6 +9,7 @@ from typing import cast
 import numpy as np
 import pytest
 
+from axisflow.scheduling import contraction as contraction_module
 from axisflow.scheduling.contraction import (
     COPIES_SCALED_CHUNK,
     SCALED_CHUNK,
@@ -16,6 +17,7 @@ from axisflow.scheduling.contraction import (
     Contraction,
     EvaluationMemoryError,
     MemoryGuard,
+    _in_memory_order,
     add_scaled,
 )
 
@@ -113,7 +115,9 @@ def test_add_scaled_keeps_its_temporaries_within_the_chunk_given(chunk: int) -> 
     target[...] = target_before
     add()
     np.testing.assert_allclose(target, expected, rtol=1e-12)
-    assert chunk // 2 < peak <= chunk + 64 * 1024 + 4096  # a chunk and a buffer
+    # a chunk, and NumPy's iterator buffers (the target is read across
+    # its memory: the add runs in the array's memory order)
+    assert chunk // 2 < peak <= chunk + 2 * 64 * 1024 + 4096
 
 
 @pytest.mark.parametrize("coeff", [1.0, -1.0, 0.5, -3.0])
@@ -300,3 +304,32 @@ def test_executor_repacks_a_skinny_product_that_streams_a_large_operand(
     # operand read as it lies, not copied
     assert packed_left.shape == (16, 96) and packed_right.shape == (96, 48 * 64)
     assert np.shares_memory(packed_right, right)
+
+
+def test_add_scaled_runs_in_the_memory_order_of_the_array_added(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a piece laid out with its block axes outermost, added into a residual
+    # block whose innermost axes they are: both are taken in the piece's
+    # memory order (views), so the add reads the piece along its memory
+    residual = np.zeros((16, 16, 8, 8))
+    target = residual[:, :, 0:4, 4:8]
+    piece = np.random.default_rng(5).standard_normal((4, 4, 16, 16))  # j i a b
+    array = piece.transpose(2, 3, 1, 0)  # a b i j, as the residual
+    ordered_target, ordered_array = _in_memory_order(target, array)
+    assert ordered_array.flags.c_contiguous
+    assert np.shares_memory(ordered_target, residual)
+    assert ordered_target.shape == ordered_array.shape == (4, 4, 16, 16)
+    np.testing.assert_array_equal(ordered_array, piece)
+    ordered: list[bool] = []
+
+    def spy(target: np.ndarray, array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        result = _in_memory_order(target, array)
+        ordered.append(result[1].flags.c_contiguous)
+        return result
+
+    monkeypatch.setattr(contraction_module, "_in_memory_order", spy)
+    add_scaled(target, array, -2.5)
+    assert ordered == [True]  # the add ran on the ordered views
+    np.testing.assert_allclose(residual[:, :, 0:4, 4:8], -2.5 * array, rtol=1e-15)
+    assert not residual[:, :, 4:8].any() and not residual[:, :, :, 0:4].any()
