@@ -67,7 +67,9 @@ from axisflow.scheduling.evaluate import (
     Contribution,
     PartResult,
     ScheduleRun,
+    built_values,
     input_bytes,
+    input_layouts,
     residual_target,
     run_part,
 )
@@ -234,17 +236,55 @@ class _Plan:
     prepares the ``ScheduleRun`` once (its bookkeeping is by object
     identity, so it is made where it runs, never pickled)."""
 
-    def __init__(self, forest: Forest, schedule: Schedule, sizing: Sizing) -> None:
+    def __init__(
+        self,
+        forest: Forest,
+        schedule: Schedule,
+        sizing: Sizing,
+        input_orders: Mapping[str, tuple[int, ...]],
+    ) -> None:
         self.forest = forest
         self.schedule = schedule
         self.sizing = sizing
+        self.input_orders = dict(input_orders)
+        """Input -> the order of its axes in the array shipped to the
+        workers (``input_layouts``; C order in that order, which Dask's
+        transfers between workers keep)."""
+        self._inverse = {
+            name: tuple(int(axis) for axis in np.argsort(order))
+            for name, order in self.input_orders.items()
+        }
         self._run: ScheduleRun | None = None
 
     def __getstate__(self) -> dict[str, object]:
-        return {"forest": self.forest, "schedule": self.schedule, "sizing": self.sizing}
+        return {
+            "forest": self.forest,
+            "schedule": self.schedule,
+            "sizing": self.sizing,
+            "input_orders": self.input_orders,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["forest"], state["schedule"], state["sizing"])
+        self.__init__(
+            state["forest"], state["schedule"], state["sizing"], state["input_orders"]
+        )
+
+    def shipped(self, name: str, array: Array) -> Array:
+        """Input ``name`` as the workers get it: C-contiguous, its axes in
+        ``input_orders``' order."""
+        order = self.input_orders.get(name)
+        if order is None:
+            return np.ascontiguousarray(array)
+        return np.ascontiguousarray(array.transpose(order))
+
+    def in_frame(self, inputs: Mapping[str, Array]) -> dict[str, Array]:
+        """The shipped inputs as views with their axes in the leaves'
+        frames again (laid out as ``input_orders`` says)."""
+        inverse = self._inverse
+        return {
+            name: array.transpose(inverse[name]) if name in inverse else array
+            for name, array in inputs.items()
+        }
 
     @property
     def run(self) -> ScheduleRun:
@@ -263,7 +303,7 @@ def _run_part(
     pieces: Mapping[str, Array],
     buffers: Mapping[str, Array | None],
 ) -> PartResult:
-    return run_part(plan.run, position, block, inputs, pieces, buffers)
+    return run_part(plan.run, position, block, plan.in_frame(inputs), pieces, buffers)
 
 
 def _identity(value: object) -> object:
@@ -286,7 +326,7 @@ def _run_item(
     picks from: a build's piece, or an output's contributions to the
     residual."""
     item = plan.schedule.items[position]
-    result = run_part(plan.run, position, None, inputs, pieces, buffers)
+    result = run_part(plan.run, position, None, plan.in_frame(inputs), pieces, buffers)
     if isinstance(item, Build):
         return result.pieces[item.value]
     return result.contributions
@@ -984,7 +1024,10 @@ def execute_expression(
     if limit is not None:
         check_budget(forest, schedule, sizing, limit, count if embedded else 1)
     leaves = planned.inputs.leaf_arrays(forest)
-    plan = _Plan(forest, schedule, sizing)
+    # each input laid out as the heaviest product reading it takes it
+    # without a copy: once here, not in every block on the workers
+    orders = input_layouts(forest, built_values(forest, schedule), sizing)
+    plan = _Plan(forest, schedule, sizing, orders)
     share_limit = None if limit is None or not embedded else limit // count
     planned_at = time.perf_counter()
     with _client(scheduler, workers, share_limit) as client:
@@ -997,7 +1040,7 @@ def execute_expression(
         before = client.run(_worker_state)
         since = max(clock for clock, _ in before.values())
         graph_started = time.perf_counter()
-        contiguous = {name: np.ascontiguousarray(a) for name, a in leaves.items()}
+        contiguous = {name: plan.shipped(name, a) for name, a in leaves.items()}
         # Each input, and the plan, is the result of a task, not scattered
         # data: Dask keeps the task (its argument) and recomputes a copy
         # lost with its worker; scattered data lost with the one worker

@@ -184,6 +184,57 @@ def result_layouts(
     return layouts
 
 
+def built_values(forest: Forest, schedule: Schedule) -> list[str]:
+    """The values of ``forest`` that ``schedule`` builds, in walk order
+    (a value built in several places once per build)."""
+    return [
+        item.value
+        for item, _ in schedule.walk()
+        if isinstance(item, Build) and item.value in forest.values
+    ]
+
+
+def input_layouts(
+    forest: Forest, built: Sequence[str], sizing: Sizing
+) -> dict[str, tuple[int, ...]]:
+    """For each input that a matrix product of ``built`` reads: the order
+    in which to lay its axes out in memory (outermost first) so that the
+    product takes it without a copy: the modes kept from both (stack
+    axes), then its other kept axes, then the summed ones, each group in
+    the input's axes' order (the order ``result_layouts`` lays the other
+    operand's summed axes out in). Laid out in its axes' order, an input
+    whose summed axes lie apart, or between its kept ones, is copied by
+    every block of every product that reads it; the executor lays each
+    input out once for the run instead. An input read by several products
+    takes the order of the one with the most node elements (on a tie, the
+    first built)."""
+    names = set(built)
+    layouts: dict[str, tuple[int, ...]] = {}
+    weights: dict[str, int] = {}
+    contract = _Contractions()
+    for name in built:
+        reader = forest.values[name]
+        matrix = contract.compile(reader).matrix
+        if matrix is None:
+            continue
+        weight = 1
+        for mode in reader.node_modes:
+            weight *= sizing.mode_extent(mode)
+        for side, factor in enumerate(reader.factors):
+            if factor.value in names or weights.get(factor.value, 0) >= weight:
+                continue
+            if not forest.values[factor.value].is_input:
+                continue
+            kept = matrix.left_kept if side == 0 else matrix.right_kept
+            layouts[factor.value] = (
+                *sorted(pair[side] for pair in matrix.both),
+                *sorted(kept),
+                *sorted(pair[side] for pair in matrix.summed),
+            )
+            weights[factor.value] = weight
+    return layouts
+
+
 FLOAT_BYTES = 8
 """The evaluator computes in float64."""
 
@@ -275,11 +326,7 @@ class ScheduleRun:
             self.releases = releases(forest, schedule, sizing)
         except (LoopExtentError, BrokenScheduleError) as error:
             raise ScheduleRunError(str(error)) from None
-        built = [
-            item.value
-            for item, _ in schedule.walk()
-            if isinstance(item, Build) and item.value in forest.values
-        ]
+        built = built_values(forest, schedule)
         # each product lays its result out as the product reading it wants:
         # decided once per plan, not per block
         self.contract = _Contractions(copies, result_layouts(forest, built, sizing))
