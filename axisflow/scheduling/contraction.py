@@ -106,7 +106,7 @@ class EvaluationMemoryError(MemoryError):
     """An evaluation that would hold more than the memory limit."""
 
 
-class _MatrixProduct:
+class MatrixProduct:
     """A product of two factors as one (stacked) ``numpy.matmul``: the
     modes kept from both (Hadamard modes) are stack axes, the left
     operand's other kept modes rows, the right operand's columns, the
@@ -403,14 +403,14 @@ class Contraction:
         temporary of an operand's size, which the memory model does not
         count) rather than run the direct einsum: the executor's choice,
         for speed; the reference evaluator never copies."""
-        self.matrix: _MatrixProduct | None = None
+        self.matrix: MatrixProduct | None = None
         """The matrix product, for two factors that form one."""
-        self.swapped: _MatrixProduct | None = None
+        self.swapped: MatrixProduct | None = None
         """The same product with the operands swapped (its rows the right
         operand's): the other orientation a ``layout`` may need."""
-        if len(specs) == 2 and _MatrixProduct.possible(specs[0], specs[1], output):
-            self.matrix = _MatrixProduct(specs[0], specs[1], output)
-            self.swapped = _MatrixProduct(specs[1], specs[0], output)
+        if len(specs) == 2 and MatrixProduct.possible(specs[0], specs[1], output):
+            self.matrix = MatrixProduct(specs[0], specs[1], output)
+            self.swapped = MatrixProduct(specs[1], specs[0], output)
         self.merged = None if merged is None else "".join(output[k] for k in merged)
         """The letters of the axes the reader merges, in order, if any."""
         self.layout = None
@@ -445,7 +445,7 @@ class Contraction:
     ) -> Array | None:
         """The matrix product (``None`` if the summed axes do not group),
         laid out as ``layout`` asks when one orientation allows it;
-        ``blas`` as in ``_MatrixProduct.product``."""
+        ``blas`` as in ``MatrixProduct.product``."""
         matrix, swapped = self.matrix, self.swapped
         assert matrix is not None and swapped is not None
         layout, merged = self.layout, self.merged
@@ -474,7 +474,7 @@ class Contraction:
         )
 
     def _blas_product(
-        self, matrix: _MatrixProduct, left: Array, right: Array
+        self, matrix: MatrixProduct, left: Array, right: Array
     ) -> Array | None:
         """The executor's matrix product, run by BLAS: as the operands lie
         when they group into matrices BLAS takes, after copying operands
@@ -501,7 +501,7 @@ class Contraction:
         return result
 
     def _packed_product(
-        self, matrix: _MatrixProduct, left: Array, right: Array, copy_larger: bool
+        self, matrix: MatrixProduct, left: Array, right: Array, copy_larger: bool
     ) -> Array | None:
         """The product as one ``numpy.matmul`` over the modes kept from
         both (the only stack axes), the left's other kept modes as rows
@@ -555,7 +555,7 @@ class Contraction:
 
     def _packed_order(
         self,
-        matrix: _MatrixProduct,
+        matrix: MatrixProduct,
         left: Array,
         right: Array,
         as_they_lie: bool = False,
@@ -591,7 +591,7 @@ class Contraction:
         return letters, both, rows, cols, swap
 
     def _copied_matrix(
-        self, matrix: _MatrixProduct, left: Array, right: Array, blas: bool = False
+        self, matrix: MatrixProduct, left: Array, right: Array, blas: bool = False
     ) -> Array | None:
         """The matrix product after copying operands into a layout that
         groups: first the smaller one, its summed axes in the other's memory

@@ -51,6 +51,7 @@ from axisflow.scheduling.contraction import (
     SCALED_CHUNK,
     Contraction,
     EvaluationMemoryError,
+    MatrixProduct,
     MemoryGuard,
     add_scaled,
 )
@@ -165,7 +166,20 @@ def result_layouts(
     elements."""
     names = set(built)
     layouts: dict[str, tuple[int, ...]] = {}
-    weights: dict[str, int] = {}
+    for matrix, side, factor in _heaviest_readers(forest, built, sizing):
+        if factor in names:
+            pairs = sorted(matrix.summed, key=lambda pair: pair[1 - side])
+            layouts[factor] = tuple(pair[side] for pair in pairs)
+    return layouts
+
+
+def _heaviest_readers(
+    forest: Forest, built: Sequence[str], sizing: Sizing
+) -> list[tuple[MatrixProduct, int, str]]:
+    """For each factor that a matrix product of ``built`` reads, that of
+    its readers with the most node elements (on a tie, the first built):
+    the product, the factor's side in it and the factor's name."""
+    heaviest: dict[str, tuple[int, MatrixProduct, int]] = {}
     contract = _Contractions()
     for name in built:
         reader = forest.values[name]
@@ -176,12 +190,10 @@ def result_layouts(
         for mode in reader.node_modes:
             weight *= sizing.mode_extent(mode)
         for side, factor in enumerate(reader.factors):
-            if factor.value not in names or weights.get(factor.value, 0) >= weight:
-                continue
-            pairs = sorted(matrix.summed, key=lambda pair: pair[1 - side])
-            layouts[factor.value] = tuple(pair[side] for pair in pairs)
-            weights[factor.value] = weight
-    return layouts
+            known = heaviest.get(factor.value)
+            if known is None or known[0] < weight:
+                heaviest[factor.value] = (weight, matrix, side)
+    return [(matrix, side, factor) for factor, (_, matrix, side) in heaviest.items()]
 
 
 def built_values(forest: Forest, schedule: Schedule) -> list[str]:
@@ -210,28 +222,15 @@ def input_layouts(
     first built)."""
     names = set(built)
     layouts: dict[str, tuple[int, ...]] = {}
-    weights: dict[str, int] = {}
-    contract = _Contractions()
-    for name in built:
-        reader = forest.values[name]
-        matrix = contract.compile(reader).matrix
-        if matrix is None:
+    for matrix, side, factor in _heaviest_readers(forest, built, sizing):
+        if factor in names or not forest.values[factor].is_input:
             continue
-        weight = 1
-        for mode in reader.node_modes:
-            weight *= sizing.mode_extent(mode)
-        for side, factor in enumerate(reader.factors):
-            if factor.value in names or weights.get(factor.value, 0) >= weight:
-                continue
-            if not forest.values[factor.value].is_input:
-                continue
-            kept = matrix.left_kept if side == 0 else matrix.right_kept
-            layouts[factor.value] = (
-                *sorted(pair[side] for pair in matrix.both),
-                *sorted(kept),
-                *sorted(pair[side] for pair in matrix.summed),
-            )
-            weights[factor.value] = weight
+        kept = matrix.left_kept if side == 0 else matrix.right_kept
+        layouts[factor] = (
+            *sorted(pair[side] for pair in matrix.both),
+            *sorted(kept),
+            *sorted(pair[side] for pair in matrix.summed),
+        )
     return layouts
 
 
