@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import math
+import mmap
 import sys
 from collections.abc import Callable, Sequence
 
@@ -38,7 +39,8 @@ it, glibc serves them from its heap, mostly from pages already mapped."""
 _MADV_POPULATE_WRITE = 23
 """Linux's ``MADV_POPULATE_WRITE`` (``<linux/mman.h>``, Linux 5.14)."""
 
-_PAGE = 4096
+_PAGE = mmap.PAGESIZE
+"""The system's page size (4 KiB on x86-64, up to 64 KiB elsewhere)."""
 
 
 class _Populate:

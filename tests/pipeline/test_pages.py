@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import platform
 import sys
 
@@ -69,7 +70,7 @@ def test_a_failing_call_switches_populating_off_and_still_allocates(
     monkeypatch.setattr(pages._populate, "madvise", refusing)
     first = pages.empty(LARGE)
     assert len(calls) == 1 and calls[0][2] == 23
-    assert calls[0][0] % 4096 == 0 and calls[0][0] + calls[0][1] >= (
+    assert calls[0][0] % mmap.PAGESIZE == 0 and calls[0][0] + calls[0][1] >= (
         first.ctypes.data + first.nbytes
     )
     assert pages._populate.madvise is None
