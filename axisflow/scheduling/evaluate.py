@@ -209,7 +209,8 @@ def built_values(forest: Forest, schedule: Schedule) -> list[str]:
 def input_layouts(
     forest: Forest, built: Sequence[str], sizing: Sizing
 ) -> dict[str, tuple[int, ...]]:
-    """For each input that a matrix product of ``built`` reads: the order
+    """For each input that a matrix product of ``built`` reads and that
+    its axes' order does not serve: the order
     in which to lay its axes out in memory (outermost first) so that the
     product takes it without a copy: the modes kept from both (stack
     axes), then its other kept axes, then the summed ones, each group in
@@ -226,11 +227,13 @@ def input_layouts(
         if factor in names or not forest.values[factor].is_input:
             continue
         kept = matrix.left_kept if side == 0 else matrix.right_kept
-        layouts[factor] = (
+        order = (
             *sorted(pair[side] for pair in matrix.both),
             *sorted(kept),
             *sorted(pair[side] for pair in matrix.summed),
         )
+        if order != tuple(sorted(order)):  # laid out in its axes' order already
+            layouts[factor] = order
     return layouts
 
 
