@@ -385,8 +385,18 @@ class _Runner(ScheduleWalker[_Stored, _Stored]):
         """Visit ``items``, dropping after each what nothing uses later
         (``memory.releases``: where the model ends its life)."""
         visit, dead_after = self.visit, self.releases
+        root = len(self.scopes) == 1
         for item in items:
-            visit(item)
+            if root:
+                # a root pass's blocks build arrays of the sizes its earlier
+                # blocks freed: each takes a freed one's memory; the freed
+                # ones go when the item ends (``pages.reusing``), before
+                # what runs next allocates apart from the pool (the
+                # operator step, an output's sums)
+                with pages.reusing():
+                    visit(item)
+            else:
+                visit(item)
             dead = dead_after.get(id(item))
             if dead is not None:
                 scope = self.scopes[-1]
@@ -647,13 +657,18 @@ def run_part(
         )
     previous = np.setbufsize(UFUNC_BUFSIZE)  # as ``ScheduleRun.run``
     try:
-        if isinstance(item, LoopPass):
-            if block is None:
-                raise ScheduleRunError(f"loop pass {item.instance}: no block given")
-            runner.current[item.instance] = block
-            runner.visit_body(item)
-        else:
-            runner.visit(item)
+        # the part's blocks reuse the arrays its earlier blocks freed; not
+        # from task to task on a worker: Dask holds a task's results until
+        # their readers ran, and a scope over a whole run measured more
+        # kernel time there, not less
+        with pages.reusing():
+            if isinstance(item, LoopPass):
+                if block is None:
+                    raise ScheduleRunError(f"loop pass {item.instance}: no block given")
+                runner.current[item.instance] = block
+                runner.visit_body(item)
+            else:
+                runner.visit(item)
     finally:
         np.setbufsize(previous)
     kept = {

@@ -8,6 +8,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from axisflow.scheduling import pages
 from axisflow.scheduling.contraction import matmul
@@ -105,3 +107,84 @@ def test_matmul_into_mapped_pages_is_numpy_matmul(
     expected = np.matmul(left, right)
     assert product.shape == expected.shape
     np.testing.assert_allclose(product, expected, rtol=1e-13, atol=1e-13)
+
+
+# -- reuse of freed arrays (``pages.reusing``) -------------------------------
+
+MIB = 1024**2 // 8
+"""Float64 elements of 1 MiB (the smallest array the pool keeps)."""
+
+
+def test_a_freed_array_is_handed_out_again_only_inside_reusing() -> None:
+    with pages.reusing():
+        first = pages.empty((4, MIB))
+        address = first.ctypes.data
+        del first
+        again = pages.empty((2, 2 * MIB))  # the same size, another shape
+        assert again.ctypes.data == address and again.shape == (2, 2 * MIB)
+        zeroed = (again.fill(5.0), pages.zeros((4, MIB)))[1]
+        assert zeroed.ctypes.data != address and not zeroed.any()
+    assert pages._reuse.held == 0 and pages._reuse.count == 0
+    # outside, each array is NumPy's own: none is kept to be handed out again
+    outside = pages.empty((4, MIB))
+    del outside
+    assert pages._reuse.count == 0
+
+
+def test_an_array_a_view_still_holds_is_not_handed_out() -> None:
+    with pages.reusing():
+        first = pages.empty((4, MIB))
+        address = first.ctypes.data
+        first.fill(1.0)
+        view = first.T[::2]  # a view of a view: it refers to the owner too
+        del first
+        second = pages.empty((4, MIB))
+        second.fill(2.0)
+        assert not np.shares_memory(second, view)
+        assert (view == 1.0).all()
+        del view
+        third = pages.empty((4, MIB))  # the first's memory, free now
+        assert third.ctypes.data == address
+
+
+def test_a_free_array_of_another_size_is_let_go_to_make_room() -> None:
+    # a process without the pool would hold 2 MiB at most: keeping the
+    # freed 3 MiB array beside the new one would hold 5
+    with pages.reusing():
+        large = pages.empty((3, MIB))
+        del large
+        smaller = pages.empty((2, MIB))
+        assert pages._reuse.count == 1 and pages._reuse.held == smaller.nbytes
+
+
+def test_the_interpreter_tells_free_arrays_apart() -> None:
+    # counted on every Python the project supports; where a view did not
+    # raise the count, nothing would be reused (and this would fail)
+    assert pages._reuse.free_references is not None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 6), st.integers(0, 5)), min_size=1, max_size=40)
+)
+def test_the_pool_never_holds_more_than_the_most_live_and_never_shares(
+    steps: list[tuple[int, int]],
+) -> None:
+    """Random requests (``MiB`` each) and frees: every live array keeps
+    what was written into it, and what the pool holds stays within the
+    most bytes that were live at once (plus ``1/SLACK``), what a process
+    without it would have held at some point."""
+    live: list[tuple[float, np.ndarray]] = []
+    most = 0
+    with pages.reusing():
+        for number, (mebibytes, drop) in enumerate(steps):
+            if live and drop:
+                live.pop(drop % len(live))
+            array = pages.empty((mebibytes, MIB))
+            array.fill(float(number))
+            live.append((float(number), array))
+            del array  # the list holds it alone: dropped from it, it is free
+            most = max(most, sum(a.nbytes for _, a in live))
+            assert pages._reuse.held <= most + most // pages.SLACK
+            assert all((a == value).all() for value, a in live)
+    assert pages._reuse.held == 0
