@@ -16,9 +16,10 @@ schedule onto tasks with a client of the schedule walker
   is computed once and moved to the workers that need it;
 * what a block writes into a root **buffer** (a LoopCarried value's slice,
   a Reduction's partial sum) and adds into the **residual** comes back as
-  contributions; when the pass closes they are merged in a tree
-  (``FAN_IN`` at a time: partial sums over one region added, slices
-  concatenated) and assembled into the buffer, which the later tasks read;
+  its task's result, by target; when the pass closes each buffer is
+  assembled from its blocks' contributions (partial sums over one region
+  added, slices written; merged in a tree ``FAN_IN`` at a time first when
+  more blocks wrote it), and the later tasks read it;
 * an **operator step** (``Ŝ``/``Â``/``P̂``) runs on the assembled residual
   of its group, as one task.
 
@@ -298,12 +299,17 @@ class _Plan:
 def _run_part(
     plan: _Plan,
     position: int,
-    block: tuple[int, int] | None,
+    block: tuple[int, int],
+    targets: tuple[str, ...],
     inputs: Mapping[str, Array],
     pieces: Mapping[str, Array],
     buffers: Mapping[str, Array | None],
-) -> PartResult:
-    return run_part(plan.run, position, block, plan.in_frame(inputs), pieces, buffers)
+) -> dict[str, list[Contribution]]:
+    """Block ``block`` of the loop pass at ``position``: its contributions
+    to each of ``targets`` (the root buffers it writes, the residuals it
+    adds into), picked in the task rather than by a task of their own."""
+    result = run_part(plan.run, position, block, plan.in_frame(inputs), pieces, buffers)
+    return _picked(result, targets)
 
 
 def _identity(value: object) -> object:
@@ -332,21 +338,40 @@ def _run_item(
     return result.contributions
 
 
-def _contributions(result: PartResult, target: str) -> list[Contribution]:
-    return [c for c in result.contributions if c.target == target]
+Source = list[Contribution] | Mapping[str, list[Contribution]]
+"""Contributions to one target, or a block's to each of several
+(``_picked``): what an assembly reads."""
+
+
+def _picked(
+    result: PartResult, targets: tuple[str, ...]
+) -> dict[str, list[Contribution]]:
+    """A block's contributions to each of ``targets``: what its task
+    returns (a task per target, picking from the block's result, made 44
+    tasks of the two blocks of a pass that writes 22 buffers)."""
+    picked: dict[str, list[Contribution]] = {target: [] for target in targets}
+    for contribution in result.contributions:
+        if contribution.target in picked:
+            picked[contribution.target].append(contribution)
+    return picked
+
+
+def _of(source: Source, target: str) -> list[Contribution]:
+    """The contributions of ``source`` to ``target``."""
+    return source.get(target, []) if isinstance(source, Mapping) else source
 
 
 def _region(index: tuple[slice, ...]) -> tuple[tuple[int | None, int | None], ...]:
     return tuple((part.start, part.stop) for part in index)
 
 
-def _merge(*parts: list[Contribution]) -> list[Contribution]:
-    """The contributions of ``parts`` in order, those that add into one
-    region summed (a reduction's partial sums become one)."""
+def _merge(target: str, *sources: Source) -> list[Contribution]:
+    """The contributions of ``sources`` to ``target`` in order, those that
+    add into one region summed (a reduction's partial sums become one)."""
     merged: list[Contribution] = []
     adding: dict[tuple[tuple[int | None, int | None], ...], int] = {}
-    for part in parts:
-        for contribution in part:
+    for source in sources:
+        for contribution in _of(source, target):
             region = _region(contribution.index)
             at = adding.get(region)
             if contribution.accumulate and at is not None:
@@ -366,25 +391,25 @@ def _merge(*parts: list[Contribution]) -> list[Contribution]:
     return merged
 
 
-def _assemble(shape: tuple[int, ...], contributions: list[Contribution]) -> Array:
+def _assemble(shape: tuple[int, ...], target: str, *sources: Source) -> Array:
+    """The array the contributions of ``sources`` to ``target`` make, in
+    order (a slice written, a partial sum added)."""
     array = pages.zeros(shape)
-    for contribution in contributions:
-        index = (*contribution.index, ...)
-        if contribution.accumulate:
-            array[index] += contribution.array
-        else:
-            array[index] = contribution.array
+    for source in sources:
+        for contribution in _of(source, target):
+            index = (*contribution.index, ...)
+            if contribution.accumulate:
+                array[index] += contribution.array
+            else:
+                array[index] = contribution.array
     return array
 
 
-def _folded(
-    shape: tuple[int, ...], group: int, contributions: list[Contribution]
-) -> list[Contribution]:
-    """``contributions`` to residual group ``group`` as one: the residual
-    they make."""
-    return [
-        Contribution(residual_target(group), (), _assemble(shape, contributions), True)
-    ]
+def _folded(shape: tuple[int, ...], group: int, *sources: Source) -> list[Contribution]:
+    """The contributions of ``sources`` to residual group ``group`` as one:
+    the residual they make."""
+    target = residual_target(group)
+    return [Contribution(target, (), _assemble(shape, target, *sources), True)]
 
 
 def _apply(
@@ -395,7 +420,6 @@ def _apply(
 
 
 _TASK_WORDS: dict[Any, str] = {
-    _contributions: "the contributions of a block",
     _merge: "a merge of partial sums",
     _assemble: "the assembly of a buffer",
     _folded: "a sum of residual contributions",
@@ -480,7 +504,7 @@ def _worker_memory(dask_worker: Any, since: float) -> tuple[float, float]:
 class _RootBuffer:
     shape: tuple[int, ...]
     parts: list[Any] = field(default_factory=list[Any])
-    """Futures of contribution lists, one per block that wrote it."""
+    """Futures of the contributions of each block that wrote it (``Source``)."""
     assembled: Any = None
     """The future of the whole buffer, once its pass closed."""
 
@@ -608,6 +632,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         reads: Iterable[str],
         writes: Iterable[str] = (),
         worker: str | None = None,
+        targets: tuple[str, ...] = (),
     ) -> Any:
         inputs, pieces, buffers = self._operands(reads, writes)
         position = self.positions[id(item)]
@@ -632,6 +657,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
             self.plan_future,
             position,
             block,
+            targets,
             inputs,
             pieces,
             buffers,
@@ -639,15 +665,17 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
             worker=worker,
         )
 
-    def _tree(self, parts: list[Any]) -> Any:
-        """One future of the contributions of ``parts``, merged ``FAN_IN``
-        at a time."""
-        while len(parts) > 1:
-            parts = [
-                self.submit(_merge, *parts[k : k + FAN_IN])
-                for k in range(0, len(parts), FAN_IN)
+    def _tree(self, target: str, sources: list[Any]) -> list[Any]:
+        """At most ``FAN_IN`` futures of the contributions of ``sources``
+        to ``target``, merged ``FAN_IN`` at a time: what reads them (an
+        assembly) merges the last level itself, one task fewer between a
+        pass and its readers."""
+        while len(sources) > FAN_IN:
+            sources = [
+                self.submit(_merge, target, *sources[k : k + FAN_IN])
+                for k in range(0, len(sources), FAN_IN)
             ]
-        return parts[0] if parts else self.submit(_merge)
+        return sources
 
     # -- hooks -------------------------------------------------------------
 
@@ -655,6 +683,13 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         reads, writes, groups = _mentions(loop)
         extent = self.extents[loop.instance]
         targets = [(name, self.find(name)) for name in sorted(writes)]
+        buffers = [
+            (name, buffer)
+            for name, buffer in targets
+            if isinstance(buffer, BufferState)
+        ]
+        names = tuple(name for name, _ in buffers)
+        names += tuple(residual_target(group) for group in sorted(groups))
         for number, start in enumerate(range(0, extent, loop.block)):
             block = (start, min(start + loop.block, extent))
             # the blocks of a pass dealt to the workers in turn, as the
@@ -662,21 +697,18 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
             # data they read lies: often all on one worker, one after the
             # other, holding more than its share)
             worker = self.workers[number % len(self.workers)] if self.workers else None
-            result = self._part(loop, block, reads, writes, worker)
-            for name, buffer in targets:
-                if isinstance(buffer, BufferState):
-                    buffer.data.parts.append(self.submit(_contributions, result, name))
+            picked = self._part(loop, block, reads, writes, worker, names)
+            for _, buffer in buffers:
+                buffer.data.parts.append(picked)
             for group in groups:
-                self.residual_parts.setdefault(group, []).append(
-                    self.submit(_contributions, result, residual_target(group))
-                )
+                self.residual_parts.setdefault(group, []).append(picked)
         for group in groups:  # the blocks' residuals added into one
             self.fold_residual(group)
-        for _, buffer in targets:  # the pass closes: the buffers complete
+        for name, buffer in targets:  # the pass closes: the buffers complete
             if isinstance(buffer, BufferState):
                 data = buffer.data
                 data.assembled = self.submit(
-                    _assemble, data.shape, self._tree(data.parts)
+                    _assemble, data.shape, name, *self._tree(name, data.parts)
                 )
                 data.parts = []
                 buffer.writer = loop
@@ -710,16 +742,17 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         parts = self.residual_parts.get(group, [])
         if len(parts) > 1:
             shape = tuple(self.sizing.mode_extent(m) for m in self.residual_modes)
+            target = residual_target(group)
             self.residual_parts[group] = [
-                self.submit(_folded, shape, group, self._tree(parts))
+                self.submit(_folded, shape, group, *self._tree(target, parts))
             ]
 
     def residual_array(self, group: int) -> Any:
         """The future of group ``group``'s assembled residual."""
         shape = tuple(self.sizing.mode_extent(m) for m in self.residual_modes)
-        return self.submit(
-            _assemble, shape, self._tree(self.residual_parts.pop(group, []))
-        )
+        target = residual_target(group)
+        parts = self._tree(target, self.residual_parts.pop(group, []))
+        return self.submit(_assemble, shape, target, *parts)
 
     def apply(self, apply: Apply) -> None:
         applied = self.submit(

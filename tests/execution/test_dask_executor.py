@@ -690,3 +690,67 @@ def test_a_cluster_without_workers_is_waited_for_then_refused(
         run = execute_expression(expression, inputs, batch="i", scheduler=client)
         assert run.residual is not None
         assert relative_difference(run.residual, reference) <= AGREES
+
+
+def test_a_block_task_returns_its_contributions_per_target_and_assembly_reads_them(
+    dask_client: Client,
+) -> None:
+    """A block's task returns its contributions to each root buffer and
+    residual it writes, picked in the task: no task of its own picks them
+    (there were two per buffer of a pass of two blocks), and no merge
+    stands between a pass of at most ``FAN_IN`` blocks and the assembly of
+    its buffers."""
+    expression = parse(equation("csv_ccsd_doubles_residual_df"))
+    extents = dict.fromkeys(expression.space_keys(), 3)
+    inputs = oracle_inputs(expression, extents)
+    submitted: list[tuple[str, int]] = []
+    submit = dask_client.submit
+
+    def spying(function: Any, *args: Any, **kwargs: Any) -> Any:
+        futures = sum(type(a).__name__ == "Future" for a in args)
+        submitted.append((function.__name__, futures))
+        return submit(function, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dask_client, "submit", spying)
+        run = execute_expression(
+            expression,
+            inputs,
+            batch="i",
+            block=2,
+            never_worse=False,
+            scheduler=dask_client,
+        )
+    functions = {name for name, _ in submitted}
+    assert functions <= {
+        "_identity",
+        "_run_part",
+        "_run_item",
+        "_assemble",
+        "_folded",
+        "_merge",
+        "_apply",
+    }, functions
+    assert "_run_part" in functions and "_assemble" in functions
+    # each pass has two blocks (i=3, blocks of 2): an assembly reads the
+    # two block tasks themselves (the residual's, the one fold before it)
+    assert "_merge" not in functions
+    assert {n for name, n in submitted if name == "_assemble"} == {1, 2}
+    _, reference = oracle_residual(expression, extents)
+    assert run.residual is not None
+    assert relative_difference(run.residual, reference) <= AGREES
+
+
+def test_an_assembly_adds_each_sources_contributions_to_its_target_in_order() -> None:
+    slices = (slice(0, 2), slice(None))
+    ones, twos = np.ones((2, 3)), np.full((2, 3), 2.0)
+    picked = {
+        "x": [Contribution("x", slices, ones, True)],
+        "y": [Contribution("y", slices, twos, False)],
+    }
+    later = [Contribution("x", slices, twos, True)]
+    assembled = dask_executor._assemble((4, 3), "x", picked, later)
+    assert (assembled[:2] == 3.0).all() and (assembled[2:] == 0.0).all()
+    merged = dask_executor._merge("x", picked, later)
+    assert len(merged) == 1 and (merged[0].array == 3.0).all()
+    assert dask_executor._assemble((4, 3), "z", picked).sum() == 0.0
