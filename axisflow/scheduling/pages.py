@@ -100,9 +100,11 @@ def _references(owners: list[Array], position: int) -> int:
 
 def _calibrated() -> int | None:
     """The count ``_references`` gives for an array no one else holds,
-    measured on this interpreter, or ``None`` if a view held elsewhere
-    does not raise it (then freed arrays cannot be told apart, and nothing
-    is reused)."""
+    measured on this interpreter, or ``None`` if it counts no references
+    or a view held elsewhere does not raise the count (then freed arrays
+    cannot be told apart, and nothing is reused)."""
+    if not hasattr(sys, "getrefcount"):
+        return None
     owners = [np.empty(1)]
     free = _references(owners, 0)
     view = owners[0].reshape(1, 1)  # a view's base is the owning array
@@ -176,23 +178,21 @@ class _Reuse:
         smallest one that is enough, or the smallest ones together, which
         ever is fewer bytes (a freed array is mapped again at a cost that
         grows with its bytes)."""
-        if deficit <= 0 and self.count < self.MAX_OWNERS:
+        if deficit <= 0:
             return
         idle.sort(key=_bytes)
-        enough = [o for o in idle if o.nbytes >= deficit]
         together: list[Array] = []
         total = 0
         for owner in idle:
-            if total >= deficit and self.count - len(together) < self.MAX_OWNERS:
+            if total >= deficit:
                 break
             together.append(owner)
             total += owner.nbytes
-        victims = together
-        if enough and enough[0].nbytes < total and self.count <= self.MAX_OWNERS:
-            victims = [enough[0]]
+        enough = next((owner for owner in idle if owner.nbytes >= deficit), None)
+        victims = [enough] if enough is not None and enough.nbytes < total else together
         for victim in victims:
             group = self.owners[victim.size]
-            group[:] = [o for o in group if o is not victim]
+            group[:] = [owner for owner in group if owner is not victim]
             self.count -= 1
             self.held -= victim.nbytes
 
