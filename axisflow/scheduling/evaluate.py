@@ -18,7 +18,9 @@ The run holds what the memory model counts (``scheduling.memory``,
 ``docs/pipeline.md`` section 3.4), so that the model's peak is what it
 allocates (``tests/pipeline/test_measured_memory.py`` measures it): each
 piece and buffer is dropped after the item the model ends its life at
-(``memory.releases``); a residual buffer is allocated at its first write;
+(``memory.releases``); a residual buffer is allocated where the model
+starts its life (its first write, or the start of the loop pass around it
+``memory.residual_openings`` names);
 pieces and roots are added into it scaled without a copy
 (``contraction.add_scaled``); an operator step holds one residual more; a
 contraction allocates its result only (``scheduling.contraction``). A
@@ -55,7 +57,7 @@ from axisflow.scheduling.contraction import (
     MemoryGuard,
     add_scaled,
 )
-from axisflow.scheduling.memory import Sizing, releases
+from axisflow.scheduling.memory import Sizing, releases, residual_openings
 from axisflow.scheduling.schedule import (
     Apply,
     Bind,
@@ -326,6 +328,7 @@ class ScheduleRun:
                 schedule, sizing.mode_extent, sizing.extent
             )
             self.releases = releases(forest, schedule, sizing)
+            self.openings = residual_openings(forest, schedule, sizing)
         except (LoopExtentError, BrokenScheduleError) as error:
             raise ScheduleRunError(str(error)) from None
         built = built_values(forest, schedule)
@@ -374,9 +377,11 @@ class _Runner(ScheduleWalker[_Stored, _Stored]):
         self.results: dict[str, Array] = {}
         self.mode_extents: dict[Index, int] = {}
         self.residuals: dict[int, Array] = {}
-        """Residual group -> its buffer, from its first write."""
+        """Residual group -> its buffer, from where the model starts it."""
         self.residual_modes: tuple[Index, ...] = ()
         self.releases = run.releases
+        self.openings: Mapping[int, list[int]] = run.openings
+        """Loop pass (``id``) -> residual groups allocated at its start."""
         self.tree_number = run.tree_number
         self.contract = run.contract
         self.loop_extents = run.loop_extents
@@ -410,6 +415,8 @@ class _Runner(ScheduleWalker[_Stored, _Stored]):
         return extent
 
     def loop(self, loop: LoopPass) -> None:
+        for group in self.openings.get(id(loop), ()):
+            self.residual_buffer(group)  # live from here, as the model counts
         extent = self.loop_extents[loop.instance]
         for start in range(0, extent, loop.block):
             self.current[loop.instance] = (start, min(start + loop.block, extent))
@@ -557,8 +564,9 @@ class _Runner(ScheduleWalker[_Stored, _Stored]):
         self.residual_modes = residual.modes
 
     def residual_buffer(self, group: int) -> Array:
-        """Group ``group``'s residual, allocated (zero) at its first write,
-        where the model starts its life."""
+        """Group ``group``'s residual, allocated (zero) where the model
+        starts its life: at its first write, or at the start of the loop
+        pass around it the model says (``openings``)."""
         array = self.residuals.get(group)
         if array is None:
             shape = tuple(self.extent(m) for m in self.residual_modes)
@@ -691,6 +699,9 @@ class _PartRunner(_Runner):
 
     def __init__(self, run: ScheduleRun, inputs: Mapping[str, Array]) -> None:
         super().__init__(run, inputs, keep_trees=False)
+        # a part's residuals are its own, one per block (``task_lifetimes``
+        # counts them so): allocated at their first write
+        self.openings = {}
         self.residual_modes = run.schedule.residual_modes() or ()
         self.contributions: list[Contribution] = []
         self.summing: dict[tuple[str, tuple[tuple[int, int], ...]], int] = {}

@@ -240,6 +240,19 @@ def _account(forest: Forest, schedule: Schedule, sizing: Sizing) -> _Lifetimes:
     return accounting
 
 
+def residual_openings(
+    forest: Forest, schedule: Schedule, sizing: Sizing | None = None
+) -> dict[int, list[int]]:
+    """Where a run allocates a residual group the model counts before its
+    first write: for each loop pass (by ``id``), the groups whose life
+    starts at its start (the outermost pass of more than one block around
+    the first write: its second block holds the residual throughout). A
+    run that allocates them there holds what the model counts also when
+    the last block is smaller than the first (else its smaller pieces
+    meet the residual, the first block's larger ones never do)."""
+    return _account(forest, schedule, sizing or Sizing(forest)).openings
+
+
 def releases(
     forest: Forest, schedule: Schedule, sizing: Sizing | None = None
 ) -> dict[int, list[tuple[str, bool]]]:
@@ -279,6 +292,8 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
         self.residuals: dict[int, Lifetime] = {}
         """Residual group -> its buffer, until an ``Apply`` adds it into 0."""
         self.loop_starts: list[int] = []
+        self.openings: dict[int, list[int]] = {}
+        """Loop pass (``id``) -> the residual groups live from its start."""
         self.position = 0
         self.current: Item | None = None
         """The item being visited."""
@@ -322,6 +337,7 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
                 loop = scope.loop
                 if loop is not None and self.iterations.get(loop.instance, 2) > 1:
                     life.start = start
+                    self.openings.setdefault(id(loop), []).append(group)
                     break
             self.found.append(life)
         life.end = max(life.end, self.position)
