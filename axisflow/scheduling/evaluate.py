@@ -20,7 +20,7 @@ allocates (``tests/pipeline/test_measured_memory.py`` measures it): each
 piece and buffer is dropped after the item the model ends its life at
 (``memory.releases``); a residual buffer is allocated where the model
 starts its life (its first write, or the start of the loop pass around it
-``memory.residual_openings`` names);
+``memory.storage_events`` names);
 pieces and roots are added into it scaled without a copy
 (``contraction.add_scaled``); an operator step holds one residual more; a
 contraction allocates its result only (``scheduling.contraction``). A
@@ -57,7 +57,7 @@ from axisflow.scheduling.contraction import (
     MemoryGuard,
     add_scaled,
 )
-from axisflow.scheduling.memory import Sizing, releases, residual_openings
+from axisflow.scheduling.memory import Sizing, storage_events
 from axisflow.scheduling.schedule import (
     Apply,
     Bind,
@@ -327,8 +327,9 @@ class ScheduleRun:
             self.loop_extents = loop_extents(
                 schedule, sizing.mode_extent, sizing.extent
             )
-            self.releases = releases(forest, schedule, sizing)
-            self.openings = residual_openings(forest, schedule, sizing)
+            events = storage_events(forest, schedule, sizing)
+            self.releases = events.releases
+            self.openings = events.openings
         except (LoopExtentError, BrokenScheduleError) as error:
             raise ScheduleRunError(str(error)) from None
         built = built_values(forest, schedule)

@@ -240,17 +240,36 @@ def _account(forest: Forest, schedule: Schedule, sizing: Sizing) -> _Lifetimes:
     return accounting
 
 
-def residual_openings(
+@dataclass
+class StorageEvents:
+    """Where a run frees and allocates what the model counts, from one
+    walk."""
+
+    releases: dict[int, list[tuple[str, bool]]]
+    """``releases``."""
+    openings: dict[int, list[int]]
+    """For each loop pass (by ``id``), the residual groups the model counts
+    from its start, before their first write: the outermost pass of more
+    than one block around the first write (its second block holds the
+    residual throughout). A run that allocates them there holds what the
+    model counts also when the last block is smaller than the first (else
+    its smaller pieces meet the residual, the first block's larger ones
+    never do)."""
+
+
+def storage_events(
     forest: Forest, schedule: Schedule, sizing: Sizing | None = None
-) -> dict[int, list[int]]:
-    """Where a run allocates a residual group the model counts before its
-    first write: for each loop pass (by ``id``), the groups whose life
-    starts at its start (the outermost pass of more than one block around
-    the first write: its second block holds the residual throughout). A
-    run that allocates them there holds what the model counts also when
-    the last block is smaller than the first (else its smaller pieces
-    meet the residual, the first block's larger ones never do)."""
-    return _account(forest, schedule, sizing or Sizing(forest)).openings
+) -> StorageEvents:
+    """Where a run of ``schedule`` frees pieces and buffers and allocates
+    residuals (``StorageEvents``), from one walk."""
+    accounting = _account(forest, schedule, sizing or Sizing(forest))
+    found: dict[int, list[tuple[str, bool]]] = {}
+    for life in accounting.found:
+        if life.release is not None:
+            found.setdefault(id(life.release), []).append(
+                (life.value, life.kind == "buffer")
+            )
+    return StorageEvents(found, accounting.openings)
 
 
 def releases(
@@ -260,13 +279,7 @@ def releases(
     ``id``), the pieces (``False``) and buffers (``True``) of the scope it
     sits in that nothing uses after it, by value name. An executor that
     drops them after visiting the item holds what the model counts."""
-    found: dict[int, list[tuple[str, bool]]] = {}
-    for life in lifetimes(forest, schedule, sizing):
-        if life.release is not None:
-            found.setdefault(id(life.release), []).append(
-                (life.value, life.kind == "buffer")
-            )
-    return found
+    return storage_events(forest, schedule, sizing).releases
 
 
 class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
