@@ -19,7 +19,8 @@ schedule onto tasks with a client of the schedule walker
   its task's result, by target; when the pass closes each buffer is
   assembled from its blocks' contributions (partial sums over one region
   added, slices written; merged in a tree ``FAN_IN`` at a time first when
-  more blocks wrote it), and the later tasks read it;
+  more blocks wrote it), and the later tasks read it: a large one on each
+  worker whose blocks read it (``ASSEMBLED_ON_EACH_BYTES``);
 * an **operator step** (``Ŝ``/``Â``/``P̂``) runs on the assembled residual
   of its group, as one task.
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import os
 import shutil
 import sys
@@ -99,9 +101,16 @@ from axisflow.scheduling.walker import BufferState, Piece, ScheduleWalker
 from axisflow.sequant import Expression, Share
 
 Array = NDArray[np.float64]
+_ITEM_BYTES = np.dtype(np.float64).itemsize
 
 FAN_IN = 4
 """Contributions merged per task of the tree that assembles a buffer."""
+
+ASSEMBLED_ON_EACH_BYTES = 1024**2
+"""A root buffer of this many bytes or more that blocks on several
+workers read is assembled on each of them (its contributions move, not the
+whole); a smaller one once, on one of them (a task fewer per worker, the
+move negligible)."""
 
 MONITOR_INTERVAL = "20ms"
 """How often the embedded cluster's workers sample their memory (Dask's
@@ -505,8 +514,14 @@ class _RootBuffer:
     shape: tuple[int, ...]
     parts: list[Any] = field(default_factory=list[Any])
     """Futures of the contributions of each block that wrote it (``Source``)."""
-    assembled: Any = None
-    """The future of the whole buffer, once its pass closed."""
+    assembled: dict[str | None, Any] = field(default_factory=dict[str | None, Any])
+    """The futures of the whole buffer once its pass closed, by the worker
+    that assembled it (``None``: wherever Dask ran it)."""
+
+    def on(self, worker: str | None) -> Any:
+        """The future of the whole buffer to read on ``worker``."""
+        found = self.assembled.get(worker)
+        return found if found is not None else next(iter(self.assembled.values()))
 
 
 def _mentions(loop: LoopPass) -> tuple[set[str], set[str], set[int]]:
@@ -571,6 +586,9 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         is needed only until its contributions are merged."""
         self.workers = sorted(workers)
         """The workers' addresses, to which the blocks of a pass are dealt."""
+        self.places = self._places()
+        """For each value a root item reads, the workers its readers run
+        on (``None``: a task placed by Dask)."""
         self.described: dict[Any, str] = {}
         """What the task of each key computes, in the schedule's words
         (for a failure's message: a Dask key names nothing a user wrote)."""
@@ -602,10 +620,38 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
                 scope = self.scopes[0]
                 (scope.buffers if is_buffer else scope.pieces).pop(name, None)
 
+    def _dealt(self, loop: LoopPass) -> list[str | None]:
+        """The worker each block of root pass ``loop`` is dealt to, in
+        order (``None`` when no workers are known)."""
+        count = -(-self.extents[loop.instance] // loop.block)
+        if not self.workers:
+            return [None] * count
+        return [self.workers[k % len(self.workers)] for k in range(count)]
+
+    def _places(self) -> dict[str, set[str | None]]:
+        places: dict[str, set[str | None]] = {}
+        for item in self.plan.schedule.items:
+            if isinstance(item, LoopPass):
+                names, where = _mentions(item)[0], set(self._dealt(item))
+            elif isinstance(item, Build | Output) and item.value is not None:
+                names, where = {item.value}, {None}
+            else:
+                continue
+            for name in list(names):
+                value = self.forest.values.get(name)
+                if value is not None:
+                    names.update(factor.value for factor in value.factors)
+            for name in names:
+                places.setdefault(name, set()).update(where)
+        return places
+
     # -- what a part reads -------------------------------------------------
 
     def _operands(
-        self, reads: Iterable[str], writes: Iterable[str] = ()
+        self,
+        reads: Iterable[str],
+        writes: Iterable[str] = (),
+        worker: str | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         names = set(reads)
         for name in list(names):
@@ -620,7 +666,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
             if isinstance(found, Piece):
                 pieces[name] = found.data
             elif isinstance(found, BufferState) and found.complete:
-                buffers[name] = found.data.assembled
+                buffers[name] = found.data.on(worker)
         for name in writes:
             buffers[name] = None
         return inputs, pieces, buffers
@@ -634,7 +680,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         worker: str | None = None,
         targets: tuple[str, ...] = (),
     ) -> Any:
-        inputs, pieces, buffers = self._operands(reads, writes)
+        inputs, pieces, buffers = self._operands(reads, writes, worker)
         position = self.positions[id(item)]
         if isinstance(item, Build | Output):
             what = (
@@ -690,13 +736,14 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         ]
         names = tuple(name for name, _ in buffers)
         names += tuple(residual_target(group) for group in sorted(groups))
+        dealt = self._dealt(loop)
         for number, start in enumerate(range(0, extent, loop.block)):
             block = (start, min(start + loop.block, extent))
             # the blocks of a pass dealt to the workers in turn, as the
             # memory model shares them out (Dask would run them where the
             # data they read lies: often all on one worker, one after the
             # other, holding more than its share)
-            worker = self.workers[number % len(self.workers)] if self.workers else None
+            worker = dealt[number]
             picked = self._part(loop, block, reads, writes, worker, names)
             for _, buffer in buffers:
                 buffer.data.parts.append(picked)
@@ -707,9 +754,19 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         for name, buffer in targets:  # the pass closes: the buffers complete
             if isinstance(buffer, BufferState):
                 data = buffer.data
-                data.assembled = self.submit(
-                    _assemble, data.shape, name, *self._tree(name, data.parts)
-                )
+                sources = self._tree(name, data.parts)
+                # assembled on each worker that runs blocks reading it:
+                # each receives the other blocks' contributions, not the
+                # whole buffer after another worker assembled it (one
+                # transfer and one round trip fewer between the passes);
+                # a task Dask places reads any of them
+                places = sorted(p for p in self.places.get(name, ()) if p is not None)
+                if math.prod(data.shape) * _ITEM_BYTES < ASSEMBLED_ON_EACH_BYTES:
+                    places = places[:1]
+                for place in places or [None]:
+                    data.assembled[place] = self.submit(
+                        _assemble, data.shape, name, *sources, worker=place
+                    )
                 data.parts = []
                 buffer.writer = loop
                 buffer.complete = True

@@ -741,6 +741,71 @@ def test_a_block_task_returns_its_contributions_per_target_and_assembly_reads_th
     assert relative_difference(run.residual, reference) <= AGREES
 
 
+@pytest.mark.parametrize("each_from", [0, 2**40])
+def test_a_buffer_blocks_on_two_workers_read_is_assembled_on_each_of_them(
+    dask_client: Client, each_from: int
+) -> None:
+    """A root buffer at least ``ASSEMBLED_ON_EACH_BYTES`` large that the
+    blocks of a later pass read on both workers is assembled on each worker
+    from the same contributions, and a block reads the one on its own
+    worker; below that size, once (on one of them)."""
+    expression = parse(equation("csv_ccsd_doubles_residual_df"))
+    extents = dict.fromkeys(expression.space_keys(), 3)
+    inputs = oracle_inputs(expression, extents)
+    submitted: list[tuple[str, tuple[Any, ...], Any, str | None]] = []
+    submit = dask_client.submit
+
+    def spying(function: Any, *args: Any, **kwargs: Any) -> Any:
+        future = submit(function, *args, **kwargs)
+        workers = kwargs.get("workers")
+        submitted.append((function.__name__, args, future, workers and workers[0]))
+        return future
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dask_client, "submit", spying)
+        patch.setattr(dask_executor, "ASSEMBLED_ON_EACH_BYTES", each_from)
+        run = execute_expression(
+            expression,
+            inputs,
+            batch="i",
+            block=2,
+            never_worse=False,
+            scheduler=dask_client,
+        )
+    _, reference = oracle_residual(expression, extents)
+    assert run.residual is not None
+    assert relative_difference(run.residual, reference) <= AGREES
+    workers = set(dask_client.scheduler_info()["workers"])
+    # the buffers' assemblies (a residual's has no workers given)
+    assembled_on = {
+        future.key: (args[1], worker)
+        for name, args, future, worker in submitted
+        if name == "_assemble" and args[1] != dask_executor.residual_target(0)
+    }
+    on_each: dict[str, set[str | None]] = {}
+    for target, worker in assembled_on.values():
+        on_each.setdefault(target, set()).add(worker)
+    read_on: dict[str, set[str]] = {}
+    for name, args, _, worker in submitted:
+        if name != "_run_part":
+            continue
+        assert worker is not None and worker in workers
+        for buffer, future in args[6].items():
+            if future is not None:
+                target, where = assembled_on[future.key]
+                assert target == buffer
+                read_on.setdefault(buffer, set()).add(worker)
+                if each_from == 0:
+                    assert where == worker  # the assembly on its own worker
+    assert read_on  # passes read buffers, on both workers
+    assert any(len(places) == 2 for places in read_on.values())
+    for buffer, places in read_on.items():
+        if each_from == 0:
+            assert on_each[buffer] == places
+        else:
+            assert len(on_each[buffer]) == 1
+
+
 def test_an_assembly_adds_each_sources_contributions_to_its_target_in_order() -> None:
     slices = (slice(0, 2), slice(None))
     ones, twos = np.ones((2, 3)), np.full((2, 3), 2.0)
