@@ -164,6 +164,9 @@ class _Reuse:
                         live += members[position].nbytes
             self.high = max(self.high, live + size)
             self._let_go(idle, self.held + size - self.high - self.high // SLACK)
+            # the owners let go are freed before the new one is allocated
+            # (this list held them: the process held both at once)
+            idle.clear()
             owner = np.empty(elements)
             _populate(owner)
             if self.count >= self.MAX_OWNERS:
