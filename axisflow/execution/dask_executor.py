@@ -79,6 +79,7 @@ from axisflow.scheduling.evaluate import (
 from axisflow.scheduling.memory import (
     Sizing,
     format_bytes,
+    partial_sums,
     peak,
     releases,
     schedule_flops,
@@ -108,9 +109,12 @@ FAN_IN = 4
 
 ASSEMBLED_ON_EACH_BYTES = 1024**2
 """A root buffer of this many bytes or more that blocks on several
-workers read is assembled on each of them (its contributions move, not the
-whole); a smaller one once, on one of them (a task fewer per worker, the
-move negligible)."""
+workers read is assembled on each of them when its blocks write slices of
+it, or when two workers read it (its contributions move, not the whole);
+otherwise once, on one of them: a smaller one (a task fewer per worker,
+the move negligible), or one that blocks sum into, read on more than two
+workers (each worker would receive every other block's partial sum, each
+as large as the whole: more than the whole sent to each)."""
 
 MONITOR_INTERVAL = "20ms"
 """How often the embedded cluster's workers sample their memory (Dask's
@@ -586,6 +590,9 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         is needed only until its contributions are merged."""
         self.workers = sorted(workers)
         """The workers' addresses, to which the blocks of a pass are dealt."""
+        self.root_buffers = {
+            item.value for item in plan.schedule.items if isinstance(item, Buffer)
+        }
         self.places = self._places()
         """For each value a root item reads, the workers its readers run
         on (``None``: a task placed by Dask)."""
@@ -737,6 +744,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         names = tuple(name for name, _ in buffers)
         names += tuple(residual_target(group) for group in sorted(groups))
         dealt = self._dealt(loop)
+        summed, _ = partial_sums(loop, self.root_buffers)
         for number, start in enumerate(range(0, extent, loop.block)):
             block = (start, min(start + loop.block, extent))
             # the blocks of a pass dealt to the workers in turn, as the
@@ -761,7 +769,9 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
                 # transfer and one round trip fewer between the passes);
                 # a task Dask places reads any of them
                 places = sorted(p for p in self.places.get(name, ()) if p is not None)
-                if math.prod(data.shape) * _ITEM_BYTES < ASSEMBLED_ON_EACH_BYTES:
+                if math.prod(data.shape) * _ITEM_BYTES < ASSEMBLED_ON_EACH_BYTES or (
+                    name in summed and len(places) > 2
+                ):
                     places = places[:1]
                 for place in places or [None]:
                     data.assembled[place] = self.submit(

@@ -495,30 +495,7 @@ def task_lifetimes(
         # Blocks a worker holds at once: the one running and, when it runs
         # more than one, one finished before it.
         held_blocks = 2 if -(-blocks // workers) > 1 else 1
-        summed: set[str] = set()
-        groups: set[int] = set()
-        own = set()  # buffers allocated inside the pass
-        sliced: dict[str, bool] = {}  # value -> its last build sliced by the loop
-        for inner, _ in Schedule([item]).walk():
-            if isinstance(inner, Buffer):
-                own.add(inner.value)
-            elif isinstance(inner, Build):
-                sliced[inner.value] = any(
-                    bind.instance == item.instance for bind in inner.slices
-                )
-            elif isinstance(inner, Output) and inner.into is not None:
-                if not inner.direct:
-                    groups.add(inner.into)
-            elif isinstance(inner, Write):
-                if inner.into is not None:
-                    groups.add(inner.into)
-                elif (
-                    inner.accumulate
-                    and inner.value in root_buffers
-                    and inner.value not in own
-                    and not sliced.get(inner.value, False)
-                ):
-                    summed.add(inner.value)
+        summed, groups = partial_sums(item, root_buffers)
         held = (held_blocks - 1) * sum(
             sizing.full_bytes(forest.values[name]) for name in summed
         )
@@ -526,6 +503,40 @@ def task_lifetimes(
         if held:
             found.append(Lifetime(f"loop {item.instance}", "blocks", held, start, end))
     return found
+
+
+def partial_sums(
+    loop: LoopPass, root_buffers: Iterable[str]
+) -> tuple[set[str], set[int]]:
+    """The root buffers (of ``root_buffers``) root pass ``loop`` sums into
+    over its own loop (each block adds a partial sum of the whole, not a
+    slice), and the residual groups it adds into."""
+    roots = set(root_buffers)
+    summed: set[str] = set()
+    groups: set[int] = set()
+    own: set[str] = set()  # buffers allocated inside the pass
+    sliced: dict[str, bool] = {}  # value -> its last build sliced by the loop
+    for inner, _ in Schedule([loop]).walk():
+        if isinstance(inner, Buffer):
+            own.add(inner.value)
+        elif isinstance(inner, Build):
+            sliced[inner.value] = any(
+                bind.instance == loop.instance for bind in inner.slices
+            )
+        elif isinstance(inner, Output) and inner.into is not None:
+            if not inner.direct:
+                groups.add(inner.into)
+        elif isinstance(inner, Write):
+            if inner.into is not None:
+                groups.add(inner.into)
+            elif (
+                inner.accumulate
+                and inner.value in roots
+                and inner.value not in own
+                and not sliced.get(inner.value, False)
+            ):
+                summed.add(inner.value)
+    return summed, groups
 
 
 def residual_name(group: int) -> str:

@@ -40,7 +40,7 @@ from axisflow.scheduling.evaluate import (
     relative_difference,
     run_part,
 )
-from axisflow.scheduling.memory import lifetimes, task_lifetimes
+from axisflow.scheduling.memory import lifetimes, partial_sums, task_lifetimes
 from axisflow.scheduling.schedule import Buffer, Build, LoopPass, Schedule
 from axisflow.sequant import parse
 from tests.conftest import EXAMPLES
@@ -741,19 +741,20 @@ def test_a_block_task_returns_its_contributions_per_target_and_assembly_reads_th
     assert relative_difference(run.residual, reference) <= AGREES
 
 
-@pytest.mark.parametrize("each_from", [0, 2**40])
-def test_a_buffer_blocks_on_two_workers_read_is_assembled_on_each_of_them(
-    dask_client: Client, each_from: int
-) -> None:
-    """A root buffer at least ``ASSEMBLED_ON_EACH_BYTES`` large that the
-    blocks of a later pass read on both workers is assembled on each worker
-    from the same contributions, and a block reads the one on its own
-    worker; below that size, once (on one of them)."""
-    expression = parse(equation("csv_ccsd_doubles_residual_df"))
+def _assemblies(
+    client: Client, each_from: int, block: int
+) -> tuple[dict[str, set[str | None]], dict[str, set[str]], set[str]]:
+    """The CSV doubles at extents 3 over ``i`` in blocks of ``block`` on
+    ``client``, large buffers from ``each_from`` bytes: for each root
+    buffer, the workers it was assembled on and those whose blocks read it
+    (each block reading the assembly on its own worker where there is
+    one), and the buffers blocks sum into."""
+    text = equation("csv_ccsd_doubles_residual_df")
+    expression = parse(text)
     extents = dict.fromkeys(expression.space_keys(), 3)
     inputs = oracle_inputs(expression, extents)
     submitted: list[tuple[str, tuple[Any, ...], Any, str | None]] = []
-    submit = dask_client.submit
+    submit = client.submit
 
     def spying(function: Any, *args: Any, **kwargs: Any) -> Any:
         future = submit(function, *args, **kwargs)
@@ -761,21 +762,24 @@ def test_a_buffer_blocks_on_two_workers_read_is_assembled_on_each_of_them(
         submitted.append((function.__name__, args, future, workers and workers[0]))
         return future
 
+    options: dict[str, Any] = {"batch": "i", "block": block, "never_worse": False}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(dask_client, "submit", spying)
+        patch.setattr(client, "submit", spying)
         patch.setattr(dask_executor, "ASSEMBLED_ON_EACH_BYTES", each_from)
-        run = execute_expression(
-            expression,
-            inputs,
-            batch="i",
-            block=2,
-            never_worse=False,
-            scheduler=dask_client,
-        )
+        run = execute_expression(expression, inputs, scheduler=client, **options)
     _, reference = oracle_residual(expression, extents)
     assert run.residual is not None
     assert relative_difference(run.residual, reference) <= AGREES
-    workers = set(dask_client.scheduler_info()["workers"])
+    schedule = plan_evaluation(text, inputs, scheduled=True, **options).schedule
+    assert schedule is not None
+    roots = {item.value for item in schedule.items if isinstance(item, Buffer)}
+    summed = {
+        name
+        for item in schedule.items
+        if isinstance(item, LoopPass)
+        for name in partial_sums(item, roots)[0]
+    }
+    workers = set(client.scheduler_info()["workers"])
     # the buffers' assemblies (a residual's has no workers given)
     assembled_on = {
         future.key: (args[1], worker)
@@ -795,15 +799,42 @@ def test_a_buffer_blocks_on_two_workers_read_is_assembled_on_each_of_them(
                 target, where = assembled_on[future.key]
                 assert target == buffer
                 read_on.setdefault(buffer, set()).add(worker)
-                if each_from == 0:
+                if len(on_each[buffer]) > 1:
                     assert where == worker  # the assembly on its own worker
-    assert read_on  # passes read buffers, on both workers
+    return on_each, read_on, summed
+
+
+@pytest.mark.parametrize("each_from", [0, 2**40])
+def test_a_buffer_blocks_on_two_workers_read_is_assembled_on_each_of_them(
+    dask_client: Client, each_from: int
+) -> None:
+    """A root buffer at least ``ASSEMBLED_ON_EACH_BYTES`` large that the
+    blocks of a later pass read on both workers is assembled on each worker
+    from the same contributions, and a block reads the one on its own
+    worker; below that size, once (on one of them)."""
+    on_each, read_on, summed = _assemblies(dask_client, each_from, block=2)
     assert any(len(places) == 2 for places in read_on.values())
+    assert summed & set(read_on)  # partial sums too: with two workers, on each
     for buffer, places in read_on.items():
         if each_from == 0:
             assert on_each[buffer] == places
         else:
             assert len(on_each[buffer]) == 1
+
+
+def test_a_buffer_blocks_sum_into_read_on_three_workers_is_assembled_once() -> None:
+    """Read on three workers, a buffer whose blocks write slices of it is
+    assembled on each of them, and one they sum into once: each worker
+    would otherwise receive two partial sums as large as the whole."""
+    with local_cluster(3, monitor_interval="500ms") as client:
+        on_each, read_on, summed = _assemblies(client, 0, block=1)
+    three = {buffer for buffer, places in read_on.items() if len(places) == 3}
+    assert three & summed and three - summed
+    for buffer in three:
+        if buffer in summed:
+            assert len(on_each[buffer]) == 1
+        else:
+            assert on_each[buffer] == read_on[buffer]
 
 
 def test_an_assembly_adds_each_sources_contributions_to_its_target_in_order() -> None:
