@@ -644,13 +644,19 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
                 names, where = {item.value}, {None}
             else:
                 continue
-            for name in list(names):
-                value = self.forest.values.get(name)
-                if value is not None:
-                    names.update(factor.value for factor in value.factors)
-            for name in names:
+            for name in self._with_factors(names):
                 places.setdefault(name, set()).update(where)
         return places
+
+    def _with_factors(self, reads: Iterable[str]) -> set[str]:
+        """The names ``reads`` and the factors of each (a build among the
+        items read needs its factors)."""
+        names = set(reads)
+        for name in list(names):
+            value = self.forest.values.get(name)
+            if value is not None:
+                names.update(factor.value for factor in value.factors)
+        return names
 
     # -- what a part reads -------------------------------------------------
 
@@ -660,11 +666,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         writes: Iterable[str] = (),
         worker: str | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        names = set(reads)
-        for name in list(names):
-            value = self.forest.values.get(name)
-            if value is not None:
-                names.update(factor.value for factor in value.factors)
+        names = self._with_factors(reads)
         inputs = {n: self.inputs[n] for n in names if n in self.inputs}
         pieces: dict[str, Any] = {}
         buffers: dict[str, Any] = {}
