@@ -20,15 +20,24 @@ schedule run once by the evaluator under ``tracemalloc``
   ratio      measured / predicted
   run s      the time of the measured run
 
+With ``--reused-from BYTES`` the runs reuse freed arrays from that size
+(``pages.POPULATE_BYTES``, 1 MiB by default, which few arrays at these
+extents reach), as ``tests/pipeline/test_measured_memory.py`` runs them
+(16384): the pool of freed arrays (``pages.reusing``) must keep the peak
+too.
+
 Run: .venv/bin/python benchmarks/bench_measured_memory.py   (or make bench)
+     [--reused-from 16384]
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 
 from axisflow.pipeline.api import plan_expression, plan_model
+from axisflow.scheduling import pages
 from axisflow.scheduling.evaluate import measured_peak, random_inputs
 from axisflow.scheduling.memory import (
     Sizing,
@@ -51,14 +60,29 @@ POLICIES: list[tuple[str, ShareChoice | None, Blocks, str | None, Rebuild]] = [
     ("i", "tree", "auto", "2MiB", "never"),
     ("Κ", None, "auto", "3MiB", "never"),
     ("i,Κ", "forest", 1, None, "fused"),
+    ("i", "forest", {"i": 2}, None, "never"),  # a smaller last block
 ]
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument(
+        "--reused-from",
+        type=int,
+        default=pages.POPULATE_BYTES,
+        help="bytes from which freed arrays are reused (default: %(default)s)",
+    )
+    reused_from = parser.parse_args().reused_from
+    if reused_from < 1:
+        parser.error(f"--reused-from must be positive, got {reused_from}")
+    pages.POPULATE_BYTES = reused_from
     text = (
         ROOT / "examples" / "sequant" / "csv_ccsd_doubles_residual_df.txt"
     ).read_text(encoding="utf-8")
-    print(f"CSV-CCSD doubles at {EXTENTS}, 8-byte elements")
+    print(
+        f"CSV-CCSD doubles at {EXTENTS}, 8-byte elements, "
+        f"freed arrays reused from {reused_from} bytes"
+    )
     header = (
         "batch",
         "share",
@@ -101,7 +125,9 @@ def main() -> None:
             (
                 batch,
                 "auto" if share is None else share,
-                str(block),
+                ",".join(f"{k}={n}" for k, n in block.items())
+                if isinstance(block, dict)
+                else str(block),
                 budget or "-",
                 rebuild,
                 format_bytes(predicted),

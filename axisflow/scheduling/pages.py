@@ -25,11 +25,17 @@ such repeats (898 of the 1,023 of the executor benchmark's schedule), and
 the kernel then neither unmaps nor maps and zeroes them again: that
 schedule in one process, allocating as the executor's workers do, spent
 0.37 to 0.58 s in the kernel instead of 1.34 to 1.38 s
-(``docs/benchmarks-executor.md``). The freed arrays kept never raise what
-the process holds above the most it held without them, but for
+(``docs/benchmarks-executor.md``). What the pool holds, freed arrays
+included, never exceeds the most its arrays were live at once, but for
 ``1/SLACK`` of it (``_Reuse``), and leaving the outermost ``reusing()``
 lets them all go: before an operator step or an output's sum allocates
-apart from the pool.
+apart from the pool. Arrays below ``POPULATE_BYTES`` are not its own: a
+freed array it keeps can meet their peak, where without it the process
+would have held less. With the 1 MiB threshold they are small, and the
+peak the memory model predicts is what a run measures (1.01 of it at the
+executor benchmark's ``i=7``); taking arrays from 16 KiB, the NumPy
+evaluator's measured peak on the CSV doubles rose to 1.08 of it
+(``docs/pipeline.md``, section 3.4).
 """
 
 from __future__ import annotations
@@ -124,8 +130,10 @@ class _Reuse:
     the process hold ``live + size`` without the pool: ``high`` is the
     most that has been, and free owners are let go (the fewest bytes that
     make room) until what the pool holds, live and free, plus the new
-    array is within it and ``1/SLACK`` of it. So the pool never makes the
-    process hold more than it would without it, but for that slack."""
+    array is within it and ``1/SLACK`` of it, the owners let go freed
+    before the new array is allocated. So the pool's arrays never take
+    more than they would without it, but for that slack (the module's
+    docstring says what that leaves out)."""
 
     MAX_OWNERS = 512
     """Owners kept at most: a miss reads them all (beyond, a request gets
