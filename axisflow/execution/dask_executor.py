@@ -593,6 +593,12 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         self.root_buffers = {
             item.value for item in plan.schedule.items if isinstance(item, Buffer)
         }
+        self.mentioned = {
+            id(item): _mentions(item)
+            for item in plan.schedule.items
+            if isinstance(item, LoopPass)
+        }
+        """Each root pass's reads, writes and residual groups (``_mentions``)."""
         self.places = self._places()
         """For each value a root item reads, the workers its readers run
         on (``None``: a task placed by Dask)."""
@@ -636,10 +642,13 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         return [self.workers[k % len(self.workers)] for k in range(count)]
 
     def _places(self) -> dict[str, set[str | None]]:
+        """For each name a root item reads (with the factors of its
+        builds), the workers its blocks are dealt to, ``None`` for a task
+        Dask places (a root build or output)."""
         places: dict[str, set[str | None]] = {}
         for item in self.plan.schedule.items:
             if isinstance(item, LoopPass):
-                names, where = _mentions(item)[0], set(self._dealt(item))
+                names, where = self.mentioned[id(item)][0], set(self._dealt(item))
             elif isinstance(item, Build | Output) and item.value is not None:
                 names, where = {item.value}, {None}
             else:
@@ -735,7 +744,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
     # -- hooks -------------------------------------------------------------
 
     def loop(self, loop: LoopPass) -> None:
-        reads, writes, groups = _mentions(loop)
+        reads, writes, groups = self.mentioned[id(loop)]
         extent = self.extents[loop.instance]
         targets = [(name, self.find(name)) for name in sorted(writes)]
         buffers = [
