@@ -445,6 +445,11 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
                 f"  {mark} {format_bytes(peak_bytes):>10}  {significant(flops, 4)}  "
                 f"{_extra(flops, flops - shared):>7}  {point['kind']}"
                 + (f", {point['shares']} shares" if point["kind"] == "planned" else "")
+                + (
+                    f", values rebuilt inside {point['rebuilt_in_loops']} loops"
+                    if point.get("rebuilt_in_loops")
+                    else ""
+                )
             )
     lines.append(f"values dominating the peak of {chosen.label}:")
     for value in chosen.dominant:

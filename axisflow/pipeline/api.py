@@ -160,6 +160,8 @@ def plan_forest(
     accumulate: bool = True,
     never_worse: bool = True,
     rebuild: Rebuild = "never",
+    rebuild_at: Mapping[str, int] | None = None,
+    loop_blocks: Mapping[int, int] | None = None,
     budget: int | None = None,
     quiet: bool = False,
 ) -> ForestSchedule:
@@ -191,6 +193,8 @@ def plan_forest(
             accumulate=accumulate,
             never_worse=never_worse,
             rebuild=rebuild,
+            rebuild_at=rebuild_at,
+            loop_blocks=loop_blocks,
             budget=budget,
             quiet=quiet,
         )
@@ -218,6 +222,8 @@ def plan_model(
     accumulate: bool = True,
     never_worse: bool = True,
     rebuild: Rebuild = "never",
+    rebuild_at: Mapping[str, int] | None = None,
+    loop_blocks: Mapping[int, int] | None = None,
     budget: int | None = None,
     quiet: bool = False,
 ) -> ModelPlan:
@@ -240,7 +246,12 @@ def plan_model(
             extents=extents,
             residual=residual,
             enabled=never_worse,
-            schedule=partial(schedule_forest, rebuild=rebuild),
+            schedule=partial(
+                schedule_forest,
+                rebuild=rebuild,
+                rebuild_at=rebuild_at,
+                loop_blocks=loop_blocks,
+            ),
         )
 
     if block == "auto":
@@ -248,7 +259,9 @@ def plan_model(
         target = budget
         if target is None:
             target = first.scheduled_peak + int(first.scheduled_peak * BLOCK_SLACK)
-        chosen = choose_blocks(first.forest, first.result.schedule, target, extents)
+        chosen = choose_blocks(
+            first.forest, first.result.schedule, target, extents, loop_blocks or ()
+        )
         guarded = first if all(b == 1 for b in chosen.values()) else guard(chosen)
     else:
         guarded = guard(block)
@@ -354,6 +367,8 @@ def schedule_module(
     accumulate: bool = True,
     never_worse: bool = True,
     rebuild: Rebuild = "never",
+    rebuild_at: Mapping[str, int] | None = None,
+    loop_blocks: Mapping[int, int] | None = None,
     budget: int | str | None = None,
     quiet: bool = False,
 ) -> PipelineResult:
@@ -410,6 +425,8 @@ def schedule_module(
                     accumulate=accumulate,
                     never_worse=never_worse,
                     rebuild=rebuild,
+                    rebuild_at=rebuild_at,
+                    loop_blocks=loop_blocks,
                     budget=budget,
                     quiet=quiet,
                 )
@@ -477,6 +494,8 @@ def schedule_expression(
             accumulate=accumulate,
             never_worse=never_worse,
             rebuild=planned.rebuild,
+            rebuild_at=planned.rebuild_at,
+            loop_blocks=planned.loop_blocks,
             budget=objective.budget,
             quiet=True,  # said of the forest kept, below
         )
@@ -534,6 +553,8 @@ def plan_expression(
                 accumulate=accumulate,
                 never_worse=never_worse,
                 rebuild=planned.rebuild,
+                rebuild_at=planned.rebuild_at,
+                loop_blocks=planned.loop_blocks,
                 budget=objective.budget,
                 quiet=True,  # said of the forest kept, below
             )
@@ -627,6 +648,7 @@ def _plan(
             budget=objective.budget,
             max_extra_flops=objective.max_extra_flops,
             front=objective.front,
+            choose_loop_blocks=objective.block == "auto",
         )
     except (ModelError, SchedulingError, ResidualError) as error:
         raise PipelineError(f"batch.forest @{shared_model.name}: {error}") from None
@@ -665,6 +687,7 @@ def _plan(
                 "flops": point.flops,
                 "kind": point.kind,
                 "shares": point.shares,
+                "rebuilt_in_loops": len(set(point.rebuild_at.values())),
                 "chosen": point is chosen,
             }
             for point in planned.search.front

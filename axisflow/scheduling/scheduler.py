@@ -25,7 +25,8 @@ Rules (``docs/pipeline.md`` explains them with examples):
    loop that also encloses its consumer's home and a deeper loop of that
    home binding the value; there it is rebuilt every iteration, so that its
    slice of the deeper loop stays with the consumer (multiply-adds traded
-   for memory, counted by ``memory.schedule_flops``).
+   for memory, counted by ``memory.schedule_flops``). ``rebuild_at`` asks
+   the same for one value and one loop (the planner's priced rebuilds).
 2. **Order and split.** Within a block, items go in stages: an edge whose
    producer leaves a loop (``accumulate``, ``scatter``, or a reader outside
    that loop) starts a new stage; each stage holds the block's own builds,
@@ -167,8 +168,13 @@ def place(
     rebuild: Rebuild = "never",
     previous: Mapping[str, Placement] | None = None,
     decided: Collection[str] = (),
+    rebuild_at: Mapping[str, int] | None = None,
 ) -> dict[str, Placement]:
     """The home and loop bindings of every built value (rule 1).
+
+    ``rebuild_at``: value -> the one loop instance it is rebuilt in (as
+    ``rebuild="fused"`` would, for that loop only; the planner's priced
+    rebuilds).
 
     ``previous``: the placements of an earlier round, after which only the
     values ``decided`` got new decisions: a value placed from the same
@@ -201,7 +207,14 @@ def place(
                 label: mode for mode, label in site.mode_labels.items()
             }
         placements[value.name] = _place_at(
-            forest, value, site, consumer_home, decisions, rebuild, mode_of_label
+            forest,
+            value,
+            site,
+            consumer_home,
+            decisions,
+            rebuild,
+            mode_of_label,
+            None if rebuild_at is None else rebuild_at.get(value.name),
         )
     return placements
 
@@ -214,6 +227,7 @@ def _place_at(
     decisions: Decisions,
     rebuild: Rebuild,
     mode_of_label: Mapping[Index, Index],
+    rebuilt_in: int | None = None,
 ) -> Placement:
     roles = forest.roles
     name = value.name
@@ -247,7 +261,7 @@ def _place_at(
     modes_bound: dict[Index, int] = {}
     for k, (loop, binding) in enumerate(zip(site.loops, bindings, strict=True)):
         if binding.disposition is Disposition.REBUILD and not (
-            rebuild == "fused"
+            (rebuild == "fused" or loop.instance == rebuilt_in)
             and keep_below[k]
             and loop.instance in shared
             and (name, loop.instance) not in decisions.hoisted
@@ -506,9 +520,11 @@ class _Emitter:
         blocks: Mapping[str, int],
         sizes: Sizing,
         residual: ResidualLayout | None = None,
+        loop_blocks: Mapping[int, int] | None = None,
     ) -> None:
         self.forest = forest
         self.residual = residual
+        self.loop_blocks = loop_blocks or {}
         self.group_of: dict[int, int] = {}
         if residual is not None:
             for number, group in enumerate(residual.groups):
@@ -577,7 +593,7 @@ class _Emitter:
                 space = self.forest.instance_spaces[item.instance]
                 number = self.pass_numbers.get(item.instance, 0)
                 self.pass_numbers[item.instance] = number + 1
-                block = self.blocks.get(space, 1)
+                block = self.loop_blocks.get(item.instance) or self.blocks.get(space, 1)
                 self.block_of[item.instance] = block
                 body = self.emit(item.body, (*instances, item.instance))
                 out.append(LoopPass(item.instance, space, number, block, body))
@@ -665,10 +681,15 @@ def schedule_forest(
     residual: ResidualLayout | None = None,
     rebuild: Rebuild = "never",
     check: bool = True,
+    rebuild_at: Mapping[str, int] | None = None,
+    loop_blocks: Mapping[int, int] | None = None,
 ) -> ScheduleResult:
     """Schedule a classified forest (rules in the module docstring).
 
-    ``block``: elements per block, for every space or per space key.
+    ``block``: elements per block, for every space or per space key;
+    ``loop_blocks`` (loop instance -> elements per block) overrides it for
+    single loops. ``rebuild_at``: value -> the loop instance it is rebuilt
+    in every iteration (``rebuild="fused"`` for that value and loop only).
     ``max_rounds``: bound on the demotion fixpoint; ``SchedulingError`` if a
     round still changes decisions when it is reached. ``sizes`` fills the
     byte sizes of builds and buffers (default: the forest's own).
@@ -685,6 +706,11 @@ def schedule_forest(
         raise SchedulingError(f"max-rounds must be at least 1, got {max_rounds}")
     forest.check_loops()
     blocks = _blocks(forest, block)
+    for instance, size in (loop_blocks or {}).items():
+        if size < 1:
+            raise SchedulingError(
+                f"block for loop instance {instance} must be positive, got {size}"
+            )
     decisions = Decisions()
     order = topological_order(forest)
     readers = readers_of(forest)
@@ -694,13 +720,19 @@ def schedule_forest(
     placements: dict[str, Placement] | None = None
     decided: set[str] = set()
     for round_number in range(1, max_rounds + 1):
-        placements = place(forest, decisions, rebuild, placements, decided)
+        placements = place(forest, decisions, rebuild, placements, decided, rebuild_at)
         current = _Round(forest, placements, order, readers, depends, position)
         nested = current.schedule()
         demoted, hoisted = len(decisions.demoted), len(decisions.hoisted)
         if not current.validate(decisions):
             emitter = _Emitter(
-                forest, current, decisions, blocks, sizes or Sizing(forest), residual
+                forest,
+                current,
+                decisions,
+                blocks,
+                sizes or Sizing(forest),
+                residual,
+                loop_blocks or {},
             )
             body = emitter.emit(nested, ())
             items = [*emitter.prologue(), *body, *emitter.epilogue()]
