@@ -10,6 +10,7 @@ residual buffer, its operator steps applied).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,6 +130,37 @@ def scheduled_sequant(
         accumulate=accumulate,
         never_worse=never_worse,
     )
+
+
+def planned_ladder_term(term: int, extents: Mapping[str, int]) -> ModuleOp:
+    """One term of the CSV-CCSD doubles planned by the scope-tree planner
+    within 50% more multiply-adds, where it rebuilds values inside a loop
+    of two blocks (``planner._Search.refine``; checked here): the module
+    holding its forest and schedule."""
+    from axisflow.pipeline import schedule_expression
+    from axisflow.sequant import parse as parse_sequant
+    from axisflow.sequant.syntax import Expression
+
+    text = (EXAMPLES / "sequant" / "csv_ccsd_doubles_residual_df.txt").read_text(
+        encoding="utf-8"
+    )
+    expression = Expression((parse_sequant(text).terms[term],))
+    planned = schedule_expression(
+        expression,
+        "i,μ̃",
+        extents=extents,
+        max_extra_flops="50%",
+        share="auto",
+        never_worse=False,
+        quiet=True,
+    )
+    chosen = [p for p in planned.report.front or [] if p["chosen"]]
+    assert chosen and chosen[0]["rebuilt_in_loops"], "the plan rebuilds nothing"
+    module = planned.forest.parent_op()
+    while module is not None and not isinstance(module, ModuleOp):
+        module = module.parent_op()
+    assert isinstance(module, ModuleOp)
+    return module
 
 
 def reference(module: ModuleOp) -> Reference:

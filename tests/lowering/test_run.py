@@ -22,6 +22,7 @@ from tests.lowering.cases import (
     assert_agrees,
     lowered,
     output_shapes,
+    planned_ladder_term,
     reference,
     scheduled_example,
     scheduled_examples,
@@ -105,6 +106,9 @@ CASES = {
     "energy-i-separate": lambda: scheduled_sequant(
         "csv_ccsd_energy_df.txt", "i", SMALL, accumulate=False
     ),
+    # the planner's rebuilds inside a loop of two blocks (per-loop blocks,
+    # values rebuilt in one loop only)
+    "ladder-rebuilt": lambda: planned_ladder_term(30, {"i": 4, "a": 7, "μ̃": 7, "Κ": 8}),
 }
 
 _MODULES: dict[str, tuple[ModuleOp, ModuleOp, list[tuple[int, ...]]]] = {}
