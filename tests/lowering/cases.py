@@ -138,21 +138,14 @@ def planned_ladder_term(term: int, extents: Mapping[str, int]) -> ModuleOp:
     of two blocks (``planner._Search.refine``; checked here): the module
     holding its forest and schedule."""
     from axisflow.pipeline import schedule_expression
-    from axisflow.sequant import parse as parse_sequant
-    from axisflow.sequant.syntax import Expression
+    from tests.ladder_terms import LADDER_BATCH, LADDER_OPTIONS, ladder_term
 
-    text = (EXAMPLES / "sequant" / "csv_ccsd_doubles_residual_df.txt").read_text(
-        encoding="utf-8"
-    )
-    expression = Expression((parse_sequant(text).terms[term],))
     planned = schedule_expression(
-        expression,
-        "i,μ̃",
+        ladder_term(term),
+        LADDER_BATCH,
         extents=extents,
-        max_extra_flops="50%",
         share="auto",
-        never_worse=False,
-        quiet=True,
+        **LADDER_OPTIONS,
     )
     chosen = [p for p in planned.report.front or [] if p["chosen"]]
     assert chosen and chosen[0]["rebuilt_in_loops"], "the plan rebuilds nothing"

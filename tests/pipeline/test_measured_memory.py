@@ -26,8 +26,8 @@ from axisflow.scheduling.memory import Sizing, lifetimes, peak, schedule_flops
 from axisflow.scheduling.options import Blocks, Rebuild, ShareChoice
 from axisflow.scheduling.schedule import Build, loop_extents
 from axisflow.sequant import parse
-from axisflow.sequant.syntax import Expression
 from tests.conftest import EXAMPLES
+from tests.ladder_terms import LADDER_BATCH, LADDER_OPTIONS, ladder_term
 
 RELATIVE = 0.10
 """Largest relative difference of the measured peak to the predicted one."""
@@ -128,18 +128,12 @@ def test_a_plan_rebuilding_inside_a_loop_peaks_as_predicted(term: int) -> None:
     multiply-adds: the planner rebuilds values inside a loop of two blocks
     (``planner._Search.refine``), and the run allocates what the model
     predicts for that schedule."""
-    text = (EXAMPLES / "sequant" / "csv_ccsd_doubles_residual_df.txt").read_text(
-        encoding="utf-8"
-    )
-    expression = Expression((parse(text).terms[term],))
     plan = plan_expression(
-        expression,
-        "i,μ̃",
+        ladder_term(term),
+        LADDER_BATCH,
         extents="i=8,a=48,μ̃=48,Κ=16",
         elem=8,
-        max_extra_flops="50%",
-        never_worse=False,
-        quiet=True,
+        **LADDER_OPTIONS,
     )
     chosen = [point for point in plan.report.front or [] if point["chosen"]]
     assert chosen and chosen[0]["rebuilt_in_loops"]

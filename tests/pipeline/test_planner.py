@@ -57,6 +57,7 @@ from axisflow.sequant.syntax import Tensor, Term
 from tests.conftest import EXAMPLES
 from tests.einsum_oracle import oracle_inputs, oracle_residual
 from tests.forest.strategies import permuted, renamed
+from tests.ladder_terms import LADDER_BATCH, LADDER_OPTIONS, LADDER_TERMS, ladder_term
 
 label = Index.parse
 
@@ -451,7 +452,7 @@ def test_a_ladder_term_rebuilt_inside_a_loop_computes_the_oracle_residual() -> N
     whole doubles at the extents above take minutes in the NumPy
     evaluator; the property below covers the four terms at random
     extents)."""
-    expression = Expression((equation("csv_ccsd_doubles_residual_df").terms[30],))
+    expression = ladder_term(30)
     extents = {"i": 4, "a": 7, "μ̃": 7, "Κ": 8}
     forest = to_model(canonical_factor_order(expression), "i,μ̃", extents=extents)
     result = plan_shared_forest(
@@ -659,25 +660,17 @@ def test_renaming_and_factor_order_leave_the_plan_unchanged(
     assert figures(permuted(expression, rng)) == before
 
 
-LADDER_TERMS = (12, 26, 30, 50)
-"""The doubles' terms that hold a whole value beside the residual in the
-plan without rebuilds at full extents (docs/benchmarks-planner.md): each a
-contraction whose factors share no batched label with it."""
-
-
 @st.composite
 def ladder_terms(draw: st.DrawFn) -> tuple[Expression, dict[str, int]]:
     """One of ``LADDER_TERMS`` alone, at small random extents."""
-    term = equation("csv_ccsd_doubles_residual_df").terms[
-        draw(st.sampled_from(LADDER_TERMS))
-    ]
+    expression = ladder_term(draw(st.sampled_from(LADDER_TERMS)))
     extents = {
         "i": draw(st.integers(2, 3)),
         "a": draw(st.integers(3, 6)),
         "μ̃": draw(st.integers(3, 6)),
         "Κ": draw(st.integers(3, 6)),
     }
-    return Expression((term,)), extents
+    return expression, extents
 
 
 @PLAN_SETTINGS
@@ -692,12 +685,10 @@ def test_rebuilds_inside_a_loop_compute_the_oracle_residual(
     expression, extents = case
     planned = schedule_expression(
         expression,
-        "i,μ̃",
+        LADDER_BATCH,
         extents=extents,
-        max_extra_flops="50%",
         share="auto",
-        never_worse=False,
-        quiet=True,
+        **LADDER_OPTIONS,
     )
     assert check_schedule(planned.model, planned.schedule) == []
     assert compare(planned.model, planned.schedule).agrees
