@@ -445,11 +445,7 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
                 f"  {mark} {format_bytes(peak_bytes):>10}  {significant(flops, 4)}  "
                 f"{_extra(flops, flops - shared):>7}  {point['kind']}"
                 + (f", {point['shares']} shares" if point["kind"] == "planned" else "")
-                + (
-                    f", values rebuilt inside {point['rebuilt_in_loops']} loops"
-                    if point.get("rebuilt_in_loops")
-                    else ""
-                )
+                + _rebuilt(point.get("rebuilt_in_loops"))
             )
     lines.append(f"values dominating the peak of {chosen.label}:")
     for value in chosen.dominant:
@@ -473,6 +469,13 @@ def render(plans: Sequence[PolicyPlan], title: str) -> str:
                 " after"
             )
     return "\n".join(lines) + "\n"
+
+
+def _rebuilt(loops: object) -> str:
+    """What a front point rebuilds inside loops (the planner's step 4)."""
+    if not isinstance(loops, int) or not loops:
+        return ""
+    return f", values rebuilt inside {loops} loop{'s' if loops > 1 else ''}"
 
 
 def _sharing(plan: PolicyPlan) -> str:

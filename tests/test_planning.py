@@ -25,6 +25,7 @@ from axisflow.scheduling.options import ShareChoice
 from axisflow.sequant import PolicyError
 from axisflow.sequant.syntax import SequantError
 from tests.conftest import EXAMPLES
+from tests.ladder_terms import ladder_term
 
 ENERGY = EXAMPLES / "sequant" / "csv_ccsd_energy_df.txt"
 DOUBLES = EXAMPLES / "sequant" / "csv_ccsd_doubles_residual_df.txt"
@@ -223,6 +224,35 @@ def test_a_budget_prints_the_front_and_the_chosen_point(
     chosen = [line for line in out.splitlines() if line.startswith("  * ")]
     assert len(chosen) == 1
     assert "lower bound of" in out
+
+
+def test_the_front_says_which_points_rebuild_inside_loops(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ladder term of the doubles within 50% more multiply-adds: the
+    chosen point rebuilds values inside one loop (the planner's step 4),
+    the point without rebuilds stays on the front, larger and cheaper."""
+    path = tmp_path / "term30.txt"
+    path.write_text(str(ladder_term(30)) + "\n", encoding="utf-8")
+    status = main(
+        [
+            "plan",
+            str(path),
+            "--extents",
+            "i=4,a=7,μ̃=7,Κ=8",
+            "--batch",
+            "i",
+            "--max-extra-flops",
+            "50%",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0
+    front = out.split("Pareto front of i ")[1].split("values dominating")[0]
+    lines = [line for line in front.splitlines() if "planned" in line]
+    assert lines[0].startswith("  * ")
+    assert lines[0].endswith("planned, 0 shares, values rebuilt inside 1 loop")
+    assert lines[1].endswith("+0.0%  planned, 0 shares")
 
 
 def test_input_that_is_no_utf8_is_located(
