@@ -59,7 +59,6 @@ from axisflow.scheduling.planner import plan_shared_forest
 from axisflow.scheduling.schedule import Build, Schedule, loop_extents
 from axisflow.scheduling.scheduler import schedule_forest
 from axisflow.sequant import parse, to_model
-from axisflow.sequant.canonical import canonical_factor_order
 from axisflow.sequant.forest import expression_layout
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,12 +95,14 @@ def factor(flops: int, shared: int) -> str:
 
 def run_case(name: str, extents: str, policies: list[str]) -> list[dict[str, object]]:
     text = (ROOT / "examples" / "sequant" / f"{name}.txt").read_text(encoding="utf-8")
-    expression = canonical_factor_order(parse(text))
+    expression = parse(text)
     layout = expression_layout(expression)
     rows: list[dict[str, object]] = []
     print(f"\n== {name}  ({extents})")
     for policy in policies:
-        forest = to_model(expression, policy.split(","), extents=extents)
+        forest = to_model(
+            expression, policy.split(","), extents=extents, canonical=True
+        )
         sizing = Sizing(forest)
         shared = forest_flops(forest, sizing)
         started = time.process_time()

@@ -82,7 +82,6 @@ from axisflow.scheduling.scheduler import (
     SchedulingError,
     schedule_forest,
 )
-from axisflow.sequant.canonical import canonical_factor_order
 from axisflow.sequant.forest import expression_layout
 
 if TYPE_CHECKING:
@@ -718,10 +717,6 @@ def _expression_model(
         )
     if isinstance(expression, str):
         expression = parse(expression)
-    if share == "auto" and order != "file":
-        # a plan must not depend on how the terms were written (unless the
-        # written order is the order asked for)
-        expression = canonical_factor_order(expression)
     shared_model = to_model(
         expression,
         batch,
@@ -730,6 +725,9 @@ def _expression_model(
         separate_instances=separate_instances,
         name=name,
         order=order,
+        # a plan must not depend on how the terms were written (unless the
+        # written order is the order asked for)
+        canonical=share == "auto" and order != "file",
     )
     layout: ResidualLayout | None = None
     try:

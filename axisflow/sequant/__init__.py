@@ -145,14 +145,17 @@ def to_model(
     name: str = "sequant",
     order: Order = "flops",
     share: Share = "forest",
+    canonical: bool = False,
 ) -> Forest:
     """The forest model ``to_module`` prints: the options checked, the policy
-    made and the forest built (same arguments, same errors)."""
+    made and the forest built (same arguments, same errors). ``canonical``:
+    every term's factors in the canonical order that adds the fewest
+    multiply-adds (``forest.build_forest``)."""
     if isinstance(batch, Iterable) and not isinstance(batch, str):
         batch = tuple(batch)  # a generator is read once, by the check and after
     check_options(expression, batch, extents, elem, separate_instances, name, share)
     policy = BatchPolicy.make(batch, extents, elem, separate_instances, share)
-    return build_forest(expression, policy, name, order)
+    return build_forest(expression, policy, name, order, canonical)
 
 
 __all__ = [

@@ -25,6 +25,8 @@ groups name operands by position).
 from __future__ import annotations
 
 import hashlib
+import itertools
+import math
 from collections.abc import Iterable
 
 from axisflow.roles.index import Index
@@ -145,4 +147,96 @@ def canonical_factor_order(expression: Expression) -> Expression:
         return expression
     return Expression(
         terms, expression.source, expression.line_starts, expression.result
+    )
+
+
+CANDIDATE_LIMIT = 720
+"""Orderings of a term's tensors tried at most (the product of the
+factorials of its classes of tensors of one colour); a term with more keeps
+``canonical_term``'s order."""
+
+
+def certificate(tensors: Iterable[Tensor]) -> str:
+    """The tensors in order, every index named by its space and the order of
+    its first appearance (protos inside their composites): equal for two
+    orders of one term exactly when they read the same up to renaming."""
+    names: dict[Index, object] = {}
+    counts: dict[str, int] = {}
+
+    def name(index: Index) -> object:
+        found = names.get(index)
+        if found is None:
+            key = index.base_key
+            counts[key] = counts.get(key, 0) + 1
+            found = names[index] = (key, counts[key], tuple(map(name, index.protos)))
+        return found
+
+    return repr(
+        [
+            (
+                t.label,
+                t.symmetry,
+                tuple(map(name, t.bra)),
+                tuple(map(name, t.ket)),
+                tuple(map(name, t.aux)),
+            )
+            for t in tensors
+        ]
+    )
+
+
+def tie_classes(term: Term) -> tuple[Term, list[list[int]]]:
+    """``term`` in its first canonical order (the smallest certificate of
+    the orders ``canonical_term``'s sort allows: tensors of one colour in
+    any order) and the positions of its classes of tensors of one colour:
+    the same whatever order the term was written in or its indices named.
+    A term with parenthesized groups, or more than ``CANDIDATE_LIMIT``
+    such orders, keeps ``canonical_term``'s order."""
+    first = canonical_term(term)
+    if term.groups or len(term.tensors) < 2:
+        return first, []
+    tensors = first.tensors
+    colours = tensor_colours(first)
+    classes = [
+        list(members)
+        for _, members in itertools.groupby(
+            range(len(tensors)), key=lambda n: (tensors[n].label, colours[n])
+        )
+    ]
+    if math.prod(math.factorial(len(c)) for c in classes) > CANDIDATE_LIMIT:
+        return first, []
+    best = min(
+        (
+            tuple(tensors[n] for part in choice for n in part)
+            for choice in itertools.product(
+                *(itertools.permutations(c) for c in classes)
+            )
+        ),
+        key=certificate,
+    )
+    return with_tensors(first, best), [c for c in classes if len(c) > 1]
+
+
+def class_orders(term: Term, members: list[int]) -> list[Term]:
+    """``term`` with the tensors at ``members`` (one class of tensors of one
+    colour) in every order, one per certificate, by increasing
+    certificate."""
+    found: dict[str, tuple[Tensor, ...]] = {}
+    for order in itertools.permutations(members):
+        tensors = list(term.tensors)
+        for position, source in zip(members, order, strict=True):
+            tensors[position] = term.tensors[source]
+        found.setdefault(certificate(tensors), tuple(tensors))
+    return [with_tensors(term, found[key]) for key in sorted(found)]
+
+
+def with_tensors(term: Term, tensors: tuple[Tensor, ...]) -> Term:
+    """``term`` with its tensors in another order."""
+    return Term(
+        term.coefficient,
+        tensors,
+        term.operators,
+        term.offset,
+        term.groups,
+        term.declared,
     )

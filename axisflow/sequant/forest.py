@@ -91,6 +91,7 @@ from axisflow.order import parse_extents as _parse_extents
 from axisflow.residual import ResidualError, ResidualLayout, residual_layout
 from axisflow.residual.operators import Operator, OperatorError
 from axisflow.roles.index import Index
+from axisflow.sequant.canonical import class_orders, tie_classes
 from axisflow.sequant.ordering import batched_size
 from axisflow.sequant.syntax import Expression, SequantError, Tensor, Term
 
@@ -609,6 +610,7 @@ def build_forest(
     policy: BatchPolicy | None = None,
     name: str = "sequant",
     order: Order = "flops",
+    canonical: bool = False,
 ) -> Forest:
     """The forest model of ``expression`` with the batch loops of ``policy``,
     each term's tree chosen by ``order`` (``file``, ``flops`` or ``memory``;
@@ -674,26 +676,14 @@ def build_forest(
     trees: list[Tree] = []
     sites: list[Site] = []
     loop_count = 0
-    for number, term in enumerate(expression.terms):
+    for number, written in enumerate(expression.terms):
+        term = (
+            _cheapest_order(builder, written, order, sizing, batch_keys, external_keys)
+            if canonical
+            else written
+        )
         renaming = canonical_renaming([t.indices for t in term.tensors])
-        bound: list[list[Index]] = []
-        if batch_keys and term.tensors:
-            indices = term_indices(term)
-            outer = {*term.externals(), *proto_closure(term.externals())}
-            for key in batch_keys:
-                # In canonical order (first appearance), not label order: the
-                # nesting and the shared slots must not depend on the labels.
-                bound.append(
-                    sorted(
-                        (
-                            i
-                            for i in indices
-                            if i.base_key == key
-                            and (key not in external_keys or i in outer)
-                        ),
-                        key=lambda i: renaming[i].sort_key(),
-                    )
-                )
+        bound = _bound(term, renaming, batch_keys, external_keys)
         nest = [renaming[i] for of_space in bound for i in of_space]
         root = builder.term_root(term, renaming, order, sizing, nest)
         loops: list[Loop] = []
@@ -724,6 +714,73 @@ def build_forest(
     if policy.share == "tree":
         return rebuild_per_tree(forest)
     return forest
+
+
+def _bound(
+    term: Term,
+    renaming: Mapping[Index, Index],
+    batch_keys: Sequence[str],
+    external_keys: set[str],
+) -> list[list[Index]]:
+    """Per batched space, the term's indices its loops bind, outermost
+    first."""
+    bound: list[list[Index]] = []
+    if batch_keys and term.tensors:
+        indices = term_indices(term)
+        outer = {*term.externals(), *proto_closure(term.externals())}
+        for key in batch_keys:
+            # In canonical order (first appearance), not label order: the
+            # nesting and the shared slots must not depend on the labels.
+            bound.append(
+                sorted(
+                    (
+                        i
+                        for i in indices
+                        if i.base_key == key
+                        and (key not in external_keys or i in outer)
+                    ),
+                    key=lambda i: renaming[i].sort_key(),
+                )
+            )
+    return bound
+
+
+def _cheapest_order(
+    builder: _Builder,
+    term: Term,
+    order: Order,
+    sizing: Extents,
+    batch_keys: Sequence[str],
+    external_keys: set[str],
+) -> Term:
+    """Of ``term``'s canonical candidate orders (``canonical.candidate_terms``),
+    the one whose tree adds the fewest multiply-adds to the forest built so
+    far (values it shares cost nothing), the smallest certificate among
+    equals: a choice that depends on neither the written order nor the
+    names."""
+    current, classes = tie_classes(term)
+    for members in classes:  # one class at a time, the others as chosen
+        if len(members) > 3:
+            continue
+        best: tuple[int, Term] | None = None
+        for candidate in class_orders(current, members):
+            leaves, nodes = dict(builder.leaves), dict(builder.nodes)
+            leaf_names = dict(builder.leaf_names)
+            # unbatched sizes: the searches of equal networks are kept
+            # (``PlanCache``), where batch-aware ones are searched each time
+            builder.term_root(candidate, None, order, sizing)
+            added = sum(
+                sizing.elements(set(expand_modes((*v.result, *v.contracted))))
+                for key, v in builder.nodes.items()
+                if key not in nodes
+            )
+            builder.leaves, builder.nodes = leaves, nodes
+            builder.leaf_names = leaf_names
+            if best is None or added < best[0]:
+                best = (added, candidate)
+        assert best is not None
+        current = best[1]
+    return current
 
 
 def expression_layout(expression: Expression) -> ResidualLayout:

@@ -68,7 +68,6 @@ from axisflow.notes import collected_notes
 from axisflow.order import Order
 from axisflow.residual import ResidualError
 from axisflow.scheduling.options import OptionError, parse_budget, parse_fraction
-from axisflow.sequant.canonical import canonical_factor_order
 from axisflow.sequant.forest import (
     BatchPolicy,
     PolicyError,
@@ -140,16 +139,15 @@ class SequantFrontend(Frontend):
                 "forest" if share == "auto" else share,
             )
             expression = parse(text, input_name)
-            if share == "auto" and self.order != "file":
-                # a plan must not depend on how the terms were written
-                # (unless the written order is the order asked for)
-                expression = canonical_factor_order(expression)
             with collected_notes() as notes:
                 forest = build_forest(
                     expression,
                     policy,
                     self.forest or default_forest_name(input_name),
                     cast(Order, self.order),
+                    # a plan must not depend on how the terms were written
+                    # (unless the written order is the order asked for)
+                    canonical=share == "auto" and self.order != "file",
                 )
                 if share == "auto":
                     forest = _planned(expression, forest, budget, extra)

@@ -51,7 +51,6 @@ from axisflow.scheduling.planner import (
 from axisflow.scheduling.schedule import Build, Write
 from axisflow.scheduling.scheduler import schedule_forest
 from axisflow.sequant import Expression, parse, to_model
-from axisflow.sequant.canonical import canonical_factor_order
 from axisflow.sequant.forest import expression_layout
 from axisflow.sequant.syntax import Tensor, Term
 from tests.conftest import EXAMPLES
@@ -454,7 +453,7 @@ def test_a_ladder_term_rebuilt_inside_a_loop_computes_the_oracle_residual() -> N
     extents)."""
     expression = ladder_term(30)
     extents = {"i": 4, "a": 7, "μ̃": 7, "Κ": 8}
-    forest = to_model(canonical_factor_order(expression), "i,μ̃", extents=extents)
+    forest = to_model(expression, "i,μ̃", extents=extents, canonical=True)
     result = plan_shared_forest(
         forest, expression_layout(expression), max_extra_flops=Fraction(1, 2)
     )

@@ -26,7 +26,6 @@ from axisflow.scheduling.memory import (
 from axisflow.scheduling.planner import plan_shared_forest
 from axisflow.scheduling.scheduler import schedule_forest
 from axisflow.sequant import Expression, to_model
-from axisflow.sequant.canonical import canonical_factor_order
 from axisflow.sequant.forest import expression_layout
 from axisflow.sequant.syntax import Term
 from tests.forest.strategies import expressions
@@ -115,14 +114,13 @@ def below_every_plan(expression: Expression, batch: str, block: int) -> None:
     search finds that rebuilds nothing inside a loop; each plan's own
     forest's bound (leaving the argument out when it rebuilds) at most its
     peak."""
-    expression = canonical_factor_order(expression)
     try:
         layout = expression_layout(expression)
     except ResidualError:
         layout = None  # terms that are no one residual: no residual counted
     extents = {key: 2 + n for n, key in enumerate(sorted(expression.space_keys()))}
     spaces = [key for key in batch.split(",") if key]
-    forest = to_model(expression, spaces, extents=extents)
+    forest = to_model(expression, spaces, extents=extents, canonical=True)
     sizing = Sizing(forest)
     bound = lower_bound(forest, layout, spaces, sizing)
     search = plan_shared_forest(forest, layout, block=block, front=True)
