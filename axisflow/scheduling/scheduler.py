@@ -706,11 +706,7 @@ def schedule_forest(
         raise SchedulingError(f"max-rounds must be at least 1, got {max_rounds}")
     forest.check_loops()
     blocks = _blocks(forest, block)
-    for instance, size in (loop_blocks or {}).items():
-        if size < 1:
-            raise SchedulingError(
-                f"block for loop instance {instance} must be positive, got {size}"
-            )
+    _check_single_loops(forest, rebuild_at or {}, loop_blocks or {})
     decisions = Decisions()
     order = topological_order(forest)
     readers = readers_of(forest)
@@ -761,6 +757,34 @@ def schedule_forest(
         f"(max-rounds); decided so far: {', '.join(pending[:8])}"
         + (" ..." if len(pending) > 8 else "")
     )
+
+
+def _check_single_loops(
+    forest: Forest, rebuild_at: Mapping[str, int], loop_blocks: Mapping[int, int]
+) -> None:
+    """``rebuild_at`` names built values and loop instances of ``forest``,
+    ``loop_blocks`` its loop instances with positive blocks
+    (``SchedulingError`` naming the entry otherwise)."""
+    instances = forest.instance_spaces
+    for name, instance in rebuild_at.items():
+        value = forest.values.get(name)
+        if value is None or value.is_input:
+            raise SchedulingError(f"rebuild_at: @{name} is no value the forest builds")
+        if instance not in instances:
+            raise SchedulingError(
+                f"rebuild_at: @{name} names loop instance {instance!r}, which the "
+                "forest does not have"
+            )
+    for instance, size in loop_blocks.items():
+        if instance not in instances:
+            raise SchedulingError(
+                f"loop_blocks: loop instance {instance!r} is not in the forest"
+            )
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise SchedulingError(
+                f"loop_blocks: the block of loop instance {instance} must be a "
+                f"positive integer, got {size!r}"
+            )
 
 
 def _blocks(forest: Forest, block: int | Mapping[str, int]) -> dict[str, int]:

@@ -48,8 +48,8 @@ from axisflow.scheduling.planner import (
     pareto,
     plan_shared_forest,
 )
-from axisflow.scheduling.schedule import Build, Write
-from axisflow.scheduling.scheduler import schedule_forest
+from axisflow.scheduling.schedule import Build, LoopPass, Write
+from axisflow.scheduling.scheduler import SchedulingError, schedule_forest
 from axisflow.sequant import Expression, parse, to_model
 from axisflow.sequant.forest import expression_layout
 from axisflow.sequant.syntax import Tensor, Term
@@ -244,6 +244,53 @@ def test_schedule_flops_count_rebuilds_inside_loops() -> None:
         assert (
             schedule_flops(forest, fused.schedule, sizing) == -(-4 // blocks) * 15 + 12
         )
+
+
+def test_one_value_rebuilt_in_one_loop_with_a_block_of_its_own() -> None:
+    """``rebuild_at`` asks the rule ``fused`` for one value and one loop;
+    ``loop_blocks`` sets that loop's block. By hand: T (3*5 multiply-adds)
+    rebuilt in each of b's 2 blocks of 2, R (4*3) once."""
+    forest = rebuild_forest()
+    sizing = Sizing(forest)
+    result = schedule_forest(forest, rebuild_at={"T": 0}, loop_blocks={0: 2})
+    assert schedule_flops(forest, result.schedule, sizing) == 2 * 15 + 12
+    blocks = {
+        item.instance: item.block
+        for item, _ in result.schedule.walk()
+        if isinstance(item, LoopPass)
+    }
+    assert blocks == {0: 2, 1: 1}
+    [loops] = [
+        [loop.instance for loop in around]
+        for item, around in result.schedule.walk()
+        if isinstance(item, Build) and item.value == "T"
+    ]
+    assert loops == [0, 1]  # inside b, which binds none of its modes
+    assert check_schedule(forest, result.schedule) == []
+    # a loop that binds the value has nothing to rebuild: hoisting as before
+    bound = schedule_forest(forest, rebuild_at={"T": 1})
+    assert schedule_flops(forest, bound.schedule, sizing) == 15 + 12
+
+
+@pytest.mark.parametrize(
+    ("rebuild_at", "loop_blocks", "message"),
+    [
+        ({"Q": 0}, {}, "rebuild_at: @Q is no value the forest builds"),
+        ({"X": 0}, {}, "rebuild_at: @X is no value the forest builds"),
+        ({"T": 7}, {}, "rebuild_at: @T names loop instance 7, which the forest"),
+        ({}, {5: 2}, "loop_blocks: loop instance 5 is not in the forest"),
+        ({}, {0: 0}, "the block of loop instance 0 must be a positive integer, got 0"),
+        ({}, {0: 1.5}, "must be a positive integer, got 1.5"),
+    ],
+)
+def test_single_loop_options_name_what_is_wrong(
+    rebuild_at: dict[str, int], loop_blocks: dict[int, int], message: str
+) -> None:
+    with pytest.raises(SchedulingError) as error:
+        schedule_forest(
+            rebuild_forest(), rebuild_at=rebuild_at, loop_blocks=loop_blocks
+        )
+    assert message in str(error.value)
 
 
 # --------------------------------------------------------------------------
