@@ -153,17 +153,19 @@ def test_the_doubles_are_planned_far_below_sharing_and_rebuilding() -> None:
     plain = plan_policy(text, (), extents=extents, elem=8, share="forest")
     shared = plan_policy(text, ("i",), extents=extents, elem=8, share="forest")
     rebuilt = plan_policy(text, ("i",), extents=extents, elem=8, share="tree")
-    chosen = plan_policy(text, ("i",), extents=extents, elem=8)
+    chosen = plan_policy(text, ("i",), extents=extents, elem=8, budget="100GiB")
     assert (shared.share, rebuilt.share, chosen.share) == ("forest", "tree", "planned")
     assert chosen.scheduled_peak < min(shared.scheduled_peak, rebuilt.scheduled_peak)
     assert chosen.scheduled_peak * 10 <= plain.unbatched_peak
     assert chosen.scheduled_peak * 10 <= chosen.unbatched_peak
     # what it costs: multiply-adds the schedule performs, against sharing
-    # (the planner reads the terms in a canonical factor order, whose
-    # shared forest is within 2% of the written order's here)
+    # everything as written: within 5% (the planner's canonical factor
+    # order builds a shared forest 24% cheaper than the written order's
+    # here, its reference)
     reference = chosen.flops - chosen.extra_flops
-    assert abs(reference - shared.flops) * 50 <= shared.flops
-    assert 0 < chosen.extra_flops * 10 <= reference
+    assert reference * 100 <= shared.flops * 76
+    assert chosen.flops * 100 <= shared.flops * 105
+    assert chosen.extra_flops > 0
     assert chosen.lower_bound <= chosen.scheduled_peak
     assert any(point["chosen"] for point in chosen.front)
 

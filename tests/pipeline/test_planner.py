@@ -753,15 +753,13 @@ def test_rebuilds_inside_a_loop_compute_the_oracle_residual(
 
 @PLAN_SETTINGS
 @given(ladder_terms(), st.randoms(use_true_random=False))
-def test_renaming_leaves_the_rebuilds_unchanged(
+def test_renaming_and_factor_order_leave_the_rebuilds_unchanged(
     case: tuple[Expression, dict[str, int]], rng: random.Random
 ) -> None:
-    """Renaming every index leaves the plan, its rebuilds included,
-    unchanged. (Permuting factors is not checked here: these terms hold
-    tensors the canonical factor order cannot tell apart, the two
-    ``g{μ̃;i;Κ}`` for one, which keep their written order by design,
-    ``axisflow.sequant.canonical``, and the order decides ties between
-    contraction trees.)"""
+    """Renaming every index and permuting the factors leave the plan, its
+    rebuilds included, unchanged: the planner reads every term in the
+    canonical order that adds the fewest multiply-adds
+    (``build_forest(canonical=True)``), which neither changes."""
     expression, extents = case
 
     def figures(e: Expression) -> tuple[int, int, list[object]]:
@@ -777,6 +775,7 @@ def test_renaming_leaves_the_rebuilds_unchanged(
 
     before = figures(expression)
     assert figures(renamed(expression, rng)) == before
+    assert figures(permuted(expression, rng)) == before
 
 
 def test_the_lower_bound_is_below_every_plan(doubles_within_100_gib) -> None:
