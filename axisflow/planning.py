@@ -62,10 +62,10 @@ from axisflow.numerals import significant
 from axisflow.order import ORDERS, Order
 from axisflow.running import add_run_parser, run_command
 from axisflow.scheduling.memory import (
-    Lifetime,
     Sizing,
     format_bytes,
     lifetimes,
+    live_curve,
 )
 from axisflow.scheduling.options import SHARE_CHOICES, ShareChoice, parse_blocks
 
@@ -133,17 +133,6 @@ def policies(spaces: Sequence[str]) -> list[tuple[str, ...]]:
     for size in range(1, len(spaces) + 1):
         found.extend(itertools.combinations(spaces, size))
     return found
-
-
-def live_curve(found: Iterable[Lifetime]) -> list[int]:
-    """Live bytes at every program position ``0..last`` (a sweep)."""
-    found = list(found)
-    last = max((life.end for life in found), default=0)
-    change = [0] * (last + 2)
-    for life in found:
-        change[life.start] += life.bytes
-        change[life.end + 1] -= life.bytes
-    return list(itertools.accumulate(change[: last + 1]))
 
 
 def plan_policy(

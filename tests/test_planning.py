@@ -14,13 +14,12 @@ from axisflow.planning import (
     PlanOptions,
     _portable,  # pyright: ignore[reportPrivateUsage]
     best,
-    live_curve,
     main,
     plan_policies,
     plan_policy,
     policies,
 )
-from axisflow.scheduling.memory import Lifetime, peak
+from axisflow.scheduling.memory import Lifetime, live_curve, peak
 from axisflow.scheduling.options import ShareChoice
 from axisflow.sequant import PolicyError
 from axisflow.sequant.syntax import SequantError

@@ -32,6 +32,7 @@ the same accounting on the schedule with no loops, values in tree order.
 
 from __future__ import annotations
 
+import itertools
 import json
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -542,6 +543,17 @@ def partial_sums(
 def residual_name(group: int) -> str:
     """The name of a residual buffer in lifetimes and reports."""
     return "residual" if group == 0 else f"residual#{group}"
+
+
+def live_curve(found: Iterable[Lifetime]) -> list[int]:
+    """Live bytes at every program position ``0..last`` (a sweep)."""
+    found = list(found)
+    last = max((life.end for life in found), default=0)
+    change = [0] * (last + 2)
+    for life in found:
+        change[life.start] += life.bytes
+        change[life.end + 1] -= life.bytes
+    return list(itertools.accumulate(change[: last + 1]))
 
 
 def peak(found: list[Lifetime]) -> Peak:

@@ -72,6 +72,7 @@ from axisflow.scheduling.memory import (
     Sizing,
     forest_flops,
     lifetimes,
+    live_curve,
     peak,
     schedule_flops,
 )
@@ -978,22 +979,7 @@ slices."""
 
 def _positions_above(found: Sequence[Lifetime], level: int) -> list[int]:
     """The program positions where more than ``level`` bytes are live."""
-    events: list[tuple[int, int]] = []
-    for life in found:
-        events.append((life.start, life.bytes))
-        events.append((life.end + 1, -life.bytes))
-    events.sort()
-    positions: list[int] = []
-    total = 0
-    index = 0
-    while index < len(events):
-        position = events[index][0]
-        while index < len(events) and events[index][0] == position:
-            total += events[index][1]
-            index += 1
-        if total > level:
-            positions.append(position)
-    return positions
+    return [p for p, live in enumerate(live_curve(found)) if live > level]
 
 
 def _overlaps(positions: Sequence[int], start: int, end: int) -> bool:
