@@ -5,32 +5,39 @@ between equally cheap contraction trees, the nesting of the batch loops and
 the labels a tree shows. That is fine for a forest the user reads, but a plan
 (``axisflow.scheduling.planner``) should not change its peak or its
 multiply-adds because two factors were swapped or an index renamed.
-``canonical_factor_order`` sorts each term's tensors by colours found by
-colour refinement (Weisfeiler-Lehman) of the term's tensor-index graph:
 
-* a tensor starts from its label, symmetry and bra/ket/aux sizes; an index
-  from its space key and its number of protos (never its name);
-* each round, a tensor's colour takes in the colours of its indices with
-  their slot (group and position), and an index's the colours of the
-  tensors carrying it (with the slot) and of its protos and composites;
-* after the rounds, tensors are sorted by label, then colour; ties keep
-  their written order (SeQuant writes a term canonically, and the
-  frontend's contraction order breaks its own ties in that order, which is
-  what keeps equal sub-products equal across terms).
+* ``tensor_colours`` colours each tensor by colour refinement
+  (Weisfeiler-Lehman) of the term's tensor-index graph: a tensor starts
+  from its label, symmetry and bra/ket/aux sizes, an index from its space
+  key and its number of protos (never its name); each round, a tensor's
+  colour takes in the colours of its indices with their slot (group and
+  position), and an index's the colours of the tensors carrying it (with
+  the slot) and of its protos and composites. ``colour_sorted`` sorts the
+  tensors by label, then colour.
+* Tensors of one label and colour (the two ``g{μ̃;i;Κ}`` of a ladder term)
+  are a *tie class*: the colours cannot order them. ``tie_classes`` puts
+  them in the order whose reading is least (the term read tensor by
+  tensor, every index named by its space and first appearance), the same
+  whatever order the term was written in and however its indices are
+  named; ``class_orders`` lists a class's distinct orders, and the
+  frontend's ``build_forest(canonical=True)`` picks among them the one
+  that adds the fewest multiply-adds to the forest built so far (the order
+  decides which sub-products equal those of earlier terms).
 
 Pure Python, no xDSL. A term with parenthesized groups keeps its order (its
-groups name operands by position).
+groups name operands by position), and so does a term whose search
+follows more than ``READINGS_LIMIT`` equally read orders (ties then keep
+their written order; a term of the bundled doubles follows up to 48).
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from axisflow.roles.index import Index
-from axisflow.sequant.syntax import Expression, Tensor, Term
+from axisflow.sequant.syntax import Tensor, Term
 
 ROUNDS = 1
 """Refinement rounds. One: a tensor's colour is its own and the spaces and
@@ -119,7 +126,7 @@ def tensor_colours(term: Term) -> list[str]:
     return tensor_colour
 
 
-def canonical_term(term: Term) -> Term:
+def colour_sorted(term: Term) -> Term:
     """``term`` with its tensors sorted by ``tensor_colours`` (unchanged when
     it has parenthesized groups)."""
     if term.groups or len(term.tensors) < 2:
@@ -139,60 +146,103 @@ def canonical_term(term: Term) -> Term:
     )
 
 
-def canonical_factor_order(expression: Expression) -> Expression:
-    """``expression`` with every term's tensors in ``canonical_term`` order
-    (terms, result and source kept)."""
-    terms = tuple(canonical_term(term) for term in expression.terms)
-    if all(new is old for new, old in zip(terms, expression.terms, strict=True)):
-        return expression
-    return Expression(
-        terms, expression.source, expression.line_starts, expression.result
-    )
+READINGS_LIMIT = 5040
+"""Equally read partial orders followed at most while ``tie_classes``
+searches (as many as the term has symmetries that the search cannot yet
+tell apart); a term that needs more keeps ``colour_sorted``'s order."""
+
+Descriptor = tuple[object, ...]
 
 
-CANDIDATE_LIMIT = 720
-"""Orderings of a term's tensors tried at most (the product of the
-factorials of its classes of tensors of one colour); a term with more keeps
-``canonical_term``'s order."""
+class _Reading:
+    """Tensors read in order, every index named by its space and the order
+    of its first appearance (``certificate``)."""
 
+    def __init__(self, containers: dict[Index, list[Index]]) -> None:
+        self.containers = containers
+        """Index -> the composites of the term that list it as a proto."""
+        self.names: dict[Index, tuple[str, int]] = {}
+        self.counts: dict[str, int] = {}
 
-def certificate(tensors: Iterable[Tensor]) -> str:
-    """The tensors in order, every index named by its space and the order of
-    its first appearance (protos inside their composites): equal for two
-    orders of one term exactly when they read the same up to renaming."""
-    names: dict[Index, object] = {}
-    counts: dict[str, int] = {}
+    def copy(self) -> _Reading:
+        other = _Reading(self.containers)
+        other.names = dict(self.names)
+        other.counts = dict(self.counts)
+        return other
 
-    def name(index: Index) -> object:
-        found = names.get(index)
-        if found is None:
-            key = index.base_key
-            counts[key] = counts.get(key, 0) + 1
-            found = names[index] = (key, counts[key], tuple(map(name, index.protos)))
-        return found
+    def index(self, index: Index) -> Descriptor:
+        """Its name; at its first appearance, with what relates it to the
+        indices named before it: its protos and the composites listing it
+        (``Index`` sorts a composite's protos by name, so they are a set
+        here) and how many of its protos are still unnamed."""
+        name = self.names.get(index)
+        if name is not None:
+            return name
+        key = index.base_key
+        self.counts[key] = self.counts.get(key, 0) + 1
+        name = self.names[index] = (key, self.counts[key])
+        names = self.names
+        return (
+            *name,
+            tuple(sorted(names[p] for p in index.protos if p in names)),
+            sum(p not in names for p in index.protos),
+            tuple(sorted(names[c] for c in self.containers[index] if c in names)),
+        )
 
-    return repr(
-        [
+    def tensor(self, tensor: Tensor) -> Descriptor:
+        """The next tensor read."""
+        return (
+            tensor.label,
+            tensor.symmetry,
+            tuple(map(self.index, tensor.bra)),
+            tuple(map(self.index, tensor.ket)),
+            tuple(map(self.index, tensor.aux)),
+        )
+
+    def unread(self) -> list[Descriptor]:
+        """The protos never read in a slot: each by its space, its named
+        protos and the composites listing it, as a multiset."""
+        names = self.names
+        return sorted(
             (
-                t.label,
-                t.symmetry,
-                tuple(map(name, t.bra)),
-                tuple(map(name, t.ket)),
-                tuple(map(name, t.aux)),
+                index.base_key,
+                tuple(sorted(names[p] for p in index.protos if p in names)),
+                tuple(sorted(names[c] for c in self.containers[index] if c in names)),
             )
-            for t in tensors
-        ]
-    )
+            for index in self.containers
+            if index not in names
+        )
+
+
+def _containers(tensors: Iterable[Tensor]) -> dict[Index, list[Index]]:
+    containers: dict[Index, list[Index]] = {}
+    for index in _all_indices(tensors):
+        containers.setdefault(index, [])
+        for proto in index.protos:
+            containers.setdefault(proto, []).append(index)
+    return containers
+
+
+def certificate(tensors: Sequence[Tensor]) -> str:
+    """The tensors in order, every index named by its space and the order of
+    its first appearance (``_Reading``): equal for two orders of one term
+    exactly when they read the same up to renaming, and independent of the
+    names."""
+    reading = _Reading(_containers(tensors))
+    read = [reading.tensor(t) for t in tensors]
+    return repr((read, reading.unread()))
 
 
 def tie_classes(term: Term) -> tuple[Term, list[list[int]]]:
-    """``term`` in its first canonical order (the smallest certificate of
-    the orders ``canonical_term``'s sort allows: tensors of one colour in
-    any order) and the positions of its classes of tensors of one colour:
-    the same whatever order the term was written in or its indices named.
-    A term with parenthesized groups, or more than ``CANDIDATE_LIMIT``
-    such orders, keeps ``canonical_term``'s order."""
-    first = canonical_term(term)
+    """``term`` in its first canonical order and the positions of its tie
+    classes (tensors of one label and colour, which ``colour_sorted``
+    cannot order): the same whatever order the term was written in or its
+    indices named. The order is the least reading (``_Reading``) of the
+    orders that permute tie classes, found position by position: of the class
+    members left, those whose reading is least, every such partial order
+    followed (up to ``READINGS_LIMIT``; beyond, and for a term with
+    parenthesized groups, ``colour_sorted``'s order and no classes)."""
+    first = colour_sorted(term)
     if term.groups or len(term.tensors) < 2:
         return first, []
     tensors = first.tensors
@@ -203,18 +253,29 @@ def tie_classes(term: Term) -> tuple[Term, list[list[int]]]:
             range(len(tensors)), key=lambda n: (tensors[n].label, colours[n])
         )
     ]
-    if math.prod(math.factorial(len(c)) for c in classes) > CANDIDATE_LIMIT:
-        return first, []
-    best = min(
-        (
-            tuple(tensors[n] for part in choice for n in part)
-            for choice in itertools.product(
-                *(itertools.permutations(c) for c in classes)
-            )
-        ),
-        key=certificate,
+    readings: list[tuple[_Reading, list[int]]] = [(_Reading(_containers(tensors)), [])]
+    for members in classes:
+        for _ in members:
+            least: Descriptor | None = None
+            following: list[tuple[_Reading, list[int]]] = []
+            for reading, order in readings:
+                for member in members:
+                    if member in order:
+                        continue
+                    after = reading.copy()
+                    read = after.tensor(tensors[member])
+                    if least is None or read < least:
+                        least, following = read, []
+                    if read == least:
+                        following.append((after, [*order, member]))
+            if len(following) > READINGS_LIMIT:
+                return first, []
+            readings = following
+    _, order = min(readings, key=lambda found: repr(found[0].unread()))
+    return (
+        with_tensors(first, tuple(tensors[n] for n in order)),
+        [c for c in classes if len(c) > 1],
     )
-    return with_tensors(first, best), [c for c in classes if len(c) > 1]
 
 
 def class_orders(term: Term, members: list[int]) -> list[Term]:

@@ -617,7 +617,11 @@ def build_forest(
     see ``axisflow.order.search``), costed with the policy's extents
     (composite kinds included, ``DEFAULT_EXTENT`` for a space without one)
     and, when the policy batches spaces, with the sizes values have under the
-    term's loops (``ordering.batched_size``).
+    term's loops (``ordering.batched_size``). ``canonical``: each term read
+    in the order of its factors that does not depend on how it was written
+    (``axisflow.sequant.canonical``), among those of equal standing the one
+    adding the fewest multiply-adds to the terms before it
+    (``_cheapest_order``); the planner reads expressions so.
 
     Raises ``SequantError`` (located) for a term that cannot be a tree and
     ``PolicyError`` for a policy batching a space the expression lacks or an
@@ -745,6 +749,11 @@ def _bound(
     return bound
 
 
+LARGEST_PRICED_CLASS = 3
+"""Tie classes of more tensors keep the smallest certificate's order: a
+class of n tensors is priced by building n! trees."""
+
+
 def _cheapest_order(
     builder: _Builder,
     term: Term,
@@ -753,14 +762,16 @@ def _cheapest_order(
     batch_keys: Sequence[str],
     external_keys: set[str],
 ) -> Term:
-    """Of ``term``'s canonical candidate orders (``canonical.candidate_terms``),
-    the one whose tree adds the fewest multiply-adds to the forest built so
-    far (values it shares cost nothing), the smallest certificate among
-    equals: a choice that depends on neither the written order nor the
-    names."""
+    """``term`` in canonical order (``canonical.tie_classes``), each class
+    of tensors the colours cannot order (of at most ``LARGEST_PRICED_CLASS``; a larger class
+    keeps the smallest certificate's order) put, one class after the
+    other, in the order whose tree adds the fewest multiply-adds to the
+    forest built so far (values it shares cost nothing), the smallest
+    certificate among equals: a choice that depends on neither the written
+    order nor the names."""
     current, classes = tie_classes(term)
     for members in classes:  # one class at a time, the others as chosen
-        if len(members) > 3:
+        if len(members) > LARGEST_PRICED_CLASS:
             continue
         best: tuple[int, Term] | None = None
         for candidate in class_orders(current, members):

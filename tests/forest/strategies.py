@@ -55,7 +55,8 @@ def expressions(draw: st.DrawFn) -> tuple[Expression, str]:
 
 def renamed(expression: Expression, rng: random.Random) -> Expression:
     """Every index renamed consistently (plain ones, protos at any depth) to
-    fresh random ordinals, a bijection per index space."""
+    fresh random ordinals, a bijection per index space, in the factors and
+    the operators alike."""
     atoms: dict[Index, None] = {}
 
     def collect(index: Index) -> None:
@@ -66,7 +67,7 @@ def renamed(expression: Expression, rng: random.Random) -> Expression:
             stack.extend(part.protos)
 
     for term in expression.terms:
-        for tensor in term.tensors:
+        for tensor in (*term.tensors, *term.operators):
             for index in tensor.indices:
                 collect(index)
     fresh = rng.sample(range(20, 10_000), len(atoms))
@@ -76,20 +77,21 @@ def renamed(expression: Expression, rng: random.Random) -> Expression:
         atom = Index(index.base_key, index.ordinal)
         return Index(index.base_key, ordinal[atom], map(rename, index.protos))
 
+    def rename_tensor(t: Tensor) -> Tensor:
+        return Tensor(
+            t.label,
+            tuple(map(rename, t.bra)),
+            tuple(map(rename, t.ket)),
+            tuple(map(rename, t.aux)),
+            t.symmetry,
+        )
+
     return Expression(
         tuple(
             Term(
                 term.coefficient,
-                tuple(
-                    Tensor(
-                        t.label,
-                        tuple(map(rename, t.bra)),
-                        tuple(map(rename, t.ket)),
-                        tuple(map(rename, t.aux)),
-                        t.symmetry,
-                    )
-                    for t in term.tensors
-                ),
+                tuple(map(rename_tensor, term.tensors)),
+                tuple(map(rename_tensor, term.operators)),
             )
             for term in expression.terms
         )
@@ -97,10 +99,10 @@ def renamed(expression: Expression, rng: random.Random) -> Expression:
 
 
 def permuted(expression: Expression, rng: random.Random) -> Expression:
-    """Each product's factors in a random order."""
+    """Each product's factors in a random order (its operators kept)."""
     out: list[Term] = []
     for term in expression.terms:
         tensors = list(term.tensors)
         rng.shuffle(tensors)
-        out.append(Term(term.coefficient, tuple(tensors)))
+        out.append(Term(term.coefficient, tuple(tensors), term.operators))
     return Expression(tuple(out))
