@@ -29,13 +29,15 @@ schedule in one process, allocating as the executor's workers do, spent
 included, never exceeds the most its arrays were live at once, but for
 ``1/SLACK`` of it (``_Reuse``), and leaving the outermost ``reusing()``
 lets them all go: before an operator step or an output's sum allocates
-apart from the pool. Arrays below ``POPULATE_BYTES`` are not its own: a
-freed array it keeps can meet their peak, where without it the process
-would have held less. With the 1 MiB threshold they are small, and the
-peak the memory model predicts is what a run measures (1.01 of it at the
-executor benchmark's ``i=7``); taking arrays from 16 KiB, the NumPy
-evaluator's measured peak on the CSV doubles rose to 1.08 of it
-(``docs/pipeline.md``, section 3.4).
+apart from the pool. Arrays below ``POPULATE_BYTES`` are NumPy's own, but
+the pool counts those ``empty`` and ``zeros`` hand out while they live
+(``_Reuse.track``): a freed array kept while they take its place would
+otherwise make the process hold more than without the pool (a random
+residual, batched over ``i=9`` in blocks of 7 and 2, measured 1.26 of the
+memory model's peak, and 1.07 since). The peak the memory model predicts
+is what a run measures (1.01 of it at the executor benchmark's ``i=7``);
+taking arrays from 16 KiB, the NumPy evaluator's measured peak on the CSV
+doubles rose to 1.08 of it (``docs/pipeline.md``, section 3.4).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import math
 import mmap
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -140,7 +143,8 @@ class _Reuse:
     an array of its own, as outside ``reusing()``)."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
+        """Reentrant: a small array's finalizer may run inside ``take``."""
         self.depth = 0
         """Open ``reusing()`` scopes."""
         self.free_references = _calibrated()
@@ -151,7 +155,14 @@ class _Reuse:
         self.held = 0
         """Bytes of every owner, live or free."""
         self.high = 0
-        """The most bytes asked for live at once (with the request)."""
+        """The most bytes asked for live at once (with the request), the
+        small arrays' included."""
+        self.small = 0
+        """Bytes of the arrays below ``POPULATE_BYTES`` handed out in this
+        scope and still live (``track``)."""
+        self.generation = 0
+        """Counts the scopes closed: a small array outliving its scope is
+        no longer counted when it goes."""
 
     def take(self, shape: Sequence[int], elements: int) -> Array:
         """An array of ``shape`` (``elements`` float64s), its pages mapped."""
@@ -162,19 +173,7 @@ class _Reuse:
             for position in range(len(group)):
                 if _references(group, position) == free:
                     return group[position].reshape(shape)
-            live = 0
-            idle: list[Array] = []
-            for members in self.owners.values():
-                for position in range(len(members)):
-                    if _references(members, position) == free:
-                        idle.append(members[position])
-                    else:
-                        live += members[position].nbytes
-            self.high = max(self.high, live + size)
-            self._let_go(idle, self.held + size - self.high - self.high // SLACK)
-            # the owners let go are freed before the new one is allocated
-            # (this list held them: the process held both at once)
-            idle.clear()
+            self._make_room(size)
             owner = np.empty(elements)
             _populate(owner)
             if self.count >= self.MAX_OWNERS:
@@ -183,6 +182,44 @@ class _Reuse:
             self.count += 1
             self.held += size
             return owner.reshape(shape)
+
+    def _make_room(self, size: int) -> None:
+        """Let free owners go until the owners, the live small arrays and
+        ``size`` more bytes are within ``high`` (raised to what is live
+        with them) and its slack. Called with the lock held."""
+        free = self.free_references
+        live = 0
+        idle: list[Array] = []
+        for members in self.owners.values():
+            for position in range(len(members)):
+                if _references(members, position) == free:
+                    idle.append(members[position])
+                else:
+                    live += members[position].nbytes
+        self.high = max(self.high, live + self.small + size)
+        self._let_go(
+            idle, self.held + self.small + size - self.high - self.high // SLACK
+        )
+        # the owners let go are freed before the new array is allocated
+        # (this list held them: the process held both at once)
+        idle.clear()
+
+    def track(self, array: Array) -> None:
+        """Count ``array`` (below ``POPULATE_BYTES``) live until it goes: a
+        freed owner kept while small arrays take its place would make the
+        process hold more than it would without the pool (the memory
+        model's peak, ``tests/pipeline/test_measured_memory.py``)."""
+        size = array.nbytes
+        with self.lock:
+            if self.held + self.small + size > self.high + self.high // SLACK:
+                self._make_room(size)
+            self.small += size
+            weakref.finalize(array, self._untrack, size, self.generation)
+
+    def _untrack(self, size: int, generation: int) -> None:
+        with self.lock:
+            if generation == self.generation:
+                self.small -= size
 
     def _let_go(self, idle: list[Array], deficit: int) -> None:
         """Let free owners of ``idle`` go, ``deficit`` bytes at least: the
@@ -221,7 +258,8 @@ class _Reuse:
 
     def forget(self) -> None:
         self.owners.clear()
-        self.count = self.held = self.high = 0
+        self.count = self.held = self.high = self.small = 0
+        self.generation += 1
 
 
 SLACK = 64
@@ -260,6 +298,8 @@ def empty(shape: Sequence[int]) -> Array:
         return _reuse.take(shape, elements)
     array = np.empty(shape)
     _populate(array)
+    if _reuse.depth and _reuse.free_references is not None:
+        _reuse.track(array)
     return array
 
 
@@ -267,9 +307,12 @@ def zeros(shape: Sequence[int]) -> Array:
     """``numpy.zeros(shape)`` (float64), its pages mapped before zeroing:
     NumPy's own zeros maps fresh pages at their first write instead (and
     cannot take a freed array's memory)."""
-    if 8 * math.prod(shape) < POPULATE_BYTES or (
-        _populate.madvise is None and not _reuse.depth
-    ):
+    if 8 * math.prod(shape) < POPULATE_BYTES:
+        array = np.zeros(shape)
+        if _reuse.depth and _reuse.free_references is not None:
+            _reuse.track(array)
+        return array
+    if _populate.madvise is None and not _reuse.depth:
         return np.zeros(shape)
     array = empty(shape)
     array.fill(0.0)
