@@ -31,10 +31,10 @@ included, never exceeds the most its arrays were live at once, but for
 lets them all go: before an operator step or an output's sum allocates
 apart from the pool. Arrays below ``POPULATE_BYTES`` are NumPy's own, but
 the pool counts those ``empty`` and ``zeros`` hand out while they live
-(``_Reuse.track``): a freed array kept while they take its place would
+(``_Reuse.small_array``): a freed array kept while they take its place would
 otherwise make the process hold more than without the pool (a random
 residual, batched over ``i=9`` in blocks of 7 and 2, measured 1.26 of the
-memory model's peak, and 1.07 since). The peak the memory model predicts
+memory model's peak, and 1.005 since). The peak the memory model predicts
 is what a run measures (1.01 of it at the executor benchmark's ``i=7``);
 taking arrays from 16 KiB, the NumPy evaluator's measured peak on the CSV
 doubles rose to 1.08 of it (``docs/pipeline.md``, section 3.4).
@@ -159,7 +159,7 @@ class _Reuse:
         small arrays' included."""
         self.small = 0
         """Bytes of the arrays below ``POPULATE_BYTES`` handed out in this
-        scope and still live (``track``)."""
+        scope and still live (``small_array``)."""
         self.generation = 0
         """Counts the scopes closed: a small array outliving its scope is
         no longer counted when it goes."""
@@ -204,17 +204,22 @@ class _Reuse:
         # (this list held them: the process held both at once)
         idle.clear()
 
-    def track(self, array: Array) -> None:
-        """Count ``array`` (below ``POPULATE_BYTES``) live until it goes: a
-        freed owner kept while small arrays take its place would make the
-        process hold more than it would without the pool (the memory
-        model's peak, ``tests/pipeline/test_measured_memory.py``)."""
-        size = array.nbytes
+    def small_array(self, shape: Sequence[int], zeroed: bool) -> Array:
+        """A new array of ``shape`` below ``POPULATE_BYTES`` (NumPy's own),
+        counted live until it goes: a freed owner kept while small arrays
+        take its place would make the process hold more than it would
+        without the pool (the memory model's peak,
+        ``tests/pipeline/test_measured_memory.py``). Room is made before
+        the array is allocated."""
+        size = 8 * math.prod(shape)
         with self.lock:
             if self.held + self.small + size > self.high + self.high // SLACK:
                 self._make_room(size)
             self.small += size
-            weakref.finalize(array, self._untrack, size, self.generation)
+            generation = self.generation
+        array = np.zeros(shape) if zeroed else np.empty(shape)
+        weakref.finalize(array, self._untrack, size, generation)
+        return array
 
     def _untrack(self, size: int, generation: int) -> None:
         with self.lock:
@@ -296,10 +301,10 @@ def empty(shape: Sequence[int]) -> Array:
         and _reuse.free_references is not None
     ):
         return _reuse.take(shape, elements)
+    if _reuse.depth and _reuse.free_references is not None:
+        return _reuse.small_array(shape, zeroed=False)
     array = np.empty(shape)
     _populate(array)
-    if _reuse.depth and _reuse.free_references is not None:
-        _reuse.track(array)
     return array
 
 
@@ -308,10 +313,9 @@ def zeros(shape: Sequence[int]) -> Array:
     NumPy's own zeros maps fresh pages at their first write instead (and
     cannot take a freed array's memory)."""
     if 8 * math.prod(shape) < POPULATE_BYTES:
-        array = np.zeros(shape)
         if _reuse.depth and _reuse.free_references is not None:
-            _reuse.track(array)
-        return array
+            return _reuse.small_array(shape, zeroed=True)
+        return np.zeros(shape)
     if _populate.madvise is None and not _reuse.depth:
         return np.zeros(shape)
     array = empty(shape)

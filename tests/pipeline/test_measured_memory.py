@@ -248,6 +248,25 @@ POLICIES: list[tuple[ShareChoice | None, Rebuild]] = [
     policy=("forest", "never"),
     blocks=2,
 )
+@example(
+    # i=9 in blocks of 7 and 2: the second block's buffers (441 KiB, below
+    # the pool's threshold) met the first block's freed 3 MiB the pool
+    # kept: 1.26 of the prediction until the pool counted small arrays
+    text="- V0{a_1,i_1,i_2;a_3,i_3,i_4} * T1{a_2;a_3,i_3} * T2{;i_4}"
+    "- V1{a_1,i_1,i_2;a_3,i_3,i_4} * T1{a_2;a_3,i_3} * T2{;i_4}",
+    batch="i",
+    policy=("tree", "never"),
+    blocks="auto",
+)
+@example(
+    # a=24 in blocks of 16 and 8: 1.17 while the pool made room for a
+    # small array only after allocating it
+    text="- V0{a_1,i_1,i_2;a_3,i_3,i_4} * T1{a_2;a_3,i_3} * T2{;i_4}"
+    "- V1{a_1,i_1,i_2;a_3,i_3,i_4} * T1{a_2;a_3,i_3} * T2{;i_4}",
+    batch="a",
+    policy=("forest", "never"),
+    blocks="auto",
+)
 def test_random_shared_residuals_peak_as_predicted(
     text: str,
     batch: str,

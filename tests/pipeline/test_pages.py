@@ -180,14 +180,22 @@ def test_a_freed_array_is_let_go_while_small_arrays_take_its_place() -> None:
     # freed 3 MiB beside 2.5 MiB of small arrays (each below the pool's
     # threshold, so NumPy's own) would hold 5.5 (a random residual once
     # measured 1.26 of the memory model's peak so)
-    with pages.reusing():
-        large = pages.empty((3, MIB))
-        del large
-        assert pages._reuse.held == 3 * MIB * 8
-        small = [pages.zeros((MIB // 2,)) for _ in range(5)]
-        assert pages._reuse.held == 0 and pages._reuse.small == 5 * MIB * 4
-        del small
-        assert pages._reuse.small == 0
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        with pages.reusing():
+            large = pages.empty((3, MIB))
+            del large
+            assert pages._reuse.held == 3 * MIB * 8
+            small = [pages.zeros((MIB // 2,)) for _ in range(5)]
+            assert pages._reuse.held == 0 and pages._reuse.small == 5 * MIB * 4
+            del small
+            assert pages._reuse.small == 0
+        # the freed array goes before the first small one is allocated
+        most = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert 3 * MIB * 8 <= most < 3 * MIB * 8 + 64 * 1024
     # an array outliving its scope is not counted into the next one
     with pages.reusing():
         kept = pages.empty((MIB // 2,))
