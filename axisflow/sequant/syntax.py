@@ -49,7 +49,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -133,6 +133,16 @@ class Tensor:
     def layout(self) -> tuple[int, int, int]:
         """Sizes of the bra, ket and aux groups."""
         return (len(self.bra), len(self.ket), len(self.aux))
+
+    def renamed(self, rename: Callable[[Index], Index]) -> Tensor:
+        """The tensor with ``rename`` applied to every index slot."""
+        return Tensor(
+            self.label,
+            tuple(map(rename, self.bra)),
+            tuple(map(rename, self.ket)),
+            tuple(map(rename, self.aux)),
+            self.symmetry,
+        )
 
     @property
     def is_operator(self) -> bool:
@@ -235,13 +245,7 @@ class Term:
             return memo[index]
 
         def tensor(t: Tensor) -> Tensor:
-            return Tensor(
-                t.label,
-                tuple(map(rename, t.bra)),
-                tuple(map(rename, t.ket)),
-                tuple(map(rename, t.aux)),
-                t.symmetry,
-            )
+            return t.renamed(rename)
 
         return Term(
             self.coefficient,

@@ -78,13 +78,7 @@ def renamed(expression: Expression, rng: random.Random) -> Expression:
         return Index(index.base_key, ordinal[atom], map(rename, index.protos))
 
     def rename_tensor(t: Tensor) -> Tensor:
-        return Tensor(
-            t.label,
-            tuple(map(rename, t.bra)),
-            tuple(map(rename, t.ket)),
-            tuple(map(rename, t.aux)),
-            t.symmetry,
-        )
+        return t.renamed(rename)
 
     return Expression(
         tuple(

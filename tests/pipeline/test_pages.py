@@ -6,6 +6,8 @@ import mmap
 import platform
 import sys
 import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -116,6 +118,21 @@ MIB = 1024**2 // 8
 """Float64 elements of 1 MiB (the smallest array the pool keeps)."""
 
 
+@contextmanager
+def traced() -> Iterator[Callable[[], int]]:
+    """Inside, ``tracemalloc`` traces; the callable yielded gives the most
+    bytes held at once inside, above what was held on entry (read after
+    the block)."""
+    peak = 0
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        yield lambda: peak
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
 def test_a_freed_array_is_handed_out_again_only_inside_reusing() -> None:
     with pages.reusing():
         first = pages.empty((4, MIB))
@@ -155,18 +172,12 @@ def test_a_free_array_of_another_size_is_let_go_to_make_room() -> None:
     # freed 3 MiB array beside the new one would hold 5, also while the
     # new one is allocated (the pool once freed it only after: a ragged
     # last block measured 1.53 of the memory model's peak)
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        with pages.reusing():
-            large = pages.empty((3, MIB))
-            del large
-            smaller = pages.empty((2, MIB))
-            assert pages._reuse.count == 1 and pages._reuse.held == smaller.nbytes
-        most = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
-    assert 3 * MIB * 8 <= most < 4 * MIB * 8
+    with traced() as most, pages.reusing():
+        large = pages.empty((3, MIB))
+        del large
+        smaller = pages.empty((2, MIB))
+        assert pages._reuse.count == 1 and pages._reuse.held == smaller.nbytes
+    assert 3 * MIB * 8 <= most() < 4 * MIB * 8
 
 
 def test_the_interpreter_tells_free_arrays_apart() -> None:
@@ -180,22 +191,16 @@ def test_a_freed_array_is_let_go_while_small_arrays_take_its_place() -> None:
     # freed 3 MiB beside 2.5 MiB of small arrays (each below the pool's
     # threshold, so NumPy's own) would hold 5.5 (a random residual once
     # measured 1.26 of the memory model's peak so)
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        with pages.reusing():
-            large = pages.empty((3, MIB))
-            del large
-            assert pages._reuse.held == 3 * MIB * 8
-            small = [pages.zeros((MIB // 2,)) for _ in range(5)]
-            assert pages._reuse.held == 0 and pages._reuse.small == 5 * MIB * 4
-            del small
-            assert pages._reuse.small == 0
-        # the freed array goes before the first small one is allocated
-        most = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
-    assert 3 * MIB * 8 <= most < 3 * MIB * 8 + 64 * 1024
+    with traced() as most, pages.reusing():
+        large = pages.empty((3, MIB))
+        del large
+        assert pages._reuse.held == 3 * MIB * 8
+        small = [pages.zeros((MIB // 2,)) for _ in range(5)]
+        assert pages._reuse.held == 0 and pages._reuse.small == 5 * MIB * 4
+        del small
+        assert pages._reuse.small == 0
+    # the freed array goes before the first small one is allocated
+    assert 3 * MIB * 8 <= most() < 3 * MIB * 8 + 64 * 1024
     # an array outliving its scope is not counted into the next one
     with pages.reusing():
         kept = pages.empty((MIB // 2,))
