@@ -365,9 +365,12 @@ SMALL = {"i": 3, "a": 4, "μ̃": 3, "Κ": 4}
     ("name", "batch", "budget"),
     [
         ("csv_ccsd_energy_df", "i,Κ", None),
+        ("csv_ccsd_energy_df", "i,Κ", "1KiB"),
         ("csv_ccsd_singles_residual_df", "i,μ̃", "2KiB"),
+        ("csv_ccsd_singles_residual_df", "i,μ̃", None),
         ("csv_ccsd_doubles_residual_df", "μ̃", "20KiB"),
         ("ccsd_doubles_residual_sf", "i,a", "4KiB"),
+        ("ccsd_doubles_residual_sf", "i,a", None),
     ],
 )
 def test_planned_schedules_compute_the_oracle_residual(
