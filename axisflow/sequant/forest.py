@@ -60,10 +60,12 @@ Construction, per term:
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from axisflow.forest.frames import (
     ProtoPairs,
@@ -352,6 +354,12 @@ Share = Literal["forest", "tree"]
 SHARES: tuple[Share, ...] = ("forest", "tree")
 
 
+def _keep_oldest(table: dict[Any, Any], count: int) -> None:
+    """Remove the entries of ``table`` added after its first ``count``."""
+    for key in list(itertools.islice(reversed(table), len(table) - count)):
+        del table[key]
+
+
 class _Builder:
     """Hash-consed values of one forest."""
 
@@ -380,6 +388,27 @@ class _Builder:
             self.leaves[key] = value
         mode_map = {renaming[x]: x for x in expand_modes(tensor.indices)}
         return _Use(value, tensor.indices, mode_map, (), frozenset((position,)))
+
+    @contextlib.contextmanager
+    def tentative(self) -> Iterator[Callable[[], list[Value]]]:
+        """Inside, what is built is undone on leaving (values are only
+        ever added, so the undo costs what was added, not the forest); the
+        callable yielded lists the contractions added so far, in the order
+        they were built."""
+        leaf_count, node_count = len(self.leaves), len(self.nodes)
+        leaf_names = dict(self.leaf_names)  # one count per label
+
+        def added() -> list[Value]:
+            count = len(self.nodes) - node_count
+            newest = itertools.islice(reversed(self.nodes.values()), count)
+            return list(newest)[::-1]
+
+        try:
+            yield added
+        finally:
+            _keep_oldest(self.nodes, node_count)
+            _keep_oldest(self.leaves, leaf_count)
+            self.leaf_names = leaf_names
 
     def fresh_leaf_name(self, label: str) -> str:
         base = symbol_name(label)
@@ -763,30 +792,26 @@ def _cheapest_order(
     external_keys: set[str],
 ) -> Term:
     """``term`` in canonical order (``canonical.tie_classes``), each class
-    of tensors the colours cannot order (of at most ``LARGEST_PRICED_CLASS``; a larger class
-    keeps the smallest certificate's order) put, one class after the
-    other, in the order whose tree adds the fewest multiply-adds to the
-    forest built so far (values it shares cost nothing), the smallest
-    certificate among equals: a choice that depends on neither the written
-    order nor the names."""
+    of tensors the colours cannot order (of at most
+    ``LARGEST_PRICED_CLASS``; a larger class keeps the least reading's
+    order) put, one class after the other, in the order whose tree adds
+    the fewest multiply-adds to the forest built so far (values it shares
+    cost nothing), the smallest certificate among equals: a choice that
+    depends on neither the written order nor the names."""
     current, classes = tie_classes(term)
     for members in classes:  # one class at a time, the others as chosen
         if len(members) > LARGEST_PRICED_CLASS:
             continue
         best: tuple[int, Term] | None = None
         for candidate in class_orders(current, members):
-            leaves, nodes = dict(builder.leaves), dict(builder.nodes)
-            leaf_names = dict(builder.leaf_names)
-            # unbatched sizes: the searches of equal networks are kept
-            # (``PlanCache``), where batch-aware ones are searched each time
-            builder.term_root(candidate, None, order, sizing)
-            added = sum(
-                sizing.elements(set(expand_modes((*v.result, *v.contracted))))
-                for key, v in builder.nodes.items()
-                if key not in nodes
-            )
-            builder.leaves, builder.nodes = leaves, nodes
-            builder.leaf_names = leaf_names
+            with builder.tentative() as built:
+                # unbatched sizes: the searches of equal networks are kept
+                # (``PlanCache``), where batch-aware ones are searched anew
+                builder.term_root(candidate, None, order, sizing)
+                added = sum(
+                    sizing.elements(set(expand_modes((*v.result, *v.contracted))))
+                    for v in built()
+                )
             if best is None or added < best[0]:
                 best = (added, candidate)
         assert best is not None

@@ -14,6 +14,7 @@ from axisflow.roles.index import Index
 from axisflow.scheduling.memory import Sizing, forest_flops
 from axisflow.sequant import Expression, parse, to_model
 from axisflow.sequant.canonical import certificate, class_orders, tie_classes
+from axisflow.sequant.forest import _Builder
 from axisflow.sequant.syntax import Tensor, Term
 from tests.conftest import EXAMPLES
 from tests.forest.strategies import permuted, renamed
@@ -93,3 +94,26 @@ def test_the_canonical_forest_ignores_factor_order_and_names(name: str) -> None:
     rng = random.Random(7)
     for _ in range(2):
         assert figures(renamed(permuted(expression, rng), rng)) == before
+
+
+def test_a_tentative_build_is_undone_and_lists_what_it_added() -> None:
+    """``_cheapest_order`` prices each order by building it tentatively:
+    what it adds is listed, then removed (names included), whatever the
+    forest held before."""
+    expression = parse(
+        "g{μ̃_1;i_1;Κ_1} * g{μ̃_2;i_2;Κ_1} * t{a_1,a_2;μ̃_1,μ̃_2}"
+        " + g{μ̃_1;i_1;Κ_1} * s{μ̃_2;μ̃_1} * t{a_1,a_2;μ̃_2,i_2}"
+    )
+    builder = _Builder(expression)
+    builder.term_root(expression.terms[0])
+    before = (dict(builder.leaves), dict(builder.nodes), dict(builder.leaf_names))
+    with builder.tentative() as built:
+        builder.term_root(expression.terms[1])
+        added = built()
+        assert added and all(v not in before[1].values() for v in added)
+        assert len(builder.nodes) == len(before[1]) + len(added)
+        assert len(builder.leaves) > len(before[0])  # s is a new leaf
+    assert (builder.leaves, builder.nodes, builder.leaf_names) == before
+    # the next value built takes the name the undone one had
+    again = builder.term_root(expression.terms[1])
+    assert again is not None and again.value.name == added[-1].name
