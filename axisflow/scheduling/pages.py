@@ -295,13 +295,9 @@ def reusing() -> Iterator[None]:
 def empty(shape: Sequence[int]) -> Array:
     """``numpy.empty(shape)`` (float64, C order), its pages mapped."""
     elements = math.prod(shape)
-    if (
-        _reuse.depth
-        and 8 * elements >= POPULATE_BYTES
-        and _reuse.free_references is not None
-    ):
-        return _reuse.take(shape, elements)
     if _reuse.depth and _reuse.free_references is not None:
+        if 8 * elements >= POPULATE_BYTES:
+            return _reuse.take(shape, elements)
         return _reuse.small_array(shape, zeroed=False)
     array = np.empty(shape)
     _populate(array)

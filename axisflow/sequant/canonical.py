@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from axisflow.roles.index import Index
 from axisflow.sequant.syntax import Tensor, Term
@@ -126,23 +127,17 @@ def tensor_colours(term: Term) -> list[str]:
     return tensor_colour
 
 
-def colour_sorted(term: Term) -> Term:
-    """``term`` with its tensors sorted by ``tensor_colours`` (unchanged when
-    it has parenthesized groups)."""
-    if term.groups or len(term.tensors) < 2:
-        return term
+def colour_sorted(term: Term) -> tuple[Term, list[str]]:
+    """``term`` with its tensors sorted by label, then ``tensor_colours``,
+    and their colours in that order (a colour does not depend on where its
+    tensor stands). The caller keeps a term with parenthesized groups as
+    it is."""
     colours = tensor_colours(term)
     tensors = term.tensors
     order = sorted(range(len(tensors)), key=lambda n: (tensors[n].label, colours[n], n))
-    if order == list(range(len(term.tensors))):
-        return term
-    return Term(
-        term.coefficient,
-        tuple(term.tensors[n] for n in order),
-        term.operators,
-        term.offset,
-        term.groups,
-        term.declared,
+    return (
+        replace(term, tensors=tuple(tensors[n] for n in order)),
+        [colours[n] for n in order],
     )
 
 
@@ -240,19 +235,20 @@ def tie_classes(term: Term) -> tuple[Term, list[list[int]]]:
     indices named. The order is the least reading (``_Reading``) of the
     orders that permute tie classes, found position by position: of the class
     members left, those whose reading is least, every such partial order
-    followed (up to ``READINGS_LIMIT``; beyond, and for a term with
-    parenthesized groups, ``colour_sorted``'s order and no classes)."""
-    first = colour_sorted(term)
+    followed (up to ``READINGS_LIMIT``; beyond, ``colour_sorted``'s order
+    and no classes). A term with parenthesized groups stays as written."""
     if term.groups or len(term.tensors) < 2:
-        return first, []
+        return term, []
+    first, colours = colour_sorted(term)
     tensors = first.tensors
-    colours = tensor_colours(first)
     classes = [
         list(members)
         for _, members in itertools.groupby(
             range(len(tensors)), key=lambda n: (tensors[n].label, colours[n])
         )
     ]
+    if all(len(members) == 1 for members in classes):
+        return first, []  # the colours order every tensor
     readings: list[tuple[_Reading, list[int]]] = [(_Reading(_containers(tensors)), [])]
     for members in classes:
         for _ in members:
@@ -273,7 +269,7 @@ def tie_classes(term: Term) -> tuple[Term, list[list[int]]]:
             readings = following
     _, order = min(readings, key=lambda found: repr(found[0].unread()))
     return (
-        with_tensors(first, tuple(tensors[n] for n in order)),
+        replace(first, tensors=tuple(tensors[n] for n in order)),
         [c for c in classes if len(c) > 1],
     )
 
@@ -288,16 +284,4 @@ def class_orders(term: Term, members: list[int]) -> list[Term]:
         for position, source in zip(members, order, strict=True):
             tensors[position] = term.tensors[source]
         found.setdefault(certificate(tensors), tuple(tensors))
-    return [with_tensors(term, found[key]) for key in sorted(found)]
-
-
-def with_tensors(term: Term, tensors: tuple[Tensor, ...]) -> Term:
-    """``term`` with its tensors in another order."""
-    return Term(
-        term.coefficient,
-        tensors,
-        term.operators,
-        term.offset,
-        term.groups,
-        term.declared,
-    )
+    return [replace(term, tensors=found[key]) for key in sorted(found)]

@@ -65,7 +65,7 @@ import itertools
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Literal, TypeVar, cast
 
 from axisflow.forest.frames import (
     ProtoPairs,
@@ -354,7 +354,10 @@ Share = Literal["forest", "tree"]
 SHARES: tuple[Share, ...] = ("forest", "tree")
 
 
-def _keep_oldest(table: dict[Any, Any], count: int) -> None:
+_Key = TypeVar("_Key")
+
+
+def _keep_oldest(table: dict[_Key, Value], count: int) -> None:
     """Remove the entries of ``table`` added after its first ``count``."""
     for key in list(itertools.islice(reversed(table), len(table) - count)):
         del table[key]
@@ -711,9 +714,7 @@ def build_forest(
     loop_count = 0
     for number, written in enumerate(expression.terms):
         term = (
-            _cheapest_order(builder, written, order, sizing, batch_keys, external_keys)
-            if canonical
-            else written
+            _cheapest_order(builder, written, order, sizing) if canonical else written
         )
         renaming = canonical_renaming([t.indices for t in term.tensors])
         bound = _bound(term, renaming, batch_keys, external_keys)
@@ -779,8 +780,9 @@ def _bound(
 
 
 LARGEST_PRICED_CLASS = 3
-"""Tie classes of more tensors keep the smallest certificate's order: a
-class of n tensors is priced by building n! trees."""
+"""Tie classes of more tensors keep the least reading's order
+(``canonical.tie_classes``): a class of n tensors is priced by building n!
+trees."""
 
 
 def _cheapest_order(
@@ -788,8 +790,6 @@ def _cheapest_order(
     term: Term,
     order: Order,
     sizing: Extents,
-    batch_keys: Sequence[str],
-    external_keys: set[str],
 ) -> Term:
     """``term`` in canonical order (``canonical.tie_classes``), each class
     of tensors the colours cannot order (of at most
