@@ -149,9 +149,7 @@ def planned_ladder_term(term: int, extents: Mapping[str, int]) -> ModuleOp:
     )
     chosen = [p for p in planned.report.front or [] if p["chosen"]]
     assert chosen and chosen[0]["rebuilt_in_loops"], "the plan rebuilds nothing"
-    module = planned.forest.parent_op()
-    while module is not None and not isinstance(module, ModuleOp):
-        module = module.parent_op()
+    module = planned.forest.get_toplevel_object()
     assert isinstance(module, ModuleOp)
     return module
 
