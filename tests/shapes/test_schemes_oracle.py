@@ -424,9 +424,34 @@ CYCLE_OF_INEQUALITIES = Program(
 )
 
 
+# The soak found (seed 4747): re-evaluation gives the operation v0 a
+# template from the call's one-axis batch row, and the einsum then unifies
+# that template's tail, safe to guess, with the parameter w0's open batch
+# tail, which takes the mark (OCANNL's unify_row copies marks both ways):
+# closing gives w0 no more batch axes. The trace related the tracer's bare
+# row instead, so the application must give w0's tail the mark itself, or
+# closing asks for w0's hidden dimensions.
+TEMPLATE_UNIFIED_INTO_ANCHOR = Program(
+    anchors=(("param", "...,1,2|...->1,2"),),
+    arity=2,
+    body=(
+        Op("pointwise", (1, 1, 0)),
+        Op("pointwise", (2,)),
+        Op("einsum", (3, 2), spec="...|ij;...|jk=>...|ik"),
+        Op("pointwise", (0, 4, 0)),
+        Op("pointwise", (0,)),
+    ),
+    results=(2, 1),
+    calls=((("leaf", None), ("leaf", "1|->")), (("leaf", None), ("result", 0))),
+    close_before=(False, False),
+    set_dim=2,
+)
+
+
 @SETTINGS
 @given(programs())
 @example(CYCLE_OF_INEQUALITIES)
+@example(TEMPLATE_UNIFIED_INTO_ANCHOR)
 @example(CLOSED_ROW_TOO_SHORT)
 @example(SIZE_WRITTEN_IN_A_ROW)
 @example(ANCHOR_ABOVE_PRESOLVED)

@@ -8,6 +8,7 @@ the call's shapes and writes its compiled facts; presolved internal rows
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from weakref import WeakKeyDictionary
 
 from axisflow.gc_pause import collector_paused
 from axisflow.shapes.constraints import (
@@ -27,6 +28,8 @@ from axisflow.shapes.constraints import (
 )
 from axisflow.shapes.errors import ShapeError
 from axisflow.shapes.scheme.data import (
+    ANCHOR,
+    ARG,
     AT_LEAST,
     DIM_INEQ,
     LINEAR,
@@ -433,12 +436,20 @@ def _apply(
             _pad(session, sc, padding, args, internal, sabotages, dim, stamp)
         if Sabotage.NO_MARKS not in sabotages or checking:
             mark_origin = stamp.new("policy mark", sc.label)
+            marked_safe: set[RowVar] = set()
             for var, mark in sc.marks:
                 if var in solved:
                     continue  # a closed row takes no marks
-                if mark is Mark.SAFE_TO_GUESS and var in untemplated:
-                    continue  # re-running the body would make no template here
+                if mark is Mark.SAFE_TO_GUESS:
+                    if var in untemplated:
+                        continue  # re-running the body would make no template here
+                    marked_safe.add(var)
                 add(PolicyMark(Row((), rows.get(var, var)), mark, mark_origin))
+            for var in _templated_tails(sc, args, sabotages, solver.norm_row):
+                if var not in solved and var not in marked_safe:
+                    safe = Row((), rows.get(var, var))
+                    add(PolicyMark(safe, Mark.SAFE_TO_GUESS, mark_origin))
+                    marked_safe.add(var)
         if Sabotage.NO_REF_INPUTS not in sabotages:
             for capture in sc.captures:
                 term = capture.dim
@@ -524,6 +535,83 @@ def _untemplated_tails(
         if actual.var is None or len(actual.dims) >= len(term.dims):
             untemplated.add(term.var)
     return frozenset(untemplated)
+
+
+TemplateSource = tuple[RowVar, int, int, int, int, int]
+"""An inequality ``[...x, axes] ⊒ [...tail]`` whose operand is the open tail
+of an argument or anchor row: ``x``, the result side's axes beyond the
+operand's, ``ARG`` or ``ANCHOR``, the index, the kind index and the axes
+the boundary row writes after ``tail``."""
+
+_TEMPLATE_SOURCES: WeakKeyDictionary[Scheme, tuple[TemplateSource, ...]] = (
+    WeakKeyDictionary()
+)
+
+
+def _template_sources(sc: Scheme) -> tuple[TemplateSource, ...]:
+    """The scheme's ``TemplateSource`` inequalities, found once per scheme."""
+    found = _TEMPLATE_SOURCES.get(sc)
+    if found is None:
+        tails: dict[RowVar, tuple[int, int, int, int]] = {}
+        for where, shapes in (
+            (ANCHOR, tuple(a.rows for a in sc.anchors)),
+            (ARG, sc.args),
+        ):
+            for index, terms in enumerate(shapes):
+                for kind_index, term in enumerate(terms):
+                    if term.var is not None:
+                        tails[term.var] = (where, index, kind_index, len(term.dims))
+        found = tuple(
+            (
+                first.var,  # type: ignore[union-attr]
+                len(first.dims) - len(second.dims),  # type: ignore[union-attr]
+                *tails[second.var],  # type: ignore[union-attr]
+            )
+            for code, first, second, _origin in sc._plan
+            if code == ROW_INEQ
+            and first.var is not None  # type: ignore[union-attr]
+            and second.var in tails  # type: ignore[union-attr]
+            and len(first.dims) > len(second.dims)  # type: ignore[union-attr]
+        )
+        _TEMPLATE_SOURCES[sc] = found
+    return found
+
+
+def _templated_tails(
+    sc: Scheme,
+    args: tuple[Shape, ...],
+    sabotages: frozenset[Sabotage],
+    norm_row: Callable[[Row], Row],
+) -> list[RowVar]:
+    """Result-side row variables that take the ``safe_to_guess`` mark at this
+    application although the trace gave them none.
+
+    Re-running the body relates an operation's fresh result row to an
+    argument or anchor row as it is at the call: when that row has axes its
+    open tail lacks in the trace (a tracer's row has none), Stage 1 gives
+    the result row a template, whose tail is ``safe_to_guess``, and the
+    mark reaches whatever the result row is unified with later (OCANNL's
+    ``unify_row`` copies the marks both ways). The trace related the bare
+    rows instead and unified the result row away, so its scheme keeps the
+    inequality into the unified row, ``[...x, axes] ⊒ [...tail]``, and no
+    mark: ``x`` takes it here where the actual row has axes beyond the ones
+    the boundary row writes (the inverse of :func:`_untemplated_tails`), no
+    more than ``axes`` (more make the application template ``x`` itself).
+    """
+    sources = _template_sources(sc)
+    if not sources:
+        return []
+    marked: list[RowVar] = []
+    for var, axes, where, index, kind_index, written in sources:
+        if where == ANCHOR:
+            if Sabotage.SEVER_SHARED in sabotages:
+                continue
+            current = sc.anchors[index].shape.row(KINDS[kind_index])
+        else:
+            current = args[index].row(KINDS[kind_index])
+        if 0 < len(norm_row(current).dims) - written <= axes:
+            marked.append(var)
+    return marked
 
 
 def _capture(
