@@ -420,15 +420,22 @@ class Solver:
         Totals, linear dim equations and row prefixes, in the order of their
         ids (the order they were added); costs the trail entries since then.
         """
+        tables = (self.totals, self.linears, self.prefixes)
+        return [
+            next(table[pending_id] for table in tables if pending_id in table)  # type: ignore[misc]
+            for pending_id in self.pending_ids_since(trail_start)
+        ]
+
+    def pending_ids_since(self, trail_start: int) -> list[int]:
+        """The ids of :meth:`pending_since`'s equations, ascending (ids come
+        from the variable counter, so they tell what was added before what)."""
         trail = self.trail
-        found: list[tuple[int, TotalElems | DimLinear | RowPrefix]] = []
-        for table in (self.totals, self.linears, self.prefixes):
-            for pending_id in trail.values_before(trail_start, table):
-                item = table.get(pending_id)
-                if item is not None:
-                    found.append((pending_id, item))
-        found.sort(key=lambda pair: pair[0])
-        return [item for _, item in found]
+        return sorted(
+            pending_id
+            for table in (self.totals, self.linears, self.prefixes)
+            for pending_id in trail.values_before(trail_start, table)
+            if pending_id in table
+        )
 
     def touched_since(self, trail_start: int) -> tuple[set[int], set[int]]:
         """Ids of dim and row variables whose entries were written since ``trail_start``.

@@ -448,10 +448,51 @@ TEMPLATE_UNIFIED_INTO_ANCHOR = Program(
 )
 
 
+# The soak found (seed 4747): the body binds the reference 'i', which
+# set_dim gave 3, to w0's batch row (..i..) before its totals, so the
+# binding's count (the row holds 3 elements) is the first total closing
+# reads and gives w0's batch its 3 elements. The application bound it after
+# the scheme's totals: closing first read w0's own total, whose output dim
+# was still open, and gave the batch row no axes.
+CAPTURE_COUNT_BEFORE_TOTALS = Program(
+    anchors=(("leaf", "...,1|...->..."),),
+    arity=1,
+    body=(
+        Op("einsum", (1,), spec="..i..|j=>..i..|j", capture=True),
+        Op("total", (1,), count=3),
+        Op("total", (0,), count=6),
+        Op("pointwise", (0,)),
+        Op("einsum", (3,), spec="ij=>ji", capture=True),
+    ),
+    results=(0, 2),
+    calls=((("leaf", "|->..."),),),
+    close_before=(False,),
+    set_dim=3,
+)
+
+
+# The soak found the first version of that mark too eager: a compose relates
+# its weight's input row (an operand, [...w, 3], not a fresh result row) to
+# the argument's output row [...x, 3], so re-running makes no template, w's
+# input tail is not safe to guess, and closing reports the parameter's
+# hidden dimensions both ways.
+COMPOSE_WEIGHT_ROW_NOT_FRESH = Program(
+    anchors=(("param", "3|...,3->...,3"),),
+    arity=1,
+    body=(Op("compose", (1, 0)),),
+    results=(0,),
+    calls=((("leaf", "3|3->...,3"),),),
+    close_before=(False,),
+    set_dim=None,
+)
+
+
 @SETTINGS
 @given(programs())
 @example(CYCLE_OF_INEQUALITIES)
 @example(TEMPLATE_UNIFIED_INTO_ANCHOR)
+@example(COMPOSE_WEIGHT_ROW_NOT_FRESH)
+@example(CAPTURE_COUNT_BEFORE_TOTALS)
 @example(CLOSED_ROW_TOO_SHORT)
 @example(SIZE_WRITTEN_IN_A_ROW)
 @example(ANCHOR_ABOVE_PRESOLVED)

@@ -170,8 +170,9 @@ def test_every_kind_of_line_parses_back_item_by_item() -> None:
     ]
     assert text.marks == [(r2, Mark.SAFE_TO_GUESS)]
     assert text.gens == [(r2, 2)]
-    ((label, dim, origin),) = text.captures
+    ((label, dim, origin, before),) = text.captures
     assert (label, dim, origin.operation, origin.tensor) == ("j", d1, "op", "t")
+    assert before is None
     old_dim, old_row = (int(line.rsplit(" ", 1)[1][1:]) for line in lines[-2:])
     assert text.loose == [
         (d2, VarName("d", old_dim)),
@@ -219,7 +220,49 @@ def test_pending_equations_paddings_and_row_captures_print_and_parse_back() -> N
     assert [(w, i, k, a, d) for w, i, k, a, d, _ in text.paddings] == [
         ("internal", 0, Kind.OUTPUT, -1, Size(3))
     ]
-    assert [(label, term) for label, term, _ in text.captures] == [("rows", ((), w1))]
+    assert [(label, term) for label, term, _, _ in text.captures] == [
+        ("rows", ((), w1))
+    ]
+
+
+def test_a_capture_bound_before_a_pending_fact_prints_and_parses_its_place() -> None:
+    """``before N``: the function bound the input after N of its pending
+    facts and before the others (an application binds it there)."""
+    s = Session()
+    d1, r1 = s.fresh_dim_var(), s.fresh_row_var()
+    parts = Parts(
+        generalized=(d1, r1),
+        facts=(
+            TotalElems((Row((), r1),), 3, PLAIN),
+            TotalElems((Row((), r1),), d1, PLAIN),
+        ),
+        captures=(CaptureInput(s.dim_ref("i"), Row((), r1), PLAIN, before=1),),
+    )
+    lines = scheme_lines(parts)
+    assert lines[-1] == "capture 'i' [...r1] before 1 ('op' 't')"
+    text = parse_scheme_text(lines)
+    assert [before for _, _, _, before in text.captures] == [1]
+
+
+@pytest.mark.parametrize("before", [2, -1])
+def test_a_capture_bound_before_a_pending_fact_the_scheme_lacks_is_refused(
+    before: int,
+) -> None:
+    lines = [
+        "generalized r1",
+        "fixed (none)",
+        "total [...r1] = 3 ('op' 't')",
+        "linear stride [2 d1 'o'] 0 'o' ('op' 't')",
+        f"capture 'i' [...r1] before {before} ('op' 't')",
+    ]
+    with pytest.raises(SchemeTextError) as info:
+        parse_scheme_text(lines)
+    column = 27  # the number
+    assert str(info.value) == (
+        f"malformed shape scheme line 5 at column {column}: a capture bound before "
+        f"pending fact {before}: the scheme has 2 pending fact(s) (totals, linear "
+        f'equations, row prefixes), counted from 0 in "{lines[-1]}"'
+    )
 
 
 def test_an_empty_linear_equation_and_a_padded_anchor_parse() -> None:

@@ -36,6 +36,7 @@ from axisflow.shapes.scheme.data import (
     PREFIX,
     ROW_INEQ,
     TERMINAL,
+    TOTAL,
     CaptureInput,
     Padding,
     Sabotage,
@@ -402,8 +403,25 @@ def _apply(
                 else:
                     add(RowEq(row(item.term), Row((), item.old), origin))  # type: ignore[arg-type]
         origin_at_index = stamp.at
+        # Capture inputs the body bound before one of its pending facts are
+        # bound at that place (their counts keep their order among the
+        # totals); the others after everything else, as before.
+        early = (
+            sorted(
+                (c for c in sc.captures if c.before is not None),
+                key=lambda c: c.before,  # type: ignore[arg-type, return-value]
+                reverse=True,
+            )
+            if Sabotage.NO_REF_INPUTS not in sabotages
+            else []
+        )
+        pending = 0
         for code, first, second, origin_at in facts_to_add(sc, pre, solved):
             origin = origin_at_index(origin_at)
+            if code >= TOTAL:
+                while early and early[-1].before <= pending:  # type: ignore[operator]
+                    _bind_input(session, early.pop(), dim, row, stamp, checking)
+                pending += 1
             if code == ROW_INEQ:
                 add(RowIneq(row(first), row(second), origin))  # type: ignore[arg-type]
             elif code == DIM_INEQ:
@@ -451,10 +469,11 @@ def _apply(
                     add(PolicyMark(safe, Mark.SAFE_TO_GUESS, mark_origin))
                     marked_safe.add(var)
         if Sabotage.NO_REF_INPUTS not in sabotages:
+            for capture in early[::-1]:  # none left unless facts were left out
+                _bind_input(session, capture, dim, row, stamp, checking)
             for capture in sc.captures:
-                term = capture.dim
-                renamed = row(term) if type(term) is Row else dim(term)  # type: ignore[arg-type]
-                _capture(session, capture, renamed, stamp, checking)
+                if capture.before is None:
+                    _bind_input(session, capture, dim, row, stamp, checking)
     except ShapeError as error:
         raise ShapeError(prefix + error.message, error.origins) from error
     return internal
@@ -567,14 +586,23 @@ def _template_sources(sc: Scheme) -> tuple[TemplateSource, ...]:
                 len(first.dims) - len(second.dims),  # type: ignore[union-attr]
                 *tails[second.var],  # type: ignore[union-attr]
             )
-            for code, first, second, _origin in sc._plan
+            for code, first, second, at in sc._plan
             if code == ROW_INEQ
             and first.var is not None  # type: ignore[union-attr]
             and second.var in tails  # type: ignore[union-attr]
             and len(first.dims) > len(second.dims)  # type: ignore[union-attr]
+            and _on_the_result(sc._origins[at])  # type: ignore[arg-type]
         )
         _TEMPLATE_SOURCES[sc] = found
     return found
+
+
+def _on_the_result(origin: Origin) -> bool:
+    """Whether an inequality's result side is the row of the tensor its
+    operation makes (fresh at the operation, so bare until it takes axes),
+    not an operand's (a compose's weight input row, say)."""
+    lhs = origin.lhs
+    return lhs is not None and lhs.tensor == origin.tensor
 
 
 def _templated_tails(
@@ -594,7 +622,10 @@ def _templated_tails(
     ``unify_row`` copies the marks both ways). The trace related the bare
     rows instead and unified the result row away, so its scheme keeps the
     inequality into the unified row, ``[...x, axes] ⊒ [...tail]``, and no
-    mark: ``x`` takes it here where the actual row has axes beyond the ones
+    mark (only an inequality into the operation's own tensor: one into an
+    operand's row, a compose's weight input, had axes when it was made, and
+    re-running makes no template there): ``x`` takes it here where the actual
+    row has axes beyond the ones
     the boundary row writes (the inverse of :func:`_untemplated_tails`), no
     more than ``axes`` (more make the application template ``x`` itself).
     """
@@ -612,6 +643,20 @@ def _templated_tails(
         if 0 < len(norm_row(current).dims) - written <= axes:
             marked.append(var)
     return marked
+
+
+def _bind_input(
+    session: Session,
+    capture: CaptureInput,
+    dim: Callable[[Dim], Dim],
+    row: Callable[[Row], Row],
+    stamp: _Stamp,
+    checking: bool,
+) -> None:
+    """Relate (and, but in check, bind) one capture input, renamed."""
+    term = capture.dim
+    renamed = row(term) if type(term) is Row else dim(term)  # type: ignore[arg-type]
+    _capture(session, capture, renamed, stamp, checking)
 
 
 def _capture(

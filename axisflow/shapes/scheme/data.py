@@ -91,11 +91,18 @@ class CaptureInput:
     ``dim`` is the scheme term of its first binding (all later bindings in
     the function are equal to it): a dim for a label, a row for a row
     variable (``..name..``: the reference stands for its element count).
+    ``before``: the number of the scheme's pending facts (totals, linear
+    equations, row prefixes, in the facts' order) the function added before
+    that binding, when it added one after it (``None``: it added none). An
+    application binds the input there, so that an element count the binding
+    adds keeps its place among the others: closing gives each total's
+    elements to its last open row in the order the totals were added.
     """
 
     ref: DimRef
     dim: Dim | Row
     origin: Origin
+    before: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -178,8 +178,9 @@ def build_scheme(
                 ref(ref_label),
                 row(term) if isinstance(term, tuple) else dim(term),
                 origin,
+                before,
             )
-            for ref_label, term, origin in text.captures
+            for ref_label, term, origin, before in text.captures
         ),
         loose=tuple(loose),
         generalized=tuple(var(name) for name in text.generalized),

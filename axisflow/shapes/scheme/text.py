@@ -35,7 +35,11 @@ inside is doubled). Lines, in this order:
                                                      kernel size)
 ``capture 'j' d3 ORIGIN``                            a capture input (a row
                                                      ``[...r2]`` for a row
-                                                     variable's)
+                                                     variable's; ``d3 before
+                                                     1 ORIGIN``: bound before
+                                                     the second pending fact,
+                                                     counting totals, linear
+                                                     equations and prefixes)
 ``loose r5 = old r123``                              an open variable of the session
 ==================================================== =========================
 
@@ -266,9 +270,10 @@ def scheme_lines(sc: SchemeParts) -> list[str]:
             f"{padding.axis} {names.dim(padding.kernel)} {origin_text(padding.origin)}"
         )
     for capture in sc.captures:
+        before = "" if capture.before is None else f"before {capture.before} "
         lines.append(
             f"capture {quote(capture.ref.label)} {names.term(capture.dim)} "
-            f"{origin_text(capture.origin)}"
+            f"{before}{origin_text(capture.origin)}"
         )
     for item in sc.loose:
         term = (
@@ -396,7 +401,9 @@ class SchemeText:
     facts: list[tuple[str, tuple[object, ...], Origin]] = field(default_factory=list)
     marks: list[tuple[VarName, Mark]] = field(default_factory=list)
     gens: list[tuple[VarName, int]] = field(default_factory=list)
-    captures: list[tuple[str, TextDim | TextRow, Origin]] = field(default_factory=list)
+    captures: list[tuple[str, TextDim | TextRow, Origin, int | None]] = field(
+        default_factory=list
+    )
     paddings: list[tuple[str, int, Kind, int, TextDim, Origin]] = field(
         default_factory=list
     )
@@ -696,7 +703,23 @@ def parse_scheme_text(lines: Sequence[str]) -> SchemeText:
         elif keyword == "capture":
             label = tokens.quoted()
             term = _row(tokens) if tokens.peek() == ("punct", "[") else _dim(tokens)
-            text.captures.append((label, term, _origin(tokens)))
+            before: int | None = None
+            if tokens.peek() == ("word", "before"):
+                tokens.take("word", "before")
+                before = tokens.integer()
+                pending = sum(
+                    1
+                    for kind, _, _ in text.facts
+                    if kind in ("total", "linear", "prefix")
+                )
+                if not 0 <= before < pending:
+                    tokens.pos -= 1
+                    tokens.fail(
+                        f"a capture bound before pending fact {before}: the scheme "
+                        f"has {pending} pending fact(s) (totals, linear equations, "
+                        f"row prefixes), counted from 0"
+                    )
+            text.captures.append((label, term, _origin(tokens), before))
         elif keyword == "loose":
             term: TextDim | TextRow = (
                 _row(tokens) if tokens.peek() == ("punct", "[") else _dim(tokens)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NoReturn
@@ -358,6 +359,9 @@ class _ReadOff:
     terminals_start: int = 0
     at_least: list[DimAtLeast] = field(default_factory=list)
     captures: list[tuple[DimRef, DimRef, Origin]] = field(default_factory=list)
+    # The variable counter at each capture input's first binding (pending
+    # facts with smaller ids were added before it).
+    capture_marks: list[int] = field(default_factory=list)
     # Padded convolution axes: (where, index, kind, axis, kernel term, origin).
     paddings: list[tuple[str, int, Kind, int, Dim, Origin]] = field(
         default_factory=list
@@ -413,6 +417,7 @@ def _read_off(
     )
     input_ids = {id(ref): ref for ref in inputs}
     capture_origins: dict[int, Origin] = {}
+    capture_marks: dict[int, int] = {}
     # The shape (and its row kind) holding each stored row: a padded axis
     # names the row of the shape a convolution reads.
     holders: dict[int, tuple[str, int, Kind]] = {}
@@ -465,6 +470,7 @@ def _read_off(
                 and id(constraint.ref) not in capture_origins
             ):
                 capture_origins[id(constraint.ref)] = constraint.origin
+                capture_marks[id(constraint.ref)] = session.var_mark()
             try:
                 session.add(replay)
             except ShapeError as error:
@@ -472,12 +478,20 @@ def _read_off(
                     raise ShapeError(prefix + error.message, error.origins) from error
                 # NO_END_VALIDATION: the contradiction is not the trace's
                 # concern; the constraint is left out of the scheme.
+        bound = [ref_id for ref_id in capture_origins if proxies[ref_id].is_bound]
         context.captures = [
             (input_ids[ref_id], proxies[ref_id], capture_origins[ref_id])
-            for ref_id in capture_origins
-            if proxies[ref_id].is_bound
+            for ref_id in bound
         ]
+        context.capture_marks = [capture_marks[ref_id] for ref_id in bound]
         return _normal_form(context, scratch)
+
+
+def _pending_before(pending_ids: Sequence[int], mark: int) -> int | None:
+    """How many of the pending facts (their ids, ascending) came before the
+    variable counter stood at ``mark``; ``None`` when all of them did."""
+    before = bisect.bisect_left(pending_ids, mark)
+    return None if before == len(pending_ids) else before
 
 
 def _substitute(
@@ -639,6 +653,7 @@ def _normal_form(context: _ReadOff, scratch: Window) -> Scheme:
                 facts.append(RowIneq(Row((), root), Row((), var), origin))
     # Pending totals, linear equations (affine, strided, convolution and
     # concatenated axes) and row prefixes, in the order they were added.
+    pending_ids = solver.pending_ids_since(scratch.trail_start)
     facts.extend(
         _normal_pending(pending, norm_row, find_dim)
         for pending in solver.pending_since(scratch.trail_start)
@@ -664,8 +679,11 @@ def _normal_form(context: _ReadOff, scratch: Window) -> Scheme:
             if bound.var is not None
             else norm_row(Row((), bound.row)),  # type: ignore[arg-type]
             origin,
+            _pending_before(pending_ids, mark),
         )
-        for ref, bound, origin in context.captures
+        for (ref, bound, origin), mark in zip(
+            context.captures, context.capture_marks, strict=True
+        )
     )
     placeholders = context.placeholders
     paddings = tuple(
