@@ -460,12 +460,14 @@ class EinsumOp(_UnknownByDefault, IRDLOperation):
                 f"{self.name}: spec {self.spec.data!r} has {len(parsed.operands)} "
                 f"operand(s) but the operation has {len(self.inputs)}"
             )
-        labels = parsed.labels()
+        # A label binds its size; a ``..name..`` row variable its element
+        # count (OCANNL's row capture).
+        capturable = parsed.labels() | parsed.row_var_names()
         for label in self.capture_labels:
-            if label not in labels:
+            if label not in capturable:
                 raise VerifyException(
-                    f"{self.name}: capture label {label!r} is not a label of spec "
-                    f"{self.spec.data!r}"
+                    f"{self.name}: capture label {label!r} is neither a label nor a "
+                    f"row variable of spec {self.spec.data!r}"
                 )
 
 

@@ -45,6 +45,8 @@ EINSUMS = (
     "...|2*o=+k;k=>...|o",
     "...|i;...|j=>...|i^j",
     "...|a,..r..=>...|..r..,a",
+    # A row capture: `capture ["i"]` binds the row's element count.
+    "..i..|j=>..i..|j",
 )
 
 
@@ -78,7 +80,8 @@ def bodies(draw: st.DrawFn, arity: int, anchors: list[str], prefix: str) -> list
         else:
             spec = draw(st.sampled_from(EINSUMS))
             operands = [draw(pick) for _ in range(spec.split("=>")[0].count(";") + 1)]
-            binds = "i" in parse_einsum_spec(spec).labels()
+            parsed = parse_einsum_spec(spec)
+            binds = "i" in parsed.labels() | parsed.row_var_names()
             capture = ' capture ["i"]' if binds and draw(st.booleans()) else ""
             lines.append(
                 f'  {name} = tprog.einsum "{spec}" ({", ".join(operands)}){capture}'

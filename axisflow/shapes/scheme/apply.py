@@ -622,12 +622,12 @@ def _templated_tails(
     ``unify_row`` copies the marks both ways). The trace related the bare
     rows instead and unified the result row away, so its scheme keeps the
     inequality into the unified row, ``[...x, axes] ⊒ [...tail]``, and no
-    mark (only an inequality into the operation's own tensor: one into an
-    operand's row, a compose's weight input, had axes when it was made, and
-    re-running makes no template there): ``x`` takes it here where the actual
-    row has axes beyond the ones
+    mark. ``x`` takes it here where the actual row has axes beyond the ones
     the boundary row writes (the inverse of :func:`_untemplated_tails`), no
     more than ``axes`` (more make the application template ``x`` itself).
+    Only inequalities into the operation's own tensor count: one into an
+    operand's row (a compose's weight input) had its axes when it was made,
+    and re-running makes no template there.
     """
     sources = _template_sources(sc)
     if not sources:

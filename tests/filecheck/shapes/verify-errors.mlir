@@ -25,7 +25,7 @@
 
 %x = tprog.leaf "2,3"
 %z = tprog.einsum "ij=>ji" (%x) capture ["k"]
-// CHECK: Operation does not verify: tprog.einsum: capture label 'k' is not a label of spec 'ij=>ji'
+// CHECK: Operation does not verify: tprog.einsum: capture label 'k' is neither a label nor a row variable of spec 'ij=>ji'
 
 // -----
 
