@@ -7,7 +7,7 @@ the call's shapes and writes its compiled facts; presolved internal rows
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from weakref import WeakKeyDictionary
 
 from axisflow.gc_pause import collector_paused
@@ -28,8 +28,6 @@ from axisflow.shapes.constraints import (
 )
 from axisflow.shapes.errors import ShapeError
 from axisflow.shapes.scheme.data import (
-    ANCHOR,
-    ARG,
     AT_LEAST,
     DIM_INEQ,
     LINEAR,
@@ -513,6 +511,23 @@ def _pad(
     )
 
 
+def _boundary_tails(
+    sc: Scheme, args: tuple[Shape, ...], sabotages: frozenset[Sabotage]
+) -> Iterator[tuple[Row, Row]]:
+    """Each argument and anchor row of the scheme that has an open tail, with
+    the shape's row at this application (anchors not under
+    ``SEVER_SHARED``)."""
+    for terms, shape in zip(sc.args, args, strict=True):
+        for kind, term in zip(KINDS, terms, strict=True):
+            if term.var is not None:
+                yield term, shape.row(kind)
+    if Sabotage.SEVER_SHARED not in sabotages:
+        for anchor in sc.anchors:
+            for kind, term in zip(KINDS, anchor.rows, strict=True):
+                if term.var is not None:
+                    yield term, anchor.shape.row(kind)
+
+
 def _untemplated_tails(
     sc: Scheme,
     args: tuple[Shape, ...],
@@ -535,56 +550,39 @@ def _untemplated_tails(
     safe = {var for var, mark in sc.marks if mark is Mark.SAFE_TO_GUESS}
     if not safe:
         return frozenset()
-    pairs: list[tuple[Row, Row]] = [
-        (term, shape.row(kind))
-        for terms, shape in zip(sc.args, args, strict=True)
-        for kind, term in zip(KINDS, terms, strict=True)
-    ]
-    if Sabotage.SEVER_SHARED not in sabotages:
-        pairs.extend(
-            (term, anchor.shape.row(kind))
-            for anchor in sc.anchors
-            for kind, term in zip(KINDS, anchor.rows, strict=True)
-        )
     untemplated: set[RowVar] = set()
-    for term, current in pairs:
-        if term.var is None or term.var not in safe:
+    for term, current in _boundary_tails(sc, args, sabotages):
+        if term.var not in safe:
             continue
         actual = norm_row(current)
         if actual.var is None or len(actual.dims) >= len(term.dims):
-            untemplated.add(term.var)
+            untemplated.add(term.var)  # type: ignore[arg-type]
     return frozenset(untemplated)
 
 
-TemplateSource = tuple[RowVar, int, int, int, int, int]
-"""An inequality ``[...x, axes] ⊒ [...tail]`` whose operand is the open tail
-of an argument or anchor row: ``x``, the result side's axes beyond the
-operand's, ``ARG`` or ``ANCHOR``, the index, the kind index and the axes
-the boundary row writes after ``tail``."""
-
-_TEMPLATE_SOURCES: WeakKeyDictionary[Scheme, tuple[TemplateSource, ...]] = (
+_TEMPLATE_SOURCES: WeakKeyDictionary[Scheme, tuple[tuple[RowVar, int, RowVar], ...]] = (
     WeakKeyDictionary()
 )
 
 
-def _template_sources(sc: Scheme) -> tuple[TemplateSource, ...]:
-    """The scheme's ``TemplateSource`` inequalities, found once per scheme."""
+def _template_sources(sc: Scheme) -> tuple[tuple[RowVar, int, RowVar], ...]:
+    """The inequalities ``[...x, axes] ⊒ [...tail]`` into the row of the
+    tensor their operation makes whose operand ``tail`` is the open tail of
+    an argument or anchor row, as (``x``, the result side's axes beyond the
+    operand's, ``tail``); found once per scheme."""
     found = _TEMPLATE_SOURCES.get(sc)
     if found is None:
-        tails: dict[RowVar, tuple[int, int, int, int]] = {}
-        for where, shapes in (
-            (ANCHOR, tuple(a.rows for a in sc.anchors)),
-            (ARG, sc.args),
-        ):
-            for index, terms in enumerate(shapes):
-                for kind_index, term in enumerate(terms):
-                    if term.var is not None:
-                        tails[term.var] = (where, index, kind_index, len(term.dims))
+        tails = {
+            term.var
+            for rows in (*sc.args, *(a.rows for a in sc.anchors))
+            for term in rows
+            if term.var is not None
+        }
         found = tuple(
             (
                 first.var,  # type: ignore[union-attr]
                 len(first.dims) - len(second.dims),  # type: ignore[union-attr]
-                *tails[second.var],  # type: ignore[union-attr]
+                second.var,  # type: ignore[union-attr]
             )
             for code, first, second, at in sc._plan
             if code == ROW_INEQ
@@ -632,17 +630,13 @@ def _templated_tails(
     sources = _template_sources(sc)
     if not sources:
         return []
-    marked: list[RowVar] = []
-    for var, axes, where, index, kind_index, written in sources:
-        if where == ANCHOR:
-            if Sabotage.SEVER_SHARED in sabotages:
-                continue
-            current = sc.anchors[index].shape.row(KINDS[kind_index])
-        else:
-            current = args[index].row(KINDS[kind_index])
-        if 0 < len(norm_row(current).dims) - written <= axes:
-            marked.append(var)
-    return marked
+    extra = {
+        term.var: len(norm_row(current).dims) - len(term.dims)
+        for term, current in _boundary_tails(sc, args, sabotages)
+    }
+    return [
+        var for var, axes, tail in sources if tail in extra and 0 < extra[tail] <= axes
+    ]
 
 
 def _bind_input(
