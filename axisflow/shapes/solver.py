@@ -420,11 +420,15 @@ class Solver:
         Totals, linear dim equations and row prefixes, in the order of their
         ids (the order they were added); costs the trail entries since then.
         """
-        tables = (self.totals, self.linears, self.prefixes)
-        return [
-            next(table[pending_id] for table in tables if pending_id in table)  # type: ignore[misc]
-            for pending_id in self.pending_ids_since(trail_start)
-        ]
+        return [self.pending(i) for i in self.pending_ids_since(trail_start)]
+
+    def pending(self, pending_id: int) -> TotalElems | DimLinear | RowPrefix:
+        """The pending equation with this id (one of :meth:`pending_ids_since`)."""
+        for table in (self.totals, self.linears, self.prefixes):
+            found = table.get(pending_id)
+            if found is not None:
+                return found
+        raise KeyError(pending_id)
 
     def pending_ids_since(self, trail_start: int) -> list[int]:
         """The ids of :meth:`pending_since`'s equations, ascending (ids come

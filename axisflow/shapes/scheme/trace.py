@@ -656,7 +656,7 @@ def _normal_form(context: _ReadOff, scratch: Window) -> Scheme:
     pending_ids = solver.pending_ids_since(scratch.trail_start)
     facts.extend(
         _normal_pending(pending, norm_row, find_dim)
-        for pending in solver.pending_since(scratch.trail_start)
+        for pending in map(solver.pending, pending_ids)
     )
     for terminal in solver.terminals_since(context.terminals_start):
         row = norm_row(terminal.row)
