@@ -58,6 +58,7 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from axisflow.execution.aligned import Aligned
 from axisflow.execution.evaluation import plan_evaluation
 from axisflow.execution.inputs import InputSource
 from axisflow.forest.model import Forest
@@ -309,20 +310,39 @@ class _Plan:
         return self._run
 
 
+def _arrays(held: Mapping[str, Aligned]) -> dict[str, Array]:
+    return {name: value.array for name, value in held.items()}
+
+
 def _run_part(
     plan: _Plan,
     position: int,
     block: tuple[int, int],
     targets: tuple[str, ...],
-    inputs: Mapping[str, Array],
-    pieces: Mapping[str, Array],
-    buffers: Mapping[str, Array | None],
+    inputs: Mapping[str, Aligned],
+    pieces: Mapping[str, Aligned],
+    buffers: Mapping[str, Aligned | None],
 ) -> dict[str, list[Contribution]]:
     """Block ``block`` of the loop pass at ``position``: its contributions
     to each of ``targets`` (the root buffers it writes, the residuals it
-    adds into), picked in the task rather than by a task of their own."""
-    result = run_part(plan.run, position, block, plan.in_frame(inputs), pieces, buffers)
+    adds into), picked in the task rather than by a task of their own.
+    Arrays travel between the tasks as ``Aligned`` (``aligned.py``)."""
+    result = run_part(
+        plan.run,
+        position,
+        block,
+        plan.in_frame(_arrays(inputs)),
+        _arrays(pieces),
+        _buffer_arrays(buffers),
+    )
     return _picked(result, targets)
+
+
+def _buffer_arrays(buffers: Mapping[str, Aligned | None]) -> dict[str, Array | None]:
+    """The root buffers a part reads (``None``: one it writes)."""
+    return {
+        name: None if value is None else value.array for name, value in buffers.items()
+    }
 
 
 def _identity(value: object) -> object:
@@ -337,17 +357,24 @@ def _identity(value: object) -> object:
 def _run_item(
     plan: _Plan,
     position: int,
-    inputs: Mapping[str, Array],
-    pieces: Mapping[str, Array],
-    buffers: Mapping[str, Array | None],
-) -> Array | list[Contribution]:
+    inputs: Mapping[str, Aligned],
+    pieces: Mapping[str, Aligned],
+    buffers: Mapping[str, Aligned | None],
+) -> Aligned | list[Contribution]:
     """A root item outside the loops, as one task whose result nothing
     picks from: a build's piece, or an output's contributions to the
     residual."""
     item = plan.schedule.items[position]
-    result = run_part(plan.run, position, None, plan.in_frame(inputs), pieces, buffers)
+    result = run_part(
+        plan.run,
+        position,
+        None,
+        plan.in_frame(_arrays(inputs)),
+        _arrays(pieces),
+        _buffer_arrays(buffers),
+    )
     if isinstance(item, Build):
-        return result.pieces[item.value]
+        return Aligned(result.pieces[item.value])
     return result.contributions
 
 
@@ -404,7 +431,13 @@ def _merge(target: str, *sources: Source) -> list[Contribution]:
     return merged
 
 
-def _assemble(shape: tuple[int, ...], target: str, *sources: Source) -> Array:
+def _assemble(shape: tuple[int, ...], target: str, *sources: Source) -> Aligned:
+    """The array the contributions of ``sources`` to ``target`` make (a
+    root buffer, a residual), as a task's result."""
+    return Aligned(_assembled(shape, target, *sources))
+
+
+def _assembled(shape: tuple[int, ...], target: str, *sources: Source) -> Array:
     """The array the contributions of ``sources`` to ``target`` make, in
     order (a slice written, a partial sum added)."""
     array = pages.zeros(shape)
@@ -422,13 +455,13 @@ def _folded(shape: tuple[int, ...], group: int, *sources: Source) -> list[Contri
     """The contributions of ``sources`` to residual group ``group`` as one:
     the residual they make."""
     target = residual_target(group)
-    return [Contribution(target, (), _assemble(shape, target, *sources), True)]
+    return [Contribution(target, (), _assembled(shape, target, *sources), True)]
 
 
 def _apply(
-    array: Array, modes: tuple[Index, ...], operators: tuple[Operator, ...]
+    residual: Aligned, modes: tuple[Index, ...], operators: tuple[Operator, ...]
 ) -> list[Contribution]:
-    result = apply_operators(array, modes, operators)
+    result = apply_operators(residual.array, modes, operators)
     return [Contribution(residual_target(0), (), result, True)]
 
 
@@ -1163,7 +1196,7 @@ def execute_expression(
             # "large object in task graph, consider scattering": the above
             warnings.simplefilter("ignore", UserWarning)
             scattered = {
-                name: client.submit(_identity, array, pure=False, priority=2)
+                name: client.submit(_identity, Aligned(array), pure=False, priority=2)
                 for name, array in contiguous.items()
             }
             plan_future = client.submit(_identity, plan, pure=False, priority=2)
@@ -1179,7 +1212,7 @@ def execute_expression(
                 progress_bar(result, notebook=False, multi=False)  # and its deps
             sys.stderr.write("\n")
         try:
-            residual = np.asarray(result.result())
+            residual = np.asarray(result.result().array)
         except Exception as error:
             message = _failure(error, graph.described, limits, predicted)
             raise ExecutionError(message) from None

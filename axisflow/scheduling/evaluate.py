@@ -628,6 +628,11 @@ class Contribution:
     array: Array
     accumulate: bool
 
+    def __sizeof__(self) -> int:
+        # Dask sizes a task's result it does not know by sys.getsizeof:
+        # what places tasks near their data, spills and counts bytes moved
+        return object.__sizeof__(self) + self.array.nbytes
+
 
 @dataclass(slots=True)
 class PartResult:

@@ -25,6 +25,7 @@ from axisflow.execution import (
     input_keys,
     input_signatures,
 )
+from axisflow.execution.aligned import Aligned
 from axisflow.execution.dask_executor import (
     BudgetError,
     ExecutionError,
@@ -837,6 +838,24 @@ def test_a_buffer_blocks_sum_into_read_on_three_workers_is_assembled_once() -> N
             assert on_each[buffer] == read_on[buffer]
 
 
+def _aligned_range(count: int) -> Aligned:
+    return Aligned(np.arange(float(count)))
+
+
+def _arrival(held: Aligned) -> tuple[bool, float]:
+    return bool(held.array.flags.aligned), float(held.array.sum())
+
+
+def test_an_array_one_worker_sends_another_arrives_aligned(dask_client: Client) -> None:
+    """What a task returns reaches a task on another worker aligned (an
+    unaligned operand NumPy copies at every product: ``aligned.py``)."""
+    first, second = sorted(dask_client.scheduler_info()["workers"])
+    for count in (1000, 1001, 1003):  # other lengths, other frame offsets
+        made = dask_client.submit(_aligned_range, count, workers=[first], pure=False)
+        arrival = dask_client.submit(_arrival, made, workers=[second], pure=False)
+        assert arrival.result() == (True, count * (count - 1) / 2)
+
+
 def test_an_assembly_adds_each_sources_contributions_to_its_target_in_order() -> None:
     slices = (slice(0, 2), slice(None))
     ones, twos = np.ones((2, 3)), np.full((2, 3), 2.0)
@@ -845,8 +864,8 @@ def test_an_assembly_adds_each_sources_contributions_to_its_target_in_order() ->
         "y": [Contribution("y", slices, twos, False)],
     }
     later = [Contribution("x", slices, twos, True)]
-    assembled = dask_executor._assemble((4, 3), "x", picked, later)
+    assembled = dask_executor._assemble((4, 3), "x", picked, later).array
     assert (assembled[:2] == 3.0).all() and (assembled[2:] == 0.0).all()
     merged = dask_executor._merge("x", picked, later)
     assert len(merged) == 1 and (merged[0].array == 3.0).all()
-    assert dask_executor._assemble((4, 3), "z", picked).sum() == 0.0
+    assert dask_executor._assemble((4, 3), "z", picked).array.sum() == 0.0
