@@ -310,10 +310,6 @@ class _Plan:
         return self._run
 
 
-def _arrays(held: Mapping[str, Aligned]) -> dict[str, Array]:
-    return {name: value.array for name, value in held.items()}
-
-
 def _run_part(
     plan: _Plan,
     position: int,
@@ -327,22 +323,28 @@ def _run_part(
     to each of ``targets`` (the root buffers it writes, the residuals it
     adds into), picked in the task rather than by a task of their own.
     Arrays travel between the tasks as ``Aligned`` (``aligned.py``)."""
-    result = run_part(
-        plan.run,
-        position,
-        block,
-        plan.in_frame(_arrays(inputs)),
-        _arrays(pieces),
-        _buffer_arrays(buffers),
-    )
+    result = _run(plan, position, block, inputs, pieces, buffers)
     return _picked(result, targets)
 
 
-def _buffer_arrays(buffers: Mapping[str, Aligned | None]) -> dict[str, Array | None]:
-    """The root buffers a part reads (``None``: one it writes)."""
-    return {
-        name: None if value is None else value.array for name, value in buffers.items()
-    }
+def _run(
+    plan: _Plan,
+    position: int,
+    block: tuple[int, int] | None,
+    inputs: Mapping[str, Aligned],
+    pieces: Mapping[str, Aligned],
+    buffers: Mapping[str, Aligned | None],
+) -> PartResult:
+    """``run_part`` on the arrays the task's arguments hold (a buffer
+    ``None``: one the part writes)."""
+    return run_part(
+        plan.run,
+        position,
+        block,
+        plan.in_frame({name: held.array for name, held in inputs.items()}),
+        {name: held.array for name, held in pieces.items()},
+        {name: None if held is None else held.array for name, held in buffers.items()},
+    )
 
 
 def _identity(value: object) -> object:
@@ -365,14 +367,7 @@ def _run_item(
     picks from: a build's piece, or an output's contributions to the
     residual."""
     item = plan.schedule.items[position]
-    result = run_part(
-        plan.run,
-        position,
-        None,
-        plan.in_frame(_arrays(inputs)),
-        _arrays(pieces),
-        _buffer_arrays(buffers),
-    )
+    result = _run(plan, position, None, inputs, pieces, buffers)
     if isinstance(item, Build):
         return Aligned(result.pieces[item.value])
     return result.contributions
