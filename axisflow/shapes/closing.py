@@ -695,9 +695,10 @@ def _decide_equations(solver: Solver, waits: Sequence[DimVar]) -> None:
     each, solved before the next is read (a guess's consequences can size
     another equation's dims): one round guesses every equation, so the
     rounds follow the nesting of the equations, not their number. With no
-    such equation, the first dim a total waits on (in ``waits``, the order
-    of the shapes' rows) takes its minimum (a total ``a·b = 6`` of two
-    unknown dims closes to ``a = 1, b = 6``).
+    such equation, the first unknown dim of the earliest pending total (in
+    the order of its own rows, see :func:`_first_unknown_of_a_total`) takes
+    its minimum (a total ``a·b = 6`` of two unknown dims closes to ``a = 1,
+    b = 6``).
     """
     find_dim = solver.find_dim
     minimum = _equation_minima(solver)
@@ -765,11 +766,30 @@ def _decide_equations(solver: Solver, waits: Sequence[DimVar]) -> None:
             guessed = True
         if guessed:
             return
-    var = waits[0]
+    var = _first_unknown_of_a_total(solver) or waits[0]
     bounds = solver.dim_bounds.get(var.id)
     _commit_dims(
         solver, [(var, Size(1 if bounds is None else bounds.at_least), CLOSING_ORIGIN)]
     )
+
+
+def _first_unknown_of_a_total(solver: Solver) -> DimVar | None:
+    """The first unknown dim of the earliest pending total, in its rows' order.
+
+    Reading the total's own rows (batch, input, output; each from its first
+    axis) rather than the session's shapes makes the guess independent of
+    the order the shapes were made in, which differs between a shape scheme
+    and its body: the total's last unknown dim, on its last row, gets the
+    elements, as its last open row does in :func:`close_totals`.
+    """
+    find_dim = solver.find_dim
+    for total_id in sorted(solver.totals):
+        for row in solver.totals[total_id].rows:
+            for dim in solver.norm_row(row).dims:
+                found = find_dim(dim)
+                if type(found) is DimVar:
+                    return found
+    return None
 
 
 def _equation_minima(solver: Solver) -> dict[DimVar, int]:

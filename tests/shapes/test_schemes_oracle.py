@@ -487,8 +487,32 @@ COMPOSE_WEIGHT_ROW_NOT_FRESH = Program(
 )
 
 
+# The soak found (seed 11): a total over a result whose rows' dims are all
+# unknown at closing. Closing guessed them 1 one at a time in the order of
+# the session's shapes, so the last one left took the elements. A scheme
+# makes its results before its body's shapes; re-evaluation makes the
+# compose v1, which shares the result's output row, first. So the 6 landed
+# on the output row one way and on the input row the other. The guess now
+# follows the total's own rows.
+TOTAL_OVER_A_SHARED_ROW = Program(
+    anchors=(("leaf", "1,1|1,1->..."),),
+    arity=1,
+    body=(
+        Op("total", (0,), count=6),
+        Op("compose", (1, 1)),
+        Op("pointwise", (0, 0)),
+        Op("pointwise", (2,)),
+    ),
+    results=(4, 2),
+    calls=((("leaf", "1,1|...,1,1->..."),), (("result", 0),), (("result", 0),)),
+    close_before=(False, False, True),
+    set_dim=2,
+)
+
+
 @SETTINGS
 @given(programs())
+@example(TOTAL_OVER_A_SHARED_ROW)
 @example(CYCLE_OF_INEQUALITIES)
 @example(TEMPLATE_UNIFIED_INTO_ANCHOR)
 @example(COMPOSE_WEIGHT_ROW_NOT_FRESH)

@@ -94,6 +94,21 @@ def test_a_dim_a_total_waits_on_takes_its_minimum() -> None:
     assert closed(s, a, b) == (2, 3)
 
 
+def test_a_total_gives_its_elements_to_its_last_dim_whatever_shape_came_first() -> None:
+    """``a·b = 6`` in the total's row order, with a shape made before listing
+    ``b`` first, or ``a`` first: ``a = 1``, ``b = 6`` both ways (a scheme makes
+    its results before its body's shapes; the guess must not read that)."""
+    outcomes = []
+    for first in ("b", "a"):
+        s = Session()
+        a, b = s.fresh_dim_var(), s.fresh_dim_var()
+        earlier = (b, a) if first == "b" else (a, b)
+        s.new_shape("earlier", Row(()), Row(()), Row(earlier))
+        s.add(TotalElems((Row((a, b)),), 6, ORIGIN))
+        outcomes.append(closed(s, a, b))
+    assert outcomes == [(1, 6), (1, 6)]
+
+
 def test_a_dim_counting_a_total_waits_for_the_rows() -> None:
     """The elements of ``[e]``, ``e`` at least 3, are counted by ``d``: ``e``
     takes its minimum first and ``d`` follows (3, 3), where guessing ``d``
