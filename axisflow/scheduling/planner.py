@@ -98,6 +98,14 @@ TINY_SHARE = 10_000
 multiply-adds are not checked one by one (a schedule each costs more than
 they save): they are taken whole when their value is small, and the whole
 plan is checked."""
+MAX_EVALUATIONS = 1500
+"""Forests the search schedules before it checks nothing more one by one
+(``plan_shared_forest``; a count, where a time made the plan depend on the
+machine's load). The searches of ``benchmarks/bench_planner.py`` (the
+bundled equations at full extents) schedule at most 918; at the small
+default extents, where every share saves enough to be checked one by one,
+the doubles' search over ``i`` scheduled 2,075 and its front more than
+1,893 (cut by the minute the search had then)."""
 SMALL_BESIDE_BUDGET = 1000
 """A share not checked one by one is taken (whole) only when its value is
 at most this fraction (1/N) of the budget."""
@@ -523,7 +531,7 @@ class _Search:
 
     # -- one run -------------------------------------------------------------
 
-    def run(self, budget: int | None, deadline: float) -> PlanPoint:
+    def run(self, budget: int | None, until: int) -> PlanPoint:
         """Share what keeps the plan within ``budget`` (everything when
         ``None``), largest saving first; then check the whole plan and, while
         it is above the budget, give up the shares live at its peak (those
@@ -551,7 +559,7 @@ class _Search:
                 first = root(self.shared.sites[share.first].tree)
                 other = root(self.shared.sites[share.other].tree)
                 if budget is not None and (
-                    share.saving <= self.tiny or time.monotonic() >= deadline
+                    share.saving <= self.tiny or self.evaluations >= until
                 ):
                     # not worth a schedule: taken whole (no loops fused:
                     # fusing would interleave whole trees) when its value is
@@ -613,7 +621,7 @@ class _Search:
         assert point is not None
         return point
 
-    def run_tight(self, budget: int, deadline: float) -> list[PlanPoint]:
+    def run_tight(self, budget: int, until: int) -> list[PlanPoint]:
         """``run(budget)``, and when its plan is above ``budget`` (nothing
         fits), ``run`` again at that plan's peak: the shares given up to
         chase a budget out of reach are priced again against the peak
@@ -621,10 +629,10 @@ class _Search:
         found for it (on the doubles at full extents, 77.05 GiB at 1.040x
         the shared forest's multiply-adds instead of 1.097x). Both points,
         the better last."""
-        first = self.run(budget, deadline)
-        if first.peak <= budget or time.monotonic() >= deadline:
+        first = self.run(budget, until)
+        if first.peak <= budget or self.evaluations >= until:
             return [first]
-        again = self.run(first.peak, deadline)
+        again = self.run(first.peak, until)
         if (again.peak, again.flops) < (first.peak, first.flops):
             return [first, again]
         return [again, first]
@@ -636,7 +644,7 @@ class _Search:
         point: PlanPoint,
         budget: int | None,
         limit: int,
-        deadline: float,
+        until: int,
     ) -> PlanPoint:
         """``point`` with its peak lowered by rebuilds inside loops: while it
         is above ``budget`` (without one: for as long as its peak goes
@@ -650,17 +658,17 @@ class _Search:
         for _ in range(MAX_REFINEMENTS):
             if budget is not None and current.peak <= budget:
                 break
-            if time.monotonic() >= deadline:
+            if self.evaluations >= until:
                 break
             level = current.peak - 1 if budget is None else budget
-            better = self._refine_once(current, level, limit, deadline)
+            better = self._refine_once(current, level, limit, until)
             if better is None:
                 break
             current = better
         return current
 
     def _refine_once(
-        self, point: PlanPoint, level: int, limit: int, deadline: float
+        self, point: PlanPoint, level: int, limit: int, until: int
     ) -> PlanPoint | None:
         forest = point.forest
         sizing = Sizing(forest, self.extents)
@@ -694,7 +702,7 @@ class _Search:
                 key=lambda move: (move[0], move[1]),
             )
             for cost, instance, trees, rebuilt, block in candidates[:REFINED_MOVES]:
-                if point.flops + cost > limit or time.monotonic() >= deadline:
+                if point.flops + cost > limit or self.evaluations >= until:
                     break
                 trial = _loop_first(forest, trees, instance)
                 rebuild_at = {**point.rebuild_at, **dict.fromkeys(rebuilt, instance)}
@@ -814,7 +822,7 @@ class _Search:
     def everything(self) -> PlanPoint:
         """The plan that takes every share (``run(None)``), made once."""
         if self._everything is None:
-            self._everything = self.run(None, 0.0)
+            self._everything = self.run(None, 0)
         return self._everything
 
     def frontend_point(self, kind: Literal["shared", "per-tree"]) -> PlanPoint:
@@ -846,7 +854,7 @@ def plan_shared_forest(
     budget: int | None = None,
     max_extra_flops: Fraction | float | None = None,
     front: bool = False,
-    seconds: float = 60.0,
+    max_evaluations: int = MAX_EVALUATIONS,
     rebuild_in_loops: bool = True,
     choose_loop_blocks: bool = True,
 ) -> SearchResult:
@@ -855,8 +863,10 @@ def plan_shared_forest(
     ``max_extra_flops`` (a fraction: 0.05 for 5%) of the shared forest's
     multiply-adds (each value once), or, with neither, the smallest peak
     within ``DEFAULT_EXTRA_FLOPS``. ``front``: also search the Pareto front
-    (runs for budgets from the smallest peak up). Runs started after
-    ``seconds`` check nothing one by one (the result stays valid).
+    (runs for budgets from the smallest peak up). Once the search has
+    scheduled ``max_evaluations`` forests, it checks nothing more one by
+    one (the result stays valid): a count, not a time, so that the plan is
+    the same on any machine under any load.
     ``rebuild_in_loops=False`` leaves out the frontend's schedules (values
     rebuilt inside loops) and the priced rebuilds inside a loop
     (``_Search.refine``): every point then schedules under the scheduler's
@@ -864,12 +874,20 @@ def plan_shared_forest(
     ``choose_loop_blocks``: a loop values are rebuilt in runs
     ``REBUILD_BLOCKS`` blocks (else ``block``'s, which the user set)."""
     started = time.monotonic()
-    deadline = started + seconds
+    if (
+        isinstance(max_evaluations, bool)
+        or not isinstance(max_evaluations, int)
+        or max_evaluations < 0
+    ):
+        raise PlanningError(
+            f"max_evaluations must be a non-negative integer, got {max_evaluations!r}"
+        )
+    until = max_evaluations
     search = _Search(shared, residual, extents, block, max_rounds, choose_loop_blocks)
     shared_flops = forest_flops(shared, search.sizing)
     points: list[PlanPoint] = []
     if budget is not None:
-        found = search.run_tight(budget, deadline)
+        found = search.run_tight(budget, until)
         points.extend(found)
         within = found[-1]
         if within.peak <= budget and not front:
@@ -885,7 +903,7 @@ def plan_shared_forest(
     for kind in ("shared", "per-tree") if rebuild_in_loops else ():
         with contextlib.suppress(SchedulingError):
             points.append(search.frontend_point(kind))
-    found = search.run_tight(search.residual_bytes or 1, deadline)
+    found = search.run_tight(search.residual_bytes or 1, until)
     points.extend(found)
     least = found[-1]
     if front or budget is None:
@@ -899,9 +917,9 @@ def plan_shared_forest(
         limit = shared_flops * (1 + extra)
         level = low = least.peak
         high: int | None = None  # the smallest level found within the limit
-        while level < everything.peak and time.monotonic() < deadline:
+        while level < everything.peak and search.evaluations < until:
             level = min(level * 3 // 2 + 1, everything.peak)
-            found = search.run(level, deadline)
+            found = search.run(level, until)
             points.append(found)
             if found.flops <= limit:
                 high = level
@@ -914,17 +932,17 @@ def plan_shared_forest(
             # budgets between the last level above it and the first within)
             top = everything.peak if high is None else high
             for _ in range(BISECTIONS):
-                if top - low <= low // 100 or time.monotonic() >= deadline:
+                if top - low <= low // 100 or search.evaluations >= until:
                     break
                 middle = (low + top) // 2
-                found = search.run(middle, deadline)
+                found = search.run(middle, until)
                 points.append(found)
                 if found.flops <= limit:
                     top = middle
                 else:
                     low = middle
     if rebuild_in_loops:
-        refined = _refined(search, points, budget, max_extra_flops, deadline)
+        refined = _refined(search, points, budget, max_extra_flops, until)
         if refined is not None:
             points.append(refined)
     chosen = choose(points, shared_flops, budget, max_extra_flops)
@@ -943,7 +961,7 @@ def _refined(
     points: Sequence[PlanPoint],
     budget: int | None,
     max_extra_flops: Fraction | float | None,
-    deadline: float,
+    until: int,
 ) -> PlanPoint | None:
     """The point the objective would choose, its peak lowered by rebuilds
     inside loops (``_Search.refine``) when no point fits ``budget`` (or,
@@ -959,7 +977,7 @@ def _refined(
     start = choose(points, shared_flops, budget, max_extra_flops)
     if start.kind != "planned" or start.flops > limit:
         return None
-    refined = search.refine(start, budget, limit, deadline)
+    refined = search.refine(start, budget, limit, until)
     return None if refined is start else refined
 
 

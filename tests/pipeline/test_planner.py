@@ -20,6 +20,7 @@ from axisflow.pipeline import schedule_expression
 from axisflow.pipeline.api import plan_expression
 from axisflow.residual import OperatorGroup, ResidualLayout
 from axisflow.roles.index import Index
+from axisflow.scheduling import planner
 from axisflow.scheduling.check import check_schedule
 from axisflow.scheduling.evaluate import (
     TOLERANCE,
@@ -42,6 +43,7 @@ from axisflow.scheduling.nesting import (
     tree_shape,
 )
 from axisflow.scheduling.planner import (
+    PlanningError,
     PlanPoint,
     choose,
     choose_blocks,
@@ -518,6 +520,54 @@ def test_a_ladder_term_rebuilt_inside_a_loop_computes_the_oracle_residual() -> N
         expression, (chosen.forest, schedule, chosen.residual), extents
     )
     assert difference <= TOLERANCE
+
+
+def _outcome(result) -> tuple[object, ...]:
+    """What a user reads of a search: the chosen point and the front."""
+    chosen = result.chosen
+    return (
+        (chosen.kind, chosen.peak, chosen.flops, chosen.shares),
+        [(p.kind, p.peak, p.flops) for p in result.front],
+    )
+
+
+def test_the_plan_does_not_depend_on_the_clock(monkeypatch) -> None:
+    """The singles at the default extents, where the search checks shares
+    one by one: the same plan and front, after the same number of
+    schedules, when every read of the clock is 1000 s after the last (a
+    machine under load), as on a quiet one. The search stops checking after
+    a count of schedules, not a time."""
+    expression = equation("csv_ccsd_singles_residual_df")
+    forest = to_model(expression, "i,Κ")
+    layout = expression_layout(expression)
+    quiet = plan_shared_forest(forest, layout, front=True)
+    ticks = itertools.count(0.0, 1000.0)
+    monkeypatch.setattr(
+        planner, "time", type("Clock", (), {"monotonic": lambda: next(ticks)})
+    )
+    loaded = plan_shared_forest(forest, layout, front=True)
+    assert quiet.evaluations > 100
+    assert loaded.evaluations == quiet.evaluations
+    assert _outcome(loaded) == _outcome(quiet)
+
+
+def test_the_search_stops_checking_after_its_evaluations() -> None:
+    """With no schedule to spare the search still returns a valid plan,
+    checked one by one nowhere (fewer schedules than with the default);
+    a count that is not a non-negative integer is refused, named."""
+    expression = equation("csv_ccsd_singles_residual_df")
+    forest = to_model(expression, "i,Κ")
+    layout = expression_layout(expression)
+    full = plan_shared_forest(forest, layout, front=True)
+    none = plan_shared_forest(forest, layout, front=True, max_evaluations=0)
+    assert none.evaluations * 3 < full.evaluations
+    assert check_schedule(none.chosen.forest, none.chosen.result.schedule) == []
+    for bad in (-1, 1.5, True, "10"):
+        with pytest.raises(PlanningError) as info:
+            plan_shared_forest(forest, layout, max_evaluations=bad)  # type: ignore[arg-type]
+        assert str(info.value) == (
+            f"max_evaluations must be a non-negative integer, got {bad!r}"
+        )
 
 
 def test_the_front_is_non_dominated() -> None:

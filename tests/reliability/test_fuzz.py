@@ -33,8 +33,8 @@ from .fuzzing import (
 
 SEED = 15
 # Seconds per input: a hang guard, far above any real run. The planner's
-# front search may run a minute under load before it stops checking runs one
-# by one (``plan_shared_forest(seconds=60)``), so the guard sits above that.
+# search checks at most ``planner.MAX_EVALUATIONS`` schedules one by one
+# (some 30 s for the doubles at their small default extents under load).
 TIME_LIMIT = 120.0
 # The doubles residual takes ~2 s through the whole pipeline; the rest ~50 ms.
 SLOW_INPUTS = {"sequant/csv_ccsd_doubles_residual_df.txt": 3}
