@@ -76,6 +76,55 @@ def test_an_outer_concatenation_made_first_waits_for_the_inner_least_size() -> N
     assert closed(s, a, b, c, d, w, v) == (1, 1, 1, 1, 3, 4)
 
 
+def test_least_sizes_reach_through_four_nested_concatenations() -> None:
+    """``x = i3^e``, ``i3 = i2^d``, ``i2 = i1^c``, ``i1 = a^b``, outer first:
+    the least sizes settle through every level before the outermost axis is
+    guessed (5, then 4, 3, 2 and every leaf 1); reading the equations once
+    would guess ``x`` 3 and leave no positive size for a part."""
+    s = Session()
+    a, b, c, d, e, i1, i2, i3, x = (s.fresh_dim_var() for _ in range(9))
+    linear(s, LinearKind.CONCAT, [i3, e], x)
+    linear(s, LinearKind.CONCAT, [i2, d], i3)
+    linear(s, LinearKind.CONCAT, [i1, c], i2)
+    linear(s, LinearKind.CONCAT, [a, b], i1)
+    assert closed(s, x, i3, i2, i1, a, b, c, d, e) == (5, 4, 3, 2, 1, 1, 1, 1, 1)
+
+
+def test_an_inner_axis_waits_for_its_outer_equation() -> None:
+    """``inner = a^b`` made first, ``inner^c = 5``, the shape listing
+    ``inner`` first: the outer equation guesses its first unknown part,
+    ``inner``, at its least size 2 (``c`` = 3), and the inner one follows;
+    stopping at the inner equation would fall back to the first waiting
+    dim, ``inner``, at 1, which ``a^b`` cannot be."""
+    s = Session()
+    a, b, c, inner = (s.fresh_dim_var() for _ in range(4))
+    linear(s, LinearKind.CONCAT, [a, b], inner)
+    linear(s, LinearKind.CONCAT, [inner, c], Size(5))
+    assert closed(s, inner, a, b, c) == (2, 1, 1, 3)
+
+
+def test_a_known_first_part_leaves_the_guess_to_the_next() -> None:
+    """``2^b^c = 6``, the shape listing ``c`` first: ``b``, the first unknown
+    part, takes 1 and ``c`` the rest (3), whatever order the shape reads."""
+    s = Session()
+    b, c = s.fresh_dim_var(), s.fresh_dim_var()
+    linear(s, LinearKind.CONCAT, [Size(2), b, c], Size(6))
+    assert closed(s, c, b) == (3, 1)
+
+
+def test_a_nested_axis_is_sized_by_its_outer_equation() -> None:
+    """``inner = a^b`` made first, then ``x = c^inner`` with ``x`` at least 5:
+    ``x`` (used as a part by no equation) takes 5, its first part ``c`` 1, so
+    ``inner`` is 4 (``a`` 1, ``b`` 3). Guessing ``inner`` at its own least
+    size (2) first would leave 3 to ``c``."""
+    s = Session()
+    a, b, c, inner, x = (s.fresh_dim_var() for _ in range(5))
+    s.add(DimAtLeast(x, 5, ORIGIN))
+    linear(s, LinearKind.CONCAT, [a, b], inner)
+    linear(s, LinearKind.CONCAT, [c, inner], x)
+    assert closed(s, x, c, inner, a, b) == (5, 1, 4, 1, 3)
+
+
 def test_the_first_part_in_spec_order_takes_its_minimum() -> None:
     """``a^b = 5`` read through a row ``(b, a)``: ``a``, first in the
     equation, takes 1, and ``b`` the rest."""
@@ -145,6 +194,23 @@ def test_a_pending_sum_does_not_keep_a_concatenation_from_its_bound() -> None:
     s = Session()
     e, f = s.fresh_dim_var(), s.fresh_dim_var()
     linear(s, LinearKind.SUM, [e, f], Size(4))
+    c_e = s.param("c_e", "...->...")
+    joined = s.einsum(
+        "cat", "ii; jj; kk => ii^jj^kk", s.leaf("a", "2"), s.leaf("b", "3"), c_e
+    )
+    s.pointwise("sum", joined, s.leaf("seven", "7"))
+    shape = s.new_shape("ef", Row(()), Row(()), Row((e, f)))
+    s.close()
+    assert (c_e.shape.dims()[2], shape.dims()[2]) == ((2,), (1, 3))
+
+
+def test_a_pending_concatenation_of_known_axis_keeps_no_bound_from_another() -> None:
+    """As above with the pending equation a concatenation ``e^f = 4`` (its
+    axis known, its parts not): the parameter's concatenation still takes
+    its bound (2), and ``e^f`` closes ``1^3``."""
+    s = Session()
+    e, f = s.fresh_dim_var(), s.fresh_dim_var()
+    linear(s, LinearKind.CONCAT, [e, f], Size(4))
     c_e = s.param("c_e", "...->...")
     joined = s.einsum(
         "cat", "ii; jj; kk => ii^jj^kk", s.leaf("a", "2"), s.leaf("b", "3"), c_e
