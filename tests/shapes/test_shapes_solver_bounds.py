@@ -1658,6 +1658,30 @@ def test_an_unpadded_convolution_axis_takes_the_kernel_basis() -> None:
     ), str(info.value)
 
 
+def test_solving_a_convolution_input_from_conflicting_bases_names_them() -> None:
+    """``o+k`` with the kernel of basis ``y`` and the axis of basis ``x``
+    known, ``o`` solved from them (``o = 6 - 3 + 1``): the axis and the
+    kernel must agree, and the message names both bases."""
+    s = Session()
+    terms = ((1, s.fresh_dim_var()), (1, Size(3, "y")), (-1, Size(6, "x")))
+    with pytest.raises(ShapeError) as info:
+        s.add(
+            DimLinear(terms, -1, ("o", "k", "i"), "o+k", ORIGIN, LinearKind.CONVOLUTION)
+        )
+    assert str(info.value).endswith(
+        "convolution: conflicting dimension bases between stride and kernel (x and y)"
+    ), str(info.value)
+
+
+def test_asking_for_an_equation_that_is_not_pending_names_its_id() -> None:
+    """``Solver.pending`` of an id no pending equation has: a KeyError
+    carrying that id."""
+    s = Session()
+    with pytest.raises(KeyError) as info:
+        s.solver.pending(123456)
+    assert info.value.args == (123456,)
+
+
 def test_a_dim_counting_a_row_is_sized_at_stage_one_once_the_row_is_known() -> None:
     """set_equal between a row capture and a label, both open: when the row
     is solved later, Stage 1 re-checks the waiting total and sizes the dim,
