@@ -9,6 +9,8 @@ written for; the outcome asserted is the one the rule gives.
 
 from __future__ import annotations
 
+import pytest
+
 from axisflow.shapes import (
     DimAtLeast,
     DimEq,
@@ -187,30 +189,17 @@ def test_a_size_before_a_free_dim_does_not_stop_the_last_step() -> None:
     assert closed(s, Size(5), d) == (5, 1)
 
 
-def test_a_pending_sum_does_not_keep_a_concatenation_from_its_bound() -> None:
-    """A generic equation ``e + f = 4`` pending, then the concatenation
-    ``ii^jj^kk`` of 2, 3 and a parameter, added to ``[7]``: the parameter is
-    still sized through the concatenation (2); the sum closes ``1 + 3``."""
+@pytest.mark.parametrize("kind", [LinearKind.SUM, LinearKind.CONCAT])
+def test_a_pending_sum_does_not_keep_a_concatenation_from_its_bound(
+    kind: LinearKind,
+) -> None:
+    """A pending equation ``e + f = 4`` (a generic sum, or a concatenation
+    of known axis and unknown parts), then the concatenation ``ii^jj^kk`` of
+    2, 3 and a parameter, added to ``[7]``: the parameter is still sized
+    through the concatenation (2); the pending equation closes ``1 + 3``."""
     s = Session()
     e, f = s.fresh_dim_var(), s.fresh_dim_var()
-    linear(s, LinearKind.SUM, [e, f], Size(4))
-    c_e = s.param("c_e", "...->...")
-    joined = s.einsum(
-        "cat", "ii; jj; kk => ii^jj^kk", s.leaf("a", "2"), s.leaf("b", "3"), c_e
-    )
-    s.pointwise("sum", joined, s.leaf("seven", "7"))
-    shape = s.new_shape("ef", Row(()), Row(()), Row((e, f)))
-    s.close()
-    assert (c_e.shape.dims()[2], shape.dims()[2]) == ((2,), (1, 3))
-
-
-def test_a_pending_concatenation_of_known_axis_keeps_no_bound_from_another() -> None:
-    """As above with the pending equation a concatenation ``e^f = 4`` (its
-    axis known, its parts not): the parameter's concatenation still takes
-    its bound (2), and ``e^f`` closes ``1^3``."""
-    s = Session()
-    e, f = s.fresh_dim_var(), s.fresh_dim_var()
-    linear(s, LinearKind.CONCAT, [e, f], Size(4))
+    linear(s, kind, [e, f], Size(4))
     c_e = s.param("c_e", "...->...")
     joined = s.einsum(
         "cat", "ii; jj; kk => ii^jj^kk", s.leaf("a", "2"), s.leaf("b", "3"), c_e

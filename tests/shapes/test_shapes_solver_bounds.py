@@ -1641,36 +1641,30 @@ def test_a_part_solved_from_a_concatenation_takes_the_named_basis(
 def test_an_unpadded_convolution_axis_takes_the_kernel_basis() -> None:
     """``o+k`` of input size ``i`` (stride 1, dilation 1): ``o + k - 1 = i``.
     A named kernel basis wins over the default of ``o``; two named ones
-    conflict, and the message names both."""
+    conflict, and the message names both, whether the axis is solved (from
+    ``o`` of basis ``x``) or ``o`` is (from the axis of basis ``x``)."""
     s = Session()
     axis = s.fresh_dim_var()
     terms = ((1, Size(4)), (1, Size(3, "k")), (-1, axis))
     s.add(DimLinear(terms, -1, ("o", "k", "i"), "o+k", ORIGIN, LinearKind.CONVOLUTION))
     assert s.solver.find_dim(axis) == Size(6, "k")
-    s = Session()
-    terms = ((1, Size(4, "x")), (1, Size(3, "y")), (-1, s.fresh_dim_var()))
-    with pytest.raises(ShapeError) as info:
-        s.add(
-            DimLinear(terms, -1, ("o", "k", "i"), "o+k", ORIGIN, LinearKind.CONVOLUTION)
-        )
-    assert str(info.value).endswith(
-        "convolution: conflicting dimension bases between stride and kernel (x and y)"
-    ), str(info.value)
-
-
-def test_solving_a_convolution_input_from_conflicting_bases_names_them() -> None:
-    """``o+k`` with the kernel of basis ``y`` and the axis of basis ``x``
-    known, ``o`` solved from them (``o = 6 - 3 + 1``): the axis and the
-    kernel must agree, and the message names both bases."""
-    s = Session()
-    terms = ((1, s.fresh_dim_var()), (1, Size(3, "y")), (-1, Size(6, "x")))
-    with pytest.raises(ShapeError) as info:
-        s.add(
-            DimLinear(terms, -1, ("o", "k", "i"), "o+k", ORIGIN, LinearKind.CONVOLUTION)
-        )
-    assert str(info.value).endswith(
-        "convolution: conflicting dimension bases between stride and kernel (x and y)"
-    ), str(info.value)
+    for solved in ("axis", "o"):
+        s = Session()
+        unknown = s.fresh_dim_var()
+        if solved == "axis":
+            terms = ((1, Size(4, "x")), (1, Size(3, "y")), (-1, unknown))
+        else:
+            terms = ((1, unknown), (1, Size(3, "y")), (-1, Size(6, "x")))
+        with pytest.raises(ShapeError) as info:
+            s.add(
+                DimLinear(
+                    terms, -1, ("o", "k", "i"), "o+k", ORIGIN, LinearKind.CONVOLUTION
+                )
+            )
+        assert str(info.value).endswith(
+            "convolution: conflicting dimension bases between stride and kernel "
+            "(x and y)"
+        ), str(info.value)
 
 
 def test_asking_for_an_equation_that_is_not_pending_names_its_id() -> None:
