@@ -244,6 +244,30 @@ def test_a_capture_bound_before_a_pending_fact_prints_and_parses_its_place() -> 
     assert [before for _, _, _, before in text.captures] == [1]
 
 
+@pytest.mark.parametrize(
+    ("pending", "before"),
+    [
+        ("total [...r1] = 3 ('op' 't')", 0),
+        ("prefix [...r1] begins [3] rest [...r2] ('op' 't')", 1),
+    ],
+)
+def test_a_capture_bound_before_any_pending_fact_or_a_prefix_parses(
+    pending: str, before: int
+) -> None:
+    """``before 0`` (bound before every pending fact) is a place, and a row
+    prefix counts among the pending facts ``before`` numbers."""
+    text = parse_scheme_text(
+        [
+            "generalized r1",
+            "fixed (none)",
+            "total [...r1] = 3 ('op' 't')",
+            pending,
+            f"capture 'i' [...r1] before {before} ('op' 't')",
+        ]
+    )
+    assert [place for _, _, _, place in text.captures] == [before]
+
+
 @pytest.mark.parametrize("before", [2, -1])
 def test_a_capture_bound_before_a_pending_fact_the_scheme_lacks_is_refused(
     before: int,
@@ -305,6 +329,11 @@ def test_an_empty_linear_equation_and_a_padded_anchor_parse() -> None:
             "linear sum (1 d1 'a'] 0 'a' ('op' 't')",
             "malformed shape scheme line 1 at column 11: expected '[', got '(' in "
             "\"linear sum (1 d1 'a'] 0 'a' ('op' 't')\"",
+        ),
+        (
+            "linear sum [(1 d1 'a'] 0 'a' ('op' 't')",
+            "malformed shape scheme line 1 at column 12: expected int, got '(' in "
+            "\"linear sum [(1 d1 'a'] 0 'a' ('op' 't')\"",
         ),
         (
             "linear sum [1 d1 'a'( 0 'a' ('op' 't')",
@@ -447,6 +476,8 @@ def test_printed_rows_lines_read_as_the_tokenizer_reads_them(
     [
         ("arg 0 'x' [d1, ...r1] | [] -> []", "at column 15: expected word, got '...'"),
         ("arg 0 'x' [0] | [] -> []", "at column 11: a size must be positive"),
+        ("arg 0 'x' [] | [0] -> []", "at column 16: a size must be positive"),
+        ("arg 0 'x' [] | [] -> [0]", "at column 22: a size must be positive"),
         (
             "arg 0 'x' [r1] | [] -> []",
             "at column 11: expected a dim variable, got 'r1'",
