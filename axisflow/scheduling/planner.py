@@ -882,12 +882,11 @@ def plan_shared_forest(
         raise PlanningError(
             f"max_evaluations must be a non-negative integer, got {max_evaluations!r}"
         )
-    until = max_evaluations
     search = _Search(shared, residual, extents, block, max_rounds, choose_loop_blocks)
     shared_flops = forest_flops(shared, search.sizing)
     points: list[PlanPoint] = []
     if budget is not None:
-        found = search.run_tight(budget, until)
+        found = search.run_tight(budget, max_evaluations)
         points.extend(found)
         within = found[-1]
         if within.peak <= budget and not front:
@@ -903,7 +902,7 @@ def plan_shared_forest(
     for kind in ("shared", "per-tree") if rebuild_in_loops else ():
         with contextlib.suppress(SchedulingError):
             points.append(search.frontend_point(kind))
-    found = search.run_tight(search.residual_bytes or 1, until)
+    found = search.run_tight(search.residual_bytes or 1, max_evaluations)
     points.extend(found)
     least = found[-1]
     if front or budget is None:
@@ -917,9 +916,9 @@ def plan_shared_forest(
         limit = shared_flops * (1 + extra)
         level = low = least.peak
         high: int | None = None  # the smallest level found within the limit
-        while level < everything.peak and search.evaluations < until:
+        while level < everything.peak and search.evaluations < max_evaluations:
             level = min(level * 3 // 2 + 1, everything.peak)
-            found = search.run(level, until)
+            found = search.run(level, max_evaluations)
             points.append(found)
             if found.flops <= limit:
                 high = level
@@ -932,17 +931,17 @@ def plan_shared_forest(
             # budgets between the last level above it and the first within)
             top = everything.peak if high is None else high
             for _ in range(BISECTIONS):
-                if top - low <= low // 100 or search.evaluations >= until:
+                if top - low <= low // 100 or search.evaluations >= max_evaluations:
                     break
                 middle = (low + top) // 2
-                found = search.run(middle, until)
+                found = search.run(middle, max_evaluations)
                 points.append(found)
                 if found.flops <= limit:
                     top = middle
                 else:
                     low = middle
     if rebuild_in_loops:
-        refined = _refined(search, points, budget, max_extra_flops, until)
+        refined = _refined(search, points, budget, max_extra_flops, max_evaluations)
         if refined is not None:
             points.append(refined)
     chosen = choose(points, shared_flops, budget, max_extra_flops)
