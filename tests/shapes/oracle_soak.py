@@ -6,10 +6,10 @@ gives what re-evaluating its body gives: the same failing call or closing,
 the same shapes of every argument, anchor, result and internal tensor, the
 same capture value) on ``--programs`` generated programs (100,000 by
 default; ``make test`` runs 200 and a fixed set of 20). A finding does not
-stop the run: each disagreement is printed as the ``Program(...)`` to pin as
-an ``@example``, and so is a program that runs out of memory or time (the
-engine must refuse bad input, not exhaust the machine); the run exits with
-status 1 if there was any. The last line is the count::
+stop the run: each disagreement is printed as the ``Program(...)`` to pin
+in that module's ``PINNED``, and so is a program that runs out of memory or
+time (the engine must refuse bad input, not exhaust the machine); the run
+exits with status 1 if there was any. The last line is the count::
 
     100000 programs (99731 distinct), 0 findings, seed 0, 1012 s
 
