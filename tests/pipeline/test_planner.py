@@ -531,16 +531,24 @@ def _outcome(result) -> tuple[object, ...]:
     )
 
 
-def test_the_plan_does_not_depend_on_the_clock(monkeypatch) -> None:
-    """The singles at the default extents, where the search checks shares
-    one by one: the same plan and front, after the same number of
-    schedules, when every read of the clock is 1000 s after the last (a
-    machine under load), as on a quiet one. The search stops checking after
-    a count of schedules, not a time."""
+@pytest.fixture(scope="module")
+def singles_at_default_extents():
+    """The singles at the default extents (where the search checks shares
+    one by one), their layout and the search of their front."""
     expression = equation("csv_ccsd_singles_residual_df")
     forest = to_model(expression, "i,Κ")
     layout = expression_layout(expression)
-    quiet = plan_shared_forest(forest, layout, front=True)
+    return forest, layout, plan_shared_forest(forest, layout, front=True)
+
+
+def test_the_plan_does_not_depend_on_the_clock(
+    singles_at_default_extents, monkeypatch
+) -> None:
+    """The same plan and front, after the same number of schedules, when
+    every read of the clock is 1000 s after the last (a machine under load),
+    as on a quiet one. The search stops checking after a count of
+    schedules, not a time."""
+    forest, layout, quiet = singles_at_default_extents
     ticks = itertools.count(0.0, 1000.0)
     monkeypatch.setattr(
         planner, "time", type("Clock", (), {"monotonic": lambda: next(ticks)})
@@ -551,14 +559,13 @@ def test_the_plan_does_not_depend_on_the_clock(monkeypatch) -> None:
     assert _outcome(loaded) == _outcome(quiet)
 
 
-def test_the_search_stops_checking_after_its_evaluations() -> None:
+def test_the_search_stops_checking_after_its_evaluations(
+    singles_at_default_extents,
+) -> None:
     """With no schedule to spare the search still returns a valid plan,
     checked one by one nowhere (fewer schedules than with the default);
     a count that is not a non-negative integer is refused, named."""
-    expression = equation("csv_ccsd_singles_residual_df")
-    forest = to_model(expression, "i,Κ")
-    layout = expression_layout(expression)
-    full = plan_shared_forest(forest, layout, front=True)
+    forest, layout, full = singles_at_default_extents
     none = plan_shared_forest(forest, layout, front=True, max_evaluations=0)
     assert none.evaluations * 3 < full.evaluations
     assert check_schedule(none.chosen.forest, none.chosen.result.schedule) == []
