@@ -25,6 +25,7 @@ from axisflow.shapes import (
     Tensor,
     scheme,
 )
+from axisflow.shapes.constraints import Mark, PolicyMark
 from axisflow.shapes.terms import Row, Size
 from tests.shapes.test_schemes import traced
 
@@ -350,3 +351,148 @@ def test_no_generalization_never_lowers_a_template_depth() -> None:
         sabotage=sabotage,
     )
     assert s.state()["row_gen"][var.id] == 3
+
+
+def _two_chains(s: Session, xs: Sequence[Tensor]) -> list[Tensor]:
+    """Two internal tensors templated behind 1 and 3 axes from the first
+    argument, and the result templated behind 1 axis from the second."""
+    a = s.pointwise("a", xs[0], s.leaf("c", "->3"))
+    s.pointwise("b", a, s.leaf("d", "->5,4,3"))
+    return [s.pointwise("out", xs[1], s.leaf("e", "->2"))]
+
+
+def test_rows_after_presolved_ones_still_get_their_template_depths() -> None:
+    """On a concrete first argument the application presolves the internal
+    rows (their depths are moot); the result's open output tail still gets
+    the depth re-running the body gives it (1: templated behind ``2``)."""
+    s = Session()
+    sc = traced(s, lambda xs: _two_chains(s, xs), arity=2)
+    assert [gen for _, gen in sc.gens] == [1, 3, 1]
+    out = s.fresh("out")
+    scheme.instantiate(
+        sc, application="call", args=[s.leaf("x", "2|->3"), s.fresh("z")], results=[out]
+    )
+    tail = out.shape.current()[2].var
+    assert tail is not None
+
+    again = Session()
+    (rerun,) = _two_chains(again, [again.leaf("x", "2|->3"), again.fresh("z")])
+    rerun_tail = rerun.shape.current()[2].var
+    assert rerun_tail is not None
+    depth_through_scheme = s.state()["row_gen"].get(tail.id)
+    assert depth_through_scheme == again.state()["row_gen"].get(rerun_tail.id) == 1
+
+
+def _template_into_anchor(s: Session) -> tuple[Tensor, Scheme]:
+    """The oracle's ``TEMPLATE_UNIFIED_INTO_ANCHOR``: the trace unified the
+    row an operation's template would have had (re-running the body on a
+    one-axis batch row makes one) into the parameter's open batch tail."""
+    w0 = s.param("w0", "...,1,2|...->1,2")
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        a0, a1 = xs
+        v0 = s.pointwise("v0", a1, a1, a0)
+        v1 = s.pointwise("v1", w0)
+        s.einsum("v2", "...|ij;...|jk=>...|ik", v0, w0)
+        s.pointwise("v3", a0, v1, a0)
+        s.pointwise("v4", a0)
+        return [w0, a1]
+
+    return w0, traced(s, body, arity=2)
+
+
+def _marks_written(s: Session, start: int) -> list[str]:
+    return [str(c) for c in s.log[start:] if type(c) is PolicyMark]
+
+
+def test_a_templated_tail_takes_its_safe_to_guess_mark_after_the_schemes_marks() -> (
+    None
+):
+    """The tail the trace unified away takes ``safe_to_guess`` at an
+    application whose argument row has the axis (after the scheme's own
+    marks, on the row it also marks ``used_in_spec_or_compose``); sabotaged
+    (no generalization), on the scheme's own variable."""
+    s = Session(keep_log=True)
+    _, sc = _template_into_anchor(s)
+    start = len(s.log)
+    args = [s.leaf("x0"), s.leaf("x1", "1|->")]
+    scheme.instantiate(
+        sc, application="c0", args=args, results=[s.fresh("y0"), s.fresh("y1")]
+    )
+    written = _marks_written(s, start)
+    where = "(policy mark 'f' in shape scheme f at application 'c0')"
+    assert [line.split()[0] for line in written] == [
+        "used_in_spec_or_compose",
+        *["safe_to_guess"] * 5,
+    ]
+    templated = written[0].split()[1]
+    assert written[-1] == f"safe_to_guess {templated}  {where}"
+
+    s = Session(keep_log=True)
+    _, sc = _template_into_anchor(s)
+    own = sc.marks[0][0]
+    start = len(s.log)
+    args = [s.leaf("x0"), s.leaf("x1", "1|->")]
+    scheme.instantiate(
+        sc,
+        application="c0",
+        args=args,
+        results=[s.fresh("y0"), s.fresh("y1")],
+        sabotage=Sabotage.NO_GENERALIZATION,
+    )
+    assert _marks_written(s, start)[-1] == f"safe_to_guess [...{own!r}]  {where}"
+    representative = s.solver.norm_row(Row((), own)).var
+    assert representative is not None
+    assert Mark.SAFE_TO_GUESS in s.solver.marks(representative)
+
+
+def test_an_untemplated_tail_skips_only_its_own_safe_to_guess_mark() -> None:
+    """The tracer's input tail is safe to guess; the argument's input row
+    already has the axis, so that one mark is not written (re-running the
+    body makes no template there) and every later mark still is."""
+    s = Session(keep_log=True)
+    w0 = s.param("w0", "...,1|...,1->...,1")
+    sc = traced(
+        s, lambda xs: [s.compose("v0", xs[0], w0), s.pointwise("p", xs[0])], arity=1
+    )
+    assert sc.marks[0][1] is Mark.SAFE_TO_GUESS
+    start = len(s.log)
+    scheme.instantiate(
+        sc,
+        application="c0",
+        args=[s.leaf("x", "...|...,1->...")],
+        results=[s.fresh("y"), s.fresh("z")],
+    )
+    written = [line.split()[0] for line in _marks_written(s, start)]
+    assert written == [mark.value for _, mark in sc.marks[1:]]
+
+
+def test_a_row_templated_from_two_arguments_takes_its_mark_once() -> None:
+    """Both arguments of ``v0`` have the batch axis the trace's tails lack,
+    so two inequalities make the same row a templated tail: it is marked
+    ``safe_to_guess`` once."""
+    s = Session(keep_log=True)
+    w0 = s.param("w0", "...,1,2|...->1,2")
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        a0, a1, a2 = xs
+        v0 = s.pointwise("v0", a1, a2, a0)
+        v1 = s.pointwise("v1", w0)
+        s.einsum("v2", "...|ij;...|jk=>...|ik", v0, w0)
+        s.pointwise("v3", a0, v1, a0)
+        return [w0, a1]
+
+    sc = traced(s, body, arity=3)
+    start = len(s.log)
+    args = [s.leaf("x0"), s.leaf("x1", "1|->"), s.leaf("x2", "1|->")]
+    scheme.instantiate(
+        sc, application="c0", args=args, results=[s.fresh("y0"), s.fresh("y1")]
+    )
+    written = _marks_written(s, start)
+    templated = written[0].split()[1]  # the row marked used_in_spec_or_compose
+    assert [line.split()[:2] for line in written].count(
+        ["safe_to_guess", templated]
+    ) == 1
+    # The scheme's marks but v1's and v3's (their rows are presolved), and
+    # the templated row's.
+    assert len(written) == len(sc.marks) - 2 + 1

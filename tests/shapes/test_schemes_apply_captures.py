@@ -8,9 +8,22 @@ variable equal to that size: a reference is always bound to a variable.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from axisflow.shapes import DimVar, Session, Size, Tensor
+import pytest
+
+from axisflow.shapes import (
+    DimRef,
+    DimVar,
+    Kind,
+    Sabotage,
+    Session,
+    ShapeError,
+    Size,
+    Tensor,
+    scheme,
+)
+from axisflow.shapes.constraints import CaptureBind, TotalElems
 from tests.shapes.test_schemes import apply, traced
 
 
@@ -70,3 +83,91 @@ def test_the_fresh_variable_of_a_solved_capture_is_tied_with_the_captures_origin
         f"{ref.var!r} = 5  ({where})",
         f"capture 'h' := {ref.var!r}  ({where})",
     ]
+
+
+# ------------------------------------- captures bound between pending facts
+
+
+def _captures_between_totals(
+    s: Session, refs: Sequence[DimRef]
+) -> Callable[[Sequence[Tensor]], list[Tensor]]:
+    """A body binding the capture references ``a``, ``r`` (a row) and ``k``
+    before its first, second and third pending total respectively."""
+    a, r, k = refs
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        u = s.einsum("u", "...|a=>...|a", xs[0], capture_dims=[a])
+        s.total_elems(u, 6, kinds=[Kind.BATCH])
+        v = s.einsum("v", "..r..|j=>..r..|j", u, capture_dims=[r])
+        s.total_elems(u, 12, kinds=[Kind.BATCH, Kind.OUTPUT])
+        w = s.einsum("w", "...|k=>...|k", v, capture_dims=[k])
+        s.total_elems(w, 12, kinds=[Kind.BATCH, Kind.OUTPUT])
+        return [w]
+
+    return body
+
+
+def _bindings_and_totals(s: Session, start: int) -> list[str]:
+    """The labels bound and the totals added since ``start`` of the log, in order."""
+    return [
+        c.ref.label if type(c) is CaptureBind else "total"
+        for c in s.log[start:]
+        if type(c) in (CaptureBind, TotalElems)
+    ]
+
+
+def _three_refs(s: Session) -> list[DimRef]:
+    return [s.dim_ref(label) for label in ("a", "r", "k")]
+
+
+def test_captures_bound_between_pending_facts_keep_their_places_among_them() -> None:
+    """Each capture is bound after as many of the scheme's pending facts as
+    the body had added when it bound it, as re-running the body does: a
+    total waiting on a captured size must come after the binding."""
+    s = Session(keep_log=True)
+    refs = _three_refs(s)
+    sc = traced(s, _captures_between_totals(s, refs))
+    assert [(c.ref.label, c.before) for c in sc.captures] == [
+        ("a", 0),
+        ("r", 1),
+        ("k", 2),
+    ]
+    start = len(s.log)
+    apply(sc, "call", s.leaf("x", "2,3|2"))
+    through_scheme = _bindings_and_totals(s, start)
+
+    again = Session(keep_log=True)
+    start = len(again.log)
+    _captures_between_totals(again, _three_refs(again))([again.leaf("x", "2,3|2")])
+    assert through_scheme == _bindings_and_totals(again, start)
+    assert through_scheme == ["a", "total", "r", "total", "k", "total"]
+    s.close()
+    assert [ref.value for ref in refs] == [2, 6, 2]
+
+
+def test_check_relates_a_capture_bound_between_pending_facts_and_binds_none() -> None:
+    """``check`` relates each capture input to its reference's state (a size
+    set beforehand: the argument contradicts 5 and agrees with 2) and binds
+    nothing."""
+    for size, consistent in ((5, False), (2, True)):
+        s = Session()
+        refs = _three_refs(s)
+        sc = traced(s, _captures_between_totals(s, refs))
+        s.set_dim(refs[2], size)
+        if consistent:
+            scheme.check(sc, application="call", args=[s.leaf("x", "2,3|2")])
+        else:
+            with pytest.raises(ShapeError) as info:
+                scheme.check(sc, application="call", args=[s.leaf("x", "2,3|2")])
+            assert "capture reference 'k'" in str(info.value)
+        assert [ref.is_bound for ref in refs] == [False, False, False]
+
+
+def test_the_no_ref_inputs_sabotage_binds_no_capture_between_pending_facts() -> None:
+    """The sabotage leaves out every capture input, those bound before a
+    pending fact too (the sabotage tests rely on it)."""
+    s = Session()
+    refs = _three_refs(s)
+    sc = traced(s, _captures_between_totals(s, refs))
+    apply(sc, "call", s.leaf("x", "2,3|2"), sabotage=Sabotage.NO_REF_INPUTS)
+    assert [ref.is_bound for ref in refs] == [False, False, False]

@@ -466,9 +466,11 @@ def _apply(
                     safe = Row((), rows.get(var, var))
                     add(PolicyMark(safe, Mark.SAFE_TO_GUESS, mark_origin))
                     marked_safe.add(var)
+        # Every pending fact is in every plan (presolving skips inequalities
+        # only) and ``before`` counts below their number, so each early
+        # capture was bound at its place above.
+        assert not early
         if Sabotage.NO_REF_INPUTS not in sabotages:
-            for capture in early[::-1]:  # none left unless facts were left out
-                _bind_input(session, capture, dim, row, stamp, checking)
             for capture in sc.captures:
                 if capture.before is None:
                     _bind_input(session, capture, dim, row, stamp, checking)
