@@ -165,6 +165,19 @@ def summarize(
     )
 
 
+def stale_equivalents(statuses: dict[str, str], known: dict[str, str]) -> list[str]:
+    """The entries of equivalent.toml for this campaign's modules that name no
+    survivor of its run: mutmut numbers a function's mutants in order, so
+    when the function changes an entry can come to name another mutant (one
+    the tests kill, or none). Each must be judged again or removed."""
+    modules = {name.rsplit(".", 1)[0] for name in statuses}
+    return sorted(
+        name
+        for name in known
+        if name.rsplit(".", 1)[0] in modules and statuses.get(name) != "survived"
+    )
+
+
 def main(argv: list[str]) -> int:
     """Run the named campaigns (all by default) and print the table."""
     report_only = "--report" in argv
@@ -195,6 +208,10 @@ def main(argv: list[str]) -> int:
                     ]
                     late = recheck(work, table[name], alive, only)
                 rows.append(summarize(name, statuses, known, late))
+                for mutant in stale_equivalents(statuses, known):
+                    print(
+                        f"   stale equivalent entry ({statuses.get(mutant, 'no such mutant')}): {mutant}"
+                    )
             continue
         work = prepare(name, table[name], resume)
         mutated = table[name]["mutate"]
