@@ -16,14 +16,17 @@ from axisflow.shapes import (
     DimRef,
     DimVar,
     Kind,
+    RowEq,
     Sabotage,
     Session,
     ShapeError,
+    Side,
     Size,
     Tensor,
     scheme,
 )
 from axisflow.shapes.constraints import CaptureBind, TotalElems
+from axisflow.shapes.terms import Row, RowVar
 from tests.shapes.test_schemes import apply, traced
 
 
@@ -171,3 +174,54 @@ def test_the_no_ref_inputs_sabotage_binds_no_capture_between_pending_facts() -> 
     sc = traced(s, _captures_between_totals(s, refs))
     apply(sc, "call", s.leaf("x", "2,3|2"), sabotage=Sabotage.NO_REF_INPUTS)
     assert [ref.is_bound for ref in refs] == [False, False, False]
+
+
+def test_an_open_row_capture_binds_the_applications_own_row_variable() -> None:
+    """A row capture (``..h..``) open in the scheme binds the reference to
+    the application's renamed row variable, the one the boundary equality
+    ties to the argument's batch row: no extra variable, no extra equality."""
+    s = Session(keep_log=True)
+    ref = s.dim_ref("h")
+    sc = traced(
+        s, lambda xs: [s.einsum("y", "..h..|j=>..h..|j", xs[0], capture_dims=[ref])]
+    )
+    (capture,) = sc.captures
+    assert type(capture.dim) is Row and capture.dim.dims == ()  # open in the scheme
+    x = s.leaf("x", "...|5")
+    start = len(s.log)
+    apply(sc, "call", x)
+    log = s.log[start:]
+    (batch,) = [
+        c
+        for c in log
+        if isinstance(c, RowEq) and c.origin.lhs == Side("a0", Kind.BATCH)
+    ]
+    assert type(ref.row) is RowVar and batch.a == Row((), ref.row)
+    assert [type(c).__name__ for c in log if c.origin.operation == "einsum"] == [
+        "CaptureBind"
+    ]
+    s.set_dim(ref, 6)
+    s.close()
+    assert x.shape.dims() == ((6,), (), (5,))
+
+
+def test_a_row_capture_partly_solved_in_the_scheme_counts_its_axes_too() -> None:
+    """The body writes an axis behind the captured row variable: the scheme's
+    capture is ``[...r, d]``. The reference stands for the elements of the
+    whole row (2 * 3), not of its open part alone."""
+    s = Session()
+    ref = s.dim_ref("h")
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.einsum("y", "..h..|j=>..h..|j", xs[0], capture_dims=[ref])
+        s.einsum("z", "...,k|j=>...,k|j", xs[0])
+        return [y]
+
+    sc = traced(s, body)
+    (capture,) = sc.captures
+    assert type(capture.dim) is Row
+    assert capture.dim.var is not None and len(capture.dim.dims) == 1
+    apply(sc, "call", s.leaf("x", "2,3|5"))
+    assert type(ref.row) is RowVar
+    s.close()
+    assert ref.value == 6

@@ -8,6 +8,8 @@ operation carried.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from axisflow.shapes import (
@@ -16,9 +18,10 @@ from axisflow.shapes import (
     Session,
     ShapeError,
     Side,
+    Tensor,
     scheme,
 )
-from tests.shapes.test_schemes import traced
+from tests.shapes.test_schemes import apply, mlp_layer, traced
 
 TRACED_SITE = object()
 CALL_SITE = object()
@@ -63,3 +66,40 @@ def test_an_application_without_a_site_keeps_the_traced_operations_site() -> Non
 
 def test_an_application_site_replaces_the_traced_operations_site() -> None:
     assert broadcast_failure(CALL_SITE).site is CALL_SITE
+
+
+def test_a_nested_applications_origins_keep_their_own_path() -> None:
+    """The outer scheme's body applies the layer scheme at ``inner``: the
+    facts of that application are stamped ``top > inner``, the outer body's
+    own ``top``, whichever of them the application writes first."""
+    s = Session(keep_log=True)
+    _, layer = mlp_layer(s)
+
+    def two_layers(xs: Sequence[Tensor]) -> list[Tensor]:
+        hidden = s.fresh("hidden")
+        scheme.instantiate(layer, application="inner", args=[xs[0]], results=[hidden])
+        return [s.pointwise("out", hidden, s.leaf("c", "->4"))]
+
+    outer = traced(s, two_layers, label="outer")
+    start = len(s.log)
+    apply(outer, "top", s.leaf("x", "6|->3"))
+    written = [
+        (c.origin.operation, c.origin.tensor, c.origin.application)
+        for c in s.log[start:]
+        if c.origin.operation in ("compose", "pointwise")
+    ]
+    assert sorted(set(written)) == [
+        ("compose", "h", "top > inner"),
+        ("pointwise", "out", "top"),
+        ("pointwise", "y", "top > inner"),
+    ]
+    # The outer body's pointwise is written between the inner facts.
+    assert [tensor for _, tensor, _ in written] == [
+        "h",
+        "h",
+        "out",
+        "out",
+        "y",
+        "y",
+        "out",
+    ]
