@@ -133,8 +133,10 @@ def test_a_parameter_unified_with_a_result_row_takes_the_mark_from_one_to_axes_m
         # One and two axes more than the scheme's row ``[...t, i]`` writes.
         ("3,3|->2", True, (((3, 3, 3), (), (2,)), ((3, 3, 3), (), (2,)))),
         ("3,3,3|->2", True, (((3, 3, 3), (), (2,)), ((3, 3, 3), (), (2,)))),
-        # Three more: more than the two axes of ``[...w, 3, 3] ⊒ [...t]``.
-        ("3,3,3,3|->2", False, (((3, 3, 3, 3), (), (2,)), ((3, 3, 3, 3), (), (2,)))),
+        # Three more: more than the two axes of ``[...w, 3, 3] ⊒ [...t]``;
+        # the trace templated v's row from ``[...t, i]`` (an axis), so w's
+        # tail holds the scheme's own mark, which re-running gives it too.
+        ("3,3,3,3|->2", True, (((3, 3, 3, 3), (), (2,)), ((3, 3, 3, 3), (), (2,)))),
     ],
 )
 def test_the_axes_counted_are_those_beyond_the_schemes_own_row(
@@ -173,7 +175,7 @@ def folded(s: Session, w: Tensor) -> scheme.Scheme:
 
 @pytest.mark.parametrize(
     ("x_spec", "marked"),
-    [("3,3|->2", True), ("3,3,3|->2", True), ("3,3,3,3|->2", False)],
+    [("3,3|->2", True), ("3,3,3|->2", True), ("3,3,3,3|->2", True)],
 )
 def test_an_inequality_whose_operand_has_axes_counts_the_axes_beyond_them(
     x_spec: str, marked: bool
@@ -236,3 +238,39 @@ def test_an_anchor_row_given_axes_after_the_trace_marks_as_an_argument_does(
     tie_batch(r, ru, sizes)
     ry = through_anchor(r, rw, ru, [r.leaf("x", "2")])[0]
     assert closed(r, rw, ry) == outcome
+
+
+def constant_template_into_argument(s: Session, xs: Sequence[Tensor]) -> list[Tensor]:
+    """``y = pointwise(c)`` of a constant ``->3`` (a template on y's fresh
+    output row), then y's output row equated with the argument's."""
+    y = s.pointwise("y", s.leaf("c", "->3"))
+    s.add(
+        RowEq(
+            y.shape.row(Kind.OUTPUT), xs[0].shape.row(Kind.OUTPUT), Origin("tie", "y")
+        )
+    )
+    return [y]
+
+
+def test_an_argument_tail_keeps_the_mark_of_a_constants_template() -> None:
+    """The argument's output tail holds the mark of y's template, which
+    re-running makes from the constant whatever the argument is: applied to
+    a parameter whose output row already has the axis, the mark stays and
+    closing guesses the parameter's tail, as re-evaluation does."""
+
+    def outcome(through_scheme: bool) -> object:
+        s = Session()
+        sc = traced(s, lambda xs: constant_template_into_argument(s, xs))
+        x = s.param("x", "->...,3")
+        if through_scheme:
+            scheme.instantiate(sc, application="c", args=[x], results=[s.fresh("y")])
+        else:
+            constant_template_into_argument(s, [x])
+        try:
+            s.close()
+        except ShapeError as error:
+            return str(error)
+        return x.shape.dims()
+
+    assert outcome(through_scheme=False) == ((), (), (3,))
+    assert outcome(through_scheme=True) == outcome(through_scheme=False)

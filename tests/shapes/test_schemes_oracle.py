@@ -511,6 +511,30 @@ TOTAL_OVER_A_SHARED_ROW = Program(
 )
 
 
+# Found while testing the marks of apply.py (2026-12-05): the trace's einsum
+# writes an axis behind the argument's batch tail, so the pointwise v1 over
+# it took a template (safe-to-guess tail) from that axis, and the last
+# einsum unified v1's batch row into the parameter's: w0's batch tail holds
+# the mark. The application dropped it as it drops a tracer row's own
+# template mark wherever the actual row is long enough, though re-running
+# templates v1's fresh row from the argument's axis whatever w0's row is:
+# closing then asked for w0's hidden dimensions. Only a compose's left
+# operand's input row is templated itself; other tails keep their mark.
+TEMPLATE_OF_A_RESULT_IN_AN_ANCHOR = Program(
+    anchors=(("param", "...,3,3|->2"),),
+    arity=1,
+    body=(
+        Op("einsum", (0,), spec="...,i|j=>...,i|j"),
+        Op("pointwise", (0,)),
+        Op("einsum", (3, 1), spec="...|i;...|i=>...|i"),
+    ),
+    results=(4,),
+    calls=((("leaf", "3|->2"),),),
+    close_before=(False,),
+    set_dim=None,
+)
+
+
 PINNED = {
     "CYCLE_OF_INEQUALITIES": CYCLE_OF_INEQUALITIES,
     "TEMPLATE_UNIFIED_INTO_ANCHOR": TEMPLATE_UNIFIED_INTO_ANCHOR,
@@ -523,6 +547,7 @@ PINNED = {
     "TRACER_TEMPLATE_MARK": TRACER_TEMPLATE_MARK,
     "RESULT_MERGED_WITH_PRESOLVED": RESULT_MERGED_WITH_PRESOLVED,
     "TOTAL_OVER_A_SHARED_ROW": TOTAL_OVER_A_SHARED_ROW,
+    "TEMPLATE_OF_A_RESULT_IN_AN_ANCHOR": TEMPLATE_OF_A_RESULT_IN_AN_ANCHOR,
 }
 """The programs the searches found, by name, run without hypothesis: every
 run of the tests, and the mutation campaigns (which leave the search below

@@ -546,15 +546,37 @@ def _untemplated_tails(
     its own tail is no safer to guess; the boundary equality would give it
     the mark nonetheless. So the mark is written only where the actual row is
     open and shorter than the scheme's.
+
+    Only a compose puts an operand row on the result side of an inequality
+    (its left operand's input row), so only there is a boundary row
+    templated itself. A tail holds the mark of another row's template
+    otherwise: an operation's fresh result row took one from an operand row
+    with axes and was unified into the boundary row, giving its tail the
+    mark. Re-running the body makes that template again (the operand keeps
+    its axes: a constant's, or the argument or anchor row's, which the
+    actual row has too), however long the boundary row is, so such a tail
+    keeps its mark; and so does one a result row's template reaches too.
     """
     if not sc.marks:
         return frozenset()
     safe = {var for var, mark in sc.marks if mark is Mark.SAFE_TO_GUESS}
     if not safe:
         return frozenset()
+    templated_itself = {
+        first.var
+        for code, first, _, at in sc._plan
+        if code == ROW_INEQ
+        and first.var in safe  # type: ignore[union-attr]
+        and not _on_the_result(sc._origins[at])  # type: ignore[arg-type]
+    }
+    if not templated_itself:
+        return frozenset()
+    marked_by_a_result = {
+        var for var, _axes, _tail, operand_axes in _template_sources(sc) if operand_axes
+    }
     untemplated: set[RowVar] = set()
     for term, current in _boundary_tails(sc, args, sabotages):
-        if term.var not in safe:
+        if term.var not in templated_itself or term.var in marked_by_a_result:
             continue
         actual = norm_row(current)
         if actual.var is None or len(actual.dims) >= len(term.dims):
@@ -562,16 +584,16 @@ def _untemplated_tails(
     return frozenset(untemplated)
 
 
-_TEMPLATE_SOURCES: WeakKeyDictionary[Scheme, tuple[tuple[RowVar, int, RowVar], ...]] = (
-    WeakKeyDictionary()
-)
+_TEMPLATE_SOURCES: WeakKeyDictionary[
+    Scheme, tuple[tuple[RowVar, int, RowVar, int], ...]
+] = WeakKeyDictionary()
 
 
-def _template_sources(sc: Scheme) -> tuple[tuple[RowVar, int, RowVar], ...]:
+def _template_sources(sc: Scheme) -> tuple[tuple[RowVar, int, RowVar, int], ...]:
     """The inequalities ``[...x, axes] ⊒ [...tail]`` into the row of the
     tensor their operation makes whose operand ``tail`` is the open tail of
     an argument or anchor row, as (``x``, the result side's axes beyond the
-    operand's, ``tail``); found once per scheme."""
+    operand's, ``tail``, the operand's own axes); found once per scheme."""
     found = _TEMPLATE_SOURCES.get(sc)
     if found is None:
         tails = {
@@ -585,6 +607,7 @@ def _template_sources(sc: Scheme) -> tuple[tuple[RowVar, int, RowVar], ...]:
                 first.var,  # type: ignore[union-attr]
                 len(first.dims) - len(second.dims),  # type: ignore[union-attr]
                 second.var,  # type: ignore[union-attr]
+                _operand_axes(sc, second, at),  # type: ignore[arg-type]
             )
             for code, first, second, at in sc._plan
             if code == ROW_INEQ
@@ -595,6 +618,27 @@ def _template_sources(sc: Scheme) -> tuple[tuple[RowVar, int, RowVar], ...]:
         )
         _TEMPLATE_SOURCES[sc] = found
     return found
+
+
+def _operand_axes(sc: Scheme, operand: Row, at: int) -> int:
+    """The axes the operand row of a template source had at the end of the
+    trace: those of the argument or anchor row its origin names, when that
+    row ends in the same tail; else the inequality's own operand axes and
+    those Stage 1 peeled off it into dim inequalities of the same origin."""
+    side = sc._origins[at].rhs
+    if side is not None and side.kind is not None:
+        boundary = (
+            *zip(sc.arg_names, sc.args, strict=True),
+            *((anchor.shape.name, anchor.rows) for anchor in sc.anchors),
+        )
+        for name, rows in boundary:
+            term = rows[KINDS.index(side.kind)]
+            if name == side.tensor and term.var == operand.var:
+                return len(term.dims)
+    peeled = sum(
+        1 for code, _, _, where in sc._plan if code == DIM_INEQ and where == at
+    )
+    return len(operand.dims) + peeled
 
 
 def _on_the_result(origin: Origin) -> bool:
@@ -637,7 +681,9 @@ def _templated_tails(
         for term, current in _boundary_tails(sc, args, sabotages)
     }
     return [
-        var for var, axes, tail in sources if tail in extra and 0 < extra[tail] <= axes
+        var
+        for var, axes, tail, _operand_axes in sources
+        if tail in extra and 0 < extra[tail] <= axes
     ]
 
 
