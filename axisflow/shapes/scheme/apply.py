@@ -530,6 +530,35 @@ def _boundary_tails(
                     yield term, anchor.shape.row(kind)
 
 
+_TEMPLATED_ITSELF: WeakKeyDictionary[Scheme, frozenset[RowVar]] = WeakKeyDictionary()
+
+
+def _templated_itself(sc: Scheme) -> frozenset[RowVar]:
+    """The ``safe_to_guess`` tails of rows templated themselves: on the
+    result side of an inequality that is not into its operation's own
+    tensor (a compose's left operand's input row), and not reached by a
+    result row's template from an operand with axes (see
+    :func:`_untemplated_tails`); found once per scheme."""
+    found = _TEMPLATED_ITSELF.get(sc)
+    if found is None:
+        safe = {var for var, mark in sc.marks if mark is Mark.SAFE_TO_GUESS}
+        marked_by_a_result = {
+            var
+            for var, _axes, _tail, operand_axes in _template_sources(sc)
+            if operand_axes
+        }
+        found = frozenset(
+            first.var  # type: ignore[union-attr]
+            for code, first, _, at in sc._plan
+            if code == ROW_INEQ
+            and first.var in safe  # type: ignore[union-attr]
+            and first.var not in marked_by_a_result  # type: ignore[union-attr]
+            and not _on_the_result(sc._origins[at])  # type: ignore[arg-type]
+        )
+        _TEMPLATED_ITSELF[sc] = found
+    return found
+
+
 def _untemplated_tails(
     sc: Scheme,
     args: tuple[Shape, ...],
@@ -559,24 +588,12 @@ def _untemplated_tails(
     """
     if not sc.marks:
         return frozenset()
-    safe = {var for var, mark in sc.marks if mark is Mark.SAFE_TO_GUESS}
-    if not safe:
-        return frozenset()
-    templated_itself = {
-        first.var
-        for code, first, _, at in sc._plan
-        if code == ROW_INEQ
-        and first.var in safe  # type: ignore[union-attr]
-        and not _on_the_result(sc._origins[at])  # type: ignore[arg-type]
-    }
+    templated_itself = _templated_itself(sc)
     if not templated_itself:
         return frozenset()
-    marked_by_a_result = {
-        var for var, _axes, _tail, operand_axes in _template_sources(sc) if operand_axes
-    }
     untemplated: set[RowVar] = set()
     for term, current in _boundary_tails(sc, args, sabotages):
-        if term.var not in templated_itself or term.var in marked_by_a_result:
+        if term.var not in templated_itself:
             continue
         actual = norm_row(current)
         if actual.var is None or len(actual.dims) >= len(term.dims):
