@@ -193,6 +193,25 @@ def test_a_traced_shape_is_located_by_its_place_in_the_scheme() -> None:
     assert sc.locate(seen["h"].shape) == ("internal", 0)
 
 
+def test_an_application_s_internal_shapes_name_their_rows_as_the_body_s_did() -> None:
+    """Re-running the body would make its tensors under the same names: the
+    application's copies name their rows (in origins) as the traced shapes."""
+    s = Session()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        hidden = s.einsum("h", "...|i=>...|i", xs[0])
+        return [s.pointwise("z", hidden, s.leaf("c", "1"))]
+
+    sc = traced(s, body)
+    applied = scheme.instantiate(
+        sc, application="site", args=[s.leaf("x", "2|3")], results=[s.fresh("y")]
+    )
+    assert [shape.name for shape in applied.internal] == ["h", "c", "z"]
+    assert [[shape.side(kind) for kind in Kind] for shape in applied.internal] == [
+        [shape.side(kind) for kind in Kind] for shape in sc.traced_internal
+    ]
+
+
 # ------------------------------------- old variables the body solves
 
 

@@ -11,13 +11,16 @@ unsettled, and the size join itself.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
-from axisflow.shapes import DimVar, RowVar, Scheme, Session, Size
+from axisflow.shapes import DimVar, RowVar, Scheme, Session, Size, Tensor, scheme
 from axisflow.shapes.scheme import presolve as P
 from axisflow.shapes.scheme.read import build_scheme
 from axisflow.shapes.scheme.text import parse_scheme_text
 from axisflow.shapes.terms import Row
+from tests.shapes.test_schemes import traced
 
 ORIGIN = "('op' 't')"
 
@@ -439,3 +442,180 @@ def test_every_capture_input_with_a_size_is_a_source() -> None:
     s.set_dim(sc.captures[0].ref, 5)
     s.set_dim(sc.captures[1].ref, 7)
     assert solved_for(sc, "") == {v["d3"]: Size(5), v["d4"]: Size(7)}
+
+
+def test_a_bound_reading_a_source_then_a_presolvable_dim_waits_for_the_dim() -> None:
+    """``[...r2] <= [...r1, d2]``: the operand reads the source ``r1``, then
+    ``d2``, itself presolved from the source ``d1``; ``r2`` is presolved
+    after ``d2`` (whatever their ids), from both."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, d1, d2, r2",
+            "fixed (none)",
+            "arg 0 'x' [] | [] -> [...r1, d1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [...r2]",
+            "internal 1 'k' [] | [] -> [d2]",
+            f"dim_ineq d2 <= d1 {ORIGIN}",
+            f"ineq [...r2] <= [...r1, d2] {ORIGIN}",
+        ],
+    )
+    assert v["r2"].id > v["d2"].id  # ready first if it did not wait
+    assert solved_for(sc, "3,4") == {
+        v["d2"]: Size(4),
+        v["r2"]: Row((Size(3), Size(4))),
+    }
+
+
+def test_a_closed_operand_row_is_read_as_its_axes() -> None:
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized d1, r1",
+            "fixed (none)",
+            "arg 0 'x' [] | [] -> [d1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [...r1]",
+            f"ineq [...r1] <= [d1, 2] {ORIGIN}",
+        ],
+    )
+    assert solved_for(sc, "3") == {v["r1"]: Row((Size(3), Size(2)))}
+
+
+def test_a_cycle_above_a_candidate_ends_the_guard_search() -> None:
+    """``r3`` and ``r4`` bound each other above ``r2``: the search of what
+    lies above ``r2`` visits each once and ends; ``r2`` is presolvable, but
+    its guards (the cycle, never presolved) leave it to the application."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, r2, r3, r4",
+            "fixed (none)",
+            "arg 0 'x' [] | [] -> [...r1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [...r2]",
+            "internal 1 'k' [] | [] -> [...r3]",
+            "internal 2 'm' [] | [] -> [...r4]",
+            f"ineq [...r2] <= [...r1] {ORIGIN}",
+            f"ineq [...r3] <= [...r2] {ORIGIN}",
+            f"ineq [...r4] <= [...r3] {ORIGIN}",
+            f"ineq [...r3] <= [...r4] {ORIGIN}",
+        ],
+    )
+    assert presolvable(sc, v) == ["r2"]
+    assert solved_for(sc, "3") == {}
+
+
+def test_dropping_an_unsettled_variable_drops_what_it_guards() -> None:
+    """``r4`` lies above ``r2`` and ``r3``; ``r6`` lies above ``r2`` only and
+    also broadcasts from the argument's input row. With that row open,
+    ``r6`` is not presolved, so ``r2`` (below it) is unsettled; ``r3`` and
+    ``r4``, whose own guards are presolved, are guarded by ``r2`` and go
+    with it. With the row known, all four are presolved."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized r1, r2, r3, r4, r5, r6",
+            "fixed (none)",
+            "arg 0 'x' [] | [...r5] -> [...r1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'a' [] | [] -> [...r2]",
+            "internal 1 'b' [] | [] -> [...r3]",
+            "internal 2 'c' [] | [] -> [...r4]",
+            "internal 3 'd' [] | [] -> [...r6]",
+            f"ineq [...r2] <= [...r1] {ORIGIN}",
+            f"ineq [...r3] <= [...r1] {ORIGIN}",
+            f"ineq [...r4] <= [...r2] {ORIGIN}",
+            f"ineq [...r4] <= [...r3] {ORIGIN}",
+            f"ineq [...r6] <= [...r2] {ORIGIN}",
+            f"ineq [...r6] <= [...r5] {ORIGIN}",
+        ],
+    )
+    assert presolvable(sc, v) == ["r2", "r3", "r4", "r6"]
+    assert solved_for(sc, "...->2") == {}
+    two = Row((Size(2),))
+    assert solved_for(sc, "1->2") == {v[n]: two for n in ("r2", "r3", "r4", "r6")}
+
+
+def test_a_capture_input_without_a_size_leaves_its_dim_to_the_argument() -> None:
+    """The capture input's dim is also the argument's: a reference that
+    stands for no size yet says nothing, and the argument's size is read."""
+    s = Session()
+    sc, v = text_scheme(
+        s,
+        [
+            "generalized d1, d2",
+            "fixed (none)",
+            "arg 0 'x' [] | [] -> [d1]",
+            "result 0 'y' [] | [] -> []",
+            "internal 0 'h' [] | [] -> [d2]",
+            f"dim_ineq d2 <= d1 {ORIGIN}",
+            f"capture 'h' d1 {ORIGIN}",
+        ],
+    )
+    assert solved_for(sc, "5") == {v["d2"]: Size(5)}
+
+
+CLOSED_SOURCE = [
+    "generalized d1, d2",
+    "fixed (none)",
+    "arg 0 'x' [] | [] -> [d1]",
+    "result 0 'y' [] | [] -> []",
+    "internal 0 'h' [] | [] -> [d2]",
+    f"dim_ineq d2 <= d1 {ORIGIN}",
+]
+OPEN_SOURCE = two_row_scheme(
+    [f"dim_ineq d3 <= d1 {ORIGIN}", f"dim_ineq d4 <= d2 {ORIGIN}"]
+)
+
+
+@pytest.mark.parametrize(
+    ("lines", "spec"), [(CLOSED_SOURCE, "2,3"), (OPEN_SOURCE, "5")]
+)
+def test_a_source_row_that_cannot_hold_the_actual_row_presolves_nothing(
+    lines: list[str], spec: str
+) -> None:
+    """A closed source row with fewer axes than the actual row, an open one
+    that writes more axes than it has: the full application reports that."""
+    s = Session()
+    sc, _ = text_scheme(s, lines)
+    assert solved_for(sc, spec) == {}
+
+
+def test_a_size_a_source_row_writes_must_be_the_actual_one() -> None:
+    s = Session()
+    sc, v = text_scheme(
+        s, two_row_scheme([f"ineq [...r2] <= [...r1] {ORIGIN}"], "[...r1, 4]")
+    )
+    assert solved_for(sc, "3,4")[v["r2"]] == Row((Size(3),))
+    assert solved_for(sc, "3,5") == {}
+
+
+def test_applications_with_the_same_arguments_share_their_concrete_rows() -> None:
+    """Presolved values are kept per source values, and so are the concrete
+    rows built from them: a second application with an argument of the same
+    shape reuses the first one's internal rows instead of building its own."""
+    s = Session()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        s.pointwise("h", xs[0], s.leaf("c", "1"))
+        return [xs[0]]
+
+    sc = traced(s, body)
+    applied = [
+        scheme.instantiate(
+            sc,
+            application=f"a{i}",
+            args=[s.leaf(f"x{i}", "2|3->4")],
+            results=[s.fresh(f"y{i}")],
+        )
+        for i in range(2)
+    ]
+    first, second = (app.internal[1] for app in applied)
+    assert first.dims() == second.dims() == ((2,), (3,), (4,))
+    assert all(a is b for a, b in zip(first.rows(), second.rows(), strict=True))

@@ -86,6 +86,25 @@ def test_a_capture_input_round_trips() -> None:
     assert capture.origin.operation == "einsum"
 
 
+def test_a_capture_bound_before_a_pending_total_round_trips_its_place() -> None:
+    """The body binds the row capture, then adds a total: the capture input
+    is bound before that pending fact (``before 0``), in the rebuilt scheme
+    too."""
+    s = Session()
+    ref = s.dim_ref("r")
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.einsum("y", "..r..|j=>..r..|j", xs[0], capture_dims=[ref])
+        s.total_elems(y, 12)
+        return [y]
+
+    sc = traced(s, body)
+    assert [capture.before for capture in sc.captures] == [0]
+    again = rebuilt(sc)
+    assert [capture.before for capture in again.captures] == [0]
+    assert again.to_lines() == sc.to_lines()
+
+
 def test_the_rebuilt_scheme_has_its_label_and_the_sessions_closing_count() -> None:
     s = Session()
     s.leaf("x", "2")

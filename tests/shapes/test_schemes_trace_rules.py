@@ -15,12 +15,16 @@ from collections.abc import Sequence
 import pytest
 
 from axisflow.shapes import (
+    CaptureBind,
     DeferredCount,
     DimEq,
     DimIneq,
     DimVar,
     Kind,
     Origin,
+    Row,
+    RowEq,
+    RowIneq,
     Session,
     ShapeError,
     Side,
@@ -29,6 +33,7 @@ from axisflow.shapes import (
     UntraceableScheme,
     scheme,
 )
+from axisflow.shapes.constraints import PaddedAxis
 from axisflow.shapes.scheme.read import build_scheme
 from axisflow.shapes.scheme.text import parse_scheme_text
 from tests.shapes.test_schemes import apply, traced
@@ -531,3 +536,227 @@ def test_padding_margins_are_carried() -> None:
     assert [app.internal[1].padding("output") for app in applied] == [
         relu.shape.padding("output") for relu in runs
     ]
+
+
+# ------------------------------------------- old and new variables, anchors
+
+BEFORE = Origin("before", "w")
+
+
+@pytest.mark.parametrize("solved", [False, True])
+def test_the_first_dim_minted_after_the_mark_is_generalized(solved: bool) -> None:
+    """``var_mark`` is the id the next variable gets: that variable is the
+    trace's own (generalized, no placeholder of an old one), also when it
+    was solved between the mark and the call, whose constraints are not the
+    scheme's."""
+    s = Session()
+    s.leaf("z", "2")  # the mark is not 0
+    with s.rewind():
+        mark = s.var_mark()
+        first = s.fresh_dim_var()
+        assert first.id == mark
+        if solved:
+            s.add(DimEq(first, Size(5), BEFORE))
+        x = s.fresh("x")
+
+        def body() -> list[Tensor]:
+            y = s.einsum("y", "i=>i", x)
+            (dim,) = s.solver.norm_row(y.shape.row(Kind.OUTPUT)).dims
+            s.add(DimEq(dim, first, Origin("eq", "y")))
+            return [y]
+
+        sc = scheme.trace(s, var_mark=mark, label="f", args=[x], f=body)
+    assert sc.to_lines() == [
+        "generalized d1",
+        "fixed (none)",
+        "arg 0 'x' [] | [] -> [d1]",
+        "result 0 'y' [] | [] -> [d1]",
+        "internal 0 'y' [] | [] -> [d1]",
+    ]
+
+
+def test_a_tracer_row_solved_before_the_call_stays_generalized() -> None:
+    """The tracer's batch row variable is the first minted after the mark;
+    giving it axes before the call is not the scheme's concern."""
+    s = Session()
+    s.leaf("z", "2")
+    with s.rewind():
+        mark = s.var_mark()
+        x = s.fresh("x")
+        batch = x.shape.row(Kind.BATCH)
+        assert batch.var is not None and batch.var.id == mark
+        s.add(RowEq(batch, Row((Size(2),)), BEFORE))
+        sc = scheme.trace(
+            s, var_mark=mark, label="f", args=[x], f=lambda: [s.pointwise("y", x)]
+        )
+    assert sc.to_lines()[2] == "arg 0 'x' [...r1] | [...r2] -> [...r3]"
+
+
+@pytest.mark.parametrize("tail_solved_in_body", [False, True])
+def test_an_anchor_row_solved_through_a_chain_reads_all_its_axes(
+    tail_solved_in_body: bool,
+) -> None:
+    """The weight's output row was solved to ``[...r, 3]`` before the trace,
+    and ``r`` to ``[...t, 4]`` before it or by the body (reading the row then
+    rewrites its entry to the flattened chain): the anchor's row in the
+    scheme has the axes the session gives the weight at the end of the body,
+    and the open tail is held by the anchor (no loose variable)."""
+    s = Session()
+    w = s.param("w")
+    out = w.shape.row(Kind.OUTPUT)
+    middle = s.fresh_row_var()
+    s.add(RowEq(out, Row((Size(3),), middle), BEFORE))
+
+    def solve_tail() -> None:
+        s.add(RowEq(Row((), middle), Row((Size(4),), s.fresh_row_var()), BEFORE))
+
+    if not tail_solved_in_body:
+        solve_tail()
+    seen: list[Row] = []
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        if tail_solved_in_body:
+            solve_tail()
+        y = s.pointwise("y", w, xs[0])
+        seen.append(s.solver.norm_row(out))
+        return [y]
+
+    sc = traced(s, body)
+    assert seen[0].dims == (Size(4), Size(3))
+    (anchor,) = sc.anchors
+    assert anchor.rows[2].dims == seen[0].dims
+    assert anchor.rows[2].var in sc.fixed
+    assert sc.loose == ()
+
+
+@pytest.mark.parametrize("solved_first", [False, True])
+def test_an_old_dim_solved_to_another_shares_its_placeholder(
+    solved_first: bool,
+) -> None:
+    """Two old dims equated before the trace are one open dim: the body
+    relating either (in either order) gives one fixed dim, loose once."""
+    s = Session()
+    a, b = s.fresh_dim_var(), s.fresh_dim_var()
+    s.add(DimEq(a, b, BEFORE))
+    root = s.solver.find_dim(a)
+    solved = a if root == b else b
+    olds = (solved, root) if solved_first else (root, solved)
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        y = s.einsum("y", "i=>i", xs[0])
+        (dim,) = s.solver.norm_row(y.shape.row(Kind.OUTPUT)).dims
+        for old in olds:
+            s.add(DimIneq(dim, old, Origin("rel", "y")))
+        return [y]
+
+    lines = traced(s, body).to_lines()
+    assert lines[1] == "fixed d2"
+    assert [line for line in lines if line.startswith("loose")] == [
+        f"loose d2 = old {root!r}"
+    ]
+
+
+@pytest.mark.parametrize("solved_first", [False, True])
+def test_anchors_whose_rows_were_equated_before_the_trace_share_one_row(
+    solved_first: bool,
+) -> None:
+    """Two weights' output rows equated before the trace are one open row:
+    read in either order, both anchors hold the same scheme row there."""
+    s = Session()
+    w1, w2 = s.param("w1"), s.param("w2")
+    s.add(RowEq(w1.shape.row(Kind.OUTPUT), w2.shape.row(Kind.OUTPUT), BEFORE))
+    out1 = w1.shape.row(Kind.OUTPUT).var
+    assert out1 is not None
+    solved, root = (w1, w2) if s.solver.is_row_solved(out1.id) else (w2, w1)
+    first, second = (solved, root) if solved_first else (root, solved)
+    sc = traced(s, lambda xs: [s.pointwise("y", first, xs[0], second)])
+    assert [anchor.shape for anchor in sc.anchors] == [first.shape, second.shape]
+    assert sc.anchors[0].rows[2] == sc.anchors[1].rows[2]
+    assert sc.anchors[0].rows[2].var in sc.fixed
+
+
+def test_a_padded_axis_of_a_shape_the_scheme_cannot_name_is_refused() -> None:
+    """A shape made after the mark but before the call is neither an
+    argument, an anchor (those are older) nor made by the function."""
+    s = Session()
+    kernel = s.param("kernel", "3")
+    with s.rewind():
+        mark = s.var_mark()
+        x = s.fresh("x")
+        z = s.leaf("z", "8")
+        with pytest.raises(UntraceableScheme) as info:
+            scheme.trace(
+                s,
+                var_mark=mark,
+                label="f",
+                args=[x],
+                f=lambda: [s.einsum("conv", "2*o=+k; k => o", z, kernel)],
+            )
+    assert str(info.value) == (
+        "tracing the shape scheme f: einsum 'conv' of z, kernel (spec "
+        "'2*o=+k; k => o') pads an axis of a shape that is neither an argument, "
+        "an anchor nor made by the function; a scheme cannot name it"
+    )
+
+
+def test_a_row_lower_bound_added_twice_is_one_fact() -> None:
+    """The same bound with two origins: one inequality, the first origin."""
+    s = Session()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        out = xs[0].shape.row(Kind.OUTPUT)
+        above = Row((Size(4),), s.fresh_row_var())
+        s.add(RowIneq(above, out, Origin("first", "x")))
+        s.add(RowIneq(above, out, Origin("second", "x")))
+        return [xs[0]]
+
+    assert [line for line in traced(s, body).to_lines() if line.startswith("ineq")] == [
+        "ineq [...r4, 4] <= [...r3] ('first' 'x')"
+    ]
+
+
+def test_a_dim_only_a_capture_input_mentions_is_declared() -> None:
+    s = Session()
+    ref = s.dim_ref("h")
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        s.add(CaptureBind(ref, s.fresh_dim_var(), Origin("bind", "h")))
+        return [xs[0]]
+
+    lines = traced(s, body).to_lines()
+    assert lines[0] == "generalized r1, r2, r3, d1"
+    assert lines[-1] == "capture 'h' d1 ('bind' 'h')"
+
+
+def test_a_kernel_dim_only_a_padding_mentions_is_declared() -> None:
+    s = Session()
+
+    def body(xs: Sequence[Tensor]) -> list[Tensor]:
+        out = xs[0].shape.row(Kind.OUTPUT)
+        s.add(PaddedAxis(out, 0, s.fresh_dim_var(), Origin("pad", "x")))
+        return [xs[0]]
+
+    lines = traced(s, body).to_lines()
+    assert lines[0] == "generalized r1, r2, r3, d1"
+    assert lines[-1] == "pad arg 0 output 0 d1 ('pad' 'x')"
+
+
+def test_a_result_the_scheme_holds_only_as_a_result_is_located_there() -> None:
+    """A shape made after the mark but before the call, returned by the
+    function: only the results hold it. A result made by the function is
+    also internal, which ``locate`` reports first."""
+    s = Session()
+    with s.rewind():
+        mark = s.var_mark()
+        x = s.fresh("x")
+        z = s.fresh("z")
+        made: list[Tensor] = []
+
+        def body() -> list[Tensor]:
+            made.append(s.pointwise("y", x, z))
+            return [z, made[0]]
+
+        sc = scheme.trace(s, var_mark=mark, label="f", args=[x], f=body)
+    assert sc.locate(z.shape) == ("result", 0)
+    assert sc.locate(made[0].shape) == ("internal", 0)
+    assert sc.locate(x.shape) == ("arg", 0)
