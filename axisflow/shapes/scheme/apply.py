@@ -536,23 +536,15 @@ _TEMPLATED_ITSELF: WeakKeyDictionary[Scheme, frozenset[RowVar]] = WeakKeyDiction
 def _templated_itself(sc: Scheme) -> frozenset[RowVar]:
     """The ``safe_to_guess`` tails of rows templated themselves: on the
     result side of an inequality that is not into its operation's own
-    tensor (a compose's left operand's input row), and not reached by a
-    result row's template from an operand with axes (see
-    :func:`_untemplated_tails`); found once per scheme."""
+    tensor (a compose's left operand's input row); found once per scheme."""
     found = _TEMPLATED_ITSELF.get(sc)
     if found is None:
         safe = {var for var, mark in sc.marks if mark is Mark.SAFE_TO_GUESS}
-        marked_by_a_result = {
-            var
-            for var, _axes, _tail, operand_axes in _template_sources(sc)
-            if operand_axes
-        }
         found = frozenset(
             first.var  # type: ignore[union-attr]
             for code, first, _, at in sc._plan
             if code == ROW_INEQ
             and first.var in safe  # type: ignore[union-attr]
-            and first.var not in marked_by_a_result  # type: ignore[union-attr]
             and not _on_the_result(sc._origins[at])  # type: ignore[arg-type]
         )
         _TEMPLATED_ITSELF[sc] = found
@@ -584,7 +576,8 @@ def _untemplated_tails(
     mark. Re-running the body makes that template again (the operand keeps
     its axes: a constant's, or the argument or anchor row's, which the
     actual row has too), however long the boundary row is, so such a tail
-    keeps its mark; and so does one a result row's template reaches too.
+    keeps its mark. (A tail a compose templated that a result row's template
+    reaches too loses it; no program was found where re-evaluation differs.)
     """
     if not sc.marks:
         return frozenset()
@@ -601,16 +594,16 @@ def _untemplated_tails(
     return frozenset(untemplated)
 
 
-_TEMPLATE_SOURCES: WeakKeyDictionary[
-    Scheme, tuple[tuple[RowVar, int, RowVar, int], ...]
-] = WeakKeyDictionary()
+_TEMPLATE_SOURCES: WeakKeyDictionary[Scheme, tuple[tuple[RowVar, int, RowVar], ...]] = (
+    WeakKeyDictionary()
+)
 
 
-def _template_sources(sc: Scheme) -> tuple[tuple[RowVar, int, RowVar, int], ...]:
+def _template_sources(sc: Scheme) -> tuple[tuple[RowVar, int, RowVar], ...]:
     """The inequalities ``[...x, axes] ⊒ [...tail]`` into the row of the
     tensor their operation makes whose operand ``tail`` is the open tail of
     an argument or anchor row, as (``x``, the result side's axes beyond the
-    operand's, ``tail``, the operand's own axes); found once per scheme."""
+    operand's, ``tail``); found once per scheme."""
     found = _TEMPLATE_SOURCES.get(sc)
     if found is None:
         tails = {
@@ -624,7 +617,6 @@ def _template_sources(sc: Scheme) -> tuple[tuple[RowVar, int, RowVar, int], ...]
                 first.var,  # type: ignore[union-attr]
                 len(first.dims) - len(second.dims),  # type: ignore[union-attr]
                 second.var,  # type: ignore[union-attr]
-                _operand_axes(sc, second, at),  # type: ignore[arg-type]
             )
             for code, first, second, at in sc._plan
             if code == ROW_INEQ
@@ -635,27 +627,6 @@ def _template_sources(sc: Scheme) -> tuple[tuple[RowVar, int, RowVar, int], ...]
         )
         _TEMPLATE_SOURCES[sc] = found
     return found
-
-
-def _operand_axes(sc: Scheme, operand: Row, at: int) -> int:
-    """The axes the operand row of a template source had at the end of the
-    trace: those of the argument or anchor row its origin names, when that
-    row ends in the same tail; else the inequality's own operand axes and
-    those Stage 1 peeled off it into dim inequalities of the same origin."""
-    side = sc._origins[at].rhs
-    if side is not None and side.kind is not None:
-        boundary = (
-            *zip(sc.arg_names, sc.args, strict=True),
-            *((anchor.shape.name, anchor.rows) for anchor in sc.anchors),
-        )
-        for name, rows in boundary:
-            term = rows[KINDS.index(side.kind)]
-            if name == side.tensor and term.var == operand.var:
-                return len(term.dims)
-    peeled = sum(
-        1 for code, _, _, where in sc._plan if code == DIM_INEQ and where == at
-    )
-    return len(operand.dims) + peeled
 
 
 def _on_the_result(origin: Origin) -> bool:
@@ -698,9 +669,7 @@ def _templated_tails(
         for term, current in _boundary_tails(sc, args, sabotages)
     }
     return [
-        var
-        for var, axes, tail, _operand_axes in sources
-        if tail in extra and 0 < extra[tail] <= axes
+        var for var, axes, tail in sources if tail in extra and 0 < extra[tail] <= axes
     ]
 
 
