@@ -274,3 +274,44 @@ def test_an_argument_tail_keeps_the_mark_of_a_constants_template() -> None:
 
     assert outcome(through_scheme=False) == ((), (), (3,))
     assert outcome(through_scheme=True) == outcome(through_scheme=False)
+
+
+def test_a_compose_templated_argument_row_loses_its_mark_whatever_its_other_marks() -> (
+    None
+):
+    """The tracer's input row took a template from w's output row (a
+    compose's left operand), so its tail's ``safe_to_guess`` is not written
+    on an argument whose input row already has the axis: for the traced
+    scheme, and for the same scheme read from text without the tail's other
+    mark (``used_in_spec_or_compose``)."""
+
+    def written_on_input_tail(without_other_mark: bool) -> bool:
+        s = Session(keep_log=True)
+        w = s.param("w", "...,1|...,1->...,1")
+        sc = traced(s, lambda xs: [s.compose("v", xs[0], w)])
+        if without_other_mark:
+            lines = sc.to_lines()
+            tail = "r2"
+            assert f"mark safe_to_guess {tail}" in lines
+            lines.remove(f"mark used_in_spec_or_compose {tail}")
+            sc = build_scheme(
+                parse_scheme_text(lines),
+                session=s,
+                label="f",
+                anchors=[w.shape],
+                ref=s.dim_ref,
+            )
+        x = s.leaf("x", "...|...,1->...")
+        start = len(s.log)
+        scheme.instantiate(sc, application="c", args=[x], results=[s.fresh("y")])
+        norm = s.solver.norm_row
+        tail_var = norm(x.shape.row(Kind.INPUT)).var
+        return any(
+            isinstance(c, PolicyMark)
+            and c.mark is Mark.SAFE_TO_GUESS
+            and norm(c.row).var == tail_var
+            for c in s.log[start:]
+        )
+
+    assert written_on_input_tail(without_other_mark=False) is False
+    assert written_on_input_tail(without_other_mark=True) is False
