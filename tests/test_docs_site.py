@@ -4,14 +4,14 @@ rewriting of ``docs/_tooling/griffe_rest.py`` does what the site relies on."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import griffe
 import pytest
+
+from tests.script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 API = ROOT / "docs" / "api"
@@ -19,14 +19,7 @@ API = ROOT / "docs" / "api"
 
 def tooling(name: str) -> ModuleType:
     """A module of ``docs/_tooling`` (not a package: MkDocs loads it by path)."""
-    spec = importlib.util.spec_from_file_location(
-        name, ROOT / "docs" / "_tooling" / f"{name}.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "docs" / "_tooling" / f"{name}.py", name, register=True)
 
 
 griffe_rest = tooling("griffe_rest")

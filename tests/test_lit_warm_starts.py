@@ -4,7 +4,6 @@ same tool run afresh does, and the runs were served by the server."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -18,18 +17,14 @@ from types import ModuleType
 
 import pytest
 
+from tests.script_module import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
 FILECHECK_DIR = ROOT / "tests" / "filecheck"
 
 
 def _warm_tools() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "warm_tools", FILECHECK_DIR / "warm_tools.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(FILECHECK_DIR / "warm_tools.py", "warm_tools")
 
 
 WARM = _warm_tools()

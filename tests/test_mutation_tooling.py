@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import tomllib
 from pathlib import Path
 from types import ModuleType
+
+from tests.script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _driver() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "mutation_run", ROOT / "mutation/run.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "mutation/run.py", "mutation_run")
 
 
 def test_an_entry_naming_no_survivor_of_its_campaign_is_stale() -> None:

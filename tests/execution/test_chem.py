@@ -9,7 +9,6 @@ The scale is the residual at the MP2 guess, where pyscf's CCSD starts.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from pyscf import cc, gto, lib, scf
 from axisflow.execution import evaluate_expression, execute_expression
 from axisflow.execution.chem import ChemError, closed_shell_inputs, pyscf_inputs
 from tests.conftest import EXAMPLES
+from tests.script_module import load_script
 
 TEXT = (EXAMPLES / "sequant" / "ccsd_doubles_residual_sf.txt").read_text("utf-8")
 SYMMETRIZER = "Ŝ{i_1,i_2;a_1,a_2}:N-C-S * "
@@ -158,13 +158,7 @@ def test_tensors_outside_the_conventions_are_refused() -> None:
 
 def load_example(name: str) -> Any:
     """The example script ``examples/chem/NAME.py`` as a module."""
-    spec = importlib.util.spec_from_file_location(
-        name, EXAMPLES / "chem" / f"{name}.py"
-    )
-    assert spec is not None and spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    return example
+    return load_script(EXAMPLES / "chem" / f"{name}.py", name)
 
 
 def readme_lines(command: str, skip: int) -> list[str]:
