@@ -150,13 +150,16 @@ def test_the_axes_counted_are_those_beyond_the_schemes_own_row(
     assert re_evaluated(body, w_spec, x_spec) == outcome
 
 
-def folded(s: Session, w: Tensor) -> scheme.Scheme:
+def folded(s: Session, w: Tensor, *, without_mark: bool = False) -> scheme.Scheme:
     """The scheme of :func:`through_parameter_after_an_axis` in text form,
     with its dim inequality folded into the row inequality: ``[...w, 3, 3, 3]
     ⊒ [...t, i]``, which has two axes beyond its operand's, as the traced
-    ``[...w, 3, 3] ⊒ [...t]`` and ``3 ⊒ i`` together."""
+    ``[...w, 3, 3] ⊒ [...t]`` and ``3 ⊒ i`` together. ``without_mark``: also
+    without the ``safe_to_guess`` mark the trace gave w's tail."""
     sc = traced(s, lambda xs: through_parameter_after_an_axis(s, w, xs))
     lines = sc.to_lines()
+    if without_mark:
+        lines.remove("mark safe_to_guess r2")
     (dim_ineq,) = [line for line in lines if line.startswith("dim_ineq 3 <= d1 ")]
     (ineq,) = [line for line in lines if line.startswith("ineq ")]
     assert ineq.startswith("ineq [...r2, 3, 3] <= [...r1] "), lines
@@ -315,3 +318,45 @@ def test_a_compose_templated_argument_row_loses_its_mark_whatever_its_other_mark
 
     assert written_on_input_tail(without_other_mark=False) is False
     assert written_on_input_tail(without_other_mark=True) is False
+
+
+@pytest.mark.parametrize(
+    ("x_spec", "marked"),
+    [("3,3|->2", True), ("3,3,3|->2", True), ("3,3,3,3|->2", False)],
+)
+def test_a_tail_the_scheme_leaves_unmarked_takes_the_mark_by_the_axes_beyond_its_row(
+    x_spec: str, marked: bool
+) -> None:
+    """Without the trace's mark on w's tail, only the templated-tail rule
+    marks it: where the argument's batch row has 1 to 2 axes (the result
+    side's beyond the operand's) more than the scheme's ``[...t, i]``."""
+    got = applied(
+        through_parameter_after_an_axis,
+        "...,3,3,3|->2",
+        x_spec,
+        lambda s, w: folded(s, w, without_mark=True),
+    )
+    assert got[0] is marked
+
+
+def test_a_tail_the_scheme_marks_and_the_rule_templates_is_marked_once() -> None:
+    """With the trace's mark kept, w's tail is also a templated tail for an
+    argument one axis longer than ``[...t, i]``: one ``safe_to_guess`` is
+    written on it, not two."""
+    s = Session(keep_log=True)
+    w = s.param("w", "...,3,3,3|->2")
+    sc = folded(s, w)
+    start = len(s.log)
+    scheme.instantiate(
+        sc, application="c", args=[s.leaf("x", "3,3|->2")], results=[s.fresh("y")]
+    )
+    norm = s.solver.norm_row
+    tail = norm(w.shape.row(Kind.BATCH)).var
+    written = [
+        c
+        for c in s.log[start:]
+        if isinstance(c, PolicyMark)
+        and c.mark is Mark.SAFE_TO_GUESS
+        and norm(c.row).var == tail
+    ]
+    assert len(written) == 1
