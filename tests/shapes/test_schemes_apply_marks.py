@@ -54,20 +54,25 @@ def through_parameter_after_an_axis(
     return through_parameter(s, w, xs)
 
 
-def marks_batch_tail(s: Session, start: int, w: Tensor) -> bool:
-    """Whether a ``safe_to_guess`` mark logged since ``start`` is on a row
-    whose open tail is that of w's batch row (the scheme's renamed variable
-    for it, tied to w's by the anchor's equality, counts, and so does one
-    that Stage 1 has templated meanwhile)."""
+def safe_marks_on_tail(s: Session, start: int, row: Row) -> int:
+    """How many ``safe_to_guess`` marks logged since ``start`` are on a row
+    whose open tail is ``row``'s (the scheme's renamed variable for it, tied
+    by an equality, counts, and so does one Stage 1 has templated meanwhile)."""
     norm = s.solver.norm_row
-    tail = norm(w.shape.row(Kind.BATCH)).var
+    tail = norm(row).var
     assert tail is not None
-    return any(
-        isinstance(c, PolicyMark)
+    return sum(
+        1
+        for c in s.log[start:]
+        if isinstance(c, PolicyMark)
         and c.mark is Mark.SAFE_TO_GUESS
         and norm(c.row).var == tail
-        for c in s.log[start:]
     )
+
+
+def marks_batch_tail(s: Session, start: int, w: Tensor) -> bool:
+    """Whether a ``safe_to_guess`` mark logged since ``start`` is on w's batch tail."""
+    return safe_marks_on_tail(s, start, w.shape.row(Kind.BATCH)) > 0
 
 
 def closed(s: Session, w: Tensor, y: Tensor) -> object:
@@ -307,14 +312,7 @@ def test_a_compose_templated_argument_row_loses_its_mark_whatever_its_other_mark
         x = s.leaf("x", "...|...,1->...")
         start = len(s.log)
         scheme.instantiate(sc, application="c", args=[x], results=[s.fresh("y")])
-        norm = s.solver.norm_row
-        tail_var = norm(x.shape.row(Kind.INPUT)).var
-        return any(
-            isinstance(c, PolicyMark)
-            and c.mark is Mark.SAFE_TO_GUESS
-            and norm(c.row).var == tail_var
-            for c in s.log[start:]
-        )
+        return safe_marks_on_tail(s, start, x.shape.row(Kind.INPUT)) > 0
 
     assert written_on_input_tail(without_other_mark=False) is False
     assert written_on_input_tail(without_other_mark=True) is False
@@ -350,13 +348,4 @@ def test_a_tail_the_scheme_marks_and_the_rule_templates_is_marked_once() -> None
     scheme.instantiate(
         sc, application="c", args=[s.leaf("x", "3,3|->2")], results=[s.fresh("y")]
     )
-    norm = s.solver.norm_row
-    tail = norm(w.shape.row(Kind.BATCH)).var
-    written = [
-        c
-        for c in s.log[start:]
-        if isinstance(c, PolicyMark)
-        and c.mark is Mark.SAFE_TO_GUESS
-        and norm(c.row).var == tail
-    ]
-    assert len(written) == 1
+    assert safe_marks_on_tail(s, start, w.shape.row(Kind.BATCH)) == 1
