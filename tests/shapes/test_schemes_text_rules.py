@@ -11,8 +11,11 @@ expected (a parser that accepted any would misread the next item).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import axisflow.shapes.scheme.text as text_module
 from axisflow.shapes import (
@@ -43,6 +46,7 @@ from axisflow.shapes.scheme.data import (
     Rows,
 )
 from axisflow.shapes.scheme.text import (
+    SchemeText,
     SchemeTextError,
     VarName,
     parse_scheme_text,
@@ -505,3 +509,32 @@ def test_rows_lines_the_regular_expression_refuses_are_refused_by_the_tokenizer(
     with pytest.raises(SchemeTextError) as info:
         parse_scheme_text(["generalized r1, d1", line])
     assert str(info.value) == f"malformed shape scheme line 2 {message} in {line!r}"
+
+
+def _read_rows_line(line: str, fast: bool) -> object:
+    """The scheme text one rows line reads to, or the reader's message;
+    through the regular expression where it takes the line, or through the
+    tokenizer alone."""
+    lines = ["generalized r1", line]
+    try:
+        if fast:
+            return parse_scheme_text(lines)
+        with mock.patch.object(text_module, "_fast_rows_line", lambda *_: False):
+            return parse_scheme_text(lines)
+    except SchemeTextError as error:
+        return str(error)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.text(alphabet="'a [|]->", max_size=10))
+def test_any_name_reads_alike_by_regular_expression_and_tokenizer(name: str) -> None:
+    """Whatever the text between the first quote and ``[``, quotes unpaired
+    included, the regular expression ends the name where the tokenizer
+    does: both read the line alike or refuse it alike. A name the printer
+    quotes is taken by the regular expression itself."""
+    raw = f"arg 0 '{name}' [...r1] | [] -> [2]"
+    assert _read_rows_line(raw, fast=True) == _read_rows_line(raw, fast=False)
+    printed = f"arg 0 {text_module.quote(name)} [...r1] | [] -> [2]"
+    read = SchemeText()
+    assert text_module._fast_rows_line(printed, read, {})
+    assert [item[0] for item in read.args] == [name]

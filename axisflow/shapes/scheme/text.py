@@ -523,7 +523,6 @@ def _indexed(tokens: _Tokens, items: list[tuple[str, TextRows]], what: str) -> N
 # lines (a caller's scheme lists the shapes of every body it calls into), so
 # they are read by one regular expression; any other spelling, and every
 # malformed line, goes through the tokenizer, which reports errors.
-_QUOTED = re.compile(r"'(?:[^']|'')*'")
 _FAST_ROWS = re.compile(
     r"(arg|result|anchor|internal) (\d+) ('(?:[^']|'')*') "
     r"\[([^\]]*)\] \| \[([^\]]*)\] -> \[([^\]]*)\]\Z"
@@ -568,10 +567,10 @@ def _fast_rows_line(
     match = _FAST_ROWS.match(line)
     if match is None:
         return False
+    # The name ends where the tokenizer's quoted token would: a quote
+    # followed by a space closes a quoted name whichever way it is parsed
+    # (inside one, quotes come in pairs).
     keyword, index, name = match.group(1, 2, 3)
-    # The name must end where the tokenizer's quoted token would end.
-    if _QUOTED.match(line, match.start(3)).end() != match.end(3):  # type: ignore[union-attr]
-        return False
     items = {
         "arg": text.args,
         "result": text.results,
