@@ -31,6 +31,11 @@ runs again until it has nothing left.
    a fixed index needs.
 9. :func:`check_totals`: every total holds.
 
+Steps 8 and 9 run again from a guess made for a pending equation
+(:class:`GuessSearch`) when they meet a contradiction: the guess takes the
+next size, so that closing finds positive sizes where its first guesses
+would make the equations contradict each other.
+
 Dims have no single-neighbour step: a dim's lower bound propagates along its
 inequalities at Stage 1 (OCANNL keeps it on one side only), so equating two
 dims that are each other's only neighbour could not change any closed size.
@@ -38,7 +43,8 @@ dims that are each other's only neighbour could not change any closed size.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NoReturn
 
 from axisflow.shapes.constraints import (
@@ -49,6 +55,7 @@ from axisflow.shapes.constraints import (
     Terminal,
     TotalElems,
 )
+from axisflow.shapes.errors import ShapeError
 from axisflow.shapes.solver import RowBounds, Solver
 from axisflow.shapes.terms import (
     BROADCAST_UNIT,
@@ -63,6 +70,123 @@ from axisflow.shapes.terms import (
 )
 
 CLOSING_ORIGIN = Origin("close", "the session")
+
+SEARCH_ATTEMPTS = 128
+"""Runs of steps 8 and 9 :class:`GuessSearch` may try after the first
+fails, before it reports that first contradiction: sizes never run out, so
+the search is bounded by count (and so deterministic)."""
+
+SEARCH_WORK = (16, 4096)
+"""The dims the search's runs may read in all (``close_remaining_dims``
+reads every open row's dims each round): 16 times what the first run read,
+plus 4096. A large program's runs each read all of its open rows, so this,
+not ``SEARCH_ATTEMPTS``, bounds what a contradiction there costs (about 16
+more first runs); a small program gets every attempt."""
+
+SEARCH_DEPTH = 6
+"""The guesses before a contradiction that the search may change: each is
+solved before the next is made, so the latest are the likely cause."""
+
+SEARCH_WIDTH = 8
+"""The largest raise of one guess alone the search tries before it raises
+several together."""
+
+
+class GuessSearch:
+    """The guesses closing makes for pending equations, and larger ones.
+
+    :func:`_decide_equations` guesses a dim its least size; equations that
+    share dims can then contradict each other where larger sizes satisfy all
+    of them (``d4 = d8 + d5`` and ``7 = d4 + d5``: guessing ``d4`` its least
+    size 2 leaves ``d8 = -3``; 4 gives ``d5 = 3, d8 = 1``). When steps 8 and
+    9 meet a contradiction, the search undoes everything since the
+    ``SEARCH_DEPTH``-th guess before it (through the solver's trail) and
+    runs them again from there with those guesses raised: first each by 1
+    alone, then by 2 in all, and so on (the latest guess first among equal
+    totals), each run making its guesses afresh, until one closes or
+    ``SEARCH_ATTEMPTS`` runs failed; then the first contradiction is
+    reported. A closing that meets no contradiction is exactly what it was
+    without the search. Trail entries are recorded from the first guess
+    on, and dropped at the end unless a rewind window is open around the
+    closing.
+    """
+
+    def __init__(self, solver: Solver) -> None:
+        self.solver = solver
+        self.checkpoints: list[int] = []  # the trail's length before each guess
+        self.start: int | None = None  # the trail's length at the first guess
+        self.first_error: ShapeError | None = None
+        self.raises: Iterator[tuple[int, ...]] | None = None
+        self.raised: tuple[int, ...] = ()  # this run's raise of each guess
+        self.base = 0  # the trail's length the runs start from
+        self.attempts = 0
+        self.work = 0  # dims read by the runs (``close_remaining_dims``)
+        self.allowed = 0  # the work the runs after the first may do in all
+
+    def guess(self, dim: DimVar, size: int, origin: Origin) -> None:
+        """Commit ``dim = size``, raised as this run says, as a choice point."""
+        trail = self.solver.trail
+        if self.start is None:
+            self.start = len(trail.entries)
+            trail.depth += 1
+        index = len(self.checkpoints)
+        self.checkpoints.append(len(trail.entries))
+        if index < len(self.raised):
+            size += self.raised[index]
+        _commit_dims(self.solver, [(dim, Size(size), origin)])
+
+    def retry(self, error: ShapeError) -> bool:
+        """Prepare the next run (the state undone to where the runs start);
+        ``False`` when no guess was made or the attempts are spent."""
+        if self.first_error is None:
+            self.first_error = error
+            if not self.checkpoints:
+                return False
+            depth = min(SEARCH_DEPTH, len(self.checkpoints))
+            self.base = self.checkpoints[-depth]
+            self.raises = _raises(depth)
+            factor, constant = SEARCH_WORK
+            self.allowed = self.work * (factor + 1) + constant
+        if (
+            self.raises is None
+            or self.attempts == SEARCH_ATTEMPTS
+            or self.work > self.allowed
+        ):
+            return False
+        self.attempts += 1
+        self.solver.trail.undo_to(self.base)
+        self.solver.trigger = None
+        self.checkpoints = []
+        self.raised = next(self.raises)
+        return True
+
+    def end(self) -> None:
+        """Stop recording for the search (keeping what an open window needs)."""
+        if self.start is None:
+            return
+        trail = self.solver.trail
+        trail.depth -= 1
+        if not trail.depth:
+            del trail.entries[self.start :]
+        self.start = None
+
+
+def _raises(count: int) -> Iterator[tuple[int, ...]]:
+    """The raises of ``count`` guesses the search tries, in order: one guess
+    alone by 1 to ``SEARCH_WIDTH`` (the latest first at each size), then
+    every other way by increasing total raise (among equal totals the later
+    guesses raised first: ``(0, 1, 1)`` before ``(1, 1, 0)``)."""
+    for size in range(1, SEARCH_WIDTH + 1):
+        for position in reversed(range(count)):
+            yield tuple(size if i == position else 0 for i in range(count))
+    total = 2
+    while True:
+        for cut in itertools.combinations(range(total + count - 1), count - 1):
+            bounds = (-1, *cut, total + count - 1)
+            parts = tuple(b - a - 1 for a, b in itertools.pairwise(bounds))
+            if sum(1 for part in parts if part) > 1 or max(parts) > SEARCH_WIDTH:
+                yield parts
+        total += 1
 
 
 def close(solver: Solver, shape_rows: Iterable[Row]) -> None:
@@ -91,8 +215,17 @@ def close(solver: Solver, shape_rows: Iterable[Row]) -> None:
     rows = list(shape_rows)
     close_pending_prefixes(solver)
     close_remaining_rows(solver, rows)
-    close_remaining_dims(solver, rows)
-    check_totals(solver)
+    search = GuessSearch(solver)
+    while True:
+        try:
+            close_remaining_dims(solver, rows, search)
+            check_totals(solver)
+            break
+        except ShapeError as error:
+            if not search.retry(error):
+                search.end()
+                raise search.first_error or error from None
+    search.end()
 
 
 # ---------------------------------------------------------------- helpers
@@ -585,7 +718,9 @@ def close_remaining_rows(solver: Solver, rows: Sequence[Row]) -> None:
         _commit_rows(solver, decisions)
 
 
-def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
+def close_remaining_dims(
+    solver: Solver, rows: Sequence[Row], search: GuessSearch | None = None
+) -> None:
     """Every other dim becomes 1, or what a fixed index needs.
 
     A deliberate difference like :func:`close_remaining_rows`: OCANNL's
@@ -606,7 +741,8 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
 
     The dims that broadcast from a waiting dim are decided in a later round,
     once the equation is solved: forced to its size at Stage 1, or free
-    again if it is 1.
+    again if it is 1. The guesses of step 3 go through ``search`` (the
+    choice points a contradiction returns to), when given.
     """
     while True:
         waiting = _waiting_dims(solver)
@@ -616,6 +752,8 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
         waits: list[DimVar] = []  # in the order of the rows, then of the entries
         seen: set[DimVar] = set()
         candidates: list[Dim] = [d for row in rows for d in solver.norm_row(row).dims]
+        if search is not None:
+            search.work += len(candidates)
         candidates.extend(DimVar(var_id) for var_id in solver.dim_bounds)
         for dim in candidates:
             dim = solver.find_dim(dim)
@@ -637,7 +775,7 @@ def close_remaining_dims(solver: Solver, rows: Sequence[Row]) -> None:
             # Followers broadcast from a waiting dim, which has stored
             # relations and so is a candidate: none is left without a wait.
             return
-        _decide_equations(solver, waits)
+        _decide_equations(solver, waits, search or GuessSearch(solver))
 
 
 def _waiting_dims(solver: Solver) -> set[DimVar]:
@@ -681,7 +819,9 @@ def _broadcasting_from(solver: Solver, sources: set[DimVar]) -> set[DimVar]:
     return found
 
 
-def _decide_equations(solver: Solver, waits: Sequence[DimVar]) -> None:
+def _decide_equations(
+    solver: Solver, waits: Sequence[DimVar], search: GuessSearch
+) -> None:
     """Guess the dims of pending equations so they stay solvable in positive sizes.
 
     An affine or concatenated axis that no other pending equation uses as a
@@ -762,15 +902,13 @@ def _decide_equations(solver: Solver, waits: Sequence[DimVar]) -> None:
                 if not unknown:
                     continue
                 guess, size = unknown[0], floor(unknown[0])
-            _commit_dims(solver, [(guess, Size(size), linear.origin)])
+            search.guess(guess, size, linear.origin)
             guessed = True
         if guessed:
             return
     var = _first_unknown_of_a_total(solver) or waits[0]
     bounds = solver.dim_bounds.get(var.id)
-    _commit_dims(
-        solver, [(var, Size(1 if bounds is None else bounds.at_least), CLOSING_ORIGIN)]
-    )
+    search.guess(var, 1 if bounds is None else bounds.at_least, CLOSING_ORIGIN)
 
 
 def _first_unknown_of_a_total(solver: Solver) -> DimVar | None:
