@@ -216,16 +216,17 @@ def close(solver: Solver, shape_rows: Iterable[Row]) -> None:
     close_pending_prefixes(solver)
     close_remaining_rows(solver, rows)
     search = GuessSearch(solver)
-    while True:
-        try:
-            close_remaining_dims(solver, rows, search)
-            check_totals(solver)
-            break
-        except ShapeError as error:
-            if not search.retry(error):
-                search.end()
-                raise search.first_error or error from None
-    search.end()
+    try:
+        while True:
+            try:
+                close_remaining_dims(solver, rows, search)
+                check_totals(solver)
+                return
+            except ShapeError as error:
+                if not search.retry(error):
+                    raise search.first_error or error from None
+    finally:
+        search.end()
 
 
 # ---------------------------------------------------------------- helpers

@@ -523,3 +523,21 @@ def test_the_search_changes_no_closing_the_first_guesses_reach(
                 assert sum(searched[p] for p in parts) == whole
         for dim, least in minima:
             assert searched[dim] >= least
+
+
+def test_an_error_other_than_a_contradiction_still_ends_the_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever leaves the search, the trail stops recording: a session
+    left recording would behave as if inside a rewind window."""
+
+    def broken(solver: object) -> None:
+        raise RuntimeError("broken check")
+
+    monkeypatch.setattr(closing, "check_totals", broken)
+    s = Session()
+    dims = _shared_parts(s)
+    with pytest.raises(RuntimeError, match="broken check"):
+        closed(s, *dims)
+    trail = s._trail  # pyright: ignore[reportPrivateUsage]
+    assert (trail.depth, trail.entries) == (0, [])
