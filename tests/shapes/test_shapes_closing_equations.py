@@ -449,6 +449,26 @@ def test_a_small_contradiction_gets_every_attempt_and_a_large_one_its_work_bound
     assert _runs_of_a_failing_closing(monkeypatch, 0) == closing.SEARCH_ATTEMPTS
     large = _runs_of_a_failing_closing(monkeypatch, 2000)
     assert 0 < large < closing.SEARCH_ATTEMPTS // 4
+    # the bound as SEARCH_WORK says: 16 times the first run's reads, plus 4096
+    assert large == LARGE_RUNS
+
+
+LARGE_RUNS = 17
+"""Runs of the search on the contradiction beside 2,000 satisfiable pairs:
+each run reads the 10,000 dims once more, the first read them once."""
+
+
+def test_the_step_alone_makes_its_own_search() -> None:
+    """``close_remaining_dims`` called without a search (as each step can be
+    called alone) makes its guesses through one of its own (only ``close``
+    runs the steps again)."""
+    s = Session()
+    a, b = s.fresh_dim_var(), s.fresh_dim_var()
+    linear(s, LinearKind.CONCAT, [a, b], Size(5))
+    shape = s.new_shape("t", Row(()), Row(()), Row((a, b)))
+    solver = s._solver  # pyright: ignore[reportPrivateUsage]
+    closing.close_remaining_dims(solver, [shape.rows()[2]])
+    assert (solver.find_dim(a), solver.find_dim(b)) == (Size(1), Size(4))
 
 
 def test_a_search_inside_a_rewind_window_is_undone_with_it() -> None:
@@ -470,6 +490,8 @@ def test_the_raises_tried_first_are_one_guess_alone_the_latest_first() -> None:
     assert raises[:4] == [(0, 1), (1, 0), (0, 2), (2, 0)]
     assert raises[2 * closing.SEARCH_WIDTH :] == [(1, 1), (1, 2), (2, 1)]
     assert len(set(itertools.islice(closing._raises(3), 500))) == 500
+    # every composition comes, a last guess left as it was included
+    assert (1, 1, 0) in set(itertools.islice(closing._raises(3), 200))
 
 
 _PARTS = st.lists(st.integers(0, 5), min_size=2, max_size=3, unique=True)
