@@ -101,10 +101,10 @@ class GuessSearch:
     size 2 leaves ``d8 = -3``; 4 gives ``d5 = 3, d8 = 1``). When steps 8 and
     9 meet a contradiction, the search undoes everything since the
     ``SEARCH_DEPTH``-th guess before it (through the solver's trail) and
-    runs them again from there with those guesses raised: first each by 1
-    alone, then by 2 in all, and so on (the latest guess first among equal
-    totals), each run making its guesses afresh, until one closes or
-    ``SEARCH_ATTEMPTS`` runs failed; then the first contradiction is
+    runs them again from there with those guesses raised (:func:`_raises`:
+    one alone by 1 to ``SEARCH_WIDTH`` first, then several together), each
+    run making its guesses afresh, until one closes or the runs are spent
+    (``SEARCH_ATTEMPTS``, ``SEARCH_WORK``); then the first contradiction is
     reported. A closing that meets no contradiction is exactly what it was
     without the search. Trail entries are recorded from the first guess
     on, and dropped at the end unless a rewind window is open around the
@@ -137,7 +137,7 @@ class GuessSearch:
 
     def retry(self, error: ShapeError) -> bool:
         """Prepare the next run (the state undone to where the runs start);
-        ``False`` when no guess was made or the attempts are spent."""
+        ``False`` when no guess was made or the runs are spent."""
         if self.first_error is None:
             self.first_error = error
             if not self.checkpoints:
