@@ -4,17 +4,15 @@ What ``close_remaining_dims`` and ``close_terminal_dims`` decide about the
 dims of pending affine, concatenated and total equations (docs/shapes.md,
 closing steps 5 and 8), and how a leaf row with axes before its row variable
 takes its lower bounds (step 2). Each case is one the rules above were
-written for; the outcome asserted is the one the rule gives.
+written for; the outcome asserted is the one the rule gives. Each runs
+twice: as closing runs, and with its search past contradictions off
+(``test_shapes_closing_search.py``), since these rules decide them on their
+first guesses and the search must not be what makes them hold.
 """
 
 from __future__ import annotations
 
-import itertools
-from unittest import mock
-
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from axisflow.shapes import (
     DimAtLeast,
@@ -32,9 +30,16 @@ from axisflow.shapes import (
     TotalElems,
     closing,
 )
-from axisflow.shapes.constraints import DimLinear, LinearKind
+from axisflow.shapes.constraints import DimLinear, LinearKind, RowPrefix
 
 ORIGIN = Origin("test", "t")
+
+
+@pytest.fixture(autouse=True, params=["searching", "first guesses only"])
+def either_way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the case with the closing's guess search, then without it."""
+    if request.param == "first guesses only":
+        monkeypatch.setattr(closing, "SEARCH_ATTEMPTS", 0)
 
 
 def linear(
@@ -293,6 +298,38 @@ def test_a_prefix_whose_row_variable_ends_in_axes_keeps_them_last() -> None:
     assert y.shape.dims()[2] == (9, 3)
 
 
+def test_written_axes_that_fit_nowhere_behind_go_in_front_of_the_join() -> None:
+    """A leaf ``[5, 7, ...r, 7, 9]`` (``r`` already ends in 7, 9) below an
+    open ``[..., 5, 7, 9]``: the written 7 cannot land on the join's 5, so
+    the written axes go in front and ``r`` takes the 5 (``[5, 7, 5, 7, 9]``);
+    laying them on the join's own 5, 7 would leave the row's 7 against its
+    5."""
+    s = Session()
+    x = s.leaf("x")
+    rest = Row((Size(7), Size(9)), s.fresh_row_var())
+    s.add(RowPrefix(x.shape.row(Kind.OUTPUT), (Size(5), Size(7)), rest, ORIGIN))
+    s.pointwise("p", x, s.leaf("z", "...,5,7,9"))
+    s.close()
+    assert x.shape.dims()[2] == (5, 7, 5, 7, 9)
+
+
+def test_a_leaf_shorter_than_its_written_axes_shows_them_to_the_leaf_dims_step() -> (
+    None
+):
+    """A leaf row ``[a, 3, ...r]`` known to have no axes yet, with ``5 ⊑ a``:
+    closing its unbounded rows gives ``r`` no axes, which makes the row ``[a,
+    3]`` before the leaf dims step, so ``a`` takes its bound 5 there (left
+    to the last step it would be 1)."""
+    s = Session()
+    x = s.leaf("x")
+    a = s.fresh_dim_var()
+    rest = Row((), s.fresh_row_var())
+    s.add(RowPrefix(x.shape.row(Kind.OUTPUT), (a, Size(3)), rest, ORIGIN))
+    s.add(DimIneq(Size(5), a, ORIGIN))
+    s.close()
+    assert x.shape.dims()[2] == (5, 3)
+
+
 def test_a_solved_dim_equated_later_is_read_through_the_equation() -> None:
     """A concatenation whose part is equated to a size after it was made."""
     s = Session()
@@ -348,218 +385,80 @@ def test_a_leaf_dim_after_a_known_one_still_takes_its_bound() -> None:
     assert x.shape.dims()[2] == (5, 3)
 
 
-# ---------------------------------------------------------------------------
-# Closing searches past a contradiction its first guesses make.
-
-
-def _shared_parts(s: Session) -> tuple[DimVar, ...]:
-    """``d4 = d8^d5`` and ``7 = d4^d5``: guessing ``d4`` its least size (2)
-    leaves ``d8 = -3``; positive sizes exist (``d5`` 1 to 3)."""
-    d4, d5, d8 = (s.fresh_dim_var() for _ in range(3))
-    linear(s, LinearKind.CONCAT, [d8, d5], d4)
-    linear(s, LinearKind.CONCAT, [d4, d5], Size(7))
-    return d4, d5, d8
-
-
-def test_a_guess_that_makes_the_equations_contradict_is_raised() -> None:
-    """The search raises ``d4`` until the equations hold: 3 leaves ``d8 =
-    -1``, 4 gives ``d5 = 3`` and ``d8 = 1`` (without the search the closing
-    reports ``d8 = -3``; see the next test)."""
+def test_the_last_of_three_unknown_parts_takes_the_rest() -> None:
+    """``a^b^c = 7`` read through a row ``(c, a, b)``: ``a`` takes its
+    minimum, then ``b`` (the equation is read again after each guess), and
+    ``c`` the rest, whatever the order of the row."""
     s = Session()
-    assert closed(s, *_shared_parts(s)) == (4, 3, 1)
-    # Recorded only for the search: outside a window nothing keeps it.
-    assert s._trail.entries == []  # pyright: ignore[reportPrivateUsage]
+    a, b, c = (s.fresh_dim_var() for _ in range(3))
+    linear(s, LinearKind.CONCAT, [a, b, c], Size(7))
+    assert closed(s, c, a, b) == (5, 1, 1)
 
 
-def test_without_the_search_the_same_equations_contradict(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The control: no run after the first, the first guess's contradiction."""
-    monkeypatch.setattr(closing, "SEARCH_ATTEMPTS", 0)
+def test_a_contradiction_of_a_cycle_names_the_equation_not_a_minimum() -> None:
+    """``b = a^c`` and ``a = b^c`` need ``c = 0``; with ``a`` a fixed index's
+    axis of at least 3, the guess takes that minimum (``a = 3``), and the
+    error is the equations', not the index's (a guess of 1 would report the
+    index that 1 breaks)."""
     s = Session()
-    dims = _shared_parts(s)
-    with pytest.raises(ShapeError, match=r"no positive size of 'n0'.*n0 = -3"):
-        closed(s, *dims)
-
-
-def _contradiction(s: Session) -> None:
-    """``w = a^b``, ``a = c^d`` and ``w = c``: no positive sizes at all."""
-    a, b, c, d, w = (s.fresh_dim_var() for _ in range(5))
-    linear(s, LinearKind.CONCAT, [a, b], w)
-    linear(s, LinearKind.CONCAT, [c, d], a)
-    linear(s, LinearKind.CONCAT, [c], w)
-
-
-def _closing_error(s: Session) -> str:
+    a, b, c = (s.fresh_dim_var() for _ in range(3))
+    s.add(DimAtLeast(a, 3, Origin("index", "i")))
+    linear(s, LinearKind.CONCAT, [a, c], b)
+    linear(s, LinearKind.CONCAT, [b, c], a)
     with pytest.raises(ShapeError) as info:
-        s.close()
-    return str(info.value)
+        closed(s, a, b, c)
+    assert str(info.value) == (
+        "test 't': the axis 'axis' cannot hold with n0 = 4, n1 = 1, n2 = 3: "
+        "the sizes do not satisfy it"
+    )
 
 
-def test_a_contradiction_no_size_resolves_is_the_first_one_met(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Every run fails; the error is the one the first guesses met, as
-    without the search, and the session is tainted as after any error."""
+def test_a_contradiction_after_a_guess_names_the_closing_that_guessed() -> None:
+    """``b = c^a`` and ``c = b^a`` need ``a = 0``; no equation has an axis
+    to guess from, so the closing guesses the first dim waiting (``c``), and
+    the error says it was found while solving that guess."""
     s = Session()
-    _contradiction(s)
-    searched = _closing_error(s)
-    with pytest.raises(ShapeError, match="tainted"):
-        s.close()
-    monkeypatch.setattr(closing, "SEARCH_ATTEMPTS", 0)
+    a, b, c = (s.fresh_dim_var() for _ in range(3))
+    linear(s, LinearKind.CONCAT, [c, a], b)
+    linear(s, LinearKind.CONCAT, [b, a], c)
+    with pytest.raises(ShapeError) as info:
+        closed(s, a, b, c)
+    assert str(info.value) == (
+        "test 't': the axis 'axis' cannot hold with n1 = 1, n2 = 1: no positive "
+        "size of 'n0' satisfies it (n0 = 0/1) (found while solving close 'the session')"
+    )
+
+
+def test_a_contradiction_after_a_part_is_guessed_names_that_equation() -> None:
+    """``a^b = 4`` (made first) and ``a^a^c = 2``: the first part of the first
+    equation is guessed (``a = 1``), which leaves ``c = 0`` in the second;
+    the error names the first as what was being solved."""
     s = Session()
-    _contradiction(s)
-    assert _closing_error(s) == searched
-    assert "no positive size" in searched
-
-
-def _runs_of_a_failing_closing(
-    monkeypatch: pytest.MonkeyPatch, independent: int
-) -> int:
-    """Runs the search tries on a contradiction made first, beside
-    ``independent`` satisfiable pairs of nested concatenations."""
-    retries = 0
-    retry = closing.GuessSearch.retry
-
-    def counted(search: closing.GuessSearch, error: ShapeError) -> bool:
-        nonlocal retries
-        again = retry(search, error)
-        retries += again
-        return again
-
-    monkeypatch.setattr(closing.GuessSearch, "retry", counted)
-    s = Session()
-    _contradiction(s)
-    dims: list[DimVar] = []
-    for _ in range(independent):
-        a, b, c, d, w = (s.fresh_dim_var() for _ in range(5))
-        linear(s, LinearKind.CONCAT, [a, b], w)
-        linear(s, LinearKind.CONCAT, [c, d], a)
-        dims += [a, b, c, d, w]
-    s.new_shape("t", Row(()), Row(()), Row(tuple(dims)))
-    _closing_error(s)
-    return retries
-
-
-def test_a_small_contradiction_gets_every_attempt_and_a_large_one_its_work_bound(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Each run reads every open row, so a contradiction in a large program
-    would cost ``SEARCH_ATTEMPTS`` closings: the work bound stops it first."""
-    assert _runs_of_a_failing_closing(monkeypatch, 0) == closing.SEARCH_ATTEMPTS
-    large = _runs_of_a_failing_closing(monkeypatch, 2000)
-    assert 0 < large < closing.SEARCH_ATTEMPTS // 4
-    # the bound as SEARCH_WORK says: 16 times the first run's reads, plus 4096
-    assert large == LARGE_RUNS
-
-
-LARGE_RUNS = 17
-"""Runs of the search on the contradiction beside 2,000 satisfiable pairs:
-each run reads the 10,000 dims once more, the first read them once."""
-
-
-def test_the_step_alone_makes_its_own_search() -> None:
-    """``close_remaining_dims`` called without a search (as each step can be
-    called alone) makes its guesses through one of its own (only ``close``
-    runs the steps again)."""
-    s = Session()
-    a, b = s.fresh_dim_var(), s.fresh_dim_var()
-    linear(s, LinearKind.CONCAT, [a, b], Size(5))
-    shape = s.new_shape("t", Row(()), Row(()), Row((a, b)))
-    solver = s._solver  # pyright: ignore[reportPrivateUsage]
-    closing.close_remaining_dims(solver, [shape.rows()[2]])
-    assert (solver.find_dim(a), solver.find_dim(b)) == (Size(1), Size(4))
-
-
-def test_a_search_inside_a_rewind_window_is_undone_with_it() -> None:
-    """The search records on the solver's trail from its first guess; in a
-    window, what it kept must stay on the trail for the window to undo."""
-    s = Session()
-    d4, d5, d8 = _shared_parts(s)
-    shape = s.new_shape("t", Row(()), Row(()), Row((d4, d5, d8)))
-    with s.rewind():
-        s.close()
-        assert shape.dims()[2] == (4, 3, 1)
-    assert shape.rows()[2] == Row((d4, d5, d8))
-    s.close()
-    assert shape.dims()[2] == (4, 3, 1)
-
-
-def test_the_raises_tried_first_are_one_guess_alone_the_latest_first() -> None:
-    raises = list(itertools.islice(closing._raises(2), 2 * closing.SEARCH_WIDTH + 3))
-    assert raises[:4] == [(0, 1), (1, 0), (0, 2), (2, 0)]
-    assert raises[2 * closing.SEARCH_WIDTH :] == [(1, 1), (1, 2), (2, 1)]
-    assert len(set(itertools.islice(closing._raises(3), 500))) == 500
-    # every composition comes, a last guess left as it was included
-    assert (1, 1, 0) in set(itertools.islice(closing._raises(3), 200))
-
-
-_PARTS = st.lists(st.integers(0, 5), min_size=2, max_size=3, unique=True)
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    equations=st.lists(
-        st.tuples(_PARTS, st.one_of(st.integers(0, 5), st.integers(-9, -2))),
-        min_size=1,
-        max_size=4,
-    ),
-    minima=st.lists(st.tuples(st.integers(0, 5), st.integers(2, 4)), max_size=2),
-)
-def test_the_search_changes_no_closing_the_first_guesses_reach(
-    equations: list[tuple[list[int], int]], minima: list[tuple[int, int]]
-) -> None:
-    """Concatenations over six dims (an axis ``-n`` is the size ``n``):
-    where the closing succeeds its sizes satisfy every equation, and where
-    the first guesses alone succeed the search changes nothing."""
-
-    def outcome(attempts: int) -> tuple[int, ...] | str:
-        with mock.patch.object(closing, "SEARCH_ATTEMPTS", attempts):
-            s = Session()
-            dims = [s.fresh_dim_var() for _ in range(6)]
-            for dim, least in minima:
-                s.add(DimAtLeast(dims[dim], least, ORIGIN))
-            for parts, axis in equations:
-                parts = [p for p in parts if p != axis]
-                if not parts:
-                    continue
-                linear(
-                    s,
-                    LinearKind.CONCAT,
-                    [dims[p] for p in parts],
-                    Size(-axis) if axis < 0 else dims[axis],
-                )
-            try:
-                return closed(s, *dims)
-            except ShapeError as error:
-                return str(error)
-
-    searched, first = outcome(closing.SEARCH_ATTEMPTS), outcome(0)
-    if not isinstance(first, str):
-        assert searched == first
-    if not isinstance(searched, str):
-        for parts, axis in equations:
-            parts = [p for p in parts if p != axis]
-            if parts:
-                whole = -axis if axis < 0 else searched[axis]
-                assert sum(searched[p] for p in parts) == whole
-        for dim, least in minima:
-            assert searched[dim] >= least
-
-
-def test_an_error_other_than_a_contradiction_still_ends_the_search(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Whatever leaves the search, the trail stops recording: a session
-    left recording would behave as if inside a rewind window."""
-
-    def broken(solver: object) -> None:
-        raise RuntimeError("broken check")
-
-    monkeypatch.setattr(closing, "check_totals", broken)
-    s = Session()
-    dims = _shared_parts(s)
-    with pytest.raises(RuntimeError, match="broken check"):
-        closed(s, *dims)
-    trail = s._trail  # pyright: ignore[reportPrivateUsage]
-    assert (trail.depth, trail.entries) == (0, [])
+    a, b, c = (s.fresh_dim_var() for _ in range(3))
+    first, second = Origin("concat", "x"), Origin("concat", "y")
+    s.add(
+        DimLinear(
+            ((1, a), (1, b), (-1, Size(4))),
+            0,
+            ("a", "b", "x"),
+            "x",
+            first,
+            LinearKind.CONCAT,
+        )
+    )
+    s.add(
+        DimLinear(
+            ((1, a), (1, a), (1, c), (-1, Size(2))),
+            0,
+            ("a", "a", "c", "y"),
+            "y",
+            second,
+            LinearKind.CONCAT,
+        )
+    )
+    with pytest.raises(ShapeError) as info:
+        closed(s, a, b, c)
+    assert str(info.value) == (
+        "concat 'y': the axis 'y' cannot hold with a = 1, a = 1, y = 2: no positive "
+        "size of 'c' satisfies it (c = 0/1) (found while solving concat 'x')"
+    )
