@@ -328,7 +328,8 @@ def test_the_search_closes_systems_whose_first_guesses_contradict(
 
 def test_an_outermost_axis_keeps_its_least_size_through_the_search() -> None:
     """In "a part's own minimum", ``d0 = d7 + d4 + d3`` is at least ``3 + 1 +
-    3 = 7`` (the minima of ``d7`` and ``d3``); the search raises guesses
-    below it, and ``d0`` closes to that least size."""
+    3 = 7`` (the minima of ``d7`` and ``d3``): its first guess, and where it
+    closes after the search has raised the guesses of its parts (a minimum
+    left out of the least size starts lower and ends at 8)."""
     sizes = _close_system(_SEARCHED["a part's own minimum"])
     assert sizes[0] == 7
