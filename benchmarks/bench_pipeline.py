@@ -183,7 +183,10 @@ def end_to_end(row: Row) -> tuple[float, dict[str, object]]:
     elapsed, done = best_of(
         2, lambda: subprocess.run(command, check=True, capture_output=True, text=True)
     )
-    (report,) = json.loads(done.stdout)
+    # The report goes to stderr, JSON Lines: one document per forest.
+    (report,) = [
+        json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")
+    ]
     assert report["scheduled_peak_bytes"] == row.scheduled, "xdsl-opt disagrees"
     return elapsed, report
 
