@@ -481,16 +481,42 @@ def nested_report(sites_list: list[int], memory_sites: list[int], repeat: int) -
         )
 
 
+def _counts(text: str) -> list[int]:
+    """A comma-separated list of positive counts (an option's value)."""
+    try:
+        counts = [int(item) for item in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected positive counts separated by commas"
+        ) from None
+    if not all(count > 0 for count in counts):
+        raise argparse.ArgumentTypeError(f"{text!r}: every count must be positive")
+    return counts
+
+
+def _positive(text: str) -> int:
+    """One positive count (an option's value)."""
+    counts = _counts(text)
+    if len(counts) != 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected one positive count")
+    return counts[0]
+
+
 def main() -> None:
     global PAUSE_GC
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--sites", default="10,100,1000")
-    parser.add_argument("--sessions", default="100,10000,100000")
-    parser.add_argument("--checks", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sites", type=_counts, default=[10, 100, 1000])
+    parser.add_argument("--sessions", type=_counts, default=[100, 10000, 100000])
+    parser.add_argument("--checks", type=_positive, default=200)
+    parser.add_argument("--repeat", type=_positive, default=3)
     parser.add_argument("--gc", action="store_true", help="keep the cyclic GC on")
-    parser.add_argument("--nested-sites", default="10,100,1000")
-    parser.add_argument("--memory-sites", default="100,400")
+    parser.add_argument("--nested-sites", type=_counts, default=[10, 100, 1000])
+    parser.add_argument(
+        "--memory-sites",
+        type=_counts,
+        default=[100, 400],
+        help="two site counts, the smaller first: KB per site is their difference's",
+    )
     parser.add_argument(
         "--parts",
         default="engine,ir,check,nested",
@@ -501,8 +527,13 @@ def main() -> None:
     unknown = parts - {"engine", "ir", "check", "nested"}
     if unknown:
         parser.error(f"unknown part(s): {', '.join(sorted(unknown))}")
+    low_high = options.memory_sites
+    if len(low_high) != 2 or low_high[0] >= low_high[1]:
+        parser.error(
+            "--memory-sites: two site counts, the smaller first (e.g. 100,400)"
+        )
     PAUSE_GC = not options.gc
-    sites_list = [int(n) for n in options.sites.split(",")]
+    sites_list: list[int] = options.sites
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"# shape scheme benchmark: Python {platform.python_version()}, "
@@ -574,7 +605,7 @@ def main() -> None:
         header = f"{'open constraints':>16}  {'ms per check':>12}  {'ratio':>6}"
         print(header)
         print("-" * len(header))
-        sizes = [int(n) for n in options.sessions.split(",")]
+        sizes: list[int] = options.sessions
         sessions = [check_session(unrelated) for unrelated in sizes]
         before = sessions[0][0].state()
         times: list[list[float]] = [[] for _ in sizes]
@@ -590,11 +621,7 @@ def main() -> None:
             )
         print()
     if "nested" in parts:
-        nested_report(
-            [int(n) for n in options.nested_sites.split(",")],
-            [int(n) for n in options.memory_sites.split(",")],
-            options.repeat,
-        )
+        nested_report(options.nested_sites, options.memory_sites, options.repeat)
 
 
 if __name__ == "__main__":
