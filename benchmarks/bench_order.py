@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from timing import best_of  # benchmarks/timing.py
+from timing import best_of, print_notes  # benchmarks/timing.py
 from xdsl.dialects.builtin import ModuleOp
 
 from axisflow.dialects.batch import ForestOp
@@ -323,6 +323,7 @@ def print_optimality() -> None:
 
 
 def main() -> None:
+    print_notes()
     if "--ordering" in sys.argv:  # only the optimality and ordering-time lines
         print_optimality()
         return

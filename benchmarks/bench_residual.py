@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from timing import print_notes  # benchmarks/timing.py
 
 from axisflow.dialects.batch_model import forest_module
 from axisflow.forest.sharing import rebuild_per_tree, shared_values
@@ -196,6 +197,7 @@ def evaluator_times(name: str) -> None:
 
 
 def main() -> None:
+    print_notes()
     for name in EQUATIONS:
         for label, extents in EXTENT_SETS:
             planning_table(name, label, extents)
