@@ -395,6 +395,13 @@ def test_the_last_of_three_unknown_parts_takes_the_rest() -> None:
     assert closed(s, c, a, b) == (5, 1, 1)
 
 
+def closing_error(s: Session, *dims: DimVar | Size) -> str:
+    """The message of the contradiction closing reports (it must report one)."""
+    with pytest.raises(ShapeError) as info:
+        closed(s, *dims)
+    return str(info.value)
+
+
 def test_a_contradiction_of_a_cycle_names_the_equation_not_a_minimum() -> None:
     """``b = a^c`` and ``a = b^c`` need ``c = 0``; with ``a`` a fixed index's
     axis of at least 3, the guess takes that minimum (``a = 3``), and the
@@ -405,9 +412,7 @@ def test_a_contradiction_of_a_cycle_names_the_equation_not_a_minimum() -> None:
     s.add(DimAtLeast(a, 3, Origin("index", "i")))
     linear(s, LinearKind.CONCAT, [a, c], b)
     linear(s, LinearKind.CONCAT, [b, c], a)
-    with pytest.raises(ShapeError) as info:
-        closed(s, a, b, c)
-    assert str(info.value) == (
+    assert closing_error(s, a, b, c) == (
         "test 't': the axis 'axis' cannot hold with n0 = 4, n1 = 1, n2 = 3: "
         "the sizes do not satisfy it"
     )
@@ -421,9 +426,7 @@ def test_a_contradiction_after_a_guess_names_the_closing_that_guessed() -> None:
     a, b, c = (s.fresh_dim_var() for _ in range(3))
     linear(s, LinearKind.CONCAT, [c, a], b)
     linear(s, LinearKind.CONCAT, [b, a], c)
-    with pytest.raises(ShapeError) as info:
-        closed(s, a, b, c)
-    assert str(info.value) == (
+    assert closing_error(s, a, b, c) == (
         "test 't': the axis 'axis' cannot hold with n1 = 1, n2 = 1: no positive "
         "size of 'n0' satisfies it (n0 = 0/1) (found while solving close 'the session')"
     )
@@ -456,9 +459,7 @@ def test_a_contradiction_after_a_part_is_guessed_names_that_equation() -> None:
             LinearKind.CONCAT,
         )
     )
-    with pytest.raises(ShapeError) as info:
-        closed(s, a, b, c)
-    assert str(info.value) == (
+    assert closing_error(s, a, b, c) == (
         "concat 'y': the axis 'y' cannot hold with a = 1, a = 1, y = 2: no positive "
         "size of 'c' satisfies it (c = 0/1) (found while solving concat 'x')"
     )
