@@ -535,6 +535,9 @@ def campaign(
     with ``keep``, each input that fails is copied there (its path and the
     arguments end the run's detail)."""
     rng = random.Random(seed)
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    failures = 0
     with tempfile.TemporaryDirectory(prefix="axisflow-fuzz-") as scratch:
         for entry in ENTRY_POINTS:
             for source in entry.inputs:
@@ -566,7 +569,9 @@ def campaign(
                     if outcome == "timeout":
                         drain(10 * time_limit)
                     if keep is not None and outcome not in OUTCOMES[:2]:
-                        kept = keep / f"failure{k}-{path.name}"
+                        # Numbered across the campaign: one name per failure.
+                        failures += 1
+                        kept = keep / f"failure{failures}-{path.name}"
                         kept.write_bytes(mutated)
                         detail += f" [input kept as {kept}; {entry.tool} {args[1:]}]"
                     yield Run(entry.name, source, mutation, outcome, seconds, detail)
@@ -664,7 +669,9 @@ def main_campaign(argv: list[str] | None = None) -> int:
     # with two 400-factor products) take about 10 s of CPU, twice that in
     # wall-clock time on a loaded 2-core machine.
     parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--keep", type=Path, help="copy failing inputs here")
+    parser.add_argument(
+        "--keep", type=Path, help="copy failing inputs here (made if missing)"
+    )
     options = parser.parse_args(argv)
     # The process's own stdout: a run that timed out keeps its thread's
     # redirection of sys.stdout until it ends.
