@@ -74,7 +74,8 @@ from xdsl.interpreters import scf as scf_impls
 from xdsl.interpreters.builtin import xtype_for_el_type
 from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.interpreters.utils.ptr import TypedPtr
-from xdsl.ir import Operation
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.irdl.dominance import DominanceInfo
 from xdsl.utils.exceptions import InterpretationError
 from xdsl.utils.lexer import Input, Span
 
@@ -431,6 +432,7 @@ def run_main(
 
     check_count("memory_limit", memory_limit)
     entry = _entry_function(module, symbol)
+    check_dominance(module)
     interpreter = _CheckedInterpreter(module)
     extra = LoweredFunctions()
     for functions in (
@@ -448,6 +450,75 @@ def run_main(
     with diagnostics_without_dump(True):
         interpreter.call_op(entry, ())
     return "".join(extra.printed)
+
+
+def check_dominance(module: ModuleOp) -> None:
+    """Every operand is defined where its use can see it, as MLIR requires
+    (xDSL's verifier does not check it, and its interpreter then fails on
+    the missing value). Raises ``RunError`` at the first op whose operand
+    does not dominate it, in MLIR's wording."""
+    index: dict[Operation, int] = {}
+    for block in _blocks(module):
+        for position, op in enumerate(block.ops):
+            index[op] = position
+    dominance: dict[int, DominanceInfo] = {}
+    for user in module.walk():
+        for number, operand in enumerate(user.operands):
+            if not _dominates(operand, user, index, dominance):
+                raise RunError(
+                    f"{user.name}: operand #{number} ({_value_name(operand)}) does "
+                    "not dominate this use (it is used before or outside the "
+                    "region where it is defined)",
+                    user,
+                )
+
+
+def _blocks(module: ModuleOp) -> list[Block]:
+    blocks = list(module.body.blocks)
+    for op in module.walk():
+        for region in op.regions:
+            blocks.extend(region.blocks)
+    return blocks
+
+
+def _dominates(
+    value: SSAValue,
+    user: Operation,
+    index: dict[Operation, int],
+    dominance: dict[int, DominanceInfo],
+) -> bool:
+    """Whether ``value`` is visible at ``user``: defined earlier in a block
+    enclosing it (an op's results are not visible in its own regions), or in
+    a block of the same region that dominates the enclosing one."""
+    if isinstance(value, BlockArgument):
+        home, defining = value.block, None
+    else:
+        assert isinstance(value, OpResult)
+        defining = value.op
+        home = defining.parent_block()
+        if home is None:
+            return False
+    op: Operation | None = user
+    while op is not None:
+        block = op.parent_block()
+        if block is None:
+            return False
+        if block is home:
+            return defining is None or (
+                defining is not op and index[defining] < index[op]
+            )
+        region = block.parent
+        if region is not None and region is home.parent:
+            info = dominance.get(id(region))
+            if info is None:
+                info = dominance[id(region)] = DominanceInfo(region)
+            return info.strictly_dominates(home, block)
+        op = block.parent_op()
+    return False
+
+
+def _value_name(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else "an unnamed value"
 
 
 def parse_lowered(text: str, name: str = "<input>") -> ModuleOp:
