@@ -27,6 +27,7 @@ memory of a schedule:
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -82,26 +83,56 @@ class TreeShape:
         return _subtree_peak(self.children, stored, 0, hoisted) if self.edges else 0
 
     def cost(self, order: Sequence[int]) -> tuple[int, int]:
-        """(largest stored value, total stored) in bytes under ``order``."""
+        """(largest stored value, total stored) in bytes under ``order``.
+
+        A value is sliced by the labels it shares with its consumer that
+        come, in ``order``, before the first label only one of the two has:
+        with each label's place and the labels before each place at hand,
+        that is one look per label only one side has, not a walk of the
+        order per value (the local search calls this for every move)."""
+        place = [len(order)] * len(self.labels)  # a label not in order: never first
+        before = [0] * (len(order) + 1)
+        mask = 0
+        for k, label in enumerate(order):
+            place[label] = k
+            mask |= 1 << label
+            before[k + 1] = mask
         worst = total = 0
-        for edge in self.edges:
-            both = edge.producer & edge.consumer
-            either = edge.producer | edge.consumer
-            common = 0
-            for position in order:
-                bit = 1 << position
-                if not either & bit:
-                    continue
-                if not both & bit:
-                    break
-                common |= bit
-            size = edge.elem
-            for bit, extent in edge.sizes:
-                if not bit & common:
-                    size *= extent
-            worst = max(worst, size)
+        sizes = self._sizes
+        for number, (both, one_side) in enumerate(self._sides):
+            first = len(order)
+            for label in one_side:
+                if place[label] < first:
+                    first = place[label]
+            key = (number, before[first] & both)
+            size = sizes.get(key)
+            if size is None:
+                size = sizes[key] = _stored(self.edges[number], key[1])
+            if size > worst:
+                worst = size
             total += size
         return worst, total
+
+    @functools.cached_property
+    def _sides(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """Per edge, the labels both sides have (a mask) and those only its
+        producer or only its consumer has (their numbers)."""
+        return tuple(
+            (
+                edge.producer & edge.consumer,
+                tuple(
+                    label
+                    for label in range(len(self.labels))
+                    if (edge.producer ^ edge.consumer) >> label & 1
+                ),
+            )
+            for edge in self.edges
+        )
+
+    @functools.cached_property
+    def _sizes(self) -> dict[tuple[int, int], int]:
+        """Stored bytes per (edge, labels slicing it), as ``cost`` meets them."""
+        return {}
 
 
 def tree_shape(
@@ -450,9 +481,15 @@ def _stored(edge: _Edge, common: int) -> int:
 
 def _local_order(shape: TreeShape) -> tuple[int, ...]:
     """First-improvement local search over single moves (take one label
-    out, insert it elsewhere) from ``shape.start``."""
+    out, insert it elsewhere) from ``shape.start``.
+
+    A value's storage depends only on the order of its own labels, so a
+    move changes only the values whose node has the moved label: each trial
+    rescores those (``_Moves``) instead of the whole tree, and gives the
+    same (largest, total) ``shape.cost`` would."""
     order = list(shape.start)
-    best = shape.cost(order)
+    moves = _Moves(shape, order)
+    best = moves.cost()
     improved = True
     while improved:
         improved = False
@@ -460,12 +497,100 @@ def _local_order(shape: TreeShape) -> tuple[int, ...]:
             for target in range(len(order)):
                 if source == target:
                     continue
-                trial = order[:]
-                trial.insert(target, trial.pop(source))
-                cost = shape.cost(trial)
+                cost = moves.trial(source, target)
                 if cost < best:
-                    best, order, improved = cost, trial, True
+                    best, improved = cost, True
+                    order.insert(target, order.pop(source))
+                    moves.accept()
     return tuple(order)
+
+
+class _Moves:
+    """The stored bytes of each value under the current order, and the
+    cost of moving one label (``_local_order``)."""
+
+    def __init__(self, shape: TreeShape, order: list[int]) -> None:
+        self.shape = shape
+        self.both = [
+            tuple(label for label in range(len(shape.labels)) if mask >> label & 1)
+            for mask, _ in shape._sides
+        ]
+        self.one_side = [one_side for _, one_side in shape._sides]
+        self.edges_of: list[list[int]] = [[] for _ in shape.labels]
+        for number in range(len(shape.edges)):
+            for label in (*self.both[number], *self.one_side[number]):
+                self.edges_of[label].append(number)
+        self.order = order
+        self.place = self._places(order)
+        self.sizes = [
+            self._size(number, self.place.__getitem__)
+            for number in range(len(shape.edges))
+        ]
+        self.total = sum(self.sizes)
+        self.others: dict[int, int] = {}
+        """Per label, the largest stored value among those without it."""
+        self.last: tuple[int, list[int]] = (-1, [])
+        """The label the last trial moved and the new sizes of its values."""
+
+    def _places(self, order: Sequence[int]) -> list[int]:
+        place = [len(order)] * len(self.shape.labels)
+        for position, label in enumerate(order):
+            place[label] = position
+        return place
+
+    def _size(self, number: int, place: Callable[[int], int]) -> int:
+        first = len(self.order)
+        for label in self.one_side[number]:
+            first = min(first, place(label))
+        common = 0
+        for label in self.both[number]:
+            if place(label) < first:
+                common |= 1 << label
+        cache = self.shape._sizes
+        key = (number, common)
+        size = cache.get(key)
+        if size is None:
+            size = cache[key] = _stored(self.shape.edges[number], common)
+        return size
+
+    def cost(self) -> tuple[int, int]:
+        return max(self.sizes, default=0), self.total
+
+    def trial(self, source: int, target: int) -> tuple[int, int]:
+        """The cost of moving the label at ``source`` to ``target``."""
+        moved = self.order[source]
+        place = self.place
+        low, high = min(source, target), max(source, target)
+        shift = -1 if source < target else 1
+
+        def moved_place(label: int) -> int:
+            if label == moved:
+                return target
+            where = place[label]
+            return where + shift if low <= where <= high else where
+
+        touched = self.edges_of[moved]
+        sizes = [self._size(number, moved_place) for number in touched]
+        self.last = (moved, sizes)
+        total = self.total - sum(self.sizes[n] for n in touched) + sum(sizes)
+        others = self.others.get(moved)
+        if others is None:
+            mine = set(touched)
+            others = self.others[moved] = max(
+                (size for n, size in enumerate(self.sizes) if n not in mine),
+                default=0,
+            )
+        return max(others, max(sizes, default=0)), total
+
+    def accept(self) -> None:
+        """The move last tried is made: ``self.order`` (the caller's list)
+        has been changed to it."""
+        moved, sizes = self.last
+        for number, size in zip(self.edges_of[moved], sizes, strict=True):
+            self.total += size - self.sizes[number]
+            self.sizes[number] = size
+        self.place = self._places(self.order)
+        self.others.clear()
 
 
 def tree_orders(

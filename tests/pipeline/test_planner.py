@@ -4,6 +4,7 @@ oracle."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import random
@@ -38,6 +39,8 @@ from axisflow.scheduling.memory import (
 )
 from axisflow.scheduling.nesting import (
     LoopClasses,
+    TreeShape,
+    _local_order,  # pyright: ignore[reportPrivateUsage]
     _storage,  # pyright: ignore[reportPrivateUsage]
     best_order,
     tree_shape,
@@ -330,6 +333,95 @@ def test_the_exact_order_is_as_good_as_every_order(tree: int) -> None:
     assert found == every
     stored, hoisted = _storage(shape, best_order(shape))
     assert len(stored) == len(hoisted) == len(shape.edges)
+
+
+def _cost_by_definition(shape: TreeShape, order: list[int]) -> tuple[int, int]:
+    """(largest, total) stored bytes, as the nesting rule says: a value is
+    sliced by the labels it shares with its consumer that come, walking
+    ``order``, before the first label only one of the two has."""
+    worst = total = 0
+    for edge in shape.edges:
+        common = 0
+        for position in order:
+            bit = 1 << position
+            if not (edge.producer | edge.consumer) & bit:
+                continue
+            if not edge.producer & edge.consumer & bit:
+                break
+            common |= bit
+        size = edge.elem
+        for bit, extent in edge.sizes:
+            if not bit & common:
+                size *= extent
+        worst = max(worst, size)
+        total += size
+    return worst, total
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 54), st.randoms(use_true_random=False), st.booleans())
+def test_the_cost_of_an_order_is_its_definition(
+    tree: int, rng: random.Random, partial: bool
+) -> None:
+    """``TreeShape.cost`` (which looks up each label's place instead of
+    walking the order per value) equals the walk, for any order of a tree's
+    labels and for a part of one (the searches score partial orders)."""
+    forest = small_doubles()
+    sizing = Sizing(forest)
+    shape = tree_shape(
+        forest,
+        tree,
+        ["i", "μ̃"],
+        sizing.mode_extent,
+        lambda n: sizing.elem(forest.values[n]),
+    )
+    order = list(range(len(shape.labels)))
+    rng.shuffle(order)
+    if partial:
+        order = order[: rng.randint(0, len(order))]
+    assert shape.cost(order) == _cost_by_definition(shape, order)
+
+
+def _local_order_by_definition(shape: TreeShape) -> tuple[int, ...]:
+    """First-improvement local search over single moves, each trial scored
+    whole (what ``nesting._local_order`` computes incrementally)."""
+    order = list(shape.start)
+    best = shape.cost(order)
+    improved = True
+    while improved:
+        improved = False
+        for source in range(len(order)):
+            for target in range(len(order)):
+                if source == target:
+                    continue
+                trial = order[:]
+                trial.insert(target, trial.pop(source))
+                cost = shape.cost(trial)
+                if cost < best:
+                    best, order, improved = cost, trial, True
+    return tuple(order)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 54), st.randoms(use_true_random=False))
+def test_the_local_search_rescoring_moved_values_finds_the_whole_searchs_order(
+    tree: int, rng: random.Random
+) -> None:
+    """From any start, rescoring only the values a move touches ends in the
+    order the search scoring every trial whole ends in."""
+    forest = small_doubles()
+    sizing = Sizing(forest)
+    shape = tree_shape(
+        forest,
+        tree,
+        ["i", "μ̃"],
+        sizing.mode_extent,
+        lambda n: sizing.elem(forest.values[n]),
+    )
+    start = list(range(len(shape.labels)))
+    rng.shuffle(start)
+    shape = dataclasses.replace(shape, start=tuple(start))
+    assert _local_order(shape) == _local_order_by_definition(shape)
 
 
 def test_loop_classes_keep_one_label_per_tree_and_an_order() -> None:

@@ -366,7 +366,7 @@ def planned_product(rng: random.Random, text: str) -> str:
     The planner schedules every policy's forest about eight times (both
     sharings, the never-worse guard's trials) and every use-site lists all
     the loops of its tree: 400 factors batched over their own index take
-    about 26 s (docs/reliability.md, limits)."""
+    about 35 s (docs/reliability.md, limits)."""
     return _with_product(rng, text, 100)
 
 
