@@ -310,20 +310,25 @@ def small_doubles():
     return to_model(expression, "i,μ̃", extents="i=5,a=7,μ̃=6,Κ=9")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 54))
-def test_the_exact_order_is_as_good_as_every_order(tree: int) -> None:
-    """The dynamic program's (largest, total) stored bytes of a tree equal
-    the best over every permutation (trees of at most 7 labels)."""
+def small_doubles_tree(tree: int) -> TreeShape:
+    """The nest problem of one tree of ``small_doubles``."""
     forest = small_doubles()
     sizing = Sizing(forest)
-    shape = tree_shape(
+    return tree_shape(
         forest,
         tree,
         ["i", "μ̃"],
         sizing.mode_extent,
         lambda n: sizing.elem(forest.values[n]),
     )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 54))
+def test_the_exact_order_is_as_good_as_every_order(tree: int) -> None:
+    """The dynamic program's (largest, total) stored bytes of a tree equal
+    the best over every permutation (trees of at most 7 labels)."""
+    shape = small_doubles_tree(tree)
     if len(shape.labels) > 6:
         return
     found = shape.cost(best_order(shape))
@@ -366,15 +371,7 @@ def test_the_cost_of_an_order_is_its_definition(
     """``TreeShape.cost`` (which looks up each label's place instead of
     walking the order per value) equals the walk, for any order of a tree's
     labels and for a part of one (the searches score partial orders)."""
-    forest = small_doubles()
-    sizing = Sizing(forest)
-    shape = tree_shape(
-        forest,
-        tree,
-        ["i", "μ̃"],
-        sizing.mode_extent,
-        lambda n: sizing.elem(forest.values[n]),
-    )
+    shape = small_doubles_tree(tree)
     order = list(range(len(shape.labels)))
     rng.shuffle(order)
     if partial:
@@ -409,15 +406,7 @@ def test_the_local_search_rescoring_moved_values_finds_the_whole_searchs_order(
 ) -> None:
     """From any start, rescoring only the values a move touches ends in the
     order the search scoring every trial whole ends in."""
-    forest = small_doubles()
-    sizing = Sizing(forest)
-    shape = tree_shape(
-        forest,
-        tree,
-        ["i", "μ̃"],
-        sizing.mode_extent,
-        lambda n: sizing.elem(forest.values[n]),
-    )
+    shape = small_doubles_tree(tree)
     start = list(range(len(shape.labels)))
     rng.shuffle(start)
     shape = dataclasses.replace(shape, start=tuple(start))
