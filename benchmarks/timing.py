@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+from axisflow.gc_pause import gc_paused
+
 T = TypeVar("T")
 
 
@@ -26,16 +28,13 @@ def best_of(runs: int, action: Callable[[], T]) -> tuple[float, T]:
 
 @contextmanager
 def paused_gc() -> Iterator[None]:
-    """Run the block with the cyclic garbage collector paused, after a full
-    collection: a collection inside it walks every live object, so its cost
-    follows the size of the whole heap (the script's other data included),
-    not the work measured."""
+    """Run the block with the cyclic garbage collector paused
+    (``axisflow.gc_pause.gc_paused``), after a full collection: a collection
+    inside it walks every live object, so its cost follows the size of the
+    whole heap (the script's other data included), not the work measured."""
     gc.collect()
-    gc.disable()
-    try:
+    with gc_paused():
         yield
-    finally:
-        gc.enable()
 
 
 def _print_note(message: Warning | str, *_: object, **__: object) -> None:
