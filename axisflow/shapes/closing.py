@@ -31,10 +31,10 @@ runs again until it has nothing left.
    a fixed index needs.
 9. :func:`check_totals`: every total holds.
 
-Steps 8 and 9 run again from a guess made for a pending equation
-(:class:`GuessSearch`) when they meet a contradiction: the guess takes the
-next size, so that closing finds positive sizes where its first guesses
-would make the equations contradict each other.
+Steps 8 and 9 run again from the guesses made for pending equations
+(:class:`GuessSearch`) when they meet a contradiction, with those guesses
+raised, so that closing finds positive sizes where its first guesses would
+make the equations contradict each other.
 
 Dims have no single-neighbour step: a dim's lower bound propagates along its
 inequalities at Stage 1 (OCANNL keeps it on one side only), so equating two
@@ -743,7 +743,8 @@ def close_remaining_dims(
     The dims that broadcast from a waiting dim are decided in a later round,
     once the equation is solved: forced to its size at Stage 1, or free
     again if it is 1. The guesses of step 3 go through ``search`` (the
-    choice points a contradiction returns to), when given.
+    choice points a contradiction returns to), when given; without one,
+    each round's guesses are plain commits.
     """
     while True:
         waiting = _waiting_dims(solver)
@@ -776,7 +777,21 @@ def close_remaining_dims(
             # Followers broadcast from a waiting dim, which has stored
             # relations and so is a candidate: none is left without a wait.
             return
-        _decide_equations(solver, waits, search or GuessSearch(solver))
+        if search is not None:
+            _decide_equations(solver, waits, search)
+        else:
+            _decide_alone(solver, waits)
+
+
+def _decide_alone(solver: Solver, waits: Sequence[DimVar]) -> None:
+    """:func:`_decide_equations` for ``close_remaining_dims`` called without
+    a search: through one of its own, ended at once (nothing runs the step
+    again, and an open search would keep recording on the solver's trail)."""
+    search = GuessSearch(solver)
+    try:
+        _decide_equations(solver, waits, search)
+    finally:
+        search.end()
 
 
 def _waiting_dims(solver: Solver) -> set[DimVar]:

@@ -148,6 +148,8 @@ def test_the_step_alone_makes_its_own_search() -> None:
     solver = s._solver  # pyright: ignore[reportPrivateUsage]
     closing.close_remaining_dims(solver, [shape.rows()[2]])
     assert (solver.find_dim(a), solver.find_dim(b)) == (Size(1), Size(4))
+    # Its search ended with the step: nothing keeps recording on the trail.
+    assert (solver.trail.depth, solver.trail.entries) == (0, [])
 
 
 def test_a_search_inside_a_rewind_window_is_undone_with_it() -> None:
