@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import io
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from axisflow.cli import MAX_NESTING
 from axisflow.interpret import MAX_CALL_DEPTH, main
+from axisflow.lowering.toolchain import require_toolchain
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -321,3 +323,36 @@ def test_values_defined_above_a_loop_and_its_own_index_are_visible_in_it(
         + "  }\n"
     )
     assert run(tmp_path, text) == (0, "", "")
+
+
+@pytest.mark.parametrize(
+    ("operand", "body"),
+    [
+        (1, "  %t = arith.addi %c1, %s : index\n  %s = arith.addi %c1, %c3 : index\n"),
+        (
+            1,
+            "  %t = arith.addi %c1, %inner : index\n"
+            "  scf.for %i = %c0 to %c3 step %c1 {\n"
+            "    %inner = arith.addi %i, %c1 : index\n"
+            "  }\n",
+        ),
+    ],
+)
+def test_real_mlir_refuses_what_the_dominance_check_refuses(
+    tmp_path: Path, operand: int, body: str
+) -> None:
+    """The oracle: MLIR's own verifier (mlir-opt) refuses the same modules,
+    naming the same operand."""
+    path = tmp_path / "lowered.mlir"
+    path.write_text(function(CONSTANTS + body), encoding="utf-8")
+    done = subprocess.run(
+        [require_toolchain().mlir_opt, str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert f"error: operand #{operand} does not dominate this use" in done.stderr
+    status, _, err = run(tmp_path, path.read_text(encoding="utf-8"))
+    assert status == 1
+    assert f"operand #{operand} (" in err
