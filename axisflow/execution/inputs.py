@@ -48,11 +48,16 @@ sizes)
     symmetric under exchanging them. That is checked on a random projection
     (every other axis contracted with a random vector: one pass over the
     data) to ``SYMMETRY_TOLERANCE``; ``assume_symmetric=True`` skips it.
+    Last, every value finite (a NaN or an infinity would make the whole
+    residual NaN after the run): a NumPy array at once, a Dask or Zarr
+    array when it is read (``Inputs.array``), the message naming the
+    first such element.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import unicodedata
@@ -318,10 +323,12 @@ class Inputs:
     _read: dict[str, Array] = field(default_factory=dict[str, Array], repr=False)
 
     def array(self, exact_key: str) -> Array:
-        """The input's array read into memory as float64 (once)."""
+        """The input's array read into memory as float64 (once); a Dask or
+        Zarr array's values are checked finite as they are read."""
         found = self._read.get(exact_key)
         if found is None:
             found = np.asarray(self.arrays[exact_key], dtype=np.float64)
+            _check_finite(self.keys[exact_key], found)
             self._read[exact_key] = found
         return found
 
@@ -400,6 +407,10 @@ def read_inputs(
     with _opened(inputs) as (given, from_store):
         arrays = _match(signatures, keys, given, from_store)
     resolved = _resolve_extents(signatures, keys, arrays, given_extents)
+    for signature in signatures:
+        array = arrays[signature.exact_key]
+        if isinstance(array, np.ndarray):  # in memory: checked now, cheaply
+            _check_finite(keys[signature.exact_key], array)
     if not assume_symmetric:
         for signature in signatures:
             _check_ties(
@@ -545,6 +556,40 @@ def _check_dtype(key: str, array: ArrayLike) -> None:
         raise InputError(
             f"input {key}: dtype {array.dtype}, but the evaluation takes real "
             "numbers (float64)"
+        )
+
+
+_FINITE_CHECK_ELEMENTS = 1 << 22
+"""Elements checked at a time: the check's scratch stays a few MiB."""
+
+
+def _check_finite(key: str, array: NDArray[Any]) -> None:
+    """Refuse an array holding a NaN or an infinity, naming the first (in C
+    order), checked a slab of leading axis at a time (no copy of the array).
+    A slab whose sum is finite holds only finite values (a NaN or an
+    infinity makes any sum NaN or infinite), so one summing pass decides
+    most slabs; only one whose sum is not (an infinity, a NaN, or finite
+    values whose sum overflows) is looked at element by element."""
+    if array.dtype.kind != "f":
+        return  # integers are finite; complex numbers are refused elsewhere
+    rows = array.reshape(1) if array.ndim == 0 else array
+    per_row = max(1, math.prod(rows.shape[1:]))
+    step = max(1, _FINITE_CHECK_ELEMENTS // per_row)
+    for start in range(0, rows.shape[0], step):
+        slab = rows[start : start + step]
+        with np.errstate(over="ignore", invalid="ignore"):
+            if np.isfinite(np.sum(slab)):
+                continue
+        finite = np.isfinite(slab)
+        if finite.all():
+            continue  # finite values whose sum overflowed
+        found = [int(k) for k in np.argwhere(~finite)[0]]
+        found[0] += start
+        value = rows[tuple(found)]
+        element = ", ".join(map(str, found[1:] if array.ndim == 0 else found))
+        raise InputError(
+            f"input {key}: element [{element}] is {value}; the evaluation "
+            "takes finite numbers"
         )
 
 

@@ -194,6 +194,45 @@ def test_complex_data() -> None:
     )
 
 
+def test_a_nan_or_an_infinity_is_refused_naming_the_first() -> None:
+    nan_f = F.copy()
+    nan_f[1, 0] = np.nan
+    nan_f[1, 1] = np.inf  # after the NaN in C order: not the one named
+    refused(
+        FOCK_T,
+        {"f": nan_f, "t": T},
+        "input f{i;i}: element [1, 0] is nan; the evaluation takes finite numbers",
+    )
+    negative = T.copy()
+    negative[2, 1] = -np.inf
+    refused(
+        FOCK_T,
+        {"f": F, "t": negative},
+        "input t{a;i}: element [2, 1] is -inf; the evaluation takes finite numbers",
+    )
+
+
+def test_the_finite_check_goes_slab_by_slab_to_the_last_element(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import axisflow.execution.inputs as inputs_module
+
+    # slabs of one row: the element is found in the last slab, at its index
+    monkeypatch.setattr(inputs_module, "_FINITE_CHECK_ELEMENTS", 2)
+    # a transposed view, as given: named in its own axes, not copied
+    stored = np.ones((2, 5))
+    stored[1, 4] = np.nan
+    refused(
+        FOCK_T,
+        {"f": F, "t": stored.T},
+        "input t{a;i}: element [4, 1] is nan; the evaluation takes finite numbers",
+    )
+    read_inputs(FOCK_T, {"f": F, "t": T})  # every slab finite: accepted
+    # finite values whose sum overflows: looked at one by one, accepted
+    huge = np.full((3, 2), np.finfo(np.float64).max)
+    assert read_inputs(FOCK_T, {"f": F, "t": huge}).extents == {"a": 3, "i": 2}
+
+
 def test_the_number_of_axes() -> None:
     refused(
         FOCK_T,
@@ -454,6 +493,26 @@ def test_dask_arrays_are_checked_lazily_and_evaluated() -> None:
     )
     lazy["C{a<i,i>;μ̃}"] = chunked(one_off_diagonal())
     refused(PAIRS, lazy, NOT_SYMMETRIC)
+
+
+def test_lazy_inputs_are_checked_finite_when_read(tmp_path: Path) -> None:
+    inputs = pairs_inputs(symmetric=True)
+    with_nan = inputs["E{b<i>;μ̃}"].copy()
+    with_nan[0, 1, 1] = np.nan
+    message = (
+        "input E{b<i>;μ̃}: element [0, 1, 1] is nan; the evaluation takes finite numbers"
+    )
+    lazy = {**inputs, "E{b<i>;μ̃}": chunked(with_nan)}
+    read_inputs(PAIRS, lazy)  # not read yet
+    with pytest.raises(InputError) as caught:
+        evaluate_expression(PAIRS, lazy)
+    assert str(caught.value) == message
+    store = zarr.open_group(str(tmp_path / "inputs.zarr"), mode="w")
+    for key, array in {**inputs, "E{b<i>;μ̃}": with_nan}.items():
+        store.create_array(key, data=array, chunks=(2, 2, 2, 2)[: array.ndim])
+    with pytest.raises(InputError) as caught:
+        evaluate_expression(PAIRS, tmp_path / "inputs.zarr")
+    assert str(caught.value) == message
 
 
 def test_paths_that_are_no_store(tmp_path: Path) -> None:

@@ -142,3 +142,23 @@ def test_bad_options_and_data_are_one_line(
     assert main([*argv, *options]) == status
     assert capsys.readouterr() == ("", f"axisflow run: error: {message}\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_nan_in_the_inputs_is_one_line_before_any_work(
+    data: tuple[Path, np.ndarray], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs, _ = data
+    with np.load(inputs) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    arrays["g{i_1;i_2;Κ_1}"][0, 1, 2] = np.nan  # by its exact key
+    poisoned = tmp_path / "poisoned.npz"
+    np.savez(poisoned, **arrays)  # pyright: ignore[reportArgumentType]
+    output = tmp_path / "R.npy"
+    argv = ["run", str(EQUATION), "--inputs", str(poisoned), "--output", str(output)]
+    assert main([*argv, "--workers", "1"]) == 1
+    assert capsys.readouterr() == (
+        "",
+        "axisflow run: error: input g{i;i;Κ}: element [0, 1, 2] is nan; the "
+        "evaluation takes finite numbers\n",
+    )
+    assert sorted(tmp_path.iterdir()) == [poisoned]
