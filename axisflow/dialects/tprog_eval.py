@@ -206,9 +206,20 @@ class ProgramEvaluator:
         if tensor is None:
             tensor = self.top.values.get(value)
         if tensor is None:
+            name = self.name_of(value)
+            owner = value.owner
+            if (
+                isinstance(owner, Operation)
+                and owner.parent_block() is op.parent_block()
+            ):
+                fail_at(
+                    op,
+                    f"{op.name}: operand {name!r} is used before its definition: "
+                    "shapes are inferred op by op, in the order written",
+                )
             fail_at(
                 op,
-                f"{op.name}: operand {self.name_of(value)!r} has no tensor yet: a value "
+                f"{op.name}: operand {name!r} has no tensor yet: a value "
                 f"used by a function body must be defined at module level before the "
                 f"calls that apply it",
             )

@@ -98,6 +98,13 @@ tprog.func @late(%in: !tprog.tensor) -> !tprog.tensor {
 
 // -----
 
+// Shapes are inferred op by op: a value is used after its definition.
+%early = tprog.pointwise %after, %after
+%after = tprog.leaf "2|3"
+// CHECK: tprog.pointwise: operand 'after' is used before its definition: shapes are inferred op by op, in the order written
+
+// -----
+
 // Values without SSA names get stable numbered tensor names.
 %0 = tprog.leaf "3"
 %1 = tprog.leaf "5"
