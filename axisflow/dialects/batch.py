@@ -190,8 +190,7 @@ class IndexList(CustomDirective):
     indices: AttributeVariable
 
     def parse(self, parser: Parser, state: ParsingState) -> None:
-        labels = parse_index_list(parser)
-        self.indices.set(state, ArrayAttr([IndexAttr.of(index) for index in labels]))
+        self.indices.set(state, _index_array(parse_index_list(parser)))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         indices = cast(
@@ -199,6 +198,25 @@ class IndexList(CustomDirective):
         )  # the property's constraint
         state.print_whitespace(printer)
         printer.print_string(print_index_list([attr.index for attr in indices.data]))
+
+
+@irdl_custom_directive
+class SharedSymbol(CustomDirective):
+    """``@name``: a flat symbol reference, as ``$value`` reads and prints it,
+    but one shared attribute per name (``_symbol_ref``): a forest names each
+    value at every use-site of it, and the verifier's caches are keyed by
+    the attributes' identity."""
+
+    symbol: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        self.symbol.set(state, _symbol_ref(parser.parse_symbol_name().data))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        symbol = self.symbol.get(op)
+        assert symbol is not None  # a required property
+        state.print_whitespace(printer)
+        printer.print_attribute(symbol)
 
 
 @irdl_custom_directive
@@ -1394,9 +1412,10 @@ class UseOp(FastVerifiedOp):
 
     traits = lazy_traits_def(lambda: (HasParent(TreeOp, LoopOp, UseOp), NoTerminator()))
 
-    custom_directives = (IndexList, ProtoPairs, NonEmptyBody)
+    custom_directives = (SharedSymbol, IndexList, ProtoPairs, NonEmptyBody)
     assembly_format = (
-        "$value custom<IndexList>($carried) custom<ProtoPairs>($protos) "
+        "custom<SharedSymbol>($value) custom<IndexList>($carried) "
+        "custom<ProtoPairs>($protos) "
         "custom<NonEmptyBody>($body) attr-dict"
     )
 

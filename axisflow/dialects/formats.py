@@ -189,7 +189,12 @@ class ListAnchor(AttributeAnchor):
         return True
 
     def set_empty(self, state: ParsingState) -> None:
-        self.attribute().set(state, ArrayAttr(()))
+        self.attribute().set(state, _EMPTY_ARRAY)
+
+
+_EMPTY_ARRAY: ArrayAttr[Attribute] = ArrayAttr(())
+"""The one empty array of a clause left out (attributes are immutable; a
+shared one is built and checked once)."""
 
 
 @irdl_custom_directive
