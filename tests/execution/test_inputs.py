@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import zarr
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from axisflow.execution import (
     InputError,
@@ -231,6 +232,43 @@ def test_the_finite_check_goes_slab_by_slab_to_the_last_element(
     # finite values whose sum overflows: looked at one by one, accepted
     huge = np.full((3, 2), np.finfo(np.float64).max)
     assert read_inputs(FOCK_T, {"f": F, "t": huge}).extents == {"a": 3, "i": 2}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=4),
+    positions=st.lists(st.integers(0, 10**6), min_size=1, max_size=3),
+    bad=st.sampled_from([np.nan, np.inf, -np.inf]),
+    transposed=st.booleans(),
+    slab=st.integers(1, 8),
+)
+def test_the_finite_check_names_the_first_bad_element_in_c_order(
+    shape: list[int],
+    positions: list[int],
+    bad: float,
+    transposed: bool,
+    slab: int,
+) -> None:
+    import axisflow.execution.inputs as inputs_module
+
+    stored = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+    array = stored.T if transposed else stored  # a view, in its own axes
+    flat_positions = sorted({p % array.size for p in positions})
+    for position in flat_positions:
+        array[np.unravel_index(position, array.shape)] = bad
+    first = [int(k) for k in np.unravel_index(flat_positions[0], array.shape)]
+    original = inputs_module._FINITE_CHECK_ELEMENTS  # pyright: ignore[reportPrivateUsage]
+    inputs_module._FINITE_CHECK_ELEMENTS = slab  # pyright: ignore[reportPrivateUsage]
+    try:
+        with pytest.raises(InputError) as caught:
+            inputs_module._check_finite("x", array)  # pyright: ignore[reportPrivateUsage]
+    finally:
+        inputs_module._FINITE_CHECK_ELEMENTS = original  # pyright: ignore[reportPrivateUsage]
+    element = ", ".join(map(str, first))
+    assert str(caught.value) == (
+        f"input x: element [{element}] is {array[tuple(first)]}; the evaluation "
+        "takes finite numbers"
+    )
 
 
 def test_the_number_of_axes() -> None:
