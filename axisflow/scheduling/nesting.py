@@ -83,46 +83,61 @@ class TreeShape:
         return _subtree_peak(self.children, stored, 0, hoisted) if self.edges else 0
 
     def cost(self, order: Sequence[int]) -> tuple[int, int]:
-        """(largest stored value, total stored) in bytes under ``order``.
-
-        A value is sliced by the labels it shares with its consumer that
-        come, in ``order``, before the first label only one of the two has:
-        with each label's place and the labels before each place at hand,
-        that is one look per label only one side has, not a walk of the
-        order per value (the local search calls this for every move)."""
-        place = [len(order)] * len(self.labels)  # a label not in order: never first
-        before = [0] * (len(order) + 1)
-        mask = 0
-        for k, label in enumerate(order):
-            place[label] = k
-            mask |= 1 << label
-            before[k + 1] = mask
+        """(largest stored value, total stored) in bytes under ``order``."""
+        place = self.places(order)
         worst = total = 0
-        sizes = self._sizes
-        for number, (both, one_side) in enumerate(self._sides):
-            first = len(order)
-            for label in one_side:
-                if place[label] < first:
-                    first = place[label]
-            key = (number, before[first] & both)
-            size = sizes.get(key)
-            if size is None:
-                size = sizes[key] = _stored(self.edges[number], key[1])
+        for number in range(len(self.edges)):
+            size = self.stored(number, place.__getitem__, len(order))
             if size > worst:
                 worst = size
             total += size
         return worst, total
 
+    def places(self, order: Sequence[int]) -> list[int]:
+        """Each label's position in ``order`` (``len(order)`` for a label
+        not in it: it is never first)."""
+        place = [len(order)] * len(self.labels)
+        for position, label in enumerate(order):
+            place[label] = position
+        return place
+
+    def stored(self, number: int, place: Callable[[int], int], end: int) -> int:
+        """The stored bytes of edge ``number``'s value when each label stands
+        at ``place(label)`` (``end``: not in the order). A value is sliced by
+        the labels it shares with its consumer that come before the first
+        label only one of the two has: one look per label of the value, not
+        a walk of the order (the local search asks this for every move)."""
+        both, one_side = self._sides[number]
+        first = end
+        for label in one_side:
+            where = place(label)
+            if where < first:
+                first = where
+        common = 0
+        for label in both:
+            if place(label) < first:
+                common |= 1 << label
+        key = (number, common)
+        size = self._sizes.get(key)
+        if size is None:
+            size = self._sizes[key] = _stored(self.edges[number], common)
+        return size
+
     @functools.cached_property
-    def _sides(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
-        """Per edge, the labels both sides have (a mask) and those only its
-        producer or only its consumer has (their numbers)."""
+    def _sides(self) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+        """Per edge, the labels both sides have and those only its producer
+        or only its consumer has (their numbers)."""
+        labels = range(len(self.labels))
         return tuple(
             (
-                edge.producer & edge.consumer,
                 tuple(
                     label
-                    for label in range(len(self.labels))
+                    for label in labels
+                    if (edge.producer & edge.consumer) >> label & 1
+                ),
+                tuple(
+                    label
+                    for label in labels
                     if (edge.producer ^ edge.consumer) >> label & 1
                 ),
             )
@@ -131,8 +146,17 @@ class TreeShape:
 
     @functools.cached_property
     def _sizes(self) -> dict[tuple[int, int], int]:
-        """Stored bytes per (edge, labels slicing it), as ``cost`` meets them."""
+        """Stored bytes per (edge, labels slicing it), as ``stored`` meets them."""
         return {}
+
+    @functools.cached_property
+    def edges_of(self) -> tuple[tuple[int, ...], ...]:
+        """Per label, the edges whose value has it (on either side)."""
+        found: list[list[int]] = [[] for _ in self.labels]
+        for number, (both, one_side) in enumerate(self._sides):
+            for label in (*both, *one_side):
+                found[label].append(number)
+        return tuple(tuple(edges) for edges in found)
 
 
 def tree_shape(
@@ -511,19 +535,10 @@ class _Moves:
 
     def __init__(self, shape: TreeShape, order: list[int]) -> None:
         self.shape = shape
-        self.both = [
-            tuple(label for label in range(len(shape.labels)) if mask >> label & 1)
-            for mask, _ in shape._sides
-        ]
-        self.one_side = [one_side for _, one_side in shape._sides]
-        self.edges_of: list[list[int]] = [[] for _ in shape.labels]
-        for number in range(len(shape.edges)):
-            for label in (*self.both[number], *self.one_side[number]):
-                self.edges_of[label].append(number)
         self.order = order
-        self.place = self._places(order)
+        self.place = shape.places(order)
         self.sizes = [
-            self._size(number, self.place.__getitem__)
+            shape.stored(number, self.place.__getitem__, len(order))
             for number in range(len(shape.edges))
         ]
         self.total = sum(self.sizes)
@@ -531,27 +546,6 @@ class _Moves:
         """Per label, the largest stored value among those without it."""
         self.last: tuple[int, list[int]] = (-1, [])
         """The label the last trial moved and the new sizes of its values."""
-
-    def _places(self, order: Sequence[int]) -> list[int]:
-        place = [len(order)] * len(self.shape.labels)
-        for position, label in enumerate(order):
-            place[label] = position
-        return place
-
-    def _size(self, number: int, place: Callable[[int], int]) -> int:
-        first = len(self.order)
-        for label in self.one_side[number]:
-            first = min(first, place(label))
-        common = 0
-        for label in self.both[number]:
-            if place(label) < first:
-                common |= 1 << label
-        cache = self.shape._sizes
-        key = (number, common)
-        size = cache.get(key)
-        if size is None:
-            size = cache[key] = _stored(self.shape.edges[number], common)
-        return size
 
     def cost(self) -> tuple[int, int]:
         return max(self.sizes, default=0), self.total
@@ -569,8 +563,9 @@ class _Moves:
             where = place[label]
             return where + shift if low <= where <= high else where
 
-        touched = self.edges_of[moved]
-        sizes = [self._size(number, moved_place) for number in touched]
+        touched = self.shape.edges_of[moved]
+        end = len(self.order)
+        sizes = [self.shape.stored(number, moved_place, end) for number in touched]
         self.last = (moved, sizes)
         total = self.total - sum(self.sizes[n] for n in touched) + sum(sizes)
         others = self.others.get(moved)
@@ -586,10 +581,10 @@ class _Moves:
         """The move last tried is made: ``self.order`` (the caller's list)
         has been changed to it."""
         moved, sizes = self.last
-        for number, size in zip(self.edges_of[moved], sizes, strict=True):
+        for number, size in zip(self.shape.edges_of[moved], sizes, strict=True):
             self.total += size - self.sizes[number]
             self.sizes[number] = size
-        self.place = self._places(self.order)
+        self.place = self.shape.places(self.order)
         self.others.clear()
 
 
