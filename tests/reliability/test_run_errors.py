@@ -269,18 +269,27 @@ def test_parse_errors_name_the_file(tmp_path: Path) -> None:
     assert "<unknown>" not in err
 
 
+USED_BEFORE_DEFINITION = (
+    "  %t = arith.addi %c1, %s : index\n  %s = arith.addi %c1, %c3 : index\n"
+)
+"""``%s`` used a line before it is defined."""
+
+USED_BEFORE_LOOP = (
+    "  %t = arith.addi %c1, %inner : index\n"
+    "  scf.for %i = %c0 to %c3 step %c1 {\n"
+    "    %inner = arith.addi %i, %c1 : index\n"
+    "  }\n"
+)
+"""``%inner``, defined in a loop's body, used before the loop."""
+
+
 def test_a_value_used_before_its_definition_is_refused_at_the_use(
     tmp_path: Path,
 ) -> None:
     """The fuzzer's swap of two names: ``%s`` used a line before it is
     defined (xDSL's verifier does not check dominance; its interpreter then
     failed with ``KeyError: 'No value for key ...'``)."""
-    text = function(
-        CONSTANTS
-        + "  %t = arith.addi %c1, %s : index\n"
-        + "  %s = arith.addi %c1, %c3 : index\n"
-    )
-    status, out, err = run(tmp_path, text)
+    status, out, err = run(tmp_path, function(CONSTANTS + USED_BEFORE_DEFINITION))
     assert (status, out) == (1, "")
     source = "  %t = arith.addi %c1, %s : index"
     assert err == located(tmp_path, 5, 3, source, "^^") + (
@@ -294,14 +303,7 @@ def test_a_value_of_a_loop_body_used_before_the_loop_is_refused(
 ) -> None:
     """Defined inside a loop's body, used before the loop (what the fuzzer
     made; used after it, the parser already refuses the name)."""
-    text = function(
-        CONSTANTS
-        + "  %t = arith.addi %c1, %inner : index\n"
-        + "  scf.for %i = %c0 to %c3 step %c1 {\n"
-        + "    %inner = arith.addi %i, %c1 : index\n"
-        + "  }\n"
-    )
-    status, out, err = run(tmp_path, text)
+    status, out, err = run(tmp_path, function(CONSTANTS + USED_BEFORE_LOOP))
     assert (status, out) == (1, "")
     source = "  %t = arith.addi %c1, %inner : index"
     assert err == located(tmp_path, 5, 3, source, "^^") + (
@@ -327,16 +329,8 @@ def test_values_defined_above_a_loop_and_its_own_index_are_visible_in_it(
 
 @pytest.mark.parametrize(
     ("operand", "body"),
-    [
-        (1, "  %t = arith.addi %c1, %s : index\n  %s = arith.addi %c1, %c3 : index\n"),
-        (
-            1,
-            "  %t = arith.addi %c1, %inner : index\n"
-            "  scf.for %i = %c0 to %c3 step %c1 {\n"
-            "    %inner = arith.addi %i, %c1 : index\n"
-            "  }\n",
-        ),
-    ],
+    [(1, USED_BEFORE_DEFINITION), (1, USED_BEFORE_LOOP)],
+    ids=["before-definition", "before-loop"],
 )
 def test_real_mlir_refuses_what_the_dominance_check_refuses(
     tmp_path: Path, operand: int, body: str
