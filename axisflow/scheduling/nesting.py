@@ -150,6 +150,16 @@ class TreeShape:
         return {}
 
     @functools.cached_property
+    def fixed_by(self) -> tuple[tuple[int, ...], ...]:
+        """Per label, the edges whose stored size placing it fixes: one of
+        the edge's nodes has it, the other not."""
+        found: list[list[int]] = [[] for _ in self.labels]
+        for number, (_, one_side) in enumerate(self._sides):
+            for label in one_side:
+                found[label].append(number)
+        return tuple(tuple(edges) for edges in found)
+
+    @functools.cached_property
     def edges_of(self) -> tuple[tuple[int, ...], ...]:
         """Per label, the edges whose value has it (on either side)."""
         found: list[list[int]] = [[] for _ in self.labels]
@@ -451,6 +461,7 @@ def _least_peak(
     seen: set[tuple[int, tuple[int, ...], tuple[bool, ...]]] = set()
     budget = [SEARCH_NODES]
     prefix: list[int] = []
+    fixed_by = shape.fixed_by
 
     def search(placed: int) -> None:
         if budget[0] <= 0:
@@ -472,12 +483,15 @@ def _least_peak(
         if shape.peak(stored, hoisted) >= bound():
             return
         for label in range(count):
+            if budget[0] <= 0:
+                return  # the expansions left would return at once
             bit = 1 << label
             if placed & bit:
                 continue
             fixed = []
-            for number, edge in enumerate(edges):
-                if not known[number] and (edge.producer ^ edge.consumer) & bit:
+            for number in fixed_by[label]:
+                if not known[number]:
+                    edge = edges[number]
                     known[number] = True
                     common = placed & edge.producer & edge.consumer
                     stored[number] = _stored(edge, common)
