@@ -255,7 +255,7 @@ def test_a_row_below_an_open_anchor_row_is_not_presolved(
     monkeypatch.setattr(
         scheme_module,
         "_guards",
-        lambda candidates, results_above, above, below: {
+        lambda candidates, results_above, anchored, above, below: {
             var: frozenset() for var in candidates
         },
     )

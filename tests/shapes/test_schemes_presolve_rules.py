@@ -26,16 +26,22 @@ ORIGIN = "('op' 't')"
 
 
 def text_scheme(
-    s: Session, lines: list[str], anchors: tuple[str, ...] = ()
+    s: Session,
+    lines: list[str],
+    anchors: tuple[str, ...] = (),
+    anchor_tensors: list[Tensor] | None = None,
 ) -> tuple[Scheme, dict[str, DimVar | RowVar]]:
-    """A scheme from its text form, and its variables by their text names."""
+    """A scheme from its text form, and its variables by their text names
+    (``anchors``: ``name=spec`` of each anchor leaf, made in ``s`` and
+    appended to ``anchor_tensors`` when given)."""
+    made = [s.leaf(name, spec) for name, spec in (a.split("=") for a in anchors)]
+    if anchor_tensors is not None:
+        anchor_tensors.extend(made)
     sc = build_scheme(
         parse_scheme_text(lines),
         session=s,
         label="f",
-        anchors=[
-            s.leaf(name, spec).shape for name, spec in (a.split("=") for a in anchors)
-        ],
+        anchors=[tensor.shape for tensor in made],
         ref=s.dim_ref,
         old_dim=DimVar,
         old_row=RowVar,
@@ -305,7 +311,12 @@ def test_a_count_dim_is_blocked() -> None:
     assert presolvable(sc, v) == []
 
 
-def test_what_lies_above_an_anchor_s_row_or_dim_is_not_presolved() -> None:
+def test_what_broadcasts_into_an_anchor_waits_for_the_anchor() -> None:
+    """``r2`` and ``d2`` broadcast into the anchor's row and dim: while the
+    anchor is open the closing reads them through it (a leaf row takes the
+    bounds of the rows it broadcasts to), so they are presolved only at an
+    application where the anchor's row is concrete (its variables guard
+    them): here after the session closed it."""
     s = Session()
     sc, v = text_scheme(
         s,
@@ -322,8 +333,25 @@ def test_what_lies_above_an_anchor_s_row_or_dim_is_not_presolved() -> None:
             f"dim_ineq d3 <= d2 {ORIGIN}",
         ],
         anchors=("w=...->...",),
+        anchor_tensors=(made := []),
     )
-    assert presolvable(sc, v) == []
+    assert presolvable(sc, v) == ["d2", "r2"]
+    plan = P.plan_presolve(sc)
+    assert plan is not None
+    guards = {
+        var: guard for (var, _, _), guard in zip(plan.order, plan.guards, strict=True)
+    }
+    assert v["r3"] in guards[v["r2"]] and v["d3"] in guards[v["d2"]]
+    x = s.leaf("x", "->4")
+    norm = s.solver.norm_row
+    assert P.presolved(sc, plan, (x.shape,), (), norm) == {}  # the anchor is open
+    (w,) = made
+    s.pointwise("z", w, s.leaf("u", "->4"))  # w takes [4] when closed
+    s.close()
+    assert dict(P.presolved(sc, plan, (x.shape,), (), norm)) == {
+        v["r2"]: Row(()),
+        v["d2"]: Size(4),
+    }
 
 
 def test_a_result_above_needs_what_it_broadcasts_from() -> None:

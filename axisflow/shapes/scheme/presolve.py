@@ -149,6 +149,7 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     """
     blocked: set[Var] = set()
     result_vars: set[Var] = set()
+    anchor_vars: set[Var] = set()
     sources: list[tuple[tuple[int, int, int], Row]] = []
     boundary = (
         (ARG, sc.args),
@@ -159,6 +160,8 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
         for index, rows in enumerate(shapes):
             for kind_index, row in enumerate(rows):
                 (result_vars if where == RESULT else blocked).update(row_vars(row))
+                if where == ANCHOR:
+                    anchor_vars.update(row_vars(row))
                 if any(type(d) is DimVar for d in row.dims) or row.var is not None:
                     sources.append(((where, index, kind_index), row))
     for item in sc.loose:
@@ -222,7 +225,7 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     # A result's variables may lie above a presolved variable: the result
     # shape is made for the application and read nowhere else.
     results_above = {v for v in result_vars if v not in blocked}
-    guards = _guards(candidates, results_above, above, below)
+    guards = _guards(candidates, results_above, anchor_vars, above, below)
     candidates.intersection_update(guards)
     source_vars = {v for _, row in sources for v in row_vars(row)}
     # Kahn's order over the bounds: a candidate is presolvable once each
@@ -303,6 +306,7 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
 def _guards(
     candidates: set[Var],
     results_above: set[Var],
+    anchored: set[Var],
     above: dict[Var, list[Var]],
     below: dict[Var, set[Var]],
 ) -> dict[Var, frozenset[Var]]:
@@ -318,11 +322,15 @@ def _guards(
     settled at the application: everything above it (transitively) is a
     candidate or a result's variable, and everything those broadcast from,
     and every candidate among them, is known at the application (a
-    concrete source, or presolved itself). The guards are those variables;
-    a candidate above which lies anything else (an anchor's row, a leaf's,
-    a dim a total waits on) is dropped (absent from the map).
+    concrete source, or presolved itself). An anchor's variable (a tensor
+    made outside the function, a parameter it reads) may lie above too: it
+    is then a guard, so the candidate is presolved only at an application
+    where the anchor's row is concrete (closed since, or sized by an earlier
+    application): closing cannot read through it there. The guards are
+    those variables; a candidate above which lies anything else (a leaf's
+    row, a dim a total waits on) is dropped (absent from the map).
     """
-    allowed = candidates | results_above
+    allowed = candidates | results_above | anchored
     guards: dict[Var, frozenset[Var]] = {}
     for var in candidates:
         seen = {var}
@@ -334,7 +342,7 @@ def _guards(
             if node not in allowed:
                 fine = False
                 break
-            if node in candidates:
+            if node in candidates or node in anchored:
                 needed.add(node)
             needed.update(below.get(node, ()))
             for res in above.get(node, ()):
