@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import gc
 import time
 import warnings
@@ -14,14 +15,17 @@ from axisflow.gc_pause import gc_paused
 T = TypeVar("T")
 
 
-def best_of(runs: int, action: Callable[[], T]) -> tuple[float, T]:
-    """Minimum wall time over ``runs`` calls, and the last result."""
+def best_of(
+    runs: int, action: Callable[[], T], clock: Callable[[], float] = time.perf_counter
+) -> tuple[float, T]:
+    """Minimum time over ``runs`` calls, and the last result (``clock``:
+    wall time by default, ``time.process_time`` for CPU time)."""
     best = float("inf")
     result: T | None = None
     for _ in range(runs):
-        start = time.perf_counter()
+        start = clock()
         result = action()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     assert result is not None
     return best, result
 
@@ -46,3 +50,30 @@ def print_notes() -> None:
     never-worse guard dropping loops) as ``note: ...`` lines in the
     benchmark's output, without the source line a warning shows."""
     warnings.showwarning = _print_note
+
+
+def counts_option(text: str, least: int = 1) -> list[int]:
+    """A comma-separated list of counts, each at least ``least`` (an
+    option's value: ``--sites 10,100,1000``), in the order given."""
+    try:
+        counts = [int(item) for item in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected counts separated by commas, such as 10,100"
+        ) from None
+    if not all(count >= least for count in counts):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: every count must be at least {least}"
+        )
+    return counts
+
+
+def positive_option(text: str) -> int:
+    """One positive count (an option's value: ``--repeat 3``)."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected one positive count")
+    return count
