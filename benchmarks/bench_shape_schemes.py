@@ -65,6 +65,7 @@ import tracemalloc
 from collections.abc import Sequence
 from pathlib import Path
 
+from timing import counts_option, positive_option  # benchmarks/timing.py
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.parser import Parser
@@ -313,15 +314,24 @@ def ocannl_functions() -> str:
     return text[: text.index(FUNCTIONS_END)]
 
 
-def nested_module_text(sites: int, declared: bool = False) -> str:
+PARAMS = ("inferred", "closed", "declared")
+"""The generated modules' parameters: inferred (OCANNL's ``{ w }``) with
+one closing at the end; inferred and closed (``tprog.close``) after the
+first application of each model, as OCANNL's ``finish_inference`` runs
+at a model's first forward; declared (``DECLARED_PARAMS``)."""
+
+
+def nested_module_text(sites: int, params: str = "inferred") -> str:
     """The bundled blocks, an ``@encoder`` and a ``@cnn``, applied at ``sites`` sites.
 
     Three sites in four apply ``@encoder`` (two encoder blocks: attention,
     layer norms and an MLP, which call the linear layer), the fourth ``@cnn``
     (two convolution blocks, a mean over the positions, a linear
-    classifier); each to data of its own batch size. ``declared``: the
-    parameters' sizes are written (``DECLARED_PARAMS``), else inferred.
+    classifier); each to data of its own batch size. ``params``: one of
+    ``PARAMS``.
     """
+    assert params in PARAMS, params
+    declared = params == "declared"
     lines = [ocannl_functions()]
     for layer in range(2):
         for name, spec in LAYER_PARAMS:
@@ -359,6 +369,8 @@ def nested_module_text(sites: int, declared: bool = False) -> str:
             lines.append(
                 f'%y{i} = tprog.call @encoder(%x{i}) at "site{i}" : !tprog.tensor'
             )
+        if params == "closed" and i == min(sites - 1, 3):
+            lines.append("tprog.close")  # both models applied once
     return "\n".join(lines)
 
 
@@ -424,7 +436,8 @@ def nested_report(sites_list: list[int], memory_sites: list[int], repeat: int) -
     print(
         "# generated modules (@encoder: two blocks of attention, layer norms, MLP,"
         " calling the linear layer; @cnn: two convolution blocks); parameters"
-        " inferred (OCANNL's { w }) or declared"
+        " inferred (OCANNL's { w }), inferred and closed after each model's first"
+        " application (OCANNL's finish_inference at its first forward), or declared"
     )
     header = (
         f"{'params':>8}  {'sites':>5}  {'call sites':>10}  {'served':>6}  "
@@ -433,10 +446,9 @@ def nested_report(sites_list: list[int], memory_sites: list[int], repeat: int) -
     )
     print(header)
     print("-" * len(header))
-    for declared in (False, True):
-        label = "declared" if declared else "inferred"
+    for label in PARAMS:
         for sites in sites_list:
-            text = nested_module_text(sites, declared)
+            text = nested_module_text(sites, label)
             served, re_evaluated, reasons = served_report(text)
             baseline, shared, schemes = [], [], []
             for _ in range(repeat):
@@ -467,11 +479,10 @@ def nested_report(sites_list: list[int], memory_sites: list[int], repeat: int) -
         f"# memory a module-level site keeps (tracemalloc peak while close-shapes "
         f"runs, {low} and {high} sites), KB per site"
     )
-    for declared in (False, True):
-        label = "declared" if declared else "inferred"
+    for label in PARAMS:
 
-        def make(sites: int, declared: bool = declared) -> str:
-            return nested_module_text(sites, declared)
+        def make(sites: int, params: str = label) -> str:
+            return nested_module_text(sites, params)
 
         shared_kb = kb_per_site(make, low, high, "shared")
         re_kb = kb_per_site(make, low, high, "re-evaluate")
@@ -481,39 +492,18 @@ def nested_report(sites_list: list[int], memory_sites: list[int], repeat: int) -
         )
 
 
-def _counts(text: str) -> list[int]:
-    """A comma-separated list of positive counts (an option's value)."""
-    try:
-        counts = [int(item) for item in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected positive counts separated by commas"
-        ) from None
-    if not all(count > 0 for count in counts):
-        raise argparse.ArgumentTypeError(f"{text!r}: every count must be positive")
-    return counts
-
-
-def _positive(text: str) -> int:
-    """One positive count (an option's value)."""
-    counts = _counts(text)
-    if len(counts) != 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected one positive count")
-    return counts[0]
-
-
 def main() -> None:
     global PAUSE_GC
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--sites", type=_counts, default=[10, 100, 1000])
-    parser.add_argument("--sessions", type=_counts, default=[100, 10000, 100000])
-    parser.add_argument("--checks", type=_positive, default=200)
-    parser.add_argument("--repeat", type=_positive, default=3)
+    parser.add_argument("--sites", type=counts_option, default=[10, 100, 1000])
+    parser.add_argument("--sessions", type=counts_option, default=[100, 10000, 100000])
+    parser.add_argument("--checks", type=positive_option, default=200)
+    parser.add_argument("--repeat", type=positive_option, default=3)
     parser.add_argument("--gc", action="store_true", help="keep the cyclic GC on")
-    parser.add_argument("--nested-sites", type=_counts, default=[10, 100, 1000])
+    parser.add_argument("--nested-sites", type=counts_option, default=[10, 100, 1000])
     parser.add_argument(
         "--memory-sites",
-        type=_counts,
+        type=counts_option,
         default=[100, 400],
         help="two site counts, the smaller first: KB per site is their difference's",
     )
