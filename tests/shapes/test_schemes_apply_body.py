@@ -102,58 +102,52 @@ def written(
 
 
 # The pair scheme applied to x0 ``->2,6,5`` and x1 ``7|->4`` in a fresh
-# session, in the order it is written: the boundary equalities (arguments,
-# then results, one per row kind), the anchor's equality (only w's open
-# input row: its batch and output rows were concrete at the trace and still
-# are), the loose variables' ties, the compiled facts (the presolved rows of
-# ``h`` appear as their value ``[]``: its batch row; its input and output
-# rows, the only ones ``z``'s broadcast from and empty here, are not
-# presolved, as closing may merge them with ``z``'s), the policy marks of
-# the rows still open and the capture binding. d92 onwards are the application's renamed
-# variables (r76 to r90 the leaves' and placeholders' rows, d5 and r6 the
-# loose old variables, r1 w's input row).
+# session, in the order it is written: no argument equality (both argument
+# rows are concrete, so the scheme's argument variables are settled to
+# their values and every equality would hold as written), the results'
+# equalities (one per row kind; ``g``'s rows are x1's, settled), the
+# anchor's equality (only w's open input row: its batch and output rows
+# are concrete and still hold), the loose variables' ties, the compiled
+# facts on the settled values (the presolved rows of ``h`` appear as their
+# value ``[]``: its batch row; its input and output rows, the only ones
+# ``z``'s broadcast from and empty here, are not presolved, as closing may
+# merge them with ``z``'s), the policy marks of the rows still open and the
+# capture binding (its scheme variable, x1's output dim, settled to 4, so
+# bound through a fresh d105). d92 onwards are the application's renamed
+# variables (r84 to r90 the placeholders' rows, d5 and r6 the loose old
+# variables, r1 w's input row).
 WRITTEN = [
-    "[] = [...r76]  (argument 'a0' of x0 (argument 0)",
-    "[] = [...r77]  (argument 'a0' of x0 (argument 0)",
-    "[...r97, d92, d93] = [...r78]  (argument 'a0' of x0 (argument 0)",
-    "[...r103] = [...r80]  (argument 'a1' of x1 (argument 1)",
-    "[] = [...r81]  (argument 'a1' of x1 (argument 1)",
-    "[d94] = [...r82]  (argument 'a1' of x1 (argument 1)",
-    "[...r98] = [...r84]  (result 'z' of r0 (result 0)",
-    "[...r99] = [...r85]  (result 'z' of r0 (result 0)",
-    "[...r100, 4] = [...r86]  (result 'z' of r0 (result 0)",
-    "[...r103] = [...r88]  (result 'g' of r1 (result 1)",
+    "[...r94] = [...r84]  (result 'z' of r0 (result 0)",
+    "[...r95] = [...r85]  (result 'z' of r0 (result 0)",
+    "[...r96, 4] = [...r86]  (result 'z' of r0 (result 0)",
+    "[7] = [...r88]  (result 'g' of r1 (result 1)",
     "[] = [...r89]  (result 'g' of r1 (result 1)",
-    "[d94] = [...r90]  (result 'g' of r1 (result 1)",
-    "[...r104, d95, d96] = [...r1]  (anchor 'w' (a pre-existing shape)",
-    "d94 = d5  (fixed variable 'd5'",
-    "[...r103] = [...r6]  (fixed variable 'r6'",
-    "d96 ⊑ d93  (compose 'h' of w, x0",
-    "d95 ⊑ d92  (compose 'h' of w, x0",
-    "4 ⊑ d94  (pointwise 'z' of h, x1",
-    "d93 >= 3  (einsum 'y' of x0 (spec '...,i,2=>...,i')",
-    "[...r98] ⊑ []  (pointwise 'z' of h, x1",
-    "[...r99] ⊑ [...r101]  (pointwise 'z' of h, x1",
-    "[...r100] ⊑ [...r102]  (pointwise 'z' of h, x1",
-    "[...r104] ⊑ [...r97]  (compose 'h' of w, x0",
-    "[...r98] ⊑ [...r103]  (pointwise 'z' of h, x1",
-    "used_in_pointwise [...r99]  (policy mark 'pair'",
-    "used_in_pointwise [...r101]  (policy mark 'pair'",
-    "safe_to_guess [...r102]  (policy mark 'pair'",
-    "used_in_spec_or_compose [...r97]  (policy mark 'pair'",
-    "safe_to_guess [...r104]  (policy mark 'pair'",
-    "used_in_spec_or_compose [...r104]  (policy mark 'pair'",
-    "used_in_spec_or_compose [...r103]  (policy mark 'pair'",
-    "safe_to_guess [...r100]  (policy mark 'pair'",
-    "capture 'h' := d94  (einsum 'g' of x1 (spec '...|h=>...|h')",
+    "[4] = [...r90]  (result 'g' of r1 (result 1)",
+    "[...r99, d92, d93] = [...r1]  (anchor 'w' (a pre-existing shape)",
+    "4 = d5  (fixed variable 'd5'",
+    "[7] = [...r6]  (fixed variable 'r6'",
+    "d93 ⊑ 5  (compose 'h' of w, x0",
+    "d92 ⊑ 6  (compose 'h' of w, x0",
+    "4 ⊑ 4  (pointwise 'z' of h, x1",
+    "5 >= 3  (einsum 'y' of x0 (spec '...,i,2=>...,i')",
+    "[...r94] ⊑ []  (pointwise 'z' of h, x1",
+    "[...r95] ⊑ [...r97]  (pointwise 'z' of h, x1",
+    "[...r96] ⊑ [...r98]  (pointwise 'z' of h, x1",
+    "[...r99] ⊑ [2]  (compose 'h' of w, x0",
+    "[...r94] ⊑ [7]  (pointwise 'z' of h, x1",
+    "used_in_pointwise [...r95]  (policy mark 'pair'",
+    "used_in_pointwise [...r97]  (policy mark 'pair'",
+    "safe_to_guess [...r98]  (policy mark 'pair'",
+    "safe_to_guess [...r99]  (policy mark 'pair'",
+    "used_in_spec_or_compose [...r99]  (policy mark 'pair'",
+    "safe_to_guess [...r96]  (policy mark 'pair'",
+    "d105 = 4  (einsum 'g' of x1 (spec '...|h=>...|h')",
+    "capture 'h' := d105  (einsum 'g' of x1 (spec '...|h=>...|h')",
 ]
 
 WRITTEN_UNGENERALIZED = [
-    "[] = [...r76]  (argument 'a0' of x0 (argument 0)",
-    "[] = [...r77]  (argument 'a0' of x0 (argument 0)",
     "[...r64, d66, d65] = [...r78]  (argument 'a0' of x0 (argument 0)",
     "[...r70] = [...r80]  (argument 'a1' of x1 (argument 1)",
-    "[] = [...r81]  (argument 'a1' of x1 (argument 1)",
     "[d72] = [...r82]  (argument 'a1' of x1 (argument 1)",
     "[...r50] = [...r84]  (result 'z' of r0 (result 0)",
     "[...r51] = [...r85]  (result 'z' of r0 (result 0)",
@@ -184,13 +178,15 @@ WRITTEN_UNGENERALIZED = [
     "capture 'h' := d72  (einsum 'g' of x1 (spec '...|h=>...|h')",
 ]
 
-ORIGINS = [
-    "Origin('argument', 'a0', ('x0',), Side('a0', <Kind.BATCH: 'batch'>), Side('x0', <Kind.BATCH: 'batch'>), 'argument 0', 'pair', 'site')",
-    "Origin('argument', 'a0', ('x0',), Side('a0', <Kind.INPUT: 'input'>), Side('x0', <Kind.INPUT: 'input'>), 'argument 0', 'pair', 'site')",
+# Unrenamed, the argument rows are not settled: their equalities (less
+# the rows written concrete, ``[]`` here, which hold as written) come first.
+ARGUMENT_ORIGINS = [
     "Origin('argument', 'a0', ('x0',), Side('a0', <Kind.OUTPUT: 'output'>), Side('x0', <Kind.OUTPUT: 'output'>), 'argument 0', 'pair', 'site')",
     "Origin('argument', 'a1', ('x1',), Side('a1', <Kind.BATCH: 'batch'>), Side('x1', <Kind.BATCH: 'batch'>), 'argument 1', 'pair', 'site')",
-    "Origin('argument', 'a1', ('x1',), Side('a1', <Kind.INPUT: 'input'>), Side('x1', <Kind.INPUT: 'input'>), 'argument 1', 'pair', 'site')",
     "Origin('argument', 'a1', ('x1',), Side('a1', <Kind.OUTPUT: 'output'>), Side('x1', <Kind.OUTPUT: 'output'>), 'argument 1', 'pair', 'site')",
+]
+
+ORIGINS = [
     "Origin('result', 'z', ('r0',), Side('z', <Kind.BATCH: 'batch'>), Side('r0', <Kind.BATCH: 'batch'>), 'result 0', 'pair', 'site')",
     "Origin('result', 'z', ('r0',), Side('z', <Kind.INPUT: 'input'>), Side('r0', <Kind.INPUT: 'input'>), 'result 0', 'pair', 'site')",
     "Origin('result', 'z', ('r0',), Side('z', <Kind.OUTPUT: 'output'>), Side('r0', <Kind.OUTPUT: 'output'>), 'result 0', 'pair', 'site')",
@@ -217,7 +213,7 @@ AFTER = {
     # tail r9 at depth 2, r100 z's output tail r4 and r102 h's at 1; h's
     # presolved batch row takes none); r107 and r109 inherit theirs when
     # Stage 1 solves r104, r98.
-    "row_gen": {102: 1, 104: 2, 100: 1, 107: 3, 109: 1},
+    "row_gen": {98: 1, 99: 2, 96: 1, 102: 3, 104: 1},
     "results": (((7,), (), (4,)), ((7,), (), (4,))),
     "w": ((), (2, 6, 5), (4,)),
     "internal": [
@@ -239,12 +235,13 @@ def test_an_application_writes_every_part_of_the_trace_with_its_origins() -> Non
 
 
 def test_no_generalization_writes_the_same_parts_on_the_schemes_own_variables() -> None:
-    """Sabotaged, nothing is renamed (and nothing presolved): the same list
-    on the scheme's variables (r50 to r75), the same origins; one
-    application alone still closes to the same shapes."""
+    """Sabotaged, nothing is renamed (and nothing presolved or settled): the
+    list on the scheme's variables (r50 to r75), with the argument
+    equalities, and the same origins after theirs; one application alone
+    still closes to the same shapes."""
     lines, origins, sites, after = written(Sabotage.NO_GENERALIZATION)
     assert lines == WRITTEN_UNGENERALIZED
-    assert origins == ORIGINS
+    assert origins == ARGUMENT_ORIGINS + ORIGINS
     assert sites == {"SITE"}
     assert after == {
         **AFTER,

@@ -11,7 +11,7 @@ unsettled, and the size join itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -19,7 +19,8 @@ from axisflow.shapes import DimVar, RowVar, Scheme, Session, Size, Tensor, schem
 from axisflow.shapes.scheme import presolve as P
 from axisflow.shapes.scheme.read import build_scheme
 from axisflow.shapes.scheme.text import parse_scheme_text
-from axisflow.shapes.terms import Row
+from axisflow.shapes.tensors import Shape
+from axisflow.shapes.terms import Kind, Row
 from tests.shapes.test_schemes import traced
 
 ORIGIN = "('op' 't')"
@@ -71,12 +72,24 @@ AXES = [
 ]
 
 
+def presolved_candidates(
+    sc: Scheme,
+    plan: P.Presolve,
+    args: tuple[Shape, ...],
+    norm: Callable[[Row], Row],
+) -> dict[DimVar | RowVar, object]:
+    """What an application presolves, less the boundary variables it
+    settles (read off the concrete argument rows)."""
+    solved = P.presolved(sc, plan, args, (), norm)
+    return {var: value for var, value in solved.items() if var not in plan.settled}
+
+
 def solved_for(sc: Scheme, spec: str) -> dict[DimVar | RowVar, object]:
     s = sc.session
     plan = P.plan_presolve(sc)
     assert plan is not None
     x = s.leaf("x", spec)
-    return dict(P.presolved(sc, plan, (x.shape,), (), s.solver.norm_row))
+    return presolved_candidates(sc, plan, (x.shape,), s.solver.norm_row)
 
 
 def test_the_axes_of_a_longer_operand_go_to_the_dims_from_the_right() -> None:
@@ -185,9 +198,9 @@ def test_an_unknown_guard_drops_what_it_guards() -> None:
     plan = P.plan_presolve(sc)
     assert plan is not None
     x = s.leaf("x", "...->2")
-    assert P.presolved(sc, plan, (x.shape,), (), s.solver.norm_row) == {}
+    assert presolved_candidates(sc, plan, (x.shape,), s.solver.norm_row) == {}
     z = s.leaf("z", "1,1->2")
-    assert dict(P.presolved(sc, plan, (z.shape,), (), s.solver.norm_row)) == {
+    assert presolved_candidates(sc, plan, (z.shape,), s.solver.norm_row) == {
         v["r2"]: Row((Size(2),)),
         v["r3"]: Row((Size(1), Size(2))),
         v["r4"]: Row((Size(1), Size(2))),
@@ -284,12 +297,12 @@ def test_a_dim_two_arguments_share_is_read_once() -> None:
     assert plan is not None
     a, b, c = s.leaf("a", "3"), s.leaf("b", "3"), s.leaf("c", "4")
     norm = s.solver.norm_row
-    assert dict(P.presolved(sc, plan, (a.shape, b.shape), (), norm)) == {
+    assert presolved_candidates(sc, plan, (a.shape, b.shape), norm) == {
         v["d2"]: Size(3)
     }
-    assert P.presolved(sc, plan, (a.shape, c.shape), (), norm) == {}
+    assert presolved_candidates(sc, plan, (a.shape, c.shape), norm) == {}
     short = s.leaf("e", "")
-    assert P.presolved(sc, plan, (short.shape, b.shape), (), norm) == {}
+    assert presolved_candidates(sc, plan, (short.shape, b.shape), norm) == {}
 
 
 def test_a_count_dim_is_blocked() -> None:
@@ -344,14 +357,59 @@ def test_what_broadcasts_into_an_anchor_waits_for_the_anchor() -> None:
     assert v["r3"] in guards[v["r2"]] and v["d3"] in guards[v["d2"]]
     x = s.leaf("x", "->4")
     norm = s.solver.norm_row
-    assert P.presolved(sc, plan, (x.shape,), (), norm) == {}  # the anchor is open
+    assert presolved_candidates(sc, plan, (x.shape,), norm) == {}  # the anchor is open
     (w,) = made
     s.pointwise("z", w, s.leaf("u", "->4"))  # w takes [4] when closed
     s.close()
-    assert dict(P.presolved(sc, plan, (x.shape,), (), norm)) == {
+    assert presolved_candidates(sc, plan, (x.shape,), norm) == {
         v["r2"]: Row(()),
         v["d2"]: Size(4),
     }
+
+
+def test_concrete_boundary_rows_settle_their_variables() -> None:
+    """The argument's and the anchor's variables are settled from their
+    concrete actual rows (an application then mints none of them and writes
+    no equality for them); an open anchor row settles nothing, and an
+    argument row the scheme's row cannot hold settles nothing at all."""
+    s = Session(keep_log=True)
+    lines = [
+        "generalized r1, r2, d1, d2",
+        "fixed r3, d3",
+        "arg 0 'x' [] | [] -> [...r1, d1]",
+        "result 0 'y' [] | [] -> []",
+        "anchor 0 'w' [] | [] -> [...r3, d3]",
+        "internal 0 'h' [] | [] -> [...r2, d2]",
+        f"ineq [...r2] <= [...r1] {ORIGIN}",
+        f"dim_ineq d2 <= d1 {ORIGIN}",
+        f"dim_ineq d3 <= d2 {ORIGIN}",
+    ]
+    made: list[Tensor] = []
+    sc, v = text_scheme(s, lines, anchors=("w=...->...",), anchor_tensors=made)
+    plan = P.plan_presolve(sc)
+    assert plan is not None
+    assert plan.settled == {v["r1"], v["d1"], v["r3"], v["d3"]}
+    norm = s.solver.norm_row
+    x = s.leaf("x", "->2,4")
+    solved = P.presolved(sc, plan, (x.shape,), (), norm)
+    assert {var: solved[var] for var in plan.settled if var in solved} == {
+        v["r1"]: Row((Size(2),)),
+        v["d1"]: Size(4),
+    }  # w is open: r3, d3 stay to the application's equality
+    assert P.presolved(sc, plan, (s.leaf("e", "->").shape,), (), norm) == {}
+    (w,) = made
+    s.pointwise("z", w, s.leaf("u", "->3,4"))
+    s.close()  # w's output row is now [3, 4]
+    solved = P.presolved(sc, plan, (x.shape,), (), norm)
+    assert solved[v["r3"]] == Row((Size(3),)) and solved[v["d3"]] == Size(4)
+    start = len(s.log)
+    applied = scheme.instantiate(
+        sc, application="a", args=[s.leaf("x2", "->2,4")], results=[s.fresh("y")]
+    )
+    written = {c.origin.operation for c in s.log[start:]}
+    assert "argument" not in written and "anchor" not in written
+    assert "result" in written
+    assert applied.internal[0].row(Kind.OUTPUT) == Row((Size(2), Size(4)))
 
 
 def test_a_result_above_needs_what_it_broadcasts_from() -> None:
@@ -380,9 +438,9 @@ def test_a_result_above_needs_what_it_broadcasts_from() -> None:
     assert plan is not None
     norm = s.solver.norm_row
     open_input = s.leaf("x", "...,1->5,6")
-    assert P.presolved(sc, plan, (open_input.shape,), (), norm) == {}
+    assert presolved_candidates(sc, plan, (open_input.shape,), norm) == {}
     known = s.leaf("z", "1->5,6")
-    assert dict(P.presolved(sc, plan, (known.shape,), (), norm)) == {
+    assert presolved_candidates(sc, plan, (known.shape,), norm) == {
         v["r2"]: Row((Size(5),)),
         v["d4"]: Size(6),
     }

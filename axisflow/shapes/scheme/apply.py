@@ -361,30 +361,43 @@ def _apply(
             if var in solved:
                 continue
             solver.raise_template_depth(rows.get(var, var).id, gen)
+        norm_row = solver.norm_row
+
+        def holds(renamed: Row, actual: Row) -> bool:
+            # A concrete renamed row (written so, or settled from this very
+            # actual row) equal to the actual one: the equality adds nothing.
+            return renamed.var is None and (
+                renamed == actual or norm_row(actual) == renamed
+            )
+
         # The boundary equalities first, as running the body on the arguments would.
         for index, (terms, shape) in enumerate(zip(sc.args, args, strict=True)):
             traced = sc.arg_names[index]
             for kind, term in zip(KINDS, terms, strict=True):
+                renamed, actual = row(term), shape.row(kind)
+                if holds(renamed, actual):
+                    continue
                 origin = _boundary_origin(stamp, "argument", index, traced, shape, kind)
-                add(RowEq(row(term), shape.row(kind), origin))
+                add(RowEq(renamed, actual, origin))
         for index, (terms, shape) in enumerate(
             zip(sc.results, results or (), strict=False)
         ):
             traced = sc.result_names[index]
             for kind, term in zip(KINDS, terms, strict=True):
+                renamed, actual = row(term), shape.row(kind)
+                if holds(renamed, actual):
+                    continue
                 origin = _boundary_origin(stamp, "result", index, traced, shape, kind)
-                add(RowEq(row(term), shape.row(kind), origin))
+                add(RowEq(renamed, actual, origin))
         if Sabotage.SEVER_SHARED not in sabotages:
-            norm_row = solver.norm_row
-            for anchor, concrete in zip(sc.anchors, sc._anchor_concrete, strict=True):
+            for anchor in sc.anchors:
                 shape = anchor.shape
                 session.note_use(shape)
-                for kind, term, is_concrete in zip(
-                    KINDS, anchor.rows, concrete, strict=True
-                ):
+                for kind, term in zip(KINDS, anchor.rows, strict=True):
                     current = shape.row(kind)
-                    if is_concrete and (current == term or norm_row(current) == term):
-                        continue  # already holds: the equality would add nothing
+                    renamed = row(term)
+                    if holds(renamed, current):
+                        continue
                     origin = stamp.new(
                         "anchor",
                         shape.name,
@@ -393,7 +406,7 @@ def _apply(
                         Side(shape.name, kind),
                         "a pre-existing shape",
                     )
-                    add(RowEq(row(term), current, origin))
+                    add(RowEq(renamed, current, origin))
             for item in sc.loose:
                 origin = stamp.new("fixed variable", repr(item.old))
                 if type(item.old) is DimVar:

@@ -85,9 +85,6 @@ class Scheme:
         self._dims = tuple(v for v in (*generalized, *fixed) if type(v) is DimVar)
         self._rows = tuple(v for v in (*generalized, *fixed) if type(v) is RowVar)
         self._internal_sides = tuple(shape_sides(i.name) for i in internal)
-        self._anchor_concrete = tuple(
-            tuple(row.is_concrete() for row in anchor.rows) for anchor in anchors
-        )
         # The distinct origins of the facts and captures, stamped once per
         # application, and each fact as (kind code, terms..., origin index).
         origins: dict[int, Origin] = {}

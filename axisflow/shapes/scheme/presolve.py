@@ -75,7 +75,10 @@ class Presolve:
     sizes result rows write (an operand row, the position from the right,
     the size): an operand's axis there other than 1 and that size is Stage
     1's error. ``tied``: the row candidates an application leaves open
-    where their value has no axes (see :func:`plan_presolve`).
+    where their value has no axes (see :func:`plan_presolve`). ``settled``:
+    the argument, result and anchor rows' variables, which an application
+    takes from the actual row where that is concrete (its equality with the
+    scheme's row would bind them so first) instead of minting them.
     """
 
     sources: tuple[tuple[tuple[int, int, int], Row], ...]
@@ -85,6 +88,7 @@ class Presolve:
     closed: tuple[tuple[Row, int], ...] = ()
     fixed: tuple[tuple[Row, int, Size], ...] = ()
     tied: frozenset[RowVar] = frozenset()
+    settled: frozenset[Var] = frozenset()
 
     @property
     def source_vars(self) -> frozenset[Var]:
@@ -137,7 +141,9 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     cannot read the variable through what lies above it: everything above
     (transitively) must be a candidate or a result's variable, and
     everything those broadcast from known at the application
-    (:func:`_guards`). ``None`` when there is nothing to presolve.
+    (:func:`_guards`). The boundary rows' variables are sources too, and
+    an application settles them from the concrete actual rows
+    (``settled``). ``None`` when there is nothing to presolve or settle.
 
     A row candidate that is the one row variable a result's row variable
     broadcasts from is *tied* (``tied``): where its value has no axes,
@@ -255,7 +261,10 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
             waiting[user] -= 1
             if not waiting[user]:
                 ready.append(user)
-    if not order:
+    settled = frozenset(
+        v for (where, _i, _k), row in sources if where != CAPTURE for v in row_vars(row)
+    )
+    if not order and not settled:
         return None
     gens = dict(sc.gens)
     presolvable = set(order)
@@ -279,7 +288,7 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
         sources=tuple(
             (where, row)
             for where, row in sources
-            if any(v in used for v in row_vars(row))
+            if where[0] != CAPTURE or any(v in used for v in row_vars(row))
         ),
         order=tuple(
             (
@@ -300,6 +309,7 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
             for operand in operands
             if operand in presolvable
         ),
+        settled=settled,
     )
 
 
@@ -392,6 +402,9 @@ def presolved(
         if kind == CAPTURE:
             size = sc.captures[index].ref.known_size()
             actual.append(None if size is None else Row((size,)))
+            continue
+        if kind == RESULT and index >= len(results):
+            actual.append(None)  # an application given no result shapes
             continue
         shape = (
             args[index]
@@ -524,6 +537,9 @@ def _value(term: Dim | Row, known: dict[Var, Value]) -> Value | None:
 def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> Solved:
     """The joins of :func:`presolved`, in dependency order (``known``: the sources)."""
     solved = Solved()
+    # A boundary variable read off a concrete actual row takes that value:
+    # the application's equality would bind it so before anything else.
+    settled = [(var, known[var]) for var in pre.settled if var in known]
     join = join_concrete  # looked up once (a test replaces it)
     tied = pre.tied
     for var, var_bounds, gen in pre.order:
@@ -572,6 +588,7 @@ def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> Solved:
     ]
     if unsettled:
         _drop_unsettled(pre, solved, unsettled)
+    solved.update(settled)
     return solved
 
 
