@@ -32,7 +32,7 @@ refused before anything is written and does not taint.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -54,7 +54,7 @@ from axisflow.shapes.operations import Operations
 from axisflow.shapes.refs import DimRef
 from axisflow.shapes.solver import Solver
 from axisflow.shapes.spec import parse_shape_spec
-from axisflow.shapes.tensors import ROW_ATTRS, FastShape, Shape, Tensor
+from axisflow.shapes.tensors import NO_MARGINS, ROW_ATTRS, FastShape, Shape, Tensor
 from axisflow.shapes.terms import (
     DEFAULT_BASIS,
     KINDS,
@@ -163,6 +163,8 @@ class Session(Operations):
         self._fast: list[FastRecord] | None = [] if self._fast_enabled else None
         self._log: list[Constraint] = []
         self._shapes: list[Shape] = []
+        # Padding margins published by closing, per shape (few have any).
+        self._margins: dict[Shape, Mapping[Kind, tuple[tuple[int, int], ...]]] = {}
         self._refs: list[DimRef] = []
         self._tainted = False
         self._taint_error: ShapeError | None = None
@@ -536,6 +538,10 @@ class Session(Operations):
         if self._use_observers:
             self._use_observers[-1](shape)
 
+    def margins_of(self, shape: Shape) -> Mapping[Kind, tuple[tuple[int, int], ...]]:
+        """The padding margins closing published for ``shape`` (per kind)."""
+        return self._margins.get(shape, NO_MARGINS)
+
     def check_alive(self, shape: Shape) -> None:
         """Raise if the shape was discarded by a rewind or is from another session."""
         if shape.session is not self:
@@ -641,8 +647,8 @@ class Session(Operations):
                 )
         for (shape_id, kind), margins in widest.items():
             shape = shapes[shape_id]
-            self._trail.set_attr(
-                shape, "margins", {**shape.margins, kind: tuple(margins)}
+            self._trail.set_item(
+                self._margins, shape, {**shape.margins, kind: tuple(margins)}
             )
 
     def register_shape(self, shape: Shape) -> None:
@@ -729,19 +735,16 @@ class Session(Operations):
         input_: Row,
         output: Row,
         *,
-        sides: tuple[Side, Side, Side] | None = None,
         register: bool = True,
         created_at: int | None = None,
     ) -> Shape:
         """A shape of the given rows, discarded if a window around it is rewound.
 
-        ``register``: have the next closing solve it. ``sides`` may share the
-        sides of another shape of the same name (they only name its rows).
-        ``created_at``: a tick of :meth:`tick` shared by shapes made together
+        ``register``: have the next closing solve it. ``created_at``: a tick of :meth:`tick` shared by shapes made together
         (each takes one of its own by default).
         """
         self._leave_fast_mode()
-        shape = Shape(self, name, batch, input_, output, sides, created_at)
+        shape = Shape(self, name, batch, input_, output, created_at)
         if register:
             # A new shape is registered directly: if a rewind drops it from
             # the list, it is discarded as well, so its epoch needs no undo.

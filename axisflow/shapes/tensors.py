@@ -43,6 +43,10 @@ class ShapeOwner(Protocol):
 
     def check_alive(self, shape: Shape) -> None: ...
 
+    def margins_of(
+        self, shape: Shape
+    ) -> Mapping[Kind, tuple[tuple[int, int], ...]]: ...
+
     def check_forcing(self, what: str) -> None: ...
 
 
@@ -77,12 +81,10 @@ class Shape:
     __slots__ = (
         "_fast",
         "_session",
-        "_sides",
         "batch",
         "created_at",
         "discarded",
         "input",
-        "margins",
         "name",
         "output",
         "registered_at",
@@ -95,7 +97,6 @@ class Shape:
         batch: Row,
         input_: Row,
         output: Row,
-        sides: tuple[Side, Side, Side] | None = None,
         created_at: int | None = None,
     ):
         self._session = session
@@ -114,13 +115,14 @@ class Shape:
         # The closing count when the shape was registered (-1: never), so that
         # registering twice before one closing registers once.
         self.registered_at = -1
-        self._sides: tuple[Side, Side, Side] | None = (
-            sides if sides is not None else shape_sides(name)
-        )
         self._fast: object = None
-        # Padding margins per kind (published by closing, see ``padding``;
-        # closing replaces the mapping, so all shapes start with one empty).
-        self.margins: Mapping[Kind, tuple[tuple[int, int], ...]] = NO_MARGINS
+
+    @property
+    def margins(self) -> Mapping[Kind, tuple[tuple[int, int], ...]]:
+        """Padding margins per kind, as closing published them (see
+        :meth:`padding`). Kept by the session, not on the shape: a slot
+        would cost memory per tensor, and only padded convolutions have any."""
+        return self._session.margins_of(self)
 
     @property
     def session(self) -> ShapeOwner:
@@ -132,11 +134,11 @@ class Shape:
         return (self.batch, self.input, self.output)
 
     def side(self, kind: Kind) -> Side:
-        """The side naming this shape's row of one kind in constraint origins."""
-        sides = self._sides
-        if sides is None:  # a shape of the fast mode names its sides when asked
-            sides = self._sides = shape_sides(self.name)
-        return sides[KINDS.index(kind)]
+        """The side naming this shape's row of one kind in constraint origins.
+
+        Not stored: a slot would cost memory per tensor of every call site,
+        and the sides of a name are cached (:func:`shape_sides`)."""
+        return shape_sides(self.name)[KINDS.index(kind)]
 
     def row(self, kind: Kind | str) -> Row:
         """The stored row of one kind (``Kind.BATCH`` or ``"batch"``, ...)."""
@@ -234,9 +236,7 @@ class FastShape(Shape):
         self.discarded = False
         self.created_at = created_at
         self.registered_at = -1
-        self._sides = None  # see Shape.side
         self._fast = record
-        self.margins = NO_MARGINS
 
     @property
     def batch(self) -> Row:  # type: ignore[override]

@@ -341,11 +341,10 @@ def _apply(
                 row(item.rows[0]),
                 row(item.rows[1]),
                 row(item.rows[2]),
-                sides=sides,
                 register=register,
                 created_at=tick,
             )
-            for item, sides in zip(sc.internal, sc._internal_sides, strict=True)
+            for item in sc.internal
         )
         # Register before solving: a contradiction leaves them registered,
         # with the session tainted, as a failed construction would.

@@ -20,7 +20,7 @@ from axisflow.shapes.scheme.data import (
 )
 from axisflow.shapes.scheme.text import scheme_lines
 from axisflow.shapes.session import Session
-from axisflow.shapes.tensors import Shape, shape_sides
+from axisflow.shapes.tensors import Shape
 from axisflow.shapes.terms import (
     DimVar,
     Origin,
@@ -84,7 +84,6 @@ class Scheme:
         self.paddings = paddings
         self._dims = tuple(v for v in (*generalized, *fixed) if type(v) is DimVar)
         self._rows = tuple(v for v in (*generalized, *fixed) if type(v) is RowVar)
-        self._internal_sides = tuple(shape_sides(i.name) for i in internal)
         # The distinct origins of the facts and captures, stamped once per
         # application, and each fact as (kind code, terms..., origin index).
         origins: dict[int, Origin] = {}
