@@ -93,12 +93,15 @@ def test_a_nested_applications_origins_keep_their_own_path() -> None:
         ("pointwise", "out", "top"),
         ("pointwise", "y", "top > inner"),
     ]
-    # The outer body's pointwise is written between the inner facts.
+    # The outer body's pointwise is written between the inner facts (y's
+    # rows are tied to the result: the inequality relating its template's
+    # tail to h's stays).
     assert [tensor for _, tensor, _ in written] == [
         "h",
         "h",
         "out",
         "out",
+        "y",
         "y",
         "y",
         "out",

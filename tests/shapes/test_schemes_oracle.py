@@ -400,6 +400,32 @@ RESULT_MERGED_WITH_PRESOLVED = Program(
 )
 
 
+# The soak (seed 5555) found: the result v2 (a transpose of v0) broadcasts
+# only from v0's input row, which broadcasts to nothing else, and whose
+# bound [3] has axes. Re-evaluation gives that row a template [...t, 3];
+# closing merges t with the tail of v2's row, which the next call (taking
+# v2 as its argument) merges on with rows that an open anchor's closing
+# gives the axis 2: v0's input row ends [2, 3]. Presolving it to [3] had
+# cut the tie; it is now presolved as the template alone.
+RESULT_TAIL_MERGED_WITH_PRESOLVED = Program(
+    anchors=(("leaf", "...,1,3|...->1"), ("leaf", "|->...")),
+    arity=1,
+    body=(
+        Op("pointwise", (2, 0)),
+        Op("transpose", (1,)),
+        Op("transpose", (3,)),
+        Op("pointwise", (2, 4)),
+    ),
+    results=(5, 6),
+    calls=(
+        (("leaf", "|3->..."),),
+        (("result", 0),),
+        (("leaf", "...,3|...->2,3"),),
+    ),
+    close_before=(False, False, False),
+    set_dim=1,
+)
+
 # The soak found a program whose closing ran out of memory (both ways): the
 # einsum and the pointwise operation make a cycle of inequalities that
 # templates one axis per round, and every round doubled the relations the
@@ -546,6 +572,7 @@ PINNED = {
     "PARAMETER_ABOVE_PRESOLVED": PARAMETER_ABOVE_PRESOLVED,
     "TRACER_TEMPLATE_MARK": TRACER_TEMPLATE_MARK,
     "RESULT_MERGED_WITH_PRESOLVED": RESULT_MERGED_WITH_PRESOLVED,
+    "RESULT_TAIL_MERGED_WITH_PRESOLVED": RESULT_TAIL_MERGED_WITH_PRESOLVED,
     "TOTAL_OVER_A_SHARED_ROW": TOTAL_OVER_A_SHARED_ROW,
     "TEMPLATE_OF_A_RESULT_IN_AN_ANCHOR": TEMPLATE_OF_A_RESULT_IN_AN_ANCHOR,
 }

@@ -27,6 +27,7 @@ from tests.shapes.test_schemes_oracle import (
     CLOSED_ROW_TOO_SHORT,
     PARAMETER_ABOVE_PRESOLVED,
     RESULT_MERGED_WITH_PRESOLVED,
+    RESULT_TAIL_MERGED_WITH_PRESOLVED,
     SIZE_WRITTEN_IN_A_ROW,
     TRACER_TEMPLATE_MARK,
     Op,
@@ -226,12 +227,15 @@ def test_the_join_of_every_pair_of_short_rows_is_the_brute_force_one(
 
 
 def test_the_oracle_catches_a_wrong_join(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Negative control: presolving to the first bound instead of the join."""
+    """Negative control: presolving to the first bound instead of the join.
+    The result broadcasts from two rows (the sum and its transpose), so the
+    sum's rows are presolved outright (not tied to the result's: their
+    inequalities are skipped and nothing checks the presolved value)."""
     program = Program(
         anchors=(),
         arity=2,
-        body=(Op("pointwise", (0, 1)), Op("transpose", (2,))),
-        results=(3,),
+        body=(Op("pointwise", (0, 1)), Op("transpose", (2,)), Op("pointwise", (3, 2))),
+        results=(4,),
         calls=((("leaf", "3|->4"), ("leaf", "2,3|->4")),),
         close_before=(False,),
         set_dim=None,
@@ -337,11 +341,13 @@ def attention(s: Session, x: Tensor, w_q: Tensor, w_k: Tensor) -> list[Tensor]:
 def test_dims_and_rows_with_axes_presolve() -> None:
     """Attention's batch rows end with the sequence axis (``... s``): rows
     with an axis after their variable, and dims between them. With concrete
-    weights and data every internal shape is concrete right after the
-    application, as closing would make it, except the tails of ``shifted``'s
-    input and output rows: ``exp``'s rows (the result's) broadcast from
-    them alone, so closing merges them with the result's, which a caller
-    may still give axes (``tied``); their last axes are presolved."""
+    weights and data every axis is presolved right after the application,
+    as closing would make it; the rows that closing's single-neighbour
+    merges chain to the result's (``exp``'s rows broadcast from
+    ``shifted``'s alone, ``shifted``'s batch row from the one batch row
+    ``q``, ``k``, ``scores`` and ``max`` share) keep an open tail, as
+    re-evaluation's templates do: a caller may still give the result's rows
+    leading axes, and re-evaluation would give them to all of these."""
     s = Session()
     w_q, w_k = s.param("w_q", "8->2,4"), s.param("w_k", "8->2,4")
     with s.rewind():
@@ -361,14 +367,27 @@ def test_dims_and_rows_with_axes_presolve() -> None:
     applied = scheme.instantiate(
         sc, application="c", args=[s.leaf("x1", "3,5|->8")], results=[s.fresh("y")]
     )
-    assert internal_rows_open(applied) == ["shifted", "exp"]
+    assert internal_rows_open(applied) == [
+        "q",
+        "k",
+        "scores",
+        "max",
+        "shifted",
+        "exp",
+    ]
+    shared_batch = {shape.rows()[0] for shape in applied.internal[:4]}
+    assert len(shared_batch) == 1
+    (batch,) = shared_batch
+    assert batch.var is not None and batch.dims == (Size(3), Size(5))
+    assert all(
+        row.is_concrete() for shape in applied.internal[:4] for row in shape.rows()[1:]
+    )
     tail_vars = {row.var for row in applied.internal[-2].rows()[1:]}
     assert None not in tail_vars and len(tail_vars) == 2
     assert [row.dims for row in applied.internal[-2].rows()[1:]] == [
         (Size(5),),
         (Size(2),),
     ]
-    assert applied.internal[0].rows()[0] == Row((Size(3), Size(5)))
     s.close()
     reference = Session()
     (expected,) = attention(
@@ -381,15 +400,21 @@ def test_dims_and_rows_with_axes_presolve() -> None:
     assert applied.internal[-1].dims() == expected.shape.dims()
 
 
-def test_a_row_tied_to_the_result_is_not_presolved_where_it_has_no_axes(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    "program",
+    [RESULT_MERGED_WITH_PRESOLVED, RESULT_TAIL_MERGED_WITH_PRESOLVED],
+    ids=["no axes", "a template"],
+)
+def test_a_row_tied_to_the_result_keeps_its_tail_open(
+    program: Program, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The soak's program: the result broadcasts only from an internal row
-    whose bounds have no axes. Re-evaluation leaves that row bare until
-    closing merges it with the result's, to which the next call's total
-    gives axes; presolving it to no axes cuts the tie (negative control:
-    without ``tied`` the application disagrees)."""
-    program = RESULT_MERGED_WITH_PRESOLVED
+    """The soak's programs: the result broadcasts only from an internal row
+    (bounds without axes; bounds with axes, through a transpose).
+    Re-evaluation leaves that row bare, or its template's tail, until
+    closing merges it with the result's, to which the caller later gives
+    axes (the next call's total; the next call, merged on with rows an open
+    anchor's closing sizes); presolving it outright cuts the tie (negative
+    control: without ``tied`` the application disagrees)."""
     expected = run(program, through_schemes=False)
     assert run(program, through_schemes=True) == expected
     real_plan = scheme_module.plan_presolve

@@ -237,6 +237,7 @@ def _renamer(
     same presolved values: it is kept on them and shared (``Solved.rows``).
     """
     shared: dict[int, Row] | None = getattr(solved, "rows", None)
+    templated: dict[Var, int] = getattr(solved, "templated", {})
 
     def renamed(r: Row) -> Row:
         var = r.var
@@ -249,6 +250,8 @@ def _renamer(
             return r if r_dims is r.dims else Row(r_dims)
         value = solved.get(var)
         if value is not None:
+            if var in templated:
+                return Row(value.dims + r_dims, rows[var])  # type: ignore[union-attr, index]
             return Row(value.dims + r_dims) if r_dims else value  # type: ignore[union-attr, return-value]
         new_var = rows.get(var, var)
         return r if new_var is var and r_dims is r.dims else Row(r_dims, new_var)
@@ -304,6 +307,8 @@ def _apply(
         if pre is not None and not sabotages and not trail.depth
         else {}
     )
+    # Tied rows presolved as templates: their axes, and a tail of their own.
+    templated: dict[Var, int] = getattr(solved, "templated", {})
     if Sabotage.NO_GENERALIZATION in sabotages:
         dims: dict[DimVar, Dim] = {}
         rows: dict[RowVar, RowVar] = {}
@@ -314,7 +319,7 @@ def _apply(
             for v in sc._dims
         }
         mint_row = session.fresh_row_var
-        rows = {v: mint_row() for v in sc._rows if v not in solved}  # type: ignore[misc]
+        rows = {v: mint_row() for v in sc._rows if v not in solved or v in templated}  # type: ignore[misc]
 
     row = _renamer(dims, rows, solved)
 
@@ -360,6 +365,8 @@ def _apply(
             if var in solved:
                 continue
             solver.raise_template_depth(rows.get(var, var).id, gen)
+        for var, depth in templated.items():
+            solver.raise_template_depth(rows[var].id, depth)  # type: ignore[index]
         norm_row = solver.norm_row
 
         def holds(renamed: Row, actual: Row) -> bool:
@@ -466,6 +473,10 @@ def _apply(
             mark_origin = stamp.new("policy mark", sc.label)
             marked_safe: set[RowVar] = set()
             for var, mark in sc.marks:
+                if var in templated:
+                    # Re-evaluation's template tail takes the row's marks.
+                    add(PolicyMark(Row((), rows[var]), mark, mark_origin))  # type: ignore[index]
+                    continue
                 if var in solved:
                     continue  # a closed row takes no marks
                 if mark is Mark.SAFE_TO_GUESS:
@@ -473,6 +484,10 @@ def _apply(
                         continue  # re-running the body would make no template here
                     marked_safe.add(var)
                 add(PolicyMark(Row((), rows.get(var, var)), mark, mark_origin))
+            for var in templated:
+                # A template's tail is safe to guess (the solver's templates).
+                tail = Row((), rows[var])  # type: ignore[index]
+                add(PolicyMark(tail, Mark.SAFE_TO_GUESS, mark_origin))
             for var in _templated_tails(sc, args, sabotages, solver.norm_row):
                 if var not in solved and var not in marked_safe:
                     safe = Row((), rows.get(var, var))

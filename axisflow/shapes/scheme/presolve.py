@@ -55,6 +55,18 @@ Bound = tuple[int, Dim | Row, int]
 
 
 @dataclass(frozen=True, slots=True)
+class TiedFact:
+    """An inequality bounding presolvable variables, some of them tied
+    (:func:`_tied`), from below. It holds by construction where its operand
+    side is presolved outright too; where an operand is a tied variable's
+    template, it relates the two tails, as re-evaluation's inequality
+    relates its templates' tails, and is added."""
+
+    result: tuple[Var, ...]
+    operand: tuple[Var, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Presolve:
     """The scheme's internal variables an application may solve outright.
 
@@ -66,7 +78,8 @@ class Presolve:
     variables in dependency order, each with its lower bounds and its
     template depth (0 for a dim). ``skipped``: for each compiled fact, the
     variables on its result side if the fact only bounds presolvable
-    variables from below (it holds once they are presolved), else ``None``. ``guards``: for each variable of ``order``,
+    variables from below (it holds once they are presolved), a
+    :class:`TiedFact` if some of them are tied, else ``None``. ``guards``: for each variable of ``order``,
     the variables that must be known at an application for it to be
     presolved there (see :func:`_guards`). ``closed``: the operand rows of
     inequalities into a closed result row, with its number of axes: an
@@ -74,8 +87,8 @@ class Presolve:
     would not report (nothing is presolved then). ``fixed``: likewise, the
     sizes result rows write (an operand row, the position from the right,
     the size): an operand's axis there other than 1 and that size is Stage
-    1's error. ``tied``: the row candidates an application leaves open
-    where their value has no axes (see :func:`plan_presolve`). ``settled``:
+    1's error. ``tied``: the row candidates an application presolves as a
+    template only (see :func:`_tied`). ``settled``:
     the argument, result and anchor rows' variables, which an application
     takes from the actual row where that is concrete (its equality with the
     scheme's row would bind them so first) instead of minting them.
@@ -83,12 +96,12 @@ class Presolve:
 
     sources: tuple[tuple[tuple[int, int, int], Row], ...]
     order: tuple[tuple[Var, tuple[Bound, ...], int], ...]
-    skipped: tuple[tuple[Var, ...] | None, ...]
+    skipped: tuple[tuple[Var, ...] | TiedFact | None, ...]
     guards: tuple[frozenset[Var], ...]
     closed: tuple[tuple[Row, int], ...] = ()
     fixed: tuple[tuple[Row, int, Size], ...] = ()
-    tied: frozenset[RowVar] = frozenset()
     settled: frozenset[Var] = frozenset()
+    tied: frozenset[Var] = frozenset()
 
     @property
     def source_vars(self) -> frozenset[Var]:
@@ -145,13 +158,10 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     an application settles them from the concrete actual rows
     (``settled``). ``None`` when there is nothing to presolve or settle.
 
-    A row candidate that is the one row variable a result's row variable
-    broadcasts from is *tied* (``tied``): where its value has no axes,
-    re-evaluation leaves it bare until closing (a bound without axes makes
-    no template), and closing's single-neighbour merge then equates it with
-    the result's variable, which the caller may give axes later (a total on
-    the result); an application does not presolve it there
-    (:func:`solve_presolvable`). Dims have no such merge.
+    A row candidate closing's single-neighbour merge may equate (or its
+    template's tail) with a result's variable, to which the caller may give
+    axes later, is *tied* (:func:`_tied`): presolved as a template only.
+    Dims have no such merge.
     """
     blocked: set[Var] = set()
     result_vars: set[Var] = set()
@@ -191,6 +201,7 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     # The row variables each result row's variable broadcasts from (what
     # closing's single-neighbour merge reads: dims have no such step).
     row_below: dict[RowVar, set[RowVar]] = {}
+    row_above: dict[RowVar, set[RowVar]] = {}
     for fact in sc.facts:
         if isinstance(fact, RowIneq):
             res, opnd = fact.res, fact.opnd
@@ -203,6 +214,7 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
                 bounds.setdefault(res.var, []).append((LEAD, opnd, len(res.dims)))
                 if opnd.var is not None:
                     row_below.setdefault(res.var, set()).add(opnd.var)
+                    row_above.setdefault(opnd.var, set()).add(res.var)
             else:
                 closed.append((opnd, len(res.dims)))
             for position, dim in enumerate(res.dims):
@@ -231,6 +243,7 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     # A result's variables may lie above a presolved variable: the result
     # shape is made for the application and read nowhere else.
     results_above = {v for v in result_vars if v not in blocked}
+    tied = _tied(candidates, results_above, row_below, row_above)
     guards = _guards(candidates, results_above, anchor_vars, above, below)
     candidates.intersection_update(guards)
     source_vars = {v for _, row in sources for v in row_vars(row)}
@@ -268,13 +281,16 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
         return None
     gens = dict(sc.gens)
     presolvable = set(order)
-    skipped: list[tuple[Var, ...] | None] = []
+    untied = presolvable.difference(tied)
+    skipped: list[tuple[Var, ...] | TiedFact | None] = []
     for code, first, second, _origin in sc._plan:
         sides = _fact_sides(code, first, second)
-        if code == AT_LEAST and type(first) is DimVar and first in presolvable:
+        if code == AT_LEAST and type(first) is DimVar and first in untied:
             skipped.append((first,))  # a minimum of 1 (larger ones block)
-        elif sides is not None and sides[0] and presolvable.issuperset(sides[0]):
+        elif sides is not None and sides[0] and untied.issuperset(sides[0]):
             skipped.append(sides[0])
+        elif sides is not None and sides[0] and presolvable.issuperset(sides[0]):
+            skipped.append(TiedFact(sides[0], sides[1]))
         else:
             skipped.append(None)
     used = {
@@ -302,15 +318,45 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
         guards=tuple(guards[var] for var in order),
         closed=tuple(closed),
         fixed=tuple(fixed),
-        tied=frozenset(
-            operand
-            for res in results_above
-            if type(res) is RowVar and len(operands := row_below.get(res, ())) == 1
-            for operand in operands
-            if operand in presolvable
-        ),
         settled=settled,
+        tied=frozenset(tied.intersection(order)),
     )
+
+
+def _tied(
+    candidates: set[Var],
+    results_above: set[Var],
+    row_below: dict[RowVar, set[RowVar]],
+    row_above: dict[RowVar, set[RowVar]],
+) -> set[RowVar]:
+    """The row candidates closing's single-neighbour merge may equate with a
+    result's row variable: the one row variable a result's variable
+    broadcasts from, when that one broadcasts to nothing else, the one
+    that one broadcasts from on the same terms, and so on down.
+
+    Re-evaluation leaves each of them bare where its bounds have no axes,
+    else gives it a template whose tail is bare; the merge joins the bare
+    ones along the chain, so what the caller gives the result's row later
+    (a total on it, another call it is passed to, a merge above it) reaches
+    all of them. An application therefore presolves a tied variable only
+    as such a template (its axes, a fresh tail: ``Presolve.tied``), and
+    not at all where it has no axes.
+    """
+    tied: set[RowVar] = set()
+    for res in results_above:
+        upper = res
+        while type(upper) is RowVar:
+            operands = row_below.get(upper, ())
+            if len(operands) != 1:
+                break
+            (lower,) = operands
+            if lower not in candidates or lower in tied:
+                break
+            if row_above.get(lower, set()) != {upper}:
+                break
+            tied.add(lower)
+            upper = lower
+    return tied
 
 
 def _guards(
@@ -437,15 +483,19 @@ class Solved(dict[Var, Value]):
     application row when that is concrete: applications with the same
     sources share those immutable rows instead of building their own.
     ``facts``: the scheme's compiled facts such an application still adds
-    (see :func:`facts_to_add`), once computed.
+    (see :func:`facts_to_add`), once computed. ``templated``: the tied
+    variables among them (:func:`_tied`), each with its tail's template
+    depth: their values are the axes of a template whose tail each
+    application mints.
     """
 
-    __slots__ = ("facts", "rows")
+    __slots__ = ("facts", "rows", "templated")
 
     def __init__(self) -> None:
         super().__init__()
         self.rows: dict[int, Row] = {}
         self.facts: Sequence[tuple[Any, ...]] | None = None
+        self.templated: dict[Var, int] = {}
 
 
 def facts_to_add(
@@ -453,16 +503,28 @@ def facts_to_add(
 ) -> Sequence[tuple[Any, ...]]:
     """The compiled facts an application with these presolved values adds:
     all but those that only bound presolved variables from below (they hold
-    by construction). Kept on ``solved``, which applications with the same
-    source values share."""
+    by construction), except the inequalities that relate two tied rows'
+    template tails (:class:`TiedFact`). Kept on ``solved``, which
+    applications with the same source values share."""
     if not solved or pre is None:
         return sc._plan
     facts = getattr(solved, "facts", None)
     if facts is None:
+        templated: dict[Var, int] = getattr(solved, "templated", {})
+
+        def holds(bounded: tuple[Var, ...] | TiedFact | None) -> bool:
+            if bounded is None:
+                return False
+            if type(bounded) is TiedFact:
+                return all(v in solved for v in bounded.result) and all(
+                    v in solved and v not in templated for v in bounded.operand
+                )
+            return all(v in solved for v in bounded)  # type: ignore[union-attr]
+
         facts = [
             fact
             for fact, bounded in zip(sc._plan, pre.skipped, strict=True)
-            if bounded is None or not all(v in solved for v in bounded)
+            if not holds(bounded)
         ]
         if isinstance(solved, Solved):
             solved.facts = facts
@@ -537,11 +599,11 @@ def _value(term: Dim | Row, known: dict[Var, Value]) -> Value | None:
 def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> Solved:
     """The joins of :func:`presolved`, in dependency order (``known``: the sources)."""
     solved = Solved()
+    tied = pre.tied
     # A boundary variable read off a concrete actual row takes that value:
     # the application's equality would bind it so before anything else.
     settled = [(var, known[var]) for var in pre.settled if var in known]
     join = join_concrete  # looked up once (a test replaces it)
-    tied = pre.tied
     for var, var_bounds, gen in pre.order:
         values: list[Value] = []
         for kind, term, back in var_bounds:
@@ -562,8 +624,11 @@ def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> Solved:
                 joined = join(values)  # type: ignore[arg-type]
                 if joined is None or gen + len(joined.dims) > MAX_RANK:
                     return Solved()
-                if joined.dims or var not in tied:
-                    known[var] = solved[var] = joined
+                if var in tied:
+                    if not joined.dims:
+                        continue  # bare in re-evaluation too: left open
+                    solved.templated[var] = gen + len(joined.dims)
+                known[var] = solved[var] = joined
             else:
                 size = join_sizes(values)  # type: ignore[arg-type]
                 if size is None:
@@ -588,6 +653,8 @@ def solve_presolvable(pre: Presolve, known: dict[Var, Value]) -> Solved:
     ]
     if unsettled:
         _drop_unsettled(pre, solved, unsettled)
+        for var in [v for v in solved.templated if v not in solved]:
+            del solved.templated[var]
     solved.update(settled)
     return solved
 
