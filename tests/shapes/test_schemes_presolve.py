@@ -13,6 +13,7 @@ import dataclasses
 import itertools
 import weakref
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -28,6 +29,7 @@ from tests.shapes.test_schemes_oracle import (
     PARAMETER_ABOVE_PRESOLVED,
     RESULT_MERGED_WITH_PRESOLVED,
     RESULT_TAIL_MERGED_WITH_PRESOLVED,
+    RESULT_TAIL_WITH_A_LONGER_ROW_ABOVE,
     SIZE_WRITTEN_IN_A_ROW,
     TRACER_TEMPLATE_MARK,
     Op,
@@ -398,6 +400,30 @@ def test_dims_and_rows_with_axes_presolve() -> None:
     )
     reference.close()
     assert applied.internal[-1].dims() == expected.shape.dims()
+
+
+def test_a_row_the_results_tail_may_take_is_not_presolved_beside_a_longer_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A row the result broadcasts from alone, which also broadcasts to a
+    longer row, is left to the application's inequalities (negative
+    control: presolving it, as a template or outright, disagrees)."""
+    program = RESULT_TAIL_WITH_A_LONGER_ROW_ABOVE
+    expected = run(program, through_schemes=False)
+    assert run(program, through_schemes=True) == expected
+    real_tied = scheme_module._tied  # pyright: ignore[reportPrivateUsage]
+
+    def presolving_shared(*args: Any) -> tuple[set[Any], set[Any]]:
+        tied, _shared = real_tied(*args)
+        return tied, set()
+
+    monkeypatch.setattr(scheme_module, "_tied", presolving_shared)
+    monkeypatch.setattr(scheme_module, "_PLANS", weakref.WeakKeyDictionary())
+    try:
+        outcome: object = run(program, through_schemes=True)
+    except AssertionError as error:  # the oracle's own check: check vs instantiate
+        outcome = str(error)
+    assert outcome != expected
 
 
 @pytest.mark.parametrize(

@@ -243,7 +243,8 @@ def plan_presolve(sc: Scheme) -> Presolve | None:
     # A result's variables may lie above a presolved variable: the result
     # shape is made for the application and read nowhere else.
     results_above = {v for v in result_vars if v not in blocked}
-    tied = _tied(candidates, results_above, row_below, row_above)
+    tied, shared = _tied(candidates, results_above, row_below, row_above)
+    candidates.difference_update(shared)
     guards = _guards(candidates, results_above, anchor_vars, above, below)
     candidates.intersection_update(guards)
     source_vars = {v for _, row in sources for v in row_vars(row)}
@@ -328,7 +329,7 @@ def _tied(
     results_above: set[Var],
     row_below: dict[RowVar, set[RowVar]],
     row_above: dict[RowVar, set[RowVar]],
-) -> set[RowVar]:
+) -> tuple[set[RowVar], set[RowVar]]:
     """The row candidates closing's single-neighbour merge may equate with a
     result's row variable: the one row variable a result's variable
     broadcasts from, when that one broadcasts to nothing else, the one
@@ -341,8 +342,17 @@ def _tied(
     all of them. An application therefore presolves a tied variable only
     as such a template (its axes, a fresh tail: ``Presolve.tied``), and
     not at all where it has no axes.
+
+    Also returned: the rows the walk meets that broadcast to another row
+    as well (*shared*). Whether re-evaluation's merge takes their tail
+    depends on whether that other relation pairs the two tails or leaves
+    the operand's a bound with axes (a longer row above it), which only
+    the values tell; such a row is not presolved at all (nor, through the
+    guards, anything below it), so that the application writes its
+    relations as re-evaluation does.
     """
     tied: set[RowVar] = set()
+    shared: set[RowVar] = set()
     for res in results_above:
         upper = res
         while type(upper) is RowVar:
@@ -353,10 +363,11 @@ def _tied(
             if lower not in candidates or lower in tied:
                 break
             if row_above.get(lower, set()) != {upper}:
+                shared.add(lower)
                 break
             tied.add(lower)
             upper = lower
-    return tied
+    return tied, shared
 
 
 def _guards(
