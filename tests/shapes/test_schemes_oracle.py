@@ -452,6 +452,30 @@ RESULT_TAIL_WITH_A_LONGER_ROW_ABOVE = Program(
     set_dim=1,
 )
 
+# Made after that finding: the result v3 (a transpose of v2) broadcasts
+# from v2 alone, v2 (a function of v0) from v0 alone: a chain of two tied
+# rows, whose tails closing merges into the result's. The inequality that
+# relates v2's template tail to v0's is what carries the axes down to v0.
+TIED_CHAIN_OF_TWO = Program(
+    anchors=(("leaf", "...,1,3|...->1"), ("leaf", "|->...")),
+    arity=1,
+    body=(
+        Op("pointwise", (2, 0)),
+        Op("transpose", (1,)),
+        Op("pointwise", (3,)),
+        Op("transpose", (5,)),
+        Op("pointwise", (2, 4)),
+    ),
+    results=(6, 7),
+    calls=(
+        (("leaf", "|3->..."),),
+        (("result", 0),),
+        (("leaf", "...,3|...->2,3"),),
+    ),
+    close_before=(False, False, False),
+    set_dim=1,
+)
+
 # The soak found a program whose closing ran out of memory (both ways): the
 # einsum and the pointwise operation make a cycle of inequalities that
 # templates one axis per round, and every round doubled the relations the
@@ -600,6 +624,7 @@ PINNED = {
     "RESULT_MERGED_WITH_PRESOLVED": RESULT_MERGED_WITH_PRESOLVED,
     "RESULT_TAIL_MERGED_WITH_PRESOLVED": RESULT_TAIL_MERGED_WITH_PRESOLVED,
     "RESULT_TAIL_WITH_A_LONGER_ROW_ABOVE": RESULT_TAIL_WITH_A_LONGER_ROW_ABOVE,
+    "TIED_CHAIN_OF_TWO": TIED_CHAIN_OF_TWO,
     "TOTAL_OVER_A_SHARED_ROW": TOTAL_OVER_A_SHARED_ROW,
     "TEMPLATE_OF_A_RESULT_IN_AN_ANCHOR": TEMPLATE_OF_A_RESULT_IN_AN_ANCHOR,
 }

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import axisflow.shapes.scheme.apply as apply_module
 import axisflow.shapes.scheme.presolve as scheme_module
 from axisflow.shapes import Session, ShapeError, Tensor, scheme
+from axisflow.shapes.constraints import Mark
 from axisflow.shapes.terms import Row, Size
 from tests.shapes.test_schemes_oracle import (
     ANCHOR_ABOVE_PRESOLVED,
@@ -31,6 +32,7 @@ from tests.shapes.test_schemes_oracle import (
     RESULT_TAIL_MERGED_WITH_PRESOLVED,
     RESULT_TAIL_WITH_A_LONGER_ROW_ABOVE,
     SIZE_WRITTEN_IN_A_ROW,
+    TIED_CHAIN_OF_TWO,
     TRACER_TEMPLATE_MARK,
     Op,
     Program,
@@ -402,6 +404,42 @@ def test_dims_and_rows_with_axes_presolve() -> None:
     assert applied.internal[-1].dims() == expected.shape.dims()
 
 
+def test_the_inequality_between_two_tied_tails_is_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A chain of two tied rows: the application keeps the inequality that
+    relates their template tails, which carries the result's later axes
+    down the chain (negative control: skipping it as if both rows were
+    presolved outright disagrees)."""
+    program = TIED_CHAIN_OF_TWO
+    expected = run(program, through_schemes=False)
+    assert run(program, through_schemes=True) == expected
+    real_facts = apply_module.facts_to_add
+
+    def untied_facts(
+        sc: scheme.Scheme,
+        pre: scheme_module.Presolve | None,
+        solved: dict[Any, Any],
+    ) -> Any:
+        templated = getattr(solved, "templated", None)
+        if not templated:
+            return real_facts(sc, pre, solved)
+        kept = dict(templated)
+        templated.clear()  # the facts read as if nothing were templated
+        try:
+            return real_facts(sc, pre, solved)
+        finally:
+            templated.update(kept)
+
+    monkeypatch.setattr(apply_module, "facts_to_add", untied_facts)
+    monkeypatch.setattr(scheme_module, "_PLANS", weakref.WeakKeyDictionary())
+    try:
+        outcome: object = run(program, through_schemes=True)
+    except AssertionError as error:  # the oracle's own check: check vs instantiate
+        outcome = str(error)
+    assert outcome != expected
+
+
 def test_a_row_the_results_tail_may_take_is_not_presolved_beside_a_longer_row(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -424,6 +462,44 @@ def test_a_row_the_results_tail_may_take_is_not_presolved_beside_a_longer_row(
     except AssertionError as error:  # the oracle's own check: check vs instantiate
         outcome = str(error)
     assert outcome != expected
+
+
+def test_a_tied_rows_tail_has_the_template_depth_and_marks_stage_1_gives_it() -> None:
+    """The shared batch row of attention's q, k, scores and max is tied to
+    the result's: the application mints its tail with the template depth
+    and policy marks Stage 1 gives the tail of that row when nothing is
+    presolved (the same application inside a rewind window): the scheme's
+    depth of the row plus its one presolved axis, safe to guess."""
+    s = Session()
+    w_q, w_k = s.param("w_q", "8->2,4"), s.param("w_k", "8->2,4")
+    with s.rewind():
+        mark = s.var_mark()
+        x = s.fresh("x")
+        sc = scheme.trace(
+            s,
+            var_mark=mark,
+            label="attn",
+            args=[x],
+            f=lambda: attention(s, x, w_q, w_k),
+        )
+
+    def batch_tail() -> tuple[int, frozenset[object]]:
+        applied = scheme.instantiate(
+            sc,
+            application="c",
+            args=[s.leaf("x1", "3,5|->8")],
+            results=[s.fresh("y")],
+        )
+        batch = s.solver.norm_row(applied.internal[0].rows()[0])
+        assert batch.dims == (Size(3), Size(5)) and batch.var is not None
+        return s.solver.template_depth(batch.var.id), s.solver.marks(batch.var)
+
+    with s.rewind():  # nothing is presolved in a window
+        unpresolved = batch_tail()
+    plan = scheme_module.presolve_plan(sc)
+    assert plan is not None and plan.tied  # the row is presolved as a template
+    assert batch_tail() == unpresolved
+    assert unpresolved[0] == 1 and Mark.SAFE_TO_GUESS in unpresolved[1]
 
 
 @pytest.mark.parametrize(
