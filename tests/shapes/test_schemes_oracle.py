@@ -400,6 +400,14 @@ RESULT_MERGED_WITH_PRESOLVED = Program(
 )
 
 
+# The calls of the programs below: the first call's result is the second
+# call's argument, the third call's leaf sizes the open anchor w1 ([2, 3]).
+RESULT_PASSED_ON = (
+    (("leaf", "|3->..."),),
+    (("result", 0),),
+    (("leaf", "...,3|...->2,3"),),
+)
+
 # The soak (seed 5555) found: the result v2 (a transpose of v0) broadcasts
 # only from v0's input row, which broadcasts to nothing else, and whose
 # bound [3] has axes. Re-evaluation gives that row a template [...t, 3];
@@ -417,11 +425,7 @@ RESULT_TAIL_MERGED_WITH_PRESOLVED = Program(
         Op("pointwise", (2, 4)),
     ),
     results=(5, 6),
-    calls=(
-        (("leaf", "|3->..."),),
-        (("result", 0),),
-        (("leaf", "...,3|...->2,3"),),
-    ),
+    calls=RESULT_PASSED_ON,
     close_before=(False, False, False),
     set_dim=1,
 )
@@ -443,11 +447,7 @@ RESULT_TAIL_WITH_A_LONGER_ROW_ABOVE = Program(
         Op("pointwise", (4, 3)),
     ),
     results=(6, 7),
-    calls=(
-        (("leaf", "|3->..."),),
-        (("result", 0),),
-        (("leaf", "...,3|...->2,3"),),
-    ),
+    calls=RESULT_PASSED_ON,
     close_before=(False, False, False),
     set_dim=1,
 )
@@ -467,11 +467,7 @@ TIED_CHAIN_OF_TWO = Program(
         Op("pointwise", (2, 4)),
     ),
     results=(6, 7),
-    calls=(
-        (("leaf", "|3->..."),),
-        (("result", 0),),
-        (("leaf", "...,3|...->2,3"),),
-    ),
+    calls=RESULT_PASSED_ON,
     close_before=(False, False, False),
     set_dim=1,
 )

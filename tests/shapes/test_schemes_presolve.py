@@ -342,6 +342,21 @@ def attention(s: Session, x: Tensor, w_q: Tensor, w_k: Tensor) -> list[Tensor]:
     return [s.pointwise("exp", shifted)]
 
 
+def traced_attention(s: Session) -> scheme.Scheme:
+    """Attention's scheme, its weights declared ``8->2,4`` in ``s``."""
+    w_q, w_k = s.param("w_q", "8->2,4"), s.param("w_k", "8->2,4")
+    with s.rewind():
+        mark = s.var_mark()
+        x = s.fresh("x")
+        return scheme.trace(
+            s,
+            var_mark=mark,
+            label="attn",
+            args=[x],
+            f=lambda: attention(s, x, w_q, w_k),
+        )
+
+
 def test_dims_and_rows_with_axes_presolve() -> None:
     """Attention's batch rows end with the sequence axis (``... s``): rows
     with an axis after their variable, and dims between them. With concrete
@@ -353,17 +368,7 @@ def test_dims_and_rows_with_axes_presolve() -> None:
     re-evaluation's templates do: a caller may still give the result's rows
     leading axes, and re-evaluation would give them to all of these."""
     s = Session()
-    w_q, w_k = s.param("w_q", "8->2,4"), s.param("w_k", "8->2,4")
-    with s.rewind():
-        mark = s.var_mark()
-        x = s.fresh("x")
-        sc = scheme.trace(
-            s,
-            var_mark=mark,
-            label="attn",
-            args=[x],
-            f=lambda: attention(s, x, w_q, w_k),
-        )
+    sc = traced_attention(s)
     plan = scheme_module.presolve_plan(sc)
     assert plan is not None
     kinds = {type(var).__name__ for var, _bounds, _limit in plan.order}
@@ -471,17 +476,7 @@ def test_a_tied_rows_tail_has_the_template_depth_and_marks_stage_1_gives_it() ->
     presolved (the same application inside a rewind window): the scheme's
     depth of the row plus its one presolved axis, safe to guess."""
     s = Session()
-    w_q, w_k = s.param("w_q", "8->2,4"), s.param("w_k", "8->2,4")
-    with s.rewind():
-        mark = s.var_mark()
-        x = s.fresh("x")
-        sc = scheme.trace(
-            s,
-            var_mark=mark,
-            label="attn",
-            args=[x],
-            f=lambda: attention(s, x, w_q, w_k),
-        )
+    sc = traced_attention(s)
 
     def batch_tail() -> tuple[int, frozenset[object]]:
         applied = scheme.instantiate(

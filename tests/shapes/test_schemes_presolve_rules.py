@@ -324,6 +324,22 @@ def test_a_count_dim_is_blocked() -> None:
     assert presolvable(sc, v) == []
 
 
+# An argument x, an internal h below it and the anchor w above h (row and
+# dim): the scheme of the anchor tests below.
+BELOW_AN_ANCHOR = [
+    "generalized r1, r2, d1, d2",
+    "fixed r3, d3",
+    "arg 0 'x' [] | [] -> [...r1, d1]",
+    "result 0 'y' [] | [] -> []",
+    "anchor 0 'w' [] | [] -> [...r3, d3]",
+    "internal 0 'h' [] | [] -> [...r2, d2]",
+    f"ineq [...r2] <= [...r1] {ORIGIN}",
+    f"ineq [...r3] <= [...r2] {ORIGIN}",
+    f"dim_ineq d2 <= d1 {ORIGIN}",
+    f"dim_ineq d3 <= d2 {ORIGIN}",
+]
+
+
 def test_what_broadcasts_into_an_anchor_waits_for_the_anchor() -> None:
     """``r2`` and ``d2`` broadcast into the anchor's row and dim: while the
     anchor is open the closing reads them through it (a leaf row takes the
@@ -333,18 +349,7 @@ def test_what_broadcasts_into_an_anchor_waits_for_the_anchor() -> None:
     s = Session()
     sc, v = text_scheme(
         s,
-        [
-            "generalized r1, r2, d1, d2",
-            "fixed r3, d3",
-            "arg 0 'x' [] | [] -> [...r1, d1]",
-            "result 0 'y' [] | [] -> []",
-            "anchor 0 'w' [] | [] -> [...r3, d3]",
-            "internal 0 'h' [] | [] -> [...r2, d2]",
-            f"ineq [...r2] <= [...r1] {ORIGIN}",
-            f"ineq [...r3] <= [...r2] {ORIGIN}",
-            f"dim_ineq d2 <= d1 {ORIGIN}",
-            f"dim_ineq d3 <= d2 {ORIGIN}",
-        ],
+        BELOW_AN_ANCHOR,
         anchors=("w=...->...",),
         anchor_tensors=(made := []),
     )
@@ -373,17 +378,8 @@ def test_concrete_boundary_rows_settle_their_variables() -> None:
     no equality for them); an open anchor row settles nothing, and an
     argument row the scheme's row cannot hold settles nothing at all."""
     s = Session(keep_log=True)
-    lines = [
-        "generalized r1, r2, d1, d2",
-        "fixed r3, d3",
-        "arg 0 'x' [] | [] -> [...r1, d1]",
-        "result 0 'y' [] | [] -> []",
-        "anchor 0 'w' [] | [] -> [...r3, d3]",
-        "internal 0 'h' [] | [] -> [...r2, d2]",
-        f"ineq [...r2] <= [...r1] {ORIGIN}",
-        f"dim_ineq d2 <= d1 {ORIGIN}",
-        f"dim_ineq d3 <= d2 {ORIGIN}",
-    ]
+    # The scheme of the test above without the row broadcasting into w.
+    lines = [line for line in BELOW_AN_ANCHOR if not line.startswith("ineq [...r3]")]
     made: list[Tensor] = []
     sc, v = text_scheme(s, lines, anchors=("w=...->...",), anchor_tensors=made)
     plan = P.plan_presolve(sc)
