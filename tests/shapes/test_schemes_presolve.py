@@ -325,12 +325,7 @@ def test_presolving_keeps_stage_1_errors_of_the_inequalities_it_skips(
         return None if plan is None else dataclasses.replace(plan, closed=(), fixed=())
 
     monkeypatch.setattr(scheme_module, "plan_presolve", unchecked)
-    monkeypatch.setattr(scheme_module, "_PLANS", weakref.WeakKeyDictionary())
-    try:
-        outcome: object = run(program, through_schemes=True)
-    except AssertionError as error:  # the oracle's own check: check vs instantiate
-        outcome = str(error)
-    assert outcome != expected
+    assert_disagrees(monkeypatch, program, expected)
 
 
 def attention(s: Session, x: Tensor, w_q: Tensor, w_k: Tensor) -> list[Tensor]:
@@ -340,6 +335,20 @@ def attention(s: Session, x: Tensor, w_q: Tensor, w_k: Tensor) -> list[Tensor]:
         "shifted", scores, s.einsum("max", "...|t->...=>...|0->...", scores)
     )
     return [s.pointwise("exp", shifted)]
+
+
+def assert_disagrees(
+    monkeypatch: pytest.MonkeyPatch, program: Program, expected: object
+) -> None:
+    """With the sabotage ``monkeypatch`` holds, the program's application
+    disagrees with re-evaluation's ``expected`` (the plans made before
+    are forgotten, so the sabotage reaches every scheme)."""
+    monkeypatch.setattr(scheme_module, "_PLANS", weakref.WeakKeyDictionary())
+    try:
+        outcome: object = run(program, through_schemes=True)
+    except AssertionError as error:  # the oracle's own check: check vs instantiate
+        outcome = str(error)
+    assert outcome != expected
 
 
 def traced_attention(s: Session) -> scheme.Scheme:
@@ -437,12 +446,7 @@ def test_the_inequality_between_two_tied_tails_is_kept(
             templated.update(kept)
 
     monkeypatch.setattr(apply_module, "facts_to_add", untied_facts)
-    monkeypatch.setattr(scheme_module, "_PLANS", weakref.WeakKeyDictionary())
-    try:
-        outcome: object = run(program, through_schemes=True)
-    except AssertionError as error:  # the oracle's own check: check vs instantiate
-        outcome = str(error)
-    assert outcome != expected
+    assert_disagrees(monkeypatch, program, expected)
 
 
 def test_a_row_the_results_tail_may_take_is_not_presolved_beside_a_longer_row(
@@ -461,12 +465,7 @@ def test_a_row_the_results_tail_may_take_is_not_presolved_beside_a_longer_row(
         return tied, set()
 
     monkeypatch.setattr(scheme_module, "_tied", presolving_shared)
-    monkeypatch.setattr(scheme_module, "_PLANS", weakref.WeakKeyDictionary())
-    try:
-        outcome: object = run(program, through_schemes=True)
-    except AssertionError as error:  # the oracle's own check: check vs instantiate
-        outcome = str(error)
-    assert outcome != expected
+    assert_disagrees(monkeypatch, program, expected)
 
 
 def test_a_tied_rows_tail_has_the_template_depth_and_marks_stage_1_gives_it() -> None:
@@ -521,9 +520,4 @@ def test_a_row_tied_to_the_result_keeps_its_tail_open(
         return None if plan is None else dataclasses.replace(plan, tied=frozenset())
 
     monkeypatch.setattr(scheme_module, "plan_presolve", untied)
-    monkeypatch.setattr(scheme_module, "_PLANS", weakref.WeakKeyDictionary())
-    try:
-        outcome: object = run(program, through_schemes=True)
-    except AssertionError as error:  # the oracle's own check: check vs instantiate
-        outcome = str(error)
-    assert outcome != expected
+    assert_disagrees(monkeypatch, program, expected)
