@@ -225,3 +225,32 @@ def test_a_row_capture_partly_solved_in_the_scheme_counts_its_axes_too() -> None
     assert type(ref.row) is RowVar
     s.close()
     assert ref.value == 6
+
+
+@pytest.mark.parametrize(("batch", "count"), [("", 1), ("4", 4), ("2,3", 6)])
+def test_a_row_capture_settled_from_a_concrete_argument_counts_its_elements(
+    batch: str, count: int
+) -> None:
+    """The captured row is the argument's batch row; where the argument's
+    batch row is concrete (no axes, one, two) the application settles it
+    and binds the reference to a fresh row variable equal to it: the
+    reference stands for its elements, as re-running the body gives."""
+    s = Session()
+    ref = s.dim_ref("h")
+    sc = traced(
+        s, lambda xs: [s.einsum("y", "..h..|j=>..h..|j", xs[0], capture_dims=[ref])]
+    )
+    apply(sc, "call", s.leaf("x", f"{batch}|5"))
+    assert type(ref.row) is RowVar
+    s.close()
+    assert ref.value == count
+    reference = Session()
+    reference_ref = reference.dim_ref("h")
+    reference.einsum(
+        "y",
+        "..h..|j=>..h..|j",
+        reference.leaf("x", f"{batch}|5"),
+        capture_dims=[reference_ref],
+    )
+    reference.close()
+    assert reference_ref.value == count

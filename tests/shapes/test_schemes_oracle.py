@@ -472,6 +472,25 @@ TIED_CHAIN_OF_TWO = Program(
     set_dim=1,
 )
 
+# Found by the search for the mutation campaign's survivors: the scheme's
+# policy marks list a row presolved outright before rows still open, whose
+# marks the closing reads; an application that stopped writing marks at the
+# first presolved row fails the closing re-evaluation passes.
+MARKS_AFTER_A_PRESOLVED_ROW = Program(
+    anchors=(("leaf", "...,1|...->1"), ("param", None)),
+    arity=1,
+    body=(
+        Op("compose", (0, 0)),
+        Op("pointwise", (0,)),
+        Op("pointwise", (1,)),
+        Op("pointwise", (1, 2)),
+    ),
+    results=(0,),
+    calls=((("leaf", None),),),
+    close_before=(False,),
+    set_dim=None,
+)
+
 # The soak found a program whose closing ran out of memory (both ways): the
 # einsum and the pointwise operation make a cycle of inequalities that
 # templates one axis per round, and every round doubled the relations the
@@ -621,6 +640,7 @@ PINNED = {
     "RESULT_TAIL_MERGED_WITH_PRESOLVED": RESULT_TAIL_MERGED_WITH_PRESOLVED,
     "RESULT_TAIL_WITH_A_LONGER_ROW_ABOVE": RESULT_TAIL_WITH_A_LONGER_ROW_ABOVE,
     "TIED_CHAIN_OF_TWO": TIED_CHAIN_OF_TWO,
+    "MARKS_AFTER_A_PRESOLVED_ROW": MARKS_AFTER_A_PRESOLVED_ROW,
     "TOTAL_OVER_A_SHARED_ROW": TOTAL_OVER_A_SHARED_ROW,
     "TEMPLATE_OF_A_RESULT_IN_AN_ANCHOR": TEMPLATE_OF_A_RESULT_IN_AN_ANCHOR,
 }
