@@ -72,6 +72,11 @@ AXES = [
 ]
 
 
+def open_results(sc: Scheme) -> tuple[Shape, ...]:
+    """Result shapes for an application, open as a call's results are."""
+    return tuple(sc.session.fresh(f"y{i}").shape for i in range(sc.num_results))
+
+
 def presolved_candidates(
     sc: Scheme,
     plan: P.Presolve,
@@ -80,7 +85,7 @@ def presolved_candidates(
 ) -> dict[DimVar | RowVar, object]:
     """What an application presolves, less the boundary variables it
     settles (read off the concrete argument rows)."""
-    solved = P.presolved(sc, plan, args, (), norm)
+    solved = P.presolved(sc, plan, args, open_results(sc), norm)
     return {var: value for var, value in solved.items() if var not in plan.settled}
 
 
@@ -387,16 +392,18 @@ def test_concrete_boundary_rows_settle_their_variables() -> None:
     assert plan.settled == {v["r1"], v["d1"], v["r3"], v["d3"]}
     norm = s.solver.norm_row
     x = s.leaf("x", "->2,4")
-    solved = P.presolved(sc, plan, (x.shape,), (), norm)
+    solved = P.presolved(sc, plan, (x.shape,), open_results(sc), norm)
     assert {var: solved[var] for var in plan.settled if var in solved} == {
         v["r1"]: Row((Size(2),)),
         v["d1"]: Size(4),
     }  # w is open: r3, d3 stay to the application's equality
-    assert P.presolved(sc, plan, (s.leaf("e", "->").shape,), (), norm) == {}
+    assert (
+        P.presolved(sc, plan, (s.leaf("e", "->").shape,), open_results(sc), norm) == {}
+    )
     (w,) = made
     s.pointwise("z", w, s.leaf("u", "->3,4"))
     s.close()  # w's output row is now [3, 4]
-    solved = P.presolved(sc, plan, (x.shape,), (), norm)
+    solved = P.presolved(sc, plan, (x.shape,), open_results(sc), norm)
     assert solved[v["r3"]] == Row((Size(3),)) and solved[v["d3"]] == Size(4)
     start = len(s.log)
     applied = scheme.instantiate(

@@ -460,9 +460,6 @@ def presolved(
             size = sc.captures[index].ref.known_size()
             actual.append(None if size is None else Row((size,)))
             continue
-        if kind == RESULT and index >= len(results):
-            actual.append(None)  # an application given no result shapes
-            continue
         shape = (
             args[index]
             if kind == ARG
