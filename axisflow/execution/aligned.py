@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copyreg
 import pickle
-from typing import Any, Literal, SupportsIndex
+from typing import Any, SupportsIndex
 
 import numpy as np
 
@@ -47,32 +47,48 @@ class Aligned:
         array = self.array
         if int(protocol) < 5:
             return (Aligned, (array,))
-        if array.flags.c_contiguous:
-            order: Literal["C", "F"] = "C"
-        elif array.flags.f_contiguous:
-            order = "F"
-        else:  # a view with gaps: NumPy's own pickling copies it in band
-            return (Aligned, (array,))
+        # The buffer goes out as a C-contiguous array: Dask joins small
+        # frames with ``bytes.join``, which takes no other memoryview (a
+        # Fortran-ordered one raised there and the transfer hung). An array
+        # whose axes are a permutation of a C-contiguous one's (Fortran
+        # order, a residual laid out with its sliced axes outermost)
+        # travels as that array, with the permutation.
+        axes: tuple[int, ...] = ()
+        if not array.flags.c_contiguous:
+            axes = memory_axes(array)
+            array = array.transpose(axes)
+            if not array.flags.c_contiguous:
+                # a view with gaps: NumPy's own pickling copies it in band
+                return (Aligned, (self.array,))
         return (
             received,
-            (pickle.PickleBuffer(array.data), array.dtype.str, array.shape, order),
+            (pickle.PickleBuffer(array.data), array.dtype.str, array.shape, axes),
         )
 
 
+def memory_axes(array: Array) -> tuple[int, ...]:
+    """``array``'s axes from the outermost in memory to the innermost (by
+    decreasing stride; axes of equal strides in their order)."""
+    strides = array.strides
+    return tuple(sorted(range(array.ndim), key=lambda axis: -abs(strides[axis])))
+
+
 def received(
-    buffer: Any, dtype: str, shape: tuple[int, ...], order: Literal["C", "F"]
+    buffer: Any, dtype: str, shape: tuple[int, ...], axes: tuple[int, ...] = ()
 ) -> Aligned:
     """The array an :class:`Aligned` was pickled from, rebuilt on ``buffer``,
     or copied to memory of its own when ``buffer`` is not aligned for
-    ``dtype`` (the unpickling side of :meth:`Aligned.__reduce_ex__`)."""
-    array = np.frombuffer(buffer, dtype=np.dtype(dtype)).reshape(shape, order=order)
+    ``dtype`` (the unpickling side of :meth:`Aligned.__reduce_ex__`).
+    ``shape`` is the C-contiguous array's that was sent; ``axes``, if any,
+    the memory order of the array it was (``array.transpose(axes)`` was
+    sent)."""
+    array = np.frombuffer(buffer, dtype=np.dtype(dtype)).reshape(shape)
     if not array.flags.aligned:
-        if array.dtype == np.float64 and order == "C":
-            copy = pages.empty(shape)
-        else:
-            copy = np.empty(shape, dtype=array.dtype, order=order)
+        copy = pages.empty(shape) if array.dtype == np.float64 else np.empty_like(array)
         np.copyto(copy, array)
         array = copy
+    if axes:
+        array = array.transpose(np.argsort(axes))
     return Aligned(array)
 
 

@@ -66,7 +66,6 @@ from axisflow.numerals import check_count
 from axisflow.order import Order
 from axisflow.residual import Operator, apply_operators
 from axisflow.roles.index import Index
-from axisflow.scheduling import pages
 from axisflow.scheduling.evaluate import (
     Contribution,
     PartResult,
@@ -74,6 +73,8 @@ from axisflow.scheduling.evaluate import (
     built_values,
     input_bytes,
     input_layouts,
+    laid_out_zeros,
+    residual_order,
     residual_target,
     run_part,
 )
@@ -377,6 +378,9 @@ Source = list[Contribution] | Mapping[str, list[Contribution]]
 """Contributions to one target, or a block's to each of several
 (``_picked``): what an assembly reads."""
 
+AxesOrder = tuple[int, ...]
+"""An array's axes in memory order, outermost first (empty: C order)."""
+
 
 def _picked(
     result: PartResult, targets: tuple[str, ...]
@@ -426,16 +430,21 @@ def _merge(target: str, *sources: Source) -> list[Contribution]:
     return merged
 
 
-def _assemble(shape: tuple[int, ...], target: str, *sources: Source) -> Aligned:
+def _assemble(
+    shape: tuple[int, ...], target: str, *sources: Source, order: AxesOrder = ()
+) -> Aligned:
     """The array the contributions of ``sources`` to ``target`` make (a
     root buffer, a residual), as a task's result."""
-    return Aligned(_assembled(shape, target, *sources))
+    return Aligned(_assembled(shape, target, *sources, order=order))
 
 
-def _assembled(shape: tuple[int, ...], target: str, *sources: Source) -> Array:
+def _assembled(
+    shape: tuple[int, ...], target: str, *sources: Source, order: AxesOrder = ()
+) -> Array:
     """The array the contributions of ``sources`` to ``target`` make, in
-    order (a slice written, a partial sum added)."""
-    array = pages.zeros(shape)
+    order (a slice written, a partial sum added); ``order``: its axes'
+    memory order (``laid_out_zeros``), a residual's ``residual_order``."""
+    array = laid_out_zeros(shape, order)
     for source in sources:
         for contribution in _of(source, target):
             index = (*contribution.index, ...)
@@ -446,11 +455,14 @@ def _assembled(shape: tuple[int, ...], target: str, *sources: Source) -> Array:
     return array
 
 
-def _folded(shape: tuple[int, ...], group: int, *sources: Source) -> list[Contribution]:
+def _folded(
+    shape: tuple[int, ...], group: int, *sources: Source, order: AxesOrder = ()
+) -> list[Contribution]:
     """The contributions of ``sources`` to residual group ``group`` as one:
-    the residual they make."""
+    the residual they make, its axes in memory in ``order``."""
     target = residual_target(group)
-    return [Contribution(target, (), _assembled(shape, target, *sources), True)]
+    summed = _assembled(shape, target, *sources, order=order)
+    return [Contribution(target, (), summed, True)]
 
 
 def _apply(
@@ -612,6 +624,8 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         self.positions = {id(item): k for k, item in enumerate(plan.schedule.items)}
         self.residual_parts: dict[int, list[Any]] = {}
         self.residual_modes: tuple[Index, ...] = plan.schedule.residual_modes() or ()
+        self.residual_order = residual_order(plan.forest, plan.schedule)
+        """The residual's axes in memory order, as the blocks lay it out."""
         self.tasks = 0
         """Tasks submitted. Their futures are not kept: a future the client
         holds keeps its result in a worker's memory, and a block's result
@@ -635,10 +649,16 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         (for a failure's message: a Dask key names nothing a user wrote)."""
 
     def submit(
-        self, function: Any, *args: Any, what: str = "", worker: str | None = None
+        self,
+        function: Any,
+        *args: Any,
+        what: str = "",
+        worker: str | None = None,
+        order: AxesOrder | None = None,
     ) -> Any:
-        """The future of ``function(*args)``; ``what`` describes it;
-        ``worker``: the worker it should run on, if that one can."""
+        """The future of ``function(*args)`` (and ``order=order``, if
+        given); ``what`` describes it; ``worker``: the worker it should run
+        on, if that one can."""
         # what merges results runs before more blocks make results: a
         # higher priority than the blocks'
         priority = 0 if function is _run_part else 1
@@ -646,6 +666,8 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         placement: dict[str, Any] = {}
         if worker is not None:
             placement = {"workers": [worker], "allow_other_workers": True}
+        if order is not None:
+            placement["order"] = order  # the function's, passed on by Dask
         future = self.client.submit(
             function, *args, pure=False, priority=priority, **placement
         )
@@ -850,7 +872,13 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
             shape = tuple(self.sizing.mode_extent(m) for m in self.residual_modes)
             target = residual_target(group)
             self.residual_parts[group] = [
-                self.submit(_folded, shape, group, *self._tree(target, parts))
+                self.submit(
+                    _folded,
+                    shape,
+                    group,
+                    *self._tree(target, parts),
+                    order=self.residual_order,
+                )
             ]
 
     def residual_array(self, group: int) -> Any:
@@ -858,7 +886,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         shape = tuple(self.sizing.mode_extent(m) for m in self.residual_modes)
         target = residual_target(group)
         parts = self._tree(target, self.residual_parts.pop(group, []))
-        return self.submit(_assemble, shape, target, *parts)
+        return self.submit(_assemble, shape, target, *parts, order=self.residual_order)
 
     def apply(self, apply: Apply) -> None:
         applied = self.submit(

@@ -60,6 +60,31 @@ def test_an_aligned_array_arrives_aligned_with_its_values(array: np.ndarray) -> 
     assert np.array_equal(received.array, array)
 
 
+def test_a_permuted_array_travels_as_one_c_contiguous_buffer_and_keeps_its_layout() -> (
+    None
+):
+    """A residual laid out with its sliced axes outermost (``residual_order``)
+    is a C-contiguous array with its axes permuted: it goes out of band as
+    that array, in one buffer Dask's framing can join with others
+    (``bytes.join`` takes only C-contiguous memoryviews: a Fortran-ordered
+    buffer made a transfer between two workers hang), and arrives laid out
+    as it was."""
+    laid = np.arange(2.0 * 3 * 4 * 5).reshape(4, 5, 2, 3)
+    array = laid.transpose(2, 3, 0, 1)
+    fortran = np.arange(12.0).reshape(3, 4).T
+    for sent_array in (array, fortran):
+        buffers: list[pickle.PickleBuffer] = []
+        pickle.dumps(Aligned(sent_array), protocol=5, buffer_callback=buffers.append)
+        assert len(buffers) == 1
+        assert memoryview(buffers[0]).c_contiguous
+        b"".join([memoryview(buffers[0]), b"x"])  # what Dask's framing does
+    received, sent = _through_odd_offsets(Aligned(array))
+    assert sent == 1
+    assert received.array.shape == array.shape
+    assert received.array.strides == array.strides
+    assert np.array_equal(received.array, array)
+
+
 def test_a_view_with_gaps_travels_in_band() -> None:
     array = np.arange(12.0).reshape(3, 4)[:, ::2]
     received, sent = _through_odd_offsets(Aligned(array))

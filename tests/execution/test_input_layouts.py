@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from distributed.protocol.serialize import deserialize, serialize
 
+from axisflow.execution.aligned import memory_axes
 from axisflow.execution.dask_executor import _Plan
 from axisflow.execution.evaluation import plan_evaluation
 from axisflow.scheduling import contraction as contraction_module
@@ -16,6 +17,7 @@ from axisflow.scheduling.evaluate import (
     built_values,
     input_layouts,
     relative_difference,
+    residual_order,
 )
 from axisflow.sequant import parse
 from tests.conftest import EXAMPLES
@@ -92,3 +94,37 @@ def test_shipped_inputs_keep_their_layout_through_dask(
         # the view lies in memory in ``order``: its strides decrease along it
         strides = [view.strides[axis] for axis in order]
         assert strides == sorted(strides, reverse=True), (name, order, view.strides)
+
+
+def test_the_residual_lies_with_the_axes_its_pieces_slice_outermost(
+    doubles_plan: tuple[_Plan, dict[str, np.ndarray]],
+) -> None:
+    """Batched over ``i``, every piece added into the doubles' residual
+    ``(a_1, a_2, i_1, i_2)`` is a block of ``i_1, i_2``: the residual lies
+    with those outermost, so that a piece adds into whole inner matrices,
+    and the run gives what the residual laid out in its axes' order does."""
+    plan, leaves = doubles_plan
+    run = ScheduleRun(plan.forest, plan.schedule, plan.sizing, copies=True)
+    modes = plan.schedule.residual_modes()
+    assert modes is not None
+    assert [str(modes[k]) for k in run.residual_order] == [
+        "i_1",
+        "i_2",
+        "a_1<i_1,i_2>",
+        "a_2<i_1,i_2>",
+    ]
+    assert run.residual_order == residual_order(plan.forest, plan.schedule)
+    _, residual = run.run(leaves)
+    assert residual is not None
+    assert memory_axes(residual) == run.residual_order
+    run.residual_order = ()  # the axes' own order
+    _, in_order = run.run(leaves)
+    assert in_order is not None and in_order.flags.c_contiguous
+    assert relative_difference(residual, in_order) <= 1e-12
+
+
+def test_an_unbatched_residual_lies_in_its_axes_order() -> None:
+    text = DOUBLES.read_text(encoding="utf-8")
+    planned = plan_evaluation(text, oracle_inputs(parse(text), EXTENTS), scheduled=True)
+    assert planned.schedule is not None
+    assert residual_order(planned.forest, planned.schedule) == (0, 1, 2, 3)
