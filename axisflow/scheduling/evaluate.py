@@ -206,9 +206,9 @@ def residual_order(forest: Forest, schedule: Schedule) -> tuple[int, ...]:
     residual's order. A block's piece then adds into whole inner matrices
     of the residual instead of across it: the CSV doubles' pieces (blocks
     of 4x4 pairs of ``i``, the residual's innermost axes) were added 512
-    bytes apart, and the schedule's run in one process took 6.8 to 7.0 s
-    against 5.9 to 6.3 s so (``docs/benchmarks-executor.md``). The
-    identity when nothing is sliced or there is no residual."""
+    bytes apart, and the schedule's run in one process took 8.66 to 8.71 s
+    against 7.84 to 8.02 s so (``docs/benchmarks-executor.md``). The
+    axes' own order when nothing is sliced; empty without a residual."""
     modes = schedule.residual_modes()
     if not modes:
         return ()
