@@ -27,6 +27,7 @@ from typing import Any, SupportsIndex
 import numpy as np
 
 from axisflow.scheduling import pages
+from axisflow.scheduling.contraction import memory_axes
 from axisflow.scheduling.evaluate import Array, Contribution
 
 
@@ -64,13 +65,6 @@ class Aligned:
             received,
             (pickle.PickleBuffer(array.data), array.dtype.str, array.shape, axes),
         )
-
-
-def memory_axes(array: Array) -> tuple[int, ...]:
-    """``array``'s axes from the outermost in memory to the innermost (by
-    decreasing stride; axes of equal strides in their order)."""
-    strides = array.strides
-    return tuple(sorted(range(array.ndim), key=lambda axis: -abs(strides[axis])))
 
 
 def received(

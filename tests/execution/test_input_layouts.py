@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from distributed.protocol.serialize import deserialize, serialize
 
-from axisflow.execution.aligned import memory_axes
 from axisflow.execution.dask_executor import _Plan
 from axisflow.execution.evaluation import plan_evaluation
 from axisflow.scheduling import contraction as contraction_module
+from axisflow.scheduling.contraction import memory_axes
 from axisflow.scheduling.evaluate import (
     ScheduleRun,
     built_values,
