@@ -654,11 +654,11 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         *args: Any,
         what: str = "",
         worker: str | None = None,
-        order: AxesOrder | None = None,
+        **keywords: Any,
     ) -> Any:
-        """The future of ``function(*args)`` (and ``order=order``, if
-        given); ``what`` describes it; ``worker``: the worker it should run
-        on, if that one can."""
+        """The future of ``function(*args, **keywords)``; ``what``
+        describes it; ``worker``: the worker it should run on, if that one
+        can."""
         # what merges results runs before more blocks make results: a
         # higher priority than the blocks'
         priority = 0 if function is _run_part else 1
@@ -666,10 +666,8 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         placement: dict[str, Any] = {}
         if worker is not None:
             placement = {"workers": [worker], "allow_other_workers": True}
-        if order is not None:
-            placement["order"] = order  # the function's, passed on by Dask
         future = self.client.submit(
-            function, *args, pure=False, priority=priority, **placement
+            function, *args, pure=False, priority=priority, **placement, **keywords
         )
         self.described[future.key] = what or _TASK_WORDS.get(function, "a task")
         return future

@@ -199,6 +199,14 @@ def _heaviest_readers(
     return [(matrix, side, factor) for factor, (_, matrix, side) in heaviest.items()]
 
 
+def tree_numbers(forest: Forest) -> dict[str, int]:
+    """Each tree's name -> the position of the first tree of that name."""
+    numbers: dict[str, int] = {}
+    for number, tree in enumerate(forest.trees):
+        numbers.setdefault(tree.name, number)
+    return numbers
+
+
 def residual_order(forest: Forest, schedule: Schedule) -> tuple[int, ...]:
     """The order in which to lay the residual's axes out in memory
     (outermost first): the axes the pieces added into it are sliced along
@@ -219,9 +227,7 @@ def residual_order(forest: Forest, schedule: Schedule) -> tuple[int, ...]:
             sliced.setdefault(item.value, set()).update(b.mode for b in item.slices)
         elif isinstance(item, Write) and item.into is not None:
             writes.append(item)
-    tree_number: dict[str, int] = {}
-    for number, tree in enumerate(forest.trees):
-        tree_number.setdefault(tree.name, number)
+    tree_number = tree_numbers(forest)
     outer: set[int] = set()
     for write in writes:
         if write.tree is None or write.value not in forest.values:
@@ -376,9 +382,7 @@ class ScheduleRun:
         self.contract = _Contractions(copies, result_layouts(forest, built, sizing))
         for name in built:
             self.contract.compile(forest.values[name])
-        self.tree_number: dict[str, int] = {}
-        for number, tree in enumerate(forest.trees):
-            self.tree_number.setdefault(tree.name, number)
+        self.tree_number = tree_numbers(forest)
         self.residual_order = residual_order(forest, schedule)
         """The residual's axes in memory order (``residual_order``)."""
 
