@@ -49,6 +49,7 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +67,7 @@ from axisflow.numerals import check_count
 from axisflow.order import Order
 from axisflow.residual import Operator, apply_operators
 from axisflow.roles.index import Index
+from axisflow.scheduling import pages
 from axisflow.scheduling.evaluate import (
     Contribution,
     PartResult,
@@ -534,6 +536,22 @@ def _release_freed_memory() -> None:
         return
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(name).malloc_trim(0)
+
+
+@contextlib.contextmanager
+def _reusing_on_workers(client: Any, allowance: int) -> Iterator[None]:
+    """Inside, each worker's tasks reuse the large arrays the run's earlier
+    tasks freed, within ``allowance`` bytes more than the worker holds now
+    (``pages.open_run``): a block of the same loop pass on the same worker
+    takes its predecessor's memory instead of mapping it again."""
+    key = uuid.uuid4().hex
+    client.run(pages.open_run, key, allowance)
+    try:
+        yield
+    finally:
+        # a cluster that failed the run may fail this too: nothing to undo
+        with contextlib.suppress(Exception):
+            client.run(pages.close_run, key)
 
 
 def _worker_memory(dask_worker: Any, since: float) -> tuple[float, float]:
@@ -1209,39 +1227,43 @@ def execute_expression(
         predicted_in = time.perf_counter() - predicting
         before = client.run(_worker_state)
         since = max(clock for clock, _ in before.values())
-        graph_started = time.perf_counter()
-        contiguous = {name: plan.shipped(name, a) for name, a in leaves.items()}
-        # Each input, and the plan, is the result of a task, not scattered
-        # data: Dask keeps the task (its argument) and recomputes a copy
-        # lost with its worker; scattered data lost with the one worker
-        # holding it is lost for good (Dask's active memory manager drops
-        # the replicas of a broadcast that no task there waits for). The
-        # keys are unique to the task (``pure=False``): a key reused across
-        # runs on one client races its own release.
-        with warnings.catch_warnings():
-            # "large object in task graph, consider scattering": the above
-            warnings.simplefilter("ignore", UserWarning)
-            scattered = {
-                name: client.submit(_identity, Aligned(array), pure=False, priority=2)
-                for name, array in contiguous.items()
-            }
-            plan_future = client.submit(_identity, plan, pure=False, priority=2)
-        graph = _Graph(client, plan, plan_future, scattered, workers_info)
-        graph.walk(schedule.items)
-        result = graph.residual_array(0)
-        graph_built = time.perf_counter()
-        if progress:
-            from distributed import progress as progress_bar
+        # the workers keep the arrays a task frees for the next tasks of the run
+        with _reusing_on_workers(client, predicted):
+            graph_started = time.perf_counter()
+            contiguous = {name: plan.shipped(name, a) for name, a in leaves.items()}
+            # Each input, and the plan, is the result of a task, not scattered
+            # data: Dask keeps the task (its argument) and recomputes a copy
+            # lost with its worker; scattered data lost with the one worker
+            # holding it is lost for good (Dask's active memory manager drops
+            # the replicas of a broadcast that no task there waits for). The
+            # keys are unique to the task (``pure=False``): a key reused across
+            # runs on one client races its own release.
+            with warnings.catch_warnings():
+                # "large object in task graph, consider scattering": the above
+                warnings.simplefilter("ignore", UserWarning)
+                scattered = {
+                    name: client.submit(
+                        _identity, Aligned(array), pure=False, priority=2
+                    )
+                    for name, array in contiguous.items()
+                }
+                plan_future = client.submit(_identity, plan, pure=False, priority=2)
+            graph = _Graph(client, plan, plan_future, scattered, workers_info)
+            graph.walk(schedule.items)
+            result = graph.residual_array(0)
+            graph_built = time.perf_counter()
+            if progress:
+                from distributed import progress as progress_bar
 
-            # Dask's text bar draws on standard output: the report's
-            with contextlib.redirect_stdout(sys.stderr):
-                progress_bar(result, notebook=False, multi=False)  # and its deps
-            sys.stderr.write("\n")
-        try:
-            residual = np.asarray(result.result().array)
-        except Exception as error:
-            message = _failure(error, graph.described, limits, predicted)
-            raise ExecutionError(message) from None
+                # Dask's text bar draws on standard output: the report's
+                with contextlib.redirect_stdout(sys.stderr):
+                    progress_bar(result, notebook=False, multi=False)  # and its deps
+                sys.stderr.write("\n")
+            try:
+                residual = np.asarray(result.result().array)
+            except Exception as error:
+                message = _failure(error, graph.described, limits, predicted)
+                raise ExecutionError(message) from None
         after = client.run(_worker_state)
         memory = client.run(_worker_memory, since=since)
         moved = sum(sent for _, sent in after.values()) - sum(

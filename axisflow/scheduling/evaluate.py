@@ -725,10 +725,8 @@ def run_part(
         )
     previous = np.setbufsize(UFUNC_BUFSIZE)  # as ``ScheduleRun.run``
     try:
-        # the part's blocks reuse the arrays its earlier blocks freed; not
-        # from task to task on a worker: Dask holds a task's results until
-        # their readers ran, and a scope over a whole run measured more
-        # kernel time there, not less
+        # the part's blocks reuse the arrays its earlier blocks freed (and,
+        # on an executor's worker, the run's earlier tasks': ``open_run``)
         with pages.reusing():
             if isinstance(item, LoopPass):
                 if block is None:

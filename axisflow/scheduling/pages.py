@@ -38,6 +38,20 @@ memory model's peak, and 1.005 since). The peak the memory model predicts
 is what a run measures (1.01 of it at the executor benchmark's ``i=7``);
 taking arrays from 16 KiB, the NumPy evaluator's measured peak on the CSV
 doubles rose to 1.08 of it (``docs/pipeline.md``, section 3.4).
+
+The executor opens one scope on each worker for a whole run
+(``open_run``), so that a task reuses what the run's earlier tasks freed:
+the blocks of a loop pass run one after the other on a worker, each
+asking for the same large arrays. Their results, which Dask holds, stay
+live in the pool, so the pool's bound alone let the benchmark's largest
+array (512 MiB, a 4 GiB one at twice the extents) go between blocks for a
+request a few MiB over it. The run's scope has a *ceiling* as well: the
+plan's predicted peak per worker above the process's resident memory
+when the run began. While the process stays within it, free arrays are
+kept beyond the bound. Mapping memory again is dear on this project's
+machine: its host takes back the memory a guest frees (free page
+reporting), and a fresh 2 GiB array took 6.4 to 8.5 s to map after
+a few seconds free, against 0.07 s per 512 MiB when it was mapped before.
 """
 
 from __future__ import annotations
@@ -160,6 +174,10 @@ class _Reuse:
         self.small = 0
         """Bytes of the arrays below ``POPULATE_BYTES`` handed out in this
         scope and still live (``small_array``)."""
+        self.ceiling: int | None = None
+        """Resident bytes within which free owners are kept beyond
+        ``high`` (``open_run``): the plan's predicted peak above what the
+        process held when the run began."""
         self.generation = 0
         """Counts the scopes closed: a small array outliving its scope is
         no longer counted when it goes."""
@@ -197,9 +215,14 @@ class _Reuse:
                 else:
                     live += members[position].nbytes
         self.high = max(self.high, live + self.small + size)
-        self._let_go(
-            idle, self.held + self.small + size - self.high - self.high // SLACK
-        )
+        deficit = self.held + self.small + size - self.high - self.high // SLACK
+        if deficit > 0 and self.ceiling is not None:
+            resident = _resident()
+            if resident is not None and resident + size <= self.ceiling:
+                # within what the plan predicts this process holds: keep the
+                # freed arrays for the blocks that ask for them again
+                deficit = 0
+        self._let_go(idle, deficit)
         # the owners let go are freed before the new array is allocated
         # (this list held them: the process held both at once)
         idle.clear()
@@ -290,6 +313,58 @@ def reusing() -> Iterator[None]:
         yield
     finally:
         _reuse.leave()
+
+
+_open_runs: dict[str, int | None] = {}
+"""Runs holding a scope open on this process (``open_run``), each with its
+resident-memory ceiling."""
+
+
+def open_run(key: str, allowance: int | None = None) -> None:
+    """Open a ``reusing()`` scope for run ``key`` until ``close_run(key)``:
+    the executor's tasks on a worker then reuse the arrays earlier tasks
+    of the run freed, not only their own blocks'. ``allowance``: bytes
+    the process may grow by from now (the plan's predicted peak per
+    worker): free arrays are kept beyond what the pool would otherwise
+    hold while the process's resident memory stays within it
+    (``_Reuse.ceiling``). Opening a key already open does nothing."""
+    with _reuse.lock:
+        if key in _open_runs:
+            return
+        resident = _resident()
+        _open_runs[key] = (
+            None if allowance is None or resident is None else resident + allowance
+        )
+        _reuse.enter()
+        _reuse.ceiling = _lowest_ceiling()
+
+
+def close_run(key: str) -> None:
+    """Close run ``key``'s scope, if this process opened it (a worker that
+    replaced a lost one did not)."""
+    with _reuse.lock:
+        if key in _open_runs:
+            del _open_runs[key]
+            _reuse.ceiling = _lowest_ceiling()
+            _reuse.leave()
+
+
+def _lowest_ceiling() -> int | None:
+    """The lowest ceiling of the open runs: none if a run has none."""
+    ceilings = list(_open_runs.values())
+    if not ceilings or None in ceilings:
+        return None
+    return min(c for c in ceilings if c is not None)
+
+
+def _resident() -> int | None:
+    """This process's resident bytes (Linux's ``/proc/self/statm``), or
+    ``None`` where there is no such file."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def empty(shape: Sequence[int]) -> Array:

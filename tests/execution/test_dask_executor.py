@@ -35,6 +35,7 @@ from axisflow.execution.dask_executor import (
 )
 from axisflow.execution.evaluation import plan_evaluation
 from axisflow.forest.model import Forest
+from axisflow.scheduling import pages
 from axisflow.scheduling.evaluate import (
     Contribution,
     ScheduleRun,
@@ -423,6 +424,47 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_result_unchanged(
     settings = cast(dict[str, object], dask_client.run(_monitor_settings))
     assert killed not in cast(dict[str, int], dask_client.run(os.getpid)).values()
     assert set(settings.values()) == {("500ms", False, False)}
+    # the run's array pool is closed on the worker that lived through it
+    assert set(cast(dict[str, object], dask_client.run(_pool_state)).values()) == {
+        (0, None, 0)
+    }
+
+
+def _pool_state() -> tuple[int, int | None, int]:
+    """A worker's open ``reusing()`` scopes, its pool's ceiling and the
+    runs it holds open (``pages.open_run``)."""
+    from axisflow.scheduling import pages
+
+    return pages._reuse.depth, pages._reuse.ceiling, len(pages._open_runs)
+
+
+def test_a_run_opens_each_workers_pool_with_its_ceiling_and_closes_it(
+    dask_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the scope is opened on every worker with the predicted peak as its
+    # allowance, and closed once the result is in
+    opened: list[tuple[object, tuple[object, ...]]] = []
+    run_on_workers = dask_client.run
+
+    def recording(function: Any, *arguments: Any, **keywords: Any) -> Any:
+        if function in (pages.open_run, pages.close_run):
+            opened.append((function, arguments))
+        return run_on_workers(function, *arguments, **keywords)
+
+    monkeypatch.setattr(dask_client, "run", recording)
+    name = "csv_ccsd_singles_residual_df"
+    expression = parse(equation(name))
+    extents = dict.fromkeys(expression.space_keys(), 3)
+    run = execute_expression(
+        expression, oracle_inputs(expression, extents), batch="i", scheduler=dask_client
+    )
+    monkeypatch.undo()
+    assert [function for function, _ in opened] == [pages.open_run, pages.close_run]
+    (_, (key, allowance)), (_, (closed_key,)) = opened
+    assert closed_key == key and allowance == run.report.predicted_peak
+    assert set(cast(dict[str, object], dask_client.run(_pool_state)).values()) == {
+        (0, None, 0)
+    }
 
 
 def test_the_progress_bar_goes_to_standard_error(

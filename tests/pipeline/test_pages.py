@@ -180,6 +180,59 @@ def test_a_free_array_of_another_size_is_let_go_to_make_room() -> None:
     assert 3 * MIB * 8 <= most() < 4 * MIB * 8
 
 
+def test_a_run_keeps_a_freed_array_within_its_ceiling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # as in the test above the 3 MiB array would be let go for the 2 MiB
+    # one; inside a run whose ceiling the process stays within, it is kept
+    # for the next block that asks for it, and it is let go as before once
+    # the resident memory would pass the ceiling
+    resident = {"bytes": 100 * MIB}
+    monkeypatch.setattr(pages, "_resident", lambda: resident["bytes"])
+    pages.open_run("run", allowance=8 * MIB * 8)
+    try:
+        assert pages._reuse.ceiling == 100 * MIB + 8 * MIB * 8
+        with pages.reusing():  # a task inside the run
+            large = pages.empty((3, MIB))
+            address = large.ctypes.data
+            del large
+        smaller = pages.empty((2, MIB))  # the next task
+        assert pages._reuse.count == 2
+        del smaller
+        again = pages.empty((3, MIB))
+        assert again.ctypes.data == address
+        del again
+        resident["bytes"] = 100 * MIB + 7 * MIB * 8  # 1 MiB left below it
+        other = pages.empty((4, MIB))
+        assert pages._reuse.count == 1 and pages._reuse.held == other.nbytes
+    finally:
+        pages.close_run("run")
+    assert pages._reuse.depth == 0 and pages._reuse.ceiling is None
+    assert pages._reuse.held == 0
+
+
+def test_runs_open_and_close_once_each_with_the_lowest_ceiling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pages, "_resident", lambda: 1000)
+    pages.open_run("first", allowance=50)
+    pages.open_run("first", allowance=10)  # opened already: nothing changes
+    pages.open_run("second", allowance=20)
+    try:
+        assert pages._reuse.depth == 2 and pages._reuse.ceiling == 1020
+        pages.close_run("second")
+        assert pages._reuse.depth == 1 and pages._reuse.ceiling == 1050
+        pages.close_run("never opened")  # a worker that replaced a lost one
+        assert pages._reuse.depth == 1
+        pages.open_run("no allowance")
+        assert pages._reuse.ceiling is None  # that run keeps to the bound
+        pages.close_run("no allowance")
+    finally:
+        pages.close_run("first")
+        pages.close_run("second")
+    assert pages._reuse.depth == 0 and pages._reuse.ceiling is None
+
+
 def test_the_interpreter_tells_free_arrays_apart() -> None:
     # counted on every Python the project supports; where a view did not
     # raise the count, nothing would be reused (and this would fail)
