@@ -545,13 +545,30 @@ def _reusing_on_workers(client: Any, allowance: int) -> Iterator[None]:
     (``pages.open_run``): a block of the same loop pass on the same worker
     takes its predecessor's memory instead of mapping it again."""
     key = uuid.uuid4().hex
-    client.run(pages.open_run, key, allowance)
+    client.run(_open_pool, key, allowance)
     try:
         yield
     finally:
         # a cluster that failed the run may fail this too: nothing to undo
         with contextlib.suppress(Exception):
             client.run(pages.close_run, key)
+
+
+def _open_pool(key: str, allowance: int, dask_worker: Any) -> None:  # Dask's
+    """``pages.open_run`` on a worker, its ceiling also below the fraction
+    of the worker's memory limit at which Dask spills or pauses: memory the
+    pool keeps after the run's peak must not hold a worker paused (nothing
+    would run to free it)."""
+    manager = dask_worker.memory_manager
+    fractions = [
+        fraction
+        for fraction in (manager.memory_spill_fraction, manager.memory_pause_fraction)
+        if fraction
+    ]
+    most = None
+    if manager.memory_limit and fractions:
+        most = int(manager.memory_limit * min(fractions))
+    pages.open_run(key, allowance, most=most)
 
 
 def _worker_memory(dask_worker: Any, since: float) -> tuple[float, float]:

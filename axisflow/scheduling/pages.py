@@ -320,21 +320,29 @@ _open_runs: dict[str, int | None] = {}
 resident-memory ceiling."""
 
 
-def open_run(key: str, allowance: int | None = None) -> None:
+def open_run(
+    key: str, allowance: int | None = None, *, most: int | None = None
+) -> None:
     """Open a ``reusing()`` scope for run ``key`` until ``close_run(key)``:
     the executor's tasks on a worker then reuse the arrays earlier tasks
     of the run freed, not only their own blocks'. ``allowance``: bytes
     the process may grow by from now (the plan's predicted peak per
-    worker): free arrays are kept beyond what the pool would otherwise
-    hold while the process's resident memory stays within it
+    worker), ``most``: resident bytes it must stay below in any case (a
+    worker's limit): free arrays are kept beyond what the pool would
+    otherwise hold while the process's resident memory stays within both
     (``_Reuse.ceiling``). Opening a key already open does nothing."""
     with _reuse.lock:
         if key in _open_runs:
             return
         resident = _resident()
-        _open_runs[key] = (
-            None if allowance is None or resident is None else resident + allowance
-        )
+        ceiling = None
+        if allowance is not None and resident is not None:
+            ceiling = (
+                resident + allowance
+                if most is None
+                else min(resident + allowance, most)
+            )
+        _open_runs[key] = ceiling
         _reuse.enter()
         _reuse.ceiling = _lowest_ceiling()
 

@@ -438,6 +438,34 @@ def _pool_state() -> tuple[int, int | None, int]:
     return pages._reuse.depth, pages._reuse.ceiling, len(pages._open_runs)
 
 
+def test_a_workers_pool_keeps_below_where_dask_would_spill_or_pause(
+    dask_client: Client,
+) -> None:
+    # the workers' limit is Dask's "auto" (the machine's memory shared),
+    # spilling at 70% of it: an allowance above that is cut there, one
+    # below it is kept
+    limits = {
+        address: int(info["memory_limit"])
+        for address, info in dask_client.scheduler_info()["workers"].items()
+    }
+    assert all(limit > 0 for limit in limits.values())
+    for allowance in (1 << 50, 1 << 20):
+        dask_client.run(dask_executor._open_pool, "probe", allowance)
+        try:
+            states = cast(dict[str, Any], dask_client.run(_pool_state))
+        finally:
+            dask_client.run(pages.close_run, "probe")
+        for address, (depth, ceiling, runs) in states.items():
+            assert depth == 1 and runs == 1
+            if allowance == 1 << 50:
+                assert ceiling == int(limits[address] * 0.7)
+            else:
+                assert ceiling < int(limits[address] * 0.7)
+    assert set(cast(dict[str, object], dask_client.run(_pool_state)).values()) == {
+        (0, None, 0)
+    }
+
+
 def test_a_run_opens_each_workers_pool_with_its_ceiling_and_closes_it(
     dask_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -447,7 +475,7 @@ def test_a_run_opens_each_workers_pool_with_its_ceiling_and_closes_it(
     run_on_workers = dask_client.run
 
     def recording(function: Any, *arguments: Any, **keywords: Any) -> Any:
-        if function in (pages.open_run, pages.close_run):
+        if function in (dask_executor._open_pool, pages.close_run):
             opened.append((function, arguments))
         return run_on_workers(function, *arguments, **keywords)
 
@@ -459,7 +487,10 @@ def test_a_run_opens_each_workers_pool_with_its_ceiling_and_closes_it(
         expression, oracle_inputs(expression, extents), batch="i", scheduler=dask_client
     )
     monkeypatch.undo()
-    assert [function for function, _ in opened] == [pages.open_run, pages.close_run]
+    assert [function for function, _ in opened] == [
+        dask_executor._open_pool,
+        pages.close_run,
+    ]
     (_, (key, allowance)), (_, (closed_key,)) = opened
     assert closed_key == key and allowance == run.report.predicted_peak
     assert set(cast(dict[str, object], dask_client.run(_pool_state)).values()) == {

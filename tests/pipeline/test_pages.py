@@ -227,6 +227,9 @@ def test_runs_open_and_close_once_each_with_the_lowest_ceiling(
         pages.open_run("no allowance")
         assert pages._reuse.ceiling is None  # that run keeps to the bound
         pages.close_run("no allowance")
+        pages.open_run("limited", allowance=500, most=1040)
+        assert pages._reuse.ceiling == 1040  # below its limit, and first's
+        pages.close_run("limited")
     finally:
         pages.close_run("first")
         pages.close_run("second")
