@@ -337,11 +337,9 @@ def open_run(
         resident = _resident()
         ceiling = None
         if allowance is not None and resident is not None:
-            ceiling = (
-                resident + allowance
-                if most is None
-                else min(resident + allowance, most)
-            )
+            ceiling = resident + allowance
+            if most is not None:
+                ceiling = min(ceiling, most)
         _open_runs[key] = ceiling
         _reuse.enter()
         _reuse.ceiling = _lowest_ceiling()
