@@ -433,8 +433,6 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_result_unchanged(
 def _pool_state() -> tuple[int, int | None, int]:
     """A worker's open ``reusing()`` scopes, its pool's ceiling and the
     runs it holds open (``pages.open_run``)."""
-    from axisflow.scheduling import pages
-
     return pages._reuse.depth, pages._reuse.ceiling, len(pages._open_runs)
 
 

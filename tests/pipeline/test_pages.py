@@ -22,9 +22,10 @@ LARGE = (1024, 1024, 16)
 
 
 def _resident_bytes() -> int:
-    """This process's resident memory (Linux)."""
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * 4096
+    """This process's resident memory (Linux: ``pages._resident``)."""
+    resident = pages._resident()
+    assert resident is not None, "this project's machines run Linux"
+    return resident
 
 
 def _kernel_populates() -> bool:
