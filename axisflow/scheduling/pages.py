@@ -181,6 +181,9 @@ class _Reuse:
         self.generation = 0
         """Counts the scopes closed: a small array outliving its scope is
         no longer counted when it goes."""
+        self.enabled = True
+        """Whether ``reusing()`` scopes hand out pooled arrays at all
+        (``pooling``)."""
 
     def take(self, shape: Sequence[int], elements: int) -> Array:
         """An array of ``shape`` (``elements`` float64s), its pages mapped."""
@@ -373,10 +376,22 @@ def _resident() -> int | None:
         return None
 
 
+def pooling(enabled: bool) -> None:
+    """Whether ``reusing()`` scopes in this process pool arrays (they do
+    unless told otherwise): a process whose C library keeps freed memory
+    in its heap for any later array (the executor's embedded workers)
+    needs no pool, and one beside the heap only holds more."""
+    _reuse.enabled = enabled
+
+
+def _pooled() -> bool:
+    return bool(_reuse.depth) and _reuse.enabled and _reuse.free_references is not None
+
+
 def empty(shape: Sequence[int]) -> Array:
     """``numpy.empty(shape)`` (float64, C order), its pages mapped."""
     elements = math.prod(shape)
-    if _reuse.depth and _reuse.free_references is not None:
+    if _pooled():
         if 8 * elements >= POPULATE_BYTES:
             return _reuse.take(shape, elements)
         return _reuse.small_array(shape, zeroed=False)
@@ -390,10 +405,10 @@ def zeros(shape: Sequence[int]) -> Array:
     NumPy's own zeros maps fresh pages at their first write instead (and
     cannot take a freed array's memory)."""
     if 8 * math.prod(shape) < POPULATE_BYTES:
-        if _reuse.depth and _reuse.free_references is not None:
+        if _pooled():
             return _reuse.small_array(shape, zeroed=True)
         return np.zeros(shape)
-    if _populate.madvise is None and not _reuse.depth:
+    if _populate.madvise is None and not _pooled():
         return np.zeros(shape)
     array = empty(shape)
     array.fill(0.0)
