@@ -149,9 +149,9 @@ predicted one in runs with kept memory, the heap alone to 1.03-1.10
 KEPT_SLACK = 16
 """A worker keeps its heap's free memory for the next run while it is
 within what the first run after the last give-back left and
-``1/KEPT_SLACK`` of it: beyond, the heap has grown (a run that places its
-tasks otherwise reuses its blocks in another order) and is given back
-instead (``_worker_state``)."""
+``1/KEPT_SLACK`` of it, both read before a run: beyond, the heap has
+grown (a run that places its tasks otherwise reuses its blocks in
+another order) and is given back instead (``_worker_state``)."""
 
 KEPT_MARGIN = 32 * 1024**2
 """Bytes a worker's kept memory may grow by in any case: the process's own
@@ -547,29 +547,38 @@ def _worker_state(
     the process growing, and measured 0.62 of the predicted peak).
     ``keep``: the memory it grew by since it last gave memory back is kept
     instead (its heap's free memory, between runs) and counted apart from
-    the baseline, while within what the first run after that left and
-    ``1/KEPT_SLACK`` of it (``KEPT_MARGIN`` at least)."""
+    the baseline. Before a run, it is kept while within what it was before
+    the second run after the give-back (what the first left, measured at
+    the same point of a run) and ``1/KEPT_SLACK`` of it (``KEPT_MARGIN``
+    at least)."""
     monitor = dask_worker.monitor
     sent = int(dask_worker.transfer_outgoing_bytes_total)
-    if keep and _released.memory is not None:
+    released = _released
+    if keep and released.memory is not None:
         sample = monitor.update()
-        kept = max(0, int(sample["memory"]) - _released.memory)
-        fresh = _released.fresh
-        if fresh is None and finished:
-            _released.fresh = kept
+        kept = max(0, int(sample["memory"]) - released.memory)
+        state = float(sample["time"]), sent, kept
+        if finished:
+            released.runs += 1
+            return state
+        if released.runs == 1 and released.fresh is None:
+            released.fresh = kept
+        fresh = released.fresh
         if fresh is None or kept <= fresh + max(fresh // KEPT_SLACK, KEPT_MARGIN):
-            return float(sample["time"]), sent, kept
+            return state
     _give_back()
     sample = monitor.update()
-    _released.memory = int(sample["memory"])
+    released.memory = int(sample["memory"])
     return float(sample["time"]), sent, 0
 
 
 class _Released:
     """This worker's memory right after it last gave its freed memory back
-    (``_worker_state``), and what the first run after that kept."""
+    (``_worker_state``), the runs it finished since and what it kept
+    before the second of them."""
 
     memory: int | None = None
+    runs: int = 0
     fresh: int | None = None
     times: int = 0
     """How many times it gave memory back."""
@@ -590,10 +599,26 @@ def kept_memory() -> int:
 
 
 def heap_keeps_memory() -> bool:
-    """Whether this process was started with ``KEEPING_HEAP``'s settings
-    (its environment says so): its heap then keeps the memory of freed
-    arrays for later ones, and an array pool would only hold more."""
-    return all(os.environ.get(name) == value for name, value in KEEPING_HEAP.items())
+    """Whether this process was started with ``KEEPING_HEAP``'s settings:
+    its heap then keeps the memory of freed arrays for later ones, and an
+    array pool would only hold more. Read from the environment the
+    process started with (Linux's ``/proc/self/environ``), as the C
+    library read it: Dask's nannies set their workers' variables in their
+    own process too (``os.environ``), after it started; ``False`` where
+    there is no such file."""
+    try:
+        with open("/proc/self/environ", "rb") as environ:
+            entries = environ.read().split(b"\0")
+    except OSError:
+        return False
+    started: dict[bytes, bytes] = {}
+    for entry in entries:
+        name, _, value = entry.partition(b"=")
+        started[name] = value
+    return all(
+        started.get(name.encode()) == value.encode()
+        for name, value in KEEPING_HEAP.items()
+    )
 
 
 def _release_freed_memory() -> None:
@@ -624,20 +649,19 @@ def _reusing_on_workers(client: Any, allowance: int) -> Iterator[None]:
     finally:
         # a cluster that failed the run may fail this too: nothing to undo
         with contextlib.suppress(Exception):
-            client.run(pages.close_run, key)
+            client.run(_close_pool, key)
 
 
 def _open_pool(key: str, allowance: int, dask_worker: Any) -> None:  # Dask's
     """``pages.open_run`` on a worker, its ceiling also below the fraction
     of the worker's memory limit at which Dask spills or pauses: memory the
     pool keeps after the run's peak must not hold a worker paused (nothing
-    would run to free it). Nothing on a worker whose heap keeps freed
-    memory (``heap_keeps_memory``): its tasks' ``reusing()`` scopes pool
-    nothing either (``pages.pooling``)."""
+    would run to free it). On a worker whose heap keeps freed memory
+    (``heap_keeps_memory``) no pool (its tasks' ``reusing()`` scopes pool
+    nothing either: ``pages.pooling``), but a watch on the heap for the run
+    (``_HeapWatch``), for the same reason."""
     keeping = heap_keeps_memory()
     pages.pooling(not keeping)
-    if keeping:
-        return
     manager = dask_worker.memory_manager
     fractions = [
         fraction
@@ -647,7 +671,73 @@ def _open_pool(key: str, allowance: int, dask_worker: Any) -> None:  # Dask's
     most = None
     if manager.memory_limit and fractions:
         most = int(manager.memory_limit * min(fractions))
+    if keeping:
+        if most is not None:
+            _HeapWatch(key, most - most // HEAP_WATCH_ROOM).start(dask_worker)
+        return
     pages.open_run(key, allowance, most=most)
+
+
+def _close_pool(key: str, dask_worker: Any) -> None:  # Dask's
+    """Close what ``_open_pool`` opened for run ``key`` on a worker."""
+    pages.close_run(key)
+    _HeapWatch.stop(key, dask_worker)
+
+
+HEAP_WATCH_MS = 20
+"""How often a worker whose heap keeps freed memory reads its memory during
+a run (``_HeapWatch``): Dask's memory manager reads it every 100 ms."""
+
+HEAP_WATCH_ROOM = 16
+"""The watch gives the heap's free memory back once the process holds more
+than the spill or pause threshold less ``1/HEAP_WATCH_ROOM`` of it."""
+
+
+@dataclass
+class _HeapWatch:
+    """Gives the heap's free memory back whenever the worker's process
+    holds more than ``most`` bytes during a run. Without it, memory freed
+    in the heap stays in the process: once past the fraction of its limit
+    at which Dask spills or pauses, spilling frees nothing and a paused
+    worker does not resume (the CSV doubles at ``a=μ̃=64, Κ=128`` on one
+    worker limited to 340 MiB: without the watch the worker was killed at
+    its limit four times; with it the run took 4.3 s)."""
+
+    key: str
+    most: int
+
+    def start(self, dask_worker: Any) -> None:
+        """Watch on ``dask_worker``'s event loop, every ``HEAP_WATCH_MS``."""
+        import psutil
+        from tornado.ioloop import PeriodicCallback
+
+        process = psutil.Process()
+
+        def check() -> None:
+            if process.memory_info().rss > self.most:
+                _release_freed_memory()
+
+        callback = PeriodicCallback(check, HEAP_WATCH_MS)
+        # Dask stops the callbacks it lists when the worker closes
+        dask_worker.periodic_callbacks[self.name(self.key)] = callback
+        _heap_watches[self.key] = self
+        callback.start()
+
+    @staticmethod
+    def name(key: str) -> str:
+        return f"axisflow-heap-watch-{key}"
+
+    @staticmethod
+    def stop(key: str, dask_worker: Any) -> None:
+        """Stop run ``key``'s watch on ``dask_worker``, if it has one."""
+        callback = dask_worker.periodic_callbacks.pop(_HeapWatch.name(key), None)
+        if callback is not None:
+            callback.stop()
+        _heap_watches.pop(key, None)
+
+
+_heap_watches: dict[str, _HeapWatch] = {}
+"""The watches running in this process, by run."""
 
 
 def _worker_memory(dask_worker: Any, since: float) -> tuple[float, float]:
@@ -1202,6 +1292,7 @@ def _give_back() -> None:
     _release_freed_memory()
     _released.memory = psutil.Process().memory_info().rss
     _released.fresh = None
+    _released.runs = 0
     _released.times += 1
 
 
@@ -1307,8 +1398,8 @@ def execute_expression(
     workers have them) for the next run on the same cluster, which then
     writes into memory already mapped: an iterative solver's residual
     after residual. The next run without it, or ``release_memory``, gives
-    it back; so does a run after which it grew past what the first run
-    after the last give-back left (``KEPT_SLACK``).
+    it back; so does a run before which it has grown past what the first
+    run after the last give-back left (``KEPT_SLACK``).
 
     Raises what ``evaluate_expression`` raises for bad arguments and
     inputs, ``BudgetError``, ``ExecutionError`` when the cluster fails.

@@ -40,7 +40,9 @@ taking arrays from 16 KiB, the NumPy evaluator's measured peak on the CSV
 doubles rose to 1.08 of it (``docs/pipeline.md``, section 3.4).
 
 The executor opens one scope on each worker for a whole run
-(``open_run``), so that a task reuses what the run's earlier tasks freed:
+(``open_run``; not on its embedded workers, whose C library keeps freed
+memory in one heap for any later array, and which pool nothing:
+``pooling``), so that a task reuses what the run's earlier tasks freed:
 the blocks of a loop pass run one after the other on a worker, each
 asking for the same large arrays. Their results, which Dask holds, stay
 live in the pool, so the pool's bound alone let the benchmark's largest
