@@ -21,11 +21,9 @@ thread each) of one worker, then of two. Measured in the same run:
 
 Each cluster runs the residual ``--repeat`` times, one cluster at a time
 (an idle cluster's processes would share the cores with the other's
-workers), each run keeping the memory it freed for the next
-(``keep_memory``), as an iterative solver's residuals do: each run is a
-row, the first on its cluster (which maps its memory afresh and loads
+workers): each run is a row, the first on its cluster (which also loads
 the executor's modules in the workers) and the best of the repeats are
-the summary, a solver's steady state being the second.
+the summary, a long computation's steady state being the second.
 
 The targets: one worker at least 50% of ``matmul``; two workers
 at least 1.6x one; measured peak within 10% of predicted; planning and
@@ -114,12 +112,7 @@ def repeated(
             for _ in range(repeat):
                 executions.append(
                     execute_expression(
-                        text,
-                        data,
-                        batch=BATCH,
-                        block=BLOCK,
-                        scheduler=client,
-                        keep_memory=True,
+                        text, data, batch=BATCH, block=BLOCK, scheduler=client
                     )
                 )
     return runs, max(rates)

@@ -28,7 +28,6 @@ from axisflow.execution.dask_executor import (
     ExecutionError,
     ExecutionReport,
     execute_expression,
-    release_memory,
 )
 from axisflow.execution.evaluation import Evaluation, evaluate_expression
 from axisflow.execution.inputs import (
@@ -61,6 +60,5 @@ __all__ = [
     "input_keys",
     "input_signatures",
     "read_inputs",
-    "release_memory",
     "signature_of",
 ]

@@ -126,37 +126,14 @@ system monitor; its default, 500 ms, misses the peak of a short task)."""
 
 OUTPUT_SUFFIXES = (".npy", ".zarr")
 
-KEEPING_HEAP = {
-    "MALLOC_MMAP_MAX_": "0",
-    "MALLOC_ARENA_MAX": "1",
-    "MALLOC_TRIM_THRESHOLD_": str(2**62),
-}
-"""The embedded workers' C library (glibc) settings: every array comes
-from one heap (none mapped apart; one arena for every thread, as a
-thread's own arena maps its large arrays apart whatever the settings),
-and freeing an array keeps its memory in the heap (no trimming). The heap
-is then the run's pool: a freed block serves any later array that fits
-in it, of whatever size, already mapped. The executor gives the heap's
-free memory back to the system after each run (``malloc_trim``), unless
-the run keeps it for the next (``keep_memory``). A worker started with
-these variables (``heap_keeps_memory``) opens no array pool of its own
-(``pages.open_run``): at the default extents of
-``benchmarks/bench_executor.py`` a pool of freed arrays of each size held
-beside what the heap serves took the workers' peak to 1.12-1.19 of the
-predicted one in runs with kept memory, the heap alone to 1.03-1.10
-(docs/benchmarks-executor.md)."""
-
-KEPT_SLACK = 16
-"""A worker keeps its heap's free memory for the next run while it is
-within what the first run after the last give-back left and
-``1/KEPT_SLACK`` of it, both read before a run: beyond, the heap has
-grown (a run that places its tasks otherwise reuses its blocks in
-another order) and is given back instead (``_worker_state``)."""
-
-KEPT_MARGIN = 32 * 1024**2
-"""Bytes a worker's kept memory may grow by in any case: the process's own
-growth between small runs (Dask's records, Python's caches) exceeded a
-sixteenth of a 70 MiB run's memory."""
+MALLOC_MMAP_BYTES = 32 * 1024 * 1024
+"""The embedded workers allocate arrays above this many bytes by mapping
+them apart (glibc's ``MALLOC_MMAP_THRESHOLD_``), so that freeing one
+returns its memory to the system. glibc's largest threshold (32 MiB on
+64-bit): the blocks below it are reused from the heap instead of mapped
+afresh, and the kernel's zeroing of fresh pages cost a quarter of a
+worker's time at 1 MiB (docs/benchmarks-executor.md), while the measured
+peak stays within 5% of the predicted one."""
 
 
 NUMPY_MADVISE_HUGEPAGE = "0"
@@ -536,89 +513,15 @@ def _failure(
     )
 
 
-def _worker_state(
-    keep: bool, finished: bool, dask_worker: Any
-) -> tuple[float, int, int]:  # Dask's
-    """A worker's clock, bytes sent so far and bytes of memory it keeps
-    for the run (``client.run``; ``finished``: after the run), after
+def _worker_state(dask_worker: Any) -> tuple[float, int]:  # Dask's
+    """A worker's clock and bytes sent so far (``client.run``), after
     giving the memory it freed back to the system and sampling its memory
     then: what it holds before a run is its baseline, not what it once
     held (a cluster's second run reused the first's freed memory without
-    the process growing, and measured 0.62 of the predicted peak).
-    ``keep``: the memory it grew by since it last gave memory back is kept
-    instead (its heap's free memory, between runs) and counted apart from
-    the baseline. Before a run, it is kept while within what it was before
-    the second run after the give-back (what the first left, measured at
-    the same point of a run) and ``1/KEPT_SLACK`` of it (``KEPT_MARGIN``
-    at least)."""
-    monitor = dask_worker.monitor
-    sent = int(dask_worker.transfer_outgoing_bytes_total)
-    released = _released
-    if keep and released.memory is not None:
-        sample = monitor.update()
-        kept = max(0, int(sample["memory"]) - released.memory)
-        state = float(sample["time"]), sent, kept
-        if finished:
-            released.runs += 1
-            return state
-        if released.runs == 1 and released.fresh is None:
-            released.fresh = kept
-        fresh = released.fresh
-        if fresh is None or kept <= fresh + max(fresh // KEPT_SLACK, KEPT_MARGIN):
-            return state
-    _give_back()
-    sample = monitor.update()
-    released.memory = int(sample["memory"])
-    return float(sample["time"]), sent, 0
-
-
-class _Released:
-    """This worker's memory right after it last gave its freed memory back
-    (``_worker_state``), the runs it finished since and what it kept
-    before the second of them."""
-
-    memory: int | None = None
-    runs: int = 0
-    fresh: int | None = None
-    times: int = 0
-    """How many times it gave memory back."""
-
-
-_released = _Released()
-
-
-def kept_memory() -> int:
-    """Bytes this process grew by since the executor last had it give its
-    freed memory back (0 before that): what a worker keeps between runs
-    with ``keep_memory``."""
-    if _released.memory is None:
-        return 0
-    import psutil
-
-    return max(0, psutil.Process().memory_info().rss - _released.memory)
-
-
-def heap_keeps_memory() -> bool:
-    """Whether this process was started with ``KEEPING_HEAP``'s settings:
-    its heap then keeps the memory of freed arrays for later ones, and an
-    array pool would only hold more. Read from the environment the
-    process started with (Linux's ``/proc/self/environ``), as the C
-    library read it: Dask's nannies set their workers' variables in their
-    own process too (``os.environ``), after it started; ``False`` where
-    there is no such file."""
-    try:
-        with open("/proc/self/environ", "rb") as environ:
-            entries = environ.read().split(b"\0")
-    except OSError:
-        return False
-    started: dict[bytes, bytes] = {}
-    for entry in entries:
-        name, _, value = entry.partition(b"=")
-        started[name] = value
-    return all(
-        started.get(name.encode()) == value.encode()
-        for name, value in KEEPING_HEAP.items()
-    )
+    the process growing, and measured 0.62 of the predicted peak)."""
+    _release_freed_memory()
+    sample = dask_worker.monitor.update()
+    return float(sample["time"]), int(dask_worker.transfer_outgoing_bytes_total)
 
 
 def _release_freed_memory() -> None:
@@ -640,8 +543,7 @@ def _reusing_on_workers(client: Any, allowance: int) -> Iterator[None]:
     """Inside, each worker's tasks reuse the large arrays the run's earlier
     tasks freed, within ``allowance`` bytes more than the worker holds now
     (``pages.open_run``): a block of the same loop pass on the same worker
-    takes its predecessor's memory instead of mapping it again. Workers
-    whose heap keeps freed memory (``heap_keeps_memory``) open none."""
+    takes its predecessor's memory instead of mapping it again."""
     key = uuid.uuid4().hex
     client.run(_open_pool, key, allowance)
     try:
@@ -649,19 +551,14 @@ def _reusing_on_workers(client: Any, allowance: int) -> Iterator[None]:
     finally:
         # a cluster that failed the run may fail this too: nothing to undo
         with contextlib.suppress(Exception):
-            client.run(_close_pool, key)
+            client.run(pages.close_run, key)
 
 
 def _open_pool(key: str, allowance: int, dask_worker: Any) -> None:  # Dask's
     """``pages.open_run`` on a worker, its ceiling also below the fraction
     of the worker's memory limit at which Dask spills or pauses: memory the
     pool keeps after the run's peak must not hold a worker paused (nothing
-    would run to free it). On a worker whose heap keeps freed memory
-    (``heap_keeps_memory``) no pool (its tasks' ``reusing()`` scopes pool
-    nothing either: ``pages.pooling``), but a watch on the heap for the run
-    (``_HeapWatch``), for the same reason."""
-    keeping = heap_keeps_memory()
-    pages.pooling(not keeping)
+    would run to free it)."""
     manager = dask_worker.memory_manager
     fractions = [
         fraction
@@ -671,73 +568,7 @@ def _open_pool(key: str, allowance: int, dask_worker: Any) -> None:  # Dask's
     most = None
     if manager.memory_limit and fractions:
         most = int(manager.memory_limit * min(fractions))
-    if keeping:
-        if most is not None:
-            _HeapWatch(key, most - most // HEAP_WATCH_ROOM).start(dask_worker)
-        return
     pages.open_run(key, allowance, most=most)
-
-
-def _close_pool(key: str, dask_worker: Any) -> None:  # Dask's
-    """Close what ``_open_pool`` opened for run ``key`` on a worker."""
-    pages.close_run(key)
-    _HeapWatch.stop(key, dask_worker)
-
-
-HEAP_WATCH_MS = 20
-"""How often a worker whose heap keeps freed memory reads its memory during
-a run (``_HeapWatch``): Dask's memory manager reads it every 100 ms."""
-
-HEAP_WATCH_ROOM = 16
-"""The watch gives the heap's free memory back once the process holds more
-than the spill or pause threshold less ``1/HEAP_WATCH_ROOM`` of it."""
-
-
-@dataclass
-class _HeapWatch:
-    """Gives the heap's free memory back whenever the worker's process
-    holds more than ``most`` bytes during a run. Without it, memory freed
-    in the heap stays in the process: once past the fraction of its limit
-    at which Dask spills or pauses, spilling frees nothing and a paused
-    worker does not resume (the CSV doubles at ``a=μ̃=64, Κ=128`` on one
-    worker limited to 340 MiB: without the watch the worker was killed at
-    its limit four times; with it the run took 4.3 s)."""
-
-    key: str
-    most: int
-
-    def start(self, dask_worker: Any) -> None:
-        """Watch on ``dask_worker``'s event loop, every ``HEAP_WATCH_MS``."""
-        import psutil
-        from tornado.ioloop import PeriodicCallback
-
-        process = psutil.Process()
-
-        def check() -> None:
-            if process.memory_info().rss > self.most:
-                _release_freed_memory()
-
-        callback = PeriodicCallback(check, HEAP_WATCH_MS)
-        # Dask stops the callbacks it lists when the worker closes
-        dask_worker.periodic_callbacks[self.name(self.key)] = callback
-        _heap_watches[self.key] = self
-        callback.start()
-
-    @staticmethod
-    def name(key: str) -> str:
-        return f"axisflow-heap-watch-{key}"
-
-    @staticmethod
-    def stop(key: str, dask_worker: Any) -> None:
-        """Stop run ``key``'s watch on ``dask_worker``, if it has one."""
-        callback = dask_worker.periodic_callbacks.pop(_HeapWatch.name(key), None)
-        if callback is not None:
-            callback.stop()
-        _heap_watches.pop(key, None)
-
-
-_heap_watches: dict[str, _HeapWatch] = {}
-"""The watches running in this process, by run."""
 
 
 def _worker_memory(dask_worker: Any, since: float) -> tuple[float, float]:
@@ -1187,15 +1018,18 @@ def local_cluster(
             "monitor_interval must be a positive Dask duration such as '20ms',"
             f" got {monitor_interval!r}"
         )
-    # Dask's own settings kept, and ours over them: one BLAS thread, and
-    # one heap that keeps the memory freed in a run (KEEPING_HEAP: the
-    # executor gives it back after the run)
+    # Dask's own settings kept (its default trims freed memory), and ours
+    # over them: one BLAS thread, and every array above MALLOC_MMAP_BYTES
+    # mapped apart, returned to the system when freed (glibc otherwise
+    # raises that threshold to the largest array freed and keeps the
+    # memory of freed blocks below it in its heaps: the worker's memory
+    # would be the most it ever held, not what it holds)
     variables = {
         **dask.config.get("distributed.nanny.pre-spawn-environ", {}),
         "OMP_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
-        **KEEPING_HEAP,
+        "MALLOC_MMAP_THRESHOLD_": str(MALLOC_MMAP_BYTES),
         "NUMPY_MADVISE_HUGEPAGE": NUMPY_MADVISE_HUGEPAGE,  # why: its docstring
     }
     with dask.config.set(
@@ -1265,35 +1099,6 @@ def _client(
         return
     with local_cluster(workers or os.cpu_count() or 1, memory_limit) as client:
         yield client
-
-
-def release_memory(scheduler: object) -> None:
-    """Have the workers of ``scheduler`` (a ``distributed.Client`` or a
-    scheduler's address) give back the memory runs with ``keep_memory``
-    kept (``execute_expression``). Raises ``ExecutionError`` when the
-    cluster cannot be reached, ``TypeError`` for anything else than a
-    client or an address (an embedded cluster ends with its run)."""
-    from distributed import Client
-
-    if not isinstance(scheduler, Client | str):
-        raise TypeError(
-            "scheduler must be a distributed.Client or a scheduler's address,"
-            f" got {type(scheduler).__name__}"
-        )
-    with _client(scheduler, None, None) as client:
-        client.run(_give_back)
-
-
-def _give_back() -> None:
-    """Give this worker's freed memory back and note what it holds then
-    (``kept_memory``)."""
-    import psutil
-
-    _release_freed_memory()
-    _released.memory = psutil.Process().memory_info().rss
-    _released.fresh = None
-    _released.runs = 0
-    _released.times += 1
 
 
 def _workers_of(client: Any) -> dict[str, Any]:
@@ -1376,7 +1181,6 @@ def execute_expression(
     workers: int | None = None,
     output: str | os.PathLike[str] | None = None,
     progress: bool = False,
-    keep_memory: bool = False,
 ) -> Execution:
     """The residual of ``expression`` on ``inputs``, run on Dask.
 
@@ -1393,13 +1197,7 @@ def execute_expression(
     ``distributed.Client``. ``output``: a ``.npy`` file or ``.zarr`` store
     to write the residual to (written under a temporary name, then
     renamed); ``None`` returns it. ``progress``: Dask's progress bar on
-    standard error. ``keep_memory``: each worker keeps the memory the run
-    freed (its heap's, with ``KEEPING_HEAP``'s settings, as the embedded
-    workers have them) for the next run on the same cluster, which then
-    writes into memory already mapped: an iterative solver's residual
-    after residual. The next run without it, or ``release_memory``, gives
-    it back; so does a run before which it has grown past what the first
-    run after the last give-back left (``KEPT_SLACK``).
+    standard error.
 
     Raises what ``evaluate_expression`` raises for bad arguments and
     inputs, ``BudgetError``, ``ExecutionError`` when the cluster fails.
@@ -1409,8 +1207,6 @@ def execute_expression(
         check_count("workers", workers)
     if not isinstance(progress, bool):
         raise TypeError(f"progress must be True or False, got {progress!r}")
-    if not isinstance(keep_memory, bool):
-        raise TypeError(f"keep_memory must be True or False, got {keep_memory!r}")
     limit = parse_budget(budget)
     target = _check_output(output)
     planned = plan_evaluation(
@@ -1446,8 +1242,8 @@ def execute_expression(
         predicting = time.perf_counter()  # planning too: counted as such
         predicted = predicted_peak(forest, schedule, sizing, count)
         predicted_in = time.perf_counter() - predicting
-        before = client.run(_worker_state, keep_memory, False)
-        since = max(clock for clock, _, _ in before.values())
+        before = client.run(_worker_state)
+        since = max(clock for clock, _ in before.values())
         # the workers keep the arrays a task frees for the next tasks of the run
         with _reusing_on_workers(client, predicted):
             graph_started = time.perf_counter()
@@ -1485,10 +1281,10 @@ def execute_expression(
             except Exception as error:
                 message = _failure(error, graph.described, limits, predicted)
                 raise ExecutionError(message) from None
-        after = client.run(_worker_state, keep_memory, True)
+        after = client.run(_worker_state)
         memory = client.run(_worker_memory, since=since)
-        moved = sum(sent for _, sent, _ in after.values()) - sum(
-            sent for address, (_, sent, _) in before.items() if address in after
+        moved = sum(sent for _, sent in after.values()) - sum(
+            sent for address, (_, sent) in before.items() if address in after
         )
         moved += sum(a.nbytes for a in contiguous.values()) + residual.nbytes
         tasks = graph.tasks + 1 + len(scattered)  # the plan's, the inputs'
@@ -1496,15 +1292,8 @@ def execute_expression(
     if target is not None:
         write_output(target, residual)
     wall = time.perf_counter() - started
-    # what a worker held at most above its memory before the run, the
-    # free memory it kept for the run not counted in that memory
     measured = (
-        max(
-            int(top - start + (before[address][2] if address in before else 0))
-            for address, (start, top) in memory.items()
-        )
-        if memory
-        else None
+        max(int(top - start) for start, top in memory.values()) if memory else None
     )
     report = ExecutionReport(
         wall_seconds=wall,
@@ -1531,17 +1320,13 @@ def execute_expression(
 
 __all__ = [
     "FAN_IN",
-    "KEEPING_HEAP",
     "BudgetError",
     "Execution",
     "ExecutionError",
     "ExecutionReport",
     "check_budget",
     "execute_expression",
-    "heap_keeps_memory",
-    "kept_memory",
     "local_cluster",
     "predicted_peak",
-    "release_memory",
     "write_output",
 ]

@@ -40,9 +40,7 @@ taking arrays from 16 KiB, the NumPy evaluator's measured peak on the CSV
 doubles rose to 1.08 of it (``docs/pipeline.md``, section 3.4).
 
 The executor opens one scope on each worker for a whole run
-(``open_run``; not on its embedded workers, whose C library keeps freed
-memory in one heap for any later array, and which pool nothing:
-``pooling``), so that a task reuses what the run's earlier tasks freed:
+(``open_run``), so that a task reuses what the run's earlier tasks freed:
 the blocks of a loop pass run one after the other on a worker, each
 asking for the same large arrays. Their results, which Dask holds, stay
 live in the pool, so the pool's bound alone let the benchmark's largest
@@ -183,9 +181,6 @@ class _Reuse:
         self.generation = 0
         """Counts the scopes closed: a small array outliving its scope is
         no longer counted when it goes."""
-        self.enabled = True
-        """Whether ``reusing()`` scopes hand out pooled arrays at all
-        (``pooling``)."""
 
     def take(self, shape: Sequence[int], elements: int) -> Array:
         """An array of ``shape`` (``elements`` float64s), its pages mapped."""
@@ -378,22 +373,10 @@ def _resident() -> int | None:
         return None
 
 
-def pooling(enabled: bool) -> None:
-    """Whether ``reusing()`` scopes in this process pool arrays (they do
-    unless told otherwise): a process whose C library keeps freed memory
-    in its heap for any later array (the executor's embedded workers)
-    needs no pool, and one beside the heap only holds more."""
-    _reuse.enabled = enabled
-
-
-def _pooled() -> bool:
-    return bool(_reuse.depth) and _reuse.enabled and _reuse.free_references is not None
-
-
 def empty(shape: Sequence[int]) -> Array:
     """``numpy.empty(shape)`` (float64, C order), its pages mapped."""
     elements = math.prod(shape)
-    if _pooled():
+    if _reuse.depth and _reuse.free_references is not None:
         if 8 * elements >= POPULATE_BYTES:
             return _reuse.take(shape, elements)
         return _reuse.small_array(shape, zeroed=False)
@@ -407,10 +390,10 @@ def zeros(shape: Sequence[int]) -> Array:
     NumPy's own zeros maps fresh pages at their first write instead (and
     cannot take a freed array's memory)."""
     if 8 * math.prod(shape) < POPULATE_BYTES:
-        if _pooled():
+        if _reuse.depth and _reuse.free_references is not None:
             return _reuse.small_array(shape, zeroed=True)
         return np.zeros(shape)
-    if _populate.madvise is None and not _pooled():
+    if _populate.madvise is None and not _reuse.depth:
         return np.zeros(shape)
     array = empty(shape)
     array.fill(0.0)

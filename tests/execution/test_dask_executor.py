@@ -4,18 +4,15 @@ the budget, the output store, a worker killed mid-run."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
 import dask.config
 import numpy as np
-import psutil
 import pytest
 import zarr
 from dask.utils import parse_timedelta
@@ -30,14 +27,11 @@ from axisflow.execution import (
 )
 from axisflow.execution.aligned import Aligned
 from axisflow.execution.dask_executor import (
-    KEEPING_HEAP,
     BudgetError,
     ExecutionError,
     execute_expression,
-    kept_memory,
     local_cluster,
     predicted_peak,
-    release_memory,
 )
 from axisflow.execution.evaluation import plan_evaluation
 from axisflow.forest.model import Forest
@@ -195,96 +189,21 @@ def test_a_worker_memory_limit_between_the_batched_and_unbatched_peaks() -> None
     ), str(failed.value)
 
 
-@pytest.mark.parametrize("keep", [False, True])
-def test_a_second_run_on_one_cluster_measures_the_peak_the_first_does(
-    keep: bool,
-) -> None:
+def test_a_second_run_on_one_cluster_measures_the_peak_the_first_does() -> None:
     # the CSV doubles at sizes where blocks of 4 hold about 190 MiB per run;
     # before the baseline released the freed memory, the second run reused
-    # the first's without the process growing and measured two thirds of
-    # it; with keep_memory the second run writes into the memory the first
-    # kept, which its measure counts as the run's, not as the baseline's
+    # the first's without the process growing and measured two thirds of it
     text = equation("csv_ccsd_doubles_residual_df")
     extents = {"i": 8, "a": 64, "μ̃": 64, "Κ": 128}
     inputs = oracle_inputs(parse(text), extents)
     with local_cluster(1) as client:
         peaks = []
-        kept = []
         for _ in range(2):
-            run = execute_expression(
-                text, inputs, batch="i", block=4, scheduler=client, keep_memory=keep
-            )
+            run = execute_expression(text, inputs, batch="i", block=4, scheduler=client)
             assert run.report.measured_peak is not None
             peaks.append(run.report.measured_peak)
-            kept.extend(cast(dict[str, int], client.run(kept_memory)).values())
-        if keep:
-            # most of the run's peak stays with the worker between runs
-            assert all(k > peaks[0] // 2 for k in kept), (kept, peaks)
-            release_memory(client)
-            [after] = cast(dict[str, int], client.run(kept_memory)).values()
-            assert after < peaks[0] // 8, (after, peaks)
-        else:
-            assert all(k < peaks[0] // 8 for k in kept), (kept, peaks)
     assert peaks[0] > 100 * 2**20
     assert 0.9 <= peaks[1] / peaks[0] <= 1.1, peaks
-
-
-def test_a_run_without_keep_memory_gives_the_kept_memory_back() -> None:
-    text = equation("csv_ccsd_doubles_residual_df")
-    extents = {"i": 8, "a": 48, "μ̃": 48, "Κ": 96}
-    inputs = oracle_inputs(parse(text), extents)
-    with local_cluster(1) as client:
-        run = execute_expression(
-            text, inputs, batch="i", block=4, scheduler=client, keep_memory=True
-        )
-        assert run.report.measured_peak is not None
-        [kept] = cast(dict[str, int], client.run(kept_memory)).values()
-        assert kept > run.report.measured_peak // 2
-        execute_expression(text, inputs, batch="i", block=4, scheduler=client)
-        [kept] = cast(dict[str, int], client.run(kept_memory)).values()
-        assert kept < run.report.measured_peak // 8
-        with pytest.raises(TypeError) as refused:
-            execute_expression(text, inputs, scheduler=client, keep_memory=1)  # type: ignore[arg-type]
-    assert str(refused.value) == "keep_memory must be True or False, got 1"
-    with pytest.raises(TypeError) as refused:
-        release_memory(None)
-    assert str(refused.value) == (
-        "scheduler must be a distributed.Client or a scheduler's address, got NoneType"
-    )
-
-
-def _released_state() -> tuple[int, int | None]:
-    released = dask_executor._released
-    return released.times, released.fresh
-
-
-def _pretend_a_small_first_run() -> None:
-    dask_executor._released.fresh = 1 << 20
-
-
-def test_kept_memory_grown_past_what_the_first_run_left_is_given_back() -> None:
-    # before a run, a worker keeps what it grew by while within what the
-    # first run after its last give-back left and a sixteenth (32 MiB at
-    # least): told the first left 1 MiB, it gives the heap back
-    text = equation("csv_ccsd_doubles_residual_df")
-    inputs = oracle_inputs(parse(text), {"i": 8, "a": 48, "μ̃": 48, "Κ": 96})
-    with local_cluster(1) as client:
-        for _ in range(2):
-            execute_expression(
-                text, inputs, batch="i", block=4, scheduler=client, keep_memory=True
-            )
-        [(times, fresh)] = cast(dict[str, Any], client.run(_released_state)).values()
-        assert times == 1  # before the first run only
-        # enough to exceed the pretended 1 MiB by more than the margin
-        assert fresh is not None and fresh > dask_executor.KEPT_MARGIN + (1 << 20)
-        [kept] = cast(dict[str, int], client.run(kept_memory)).values()
-        assert kept > dask_executor.KEPT_MARGIN + (1 << 20)
-        client.run(_pretend_a_small_first_run)
-        execute_expression(
-            text, inputs, batch="i", block=4, scheduler=client, keep_memory=True
-        )
-        [(again, _)] = cast(dict[str, Any], client.run(_released_state)).values()
-    assert again == times + 1
 
 
 def test_the_budget_refusal_names_what_does_not_fit(
@@ -517,136 +436,6 @@ def _pool_state() -> tuple[int, int | None, int]:
     return pages._reuse.depth, pages._reuse.ceiling, len(pages._open_runs)
 
 
-_HEAP_KEEPS_MEMORY = dask_executor.heap_keeps_memory
-
-
-def _never() -> bool:
-    return False
-
-
-def _pretend_started_without_the_heap(pretend: bool) -> None:
-    setattr(  # noqa: B010 (a module's function, replaced in a worker)
-        dask_executor, "heap_keeps_memory", _never if pretend else _HEAP_KEEPS_MEMORY
-    )
-
-
-@contextlib.contextmanager
-def _pool_mode(client: Client) -> Iterator[None]:
-    """Inside, the workers take themselves for processes started without
-    ``KEEPING_HEAP``'s settings (a cluster of the user's): they open an
-    array pool for a run."""
-    client.run(_pretend_started_without_the_heap, True)
-    try:
-        yield
-    finally:
-        client.run(_pretend_started_without_the_heap, False)
-
-
-def test_a_worker_whose_heap_keeps_memory_opens_no_pool(dask_client: Client) -> None:
-    closed = {(0, None, 0)}
-    dask_client.run(dask_executor._open_pool, "probe", 1 << 30)
-    try:
-        assert (
-            set(cast(dict[str, Any], dask_client.run(_pool_state)).values()) == closed
-        )
-        with _pool_mode(dask_client):
-            dask_client.run(dask_executor._open_pool, "other", 1 << 30)
-            try:
-                states = cast(dict[str, Any], dask_client.run(_pool_state)).values()
-                assert {(depth, runs) for depth, _, runs in states} == {(1, 1)}
-            finally:
-                dask_client.run(dask_executor._close_pool, "other")
-    finally:
-        dask_client.run(dask_executor._close_pool, "probe")
-    assert set(cast(dict[str, Any], dask_client.run(_pool_state)).values()) == closed
-
-
-def _start_watch(key: str, most: int, dask_worker: Any) -> None:
-    dask_executor._HeapWatch(key, most).start(dask_worker)
-
-
-def _allocate_and_free() -> int:
-    block = np.ones(64 * 2**20 // 8)  # from the heap: nothing is mapped apart
-    del block
-    return psutil.Process().memory_info().rss
-
-
-def _resident_now() -> int:
-    return psutil.Process().memory_info().rss
-
-
-def _watches(dask_worker: Any) -> list[str]:
-    return [name for name in dask_worker.periodic_callbacks if "heap-watch" in name]
-
-
-def test_the_heap_watch_gives_freed_memory_back_past_its_bound(
-    dask_client: Client,
-) -> None:
-    # the heap keeps 64 MiB freed; a watch whose bound the worker is above
-    # gives them back within a few of its 20 ms rounds
-    dask_client.run(_start_watch, "low", 1)
-    try:
-        assert set(
-            map(tuple, cast(dict[str, list[str]], dask_client.run(_watches)).values())
-        ) == {("axisflow-heap-watch-low",)}
-        held = cast(dict[str, int], dask_client.run(_allocate_and_free))
-        time.sleep(0.5)
-        after = cast(dict[str, int], dask_client.run(_resident_now))
-        assert all(after[w] < held[w] - 32 * 2**20 for w in held), (held, after)
-    finally:
-        dask_client.run(dask_executor._close_pool, "low")
-    assert set(
-        map(tuple, cast(dict[str, list[str]], dask_client.run(_watches)).values())
-    ) == {()}
-    held = cast(dict[str, int], dask_client.run(_allocate_and_free))
-    time.sleep(0.5)
-    after = cast(dict[str, int], dask_client.run(_resident_now))
-    assert all(after[w] > held[w] - 8 * 2**20 for w in held), (held, after)
-
-
-def test_a_run_watches_the_heap_of_a_worker_with_a_memory_limit(
-    dask_client: Client, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # the watch's bound: the spill threshold (70% of Dask's "auto" limit)
-    # less a sixteenth, started when the run opens and stopped at its end
-    started: list[tuple[str, int]] = []
-    run_on_workers = dask_client.run
-
-    def recording(function: Any, *arguments: Any, **keywords: Any) -> Any:
-        if function is dask_executor._open_pool:
-            watches = cast(dict[str, list[str]], run_on_workers(_watches))
-            assert set(map(tuple, watches.values())) == {()}
-        result = run_on_workers(function, *arguments, **keywords)
-        if function is dask_executor._open_pool:
-            bounds_by_worker = cast(dict[str, Any], run_on_workers(_watch_bounds))
-            for bounds in bounds_by_worker.values():
-                started.extend(bounds)
-        return result
-
-    monkeypatch.setattr(dask_client, "run", recording)
-    expression = parse(equation("csv_ccsd_singles_residual_df"))
-    extents = dict.fromkeys(expression.space_keys(), 3)
-    execute_expression(
-        expression, oracle_inputs(expression, extents), batch="i", scheduler=dask_client
-    )
-    monkeypatch.undo()
-    limits = [
-        int(info["memory_limit"])
-        for info in dask_client.scheduler_info()["workers"].values()
-    ]
-    spill = [int(limit * 0.7) for limit in limits]
-    assert sorted(bound for _, bound in started) == sorted(
-        most - most // 16 for most in spill
-    )
-    assert set(
-        map(tuple, cast(dict[str, list[str]], dask_client.run(_watches)).values())
-    ) == {()}
-
-
-def _watch_bounds() -> list[tuple[str, int]]:
-    return [(key, watch.most) for key, watch in dask_executor._heap_watches.items()]
-
-
 def test_a_workers_pool_keeps_below_where_dask_would_spill_or_pause(
     dask_client: Client,
 ) -> None:
@@ -659,12 +448,11 @@ def test_a_workers_pool_keeps_below_where_dask_would_spill_or_pause(
     }
     assert all(limit > 0 for limit in limits.values())
     for allowance in (1 << 50, 1 << 20):
-        with _pool_mode(dask_client):
-            dask_client.run(dask_executor._open_pool, "probe", allowance)
-            try:
-                states = cast(dict[str, Any], dask_client.run(_pool_state))
-            finally:
-                dask_client.run(pages.close_run, "probe")
+        dask_client.run(dask_executor._open_pool, "probe", allowance)
+        try:
+            states = cast(dict[str, Any], dask_client.run(_pool_state))
+        finally:
+            dask_client.run(pages.close_run, "probe")
         for address, (depth, ceiling, runs) in states.items():
             assert depth == 1 and runs == 1
             if allowance == 1 << 50:
@@ -685,7 +473,7 @@ def test_a_run_opens_each_workers_pool_with_its_ceiling_and_closes_it(
     run_on_workers = dask_client.run
 
     def recording(function: Any, *arguments: Any, **keywords: Any) -> Any:
-        if function in (dask_executor._open_pool, dask_executor._close_pool):
+        if function in (dask_executor._open_pool, pages.close_run):
             opened.append((function, arguments))
         return run_on_workers(function, *arguments, **keywords)
 
@@ -693,17 +481,13 @@ def test_a_run_opens_each_workers_pool_with_its_ceiling_and_closes_it(
     name = "csv_ccsd_singles_residual_df"
     expression = parse(equation(name))
     extents = dict.fromkeys(expression.space_keys(), 3)
-    with _pool_mode(dask_client):  # a cluster of the user's
-        run = execute_expression(
-            expression,
-            oracle_inputs(expression, extents),
-            batch="i",
-            scheduler=dask_client,
-        )
+    run = execute_expression(
+        expression, oracle_inputs(expression, extents), batch="i", scheduler=dask_client
+    )
     monkeypatch.undo()
     assert [function for function, _ in opened] == [
         dask_executor._open_pool,
-        dask_executor._close_pool,
+        pages.close_run,
     ]
     (_, (key, allowance)), (_, (closed_key,)) = opened
     assert closed_key == key and allowance == run.report.predicted_peak
@@ -925,29 +709,22 @@ def test_only_the_workers_sample_at_the_executors_interval() -> None:
 def _allocation_settings() -> tuple[object, ...]:
     core: Any = getattr(np, "_core", None) or np.core  # NumPy 2 renamed it
     return (
-        tuple(os.environ.get(name) for name in sorted(KEEPING_HEAP)),
         os.environ.get("MALLOC_MMAP_THRESHOLD_"),
-        dask_executor.heap_keeps_memory(),  # as the process started
         os.environ.get("NUMPY_MADVISE_HUGEPAGE"),
         os.environ.get("OPENBLAS_NUM_THREADS"),
         core.multiarray._get_madvise_hugepage(),
     )
 
 
-def test_the_embedded_workers_keep_one_heap_without_huge_pages(
+def test_the_embedded_workers_map_large_arrays_apart_without_huge_pages(
     dask_client: Client,
 ) -> None:
-    # Read in the workers: glibc maps no array apart, has one arena and
-    # trims nothing when an array is freed; NumPy asks for no transparent
-    # huge pages (its own switch, read at import); one BLAS thread.
+    # Read in the workers: glibc maps arrays above 32 MiB apart, NumPy asks
+    # for no transparent huge pages (its own switch, read at import), one
+    # BLAS thread.
     settings = cast(dict[str, object], dask_client.run(_allocation_settings))
     assert len(settings) == 2
-    heap = ("1", "0", str(2**62))  # ARENA_MAX, MMAP_MAX_, TRIM_THRESHOLD_
-    assert set(settings.values()) == {(heap, None, True, "0", "1", False)}
-    # the nannies, in this process, set the variables here too, after it
-    # started: its heap is glibc's default, and it says so
-    assert os.environ.get("MALLOC_ARENA_MAX") == "1"
-    assert not dask_executor.heap_keeps_memory()
+    assert set(settings.values()) == {(str(32 * 1024**2), "0", "1", False)}
 
 
 @pytest.mark.parametrize("interval", ["abc", "-1s", "0ms", "", 5])

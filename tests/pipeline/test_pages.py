@@ -152,26 +152,6 @@ def test_a_freed_array_is_handed_out_again_only_inside_reusing() -> None:
     assert pages._reuse.count == 0
 
 
-def test_a_process_told_not_to_pool_keeps_no_array_inside_reusing() -> None:
-    # the executor's embedded workers, whose heap keeps freed memory
-    pages.pooling(False)
-    try:
-        with pages.reusing():
-            first = pages.empty((4, MIB))
-            small = pages.zeros((4, 1024))
-            assert pages._reuse.count == 0 and pages._reuse.small == 0
-            del first
-            zeroed = pages.zeros((4, MIB))
-            assert not zeroed.any() and not small.any()
-            assert pages._reuse.count == 0 and pages._reuse.held == 0
-    finally:
-        pages.pooling(True)
-    with pages.reusing():
-        pooled = pages.empty((4, MIB))
-        assert pages._reuse.count == 1
-        del pooled
-
-
 def test_an_array_a_view_still_holds_is_not_handed_out() -> None:
     with pages.reusing():
         first = pages.empty((4, MIB))
