@@ -551,14 +551,14 @@ def _reusing_on_workers(client: Any, allowance: int) -> Iterator[None]:
     finally:
         # a cluster that failed the run may fail this too: nothing to undo
         with contextlib.suppress(Exception):
-            client.run(pages.close_run, key)
+            client.run(_close_pool, key)
 
 
 def _open_pool(key: str, allowance: int, dask_worker: Any) -> None:  # Dask's
     """``pages.open_run`` on a worker, its ceiling also below the fraction
-    of the worker's memory limit at which Dask spills or pauses: memory the
-    pool keeps after the run's peak must not hold a worker paused (nothing
-    would run to free it)."""
+    of the worker's memory limit at which Dask spills or pauses, and a
+    ``_PoolWatch`` letting the free arrays go above it: memory the pool
+    keeps must not hold a worker paused (nothing would run to free it)."""
     manager = dask_worker.memory_manager
     fractions = [
         fraction
@@ -569,6 +569,117 @@ def _open_pool(key: str, allowance: int, dask_worker: Any) -> None:  # Dask's
     if manager.memory_limit and fractions:
         most = int(manager.memory_limit * min(fractions))
     pages.open_run(key, allowance, most=most)
+    if most is not None:
+        _PoolWatch(key, most).start(dask_worker)
+
+
+def _close_pool(key: str, dask_worker: Any) -> None:  # Dask's
+    """Undo ``_open_pool(key)`` on a worker."""
+    _PoolWatch.stop(key, dask_worker)
+    pages.close_run(key)
+
+
+POOL_WATCH_MS = 50
+"""How often a worker checks its memory against the pool's ``most``
+during a run (``_PoolWatch``): Dask's memory manager checks every 100 ms."""
+
+
+@dataclass(frozen=True)
+class _PoolWatch:
+    """Lets the pool's free arrays go (``pages.let_go_free``) and the
+    heap's free memory back whenever the worker's process holds more than
+    ``most`` bytes during run ``key``. Without it a worker Dask paused
+    stayed paused: spilling its results to disk freed their arrays into
+    the pool, which kept them (the CSV doubles at ``a=μ̃=64, Κ=128``, 164
+    MiB predicted, on one worker limited to 300 or 320 MiB: paused at
+    its 80% with 158 to 169 MiB of free arrays, no task running, in 4 runs
+    of 7)."""
+
+    key: str
+    most: int
+
+    def start(self, dask_worker: Any) -> None:
+        """Watch on ``dask_worker``'s event loop, every ``POOL_WATCH_MS``."""
+        from tornado.ioloop import PeriodicCallback
+
+        most = self.most
+
+        def check() -> None:
+            resident = pages.resident()
+            if resident is not None and resident > most and pages.let_go_free():
+                _release_freed_memory()
+
+        callback = PeriodicCallback(check, POOL_WATCH_MS)
+        # Dask stops the callbacks it lists when the worker closes
+        dask_worker.periodic_callbacks[self.name(self.key)] = callback
+        callback.start()
+
+    @staticmethod
+    def name(key: str) -> str:
+        return f"axisflow-pool-watch-{key}"
+
+    @staticmethod
+    def stop(key: str, dask_worker: Any) -> None:
+        """Stop run ``key``'s watch on ``dask_worker``, if it has one."""
+        callback = dask_worker.periodic_callbacks.pop(_PoolWatch.name(key), None)
+        if callback is not None:
+            callback.stop()
+
+
+LOOSE_RESTRICTIONS_PLUGIN = "axisflow-loose-restrictions"
+"""The name of the scheduler plugin ``keep_restrictions_loose`` registers."""
+
+
+def keep_restrictions_loose(client: Any) -> None:
+    """Register, on ``client``'s scheduler, a plugin that drops a leaving
+    worker's address from the tasks that prefer it but may run elsewhere
+    (``allow_other_workers``, as the executor places its blocks).
+
+    Dask (2026.8) revives a task that became ready while no worker ran
+    (Dask had paused the only one, or it was restarting) only on a worker
+    its restrictions name, loose or not: a task preferring a worker that
+    died then waits for good. The CSV doubles at ``a=μ̃=64, Κ=128`` on one
+    worker limited to 290 MiB hung so in 3 runs of 14, three assemblies
+    waiting for a worker the nanny had replaced. The plugin drops the
+    address when the worker leaves, and from a task waiting for a worker
+    when it names none in the cluster. It is sent by value (it needs no
+    axisflow on the scheduler); registering it again replaces it."""
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    class LooseRestrictions(SchedulerPlugin):
+        idempotent = True
+
+        def __init__(self) -> None:
+            self.scheduler: Any = None
+
+        async def start(self, scheduler: Any) -> None:
+            self.scheduler = scheduler
+
+        def remove_worker(
+            self, scheduler: Any, worker: str, *, stimulus_id: str, **kwargs: Any
+        ) -> None:
+            for task in scheduler.tasks.values():
+                preferred = task.worker_restrictions
+                if preferred and task.loose_restrictions and worker in preferred:
+                    preferred.discard(worker)
+                    if not preferred:
+                        task.worker_restrictions = None
+
+        def transition(
+            self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any
+        ) -> None:
+            if finish != "no-worker" or self.scheduler is None:
+                return
+            task = self.scheduler.tasks.get(key)
+            if task is None or not task.loose_restrictions:
+                return
+            preferred = task.worker_restrictions
+            if preferred:
+                preferred &= self.scheduler.workers.keys()
+                if not preferred:
+                    task.worker_restrictions = None
+
+    client.register_plugin(LooseRestrictions(), name=LOOSE_RESTRICTIONS_PLUGIN)
 
 
 def _worker_memory(dask_worker: Any, since: float) -> tuple[float, float]:
@@ -961,6 +1072,25 @@ def check_budget(
     if needed <= share:
         return
     where = f"the budget of {format_bytes(budget)} ({format_bytes(share)} per worker, {workers} worker{'s' if workers != 1 else ''})"
+    _refuse(
+        forest, schedule, sizing, workers, needed, share, where, "give a larger budget"
+    )
+
+
+def _refuse(
+    forest: Forest,
+    schedule: Schedule,
+    sizing: Sizing,
+    workers: int,
+    needed: int,
+    share: int,
+    where: str,
+    remedy: str,
+) -> None:
+    """Raise ``BudgetError`` for a plan needing ``needed`` bytes per worker
+    where ``share`` is what a worker has (``where`` says it), naming the
+    largest input or storage object above ``share`` by itself, else the
+    largest one live at the peak."""
     found = peak(task_lifetimes(forest, schedule, sizing, workers))
     objects = [  # values: not what the blocks of a pass hold apart
         (life.bytes, f"@{life.value} ({life.kind})")
@@ -977,12 +1107,112 @@ def check_budget(
     if size > share:
         raise BudgetError(
             f"{name} needs {format_bytes(size)} by itself, above {where}; "
-            "batch over more spaces, use smaller blocks or give a larger budget"
+            f"batch over more spaces, use smaller blocks or {remedy}"
         )
     raise BudgetError(
         f"the plan needs {format_bytes(needed)} per worker (the inputs and its peak, "
         f"where {name} is the largest value at {format_bytes(size)}), above {where}; "
-        "batch over more spaces, use smaller blocks or give a larger budget"
+        f"batch over more spaces, use smaller blocks or {remedy}"
+    )
+
+
+def _worker_room(dask_worker: Any) -> tuple[int, float, str, int]:  # Dask's
+    """A worker's memory limit (0: none); the fraction of it up to which
+    its process may grow and Dask's setting that puts it there: the lower
+    of the fractions at which Dask spills its results and pauses it,
+    else the one at which its nanny restarts it, else the whole limit;
+    and the bytes its process holds now, after giving freed memory back
+    to the system."""
+    import dask.config
+
+    _release_freed_memory()
+    manager = dask_worker.memory_manager
+    fractions = [
+        (float(fraction), name)
+        for fraction, name in (
+            (manager.memory_spill_fraction, "spill"),
+            (manager.memory_pause_fraction, "pause"),
+        )
+        if fraction
+    ]
+    if not fractions:
+        terminate = dask.config.get("distributed.worker.memory.terminate", False)
+        fractions = [(float(terminate), "terminate")] if terminate else [(1.0, "")]
+    fraction, name = min(fractions)
+    held = int(dask_worker.monitor.update()["memory"])
+    return int(manager.memory_limit or 0), fraction, name, held
+
+
+ROOM_SLACK_BYTES = 32 * 2**20
+"""What a worker's process holds beyond the predicted peak at small
+extents, at least (``room_slack``): the code its first tasks import and
+Dask's own buffers. The CSV doubles at ``a=μ̃=64, Κ=128`` (164 MiB
+predicted) on one worker: 18 MiB more held after the first run than
+before it, and peaks 26 to 56 MiB above the prediction."""
+
+
+def room_slack(needed: int) -> int:
+    """The room a worker needs beyond a predicted peak of ``needed``
+    bytes: ``ROOM_SLACK_BYTES`` or a tenth of ``needed`` (the measured peak's
+    tolerance), whichever is more."""
+    return max(ROOM_SLACK_BYTES, needed // 10)
+
+
+_ROOM_WORDS = {
+    "spill": "spills its results to disk",
+    "pause": "pauses it",
+    "terminate": "restarts it",
+}
+"""What Dask does to a worker at each memory setting, for ``check_room``."""
+
+
+def check_room(
+    forest: Forest,
+    schedule: Schedule,
+    sizing: Sizing,
+    needed: int,
+    rooms: Mapping[str, tuple[int, float, str, int]],
+) -> None:
+    """Refuse (``BudgetError``) a plan whose predicted per-worker peak
+    ``needed`` (``predicted_peak`` on the ``len(rooms)`` workers) and its
+    ``room_slack`` do not fit on a worker of ``rooms`` (``_worker_room``'s,
+    by address) below the memory at which Dask starts spilling its results
+    or pauses it, less what its process holds already. Above it a run's
+    working arrays, which Dask cannot spill, held the worker paused for
+    good, or its nanny restarted it while spilling, with the run half
+    done. Names the value that does not fit and the tightest worker."""
+    workers = len(rooms)
+    limited = [
+        (int(limit * fraction) - held, address, limit, fraction, name, held)
+        for address, (limit, fraction, name, held) in rooms.items()
+        if limit
+    ]
+    if not limited:
+        return
+    room, address, limit, fraction, name, held = min(limited)
+    if needed + room_slack(needed) <= room:
+        return
+    bound = format_bytes(int(limit * fraction))
+    where = f"the room on worker {address}: " + (
+        f"Dask {_ROOM_WORDS[name]} at {fraction:.0%} of its memory limit of "
+        f"{format_bytes(limit)} ({bound}; distributed.worker.memory.{name})"
+        if name
+        else f"its memory limit is {bound}"
+    )
+    where += (
+        f" and its process holds {format_bytes(held)} before the run, leaving "
+        f"{format_bytes(max(room, 0))}, of which a run keeps "
+        f"{format_bytes(room_slack(needed))} for the process's own use"
+    )
+    _refuse(
+        forest,
+        schedule,
+        sizing,
+        workers,
+        needed,
+        max(room - room_slack(needed), 0),
+        where,
+        "give the workers more memory",
     )
 
 
@@ -1242,6 +1472,8 @@ def execute_expression(
         predicting = time.perf_counter()  # planning too: counted as such
         predicted = predicted_peak(forest, schedule, sizing, count)
         predicted_in = time.perf_counter() - predicting
+        check_room(forest, schedule, sizing, predicted, client.run(_worker_room))
+        keep_restrictions_loose(client)
         before = client.run(_worker_state)
         since = max(clock for clock, _ in before.values())
         # the workers keep the arrays a task frees for the next tasks of the run
@@ -1325,7 +1557,9 @@ __all__ = [
     "ExecutionError",
     "ExecutionReport",
     "check_budget",
+    "check_room",
     "execute_expression",
+    "keep_restrictions_loose",
     "local_cluster",
     "predicted_peak",
     "write_output",

@@ -217,8 +217,8 @@ class _Reuse:
         self.high = max(self.high, live + self.small + size)
         deficit = self.held + self.small + size - self.high - self.high // SLACK
         if deficit > 0 and self.ceiling is not None:
-            resident = _resident()
-            if resident is not None and resident + size <= self.ceiling:
+            held_now = resident()
+            if held_now is not None and held_now + size <= self.ceiling:
                 # within what the plan predicts this process holds: keep the
                 # freed arrays for the blocks that ask for them again
                 deficit = 0
@@ -271,6 +271,21 @@ class _Reuse:
             group[:] = [owner for owner in group if owner is not victim]
             self.count -= 1
             self.held -= victim.nbytes
+
+    def let_go_free(self) -> int:
+        """Let every free owner go; the bytes let go."""
+        with self.lock:
+            free = self.free_references
+            idle = [
+                members[position]
+                for members in self.owners.values()
+                for position in range(len(members))
+                if _references(members, position) == free
+            ]
+            total = sum(owner.nbytes for owner in idle)
+            self._let_go(idle, total)
+            idle.clear()
+            return total
 
     def enter(self) -> None:
         with self.lock:
@@ -334,10 +349,10 @@ def open_run(
     with _reuse.lock:
         if key in _open_runs:
             return
-        resident = _resident()
+        held_now = resident()
         ceiling = None
-        if allowance is not None and resident is not None:
-            ceiling = resident + allowance
+        if allowance is not None and held_now is not None:
+            ceiling = held_now + allowance
             if most is not None:
                 ceiling = min(ceiling, most)
         _open_runs[key] = ceiling
@@ -355,6 +370,14 @@ def close_run(key: str) -> None:
             _reuse.leave()
 
 
+def let_go_free() -> int:
+    """Let the arrays the open scopes keep free go, now: the bytes let go
+    (the executor's workers call it when their process nears the memory at
+    which Dask pauses them: a paused worker runs no task, so no request
+    would let them go, and the memory they keep would hold it paused)."""
+    return _reuse.let_go_free()
+
+
 def _lowest_ceiling() -> int | None:
     """The lowest ceiling of the open runs: none if a run has none."""
     ceilings = list(_open_runs.values())
@@ -363,7 +386,7 @@ def _lowest_ceiling() -> int | None:
     return min(c for c in ceilings if c is not None)
 
 
-def _resident() -> int | None:
+def resident() -> int | None:
     """This process's resident bytes (Linux's ``/proc/self/statm``), or
     ``None`` where there is no such file."""
     try:

@@ -22,8 +22,8 @@ LARGE = (1024, 1024, 16)
 
 
 def _resident_bytes() -> int:
-    """This process's resident memory (Linux: ``pages._resident``)."""
-    resident = pages._resident()
+    """This process's resident memory (Linux: ``pages.resident``)."""
+    resident = pages.resident()
     assert resident is not None, "this project's machines run Linux"
     return resident
 
@@ -168,6 +168,21 @@ def test_an_array_a_view_still_holds_is_not_handed_out() -> None:
         assert third.ctypes.data == address
 
 
+def test_letting_the_free_arrays_go_keeps_the_live_ones() -> None:
+    with pages.reusing():
+        live = pages.empty((2, MIB))
+        freed = pages.empty((3, MIB))
+        view = live[1:]  # the owner stays live through a view
+        del live, freed
+        assert pages._reuse.held == 5 * MIB * 8
+        assert pages.let_go_free() == 3 * MIB * 8
+        assert pages._reuse.held == 2 * MIB * 8 and pages._reuse.count == 1
+        assert pages.let_go_free() == 0
+        del view
+        assert pages.let_go_free() == 2 * MIB * 8
+        assert pages._reuse.held == 0 and pages._reuse.count == 0
+
+
 def test_a_free_array_of_another_size_is_let_go_to_make_room() -> None:
     # a process without the pool would hold 3 MiB at most: keeping the
     # freed 3 MiB array beside the new one would hold 5, also while the
@@ -189,7 +204,7 @@ def test_a_run_keeps_a_freed_array_within_its_ceiling(
     # for the next block that asks for it, and it is let go as before once
     # the resident memory would pass the ceiling
     resident = {"bytes": 100 * MIB}
-    monkeypatch.setattr(pages, "_resident", lambda: resident["bytes"])
+    monkeypatch.setattr(pages, "resident", lambda: resident["bytes"])
     pages.open_run("run", allowance=8 * MIB * 8)
     try:
         assert pages._reuse.ceiling == 100 * MIB + 8 * MIB * 8
@@ -215,7 +230,7 @@ def test_a_run_keeps_a_freed_array_within_its_ceiling(
 def test_runs_open_and_close_once_each_with_the_lowest_ceiling(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(pages, "_resident", lambda: 1000)
+    monkeypatch.setattr(pages, "resident", lambda: 1000)
     pages.open_run("first", allowance=50)
     pages.open_run("first", allowance=10)  # opened already: nothing changes
     pages.open_run("second", allowance=20)
