@@ -34,6 +34,8 @@ Run: .venv/bin/python benchmarks/bench_executor.py   (or make bench)
      [--extents i=8,a=128,μ̃=128,Κ=256]   (other extents: these, the
      default until 2026-12-06, run in 8 s on one worker)
      [--repeat 3]   (runs on each cluster)
+     [--block 4]   (the block along i: docs/benchmarks-executor.md has a
+     run with blocks of 2)
 """
 
 from __future__ import annotations
@@ -123,6 +125,7 @@ def verdict(met: bool) -> str:
 
 
 def main() -> None:
+    global BLOCK  # --block: the runs read it
     parser = argparse.ArgumentParser(
         description="The Dask executor on the bundled CSV-CCSD doubles."
     )
@@ -137,10 +140,19 @@ def main() -> None:
         default=3,
         help="runs on each cluster (default %(default)s)",
     )
+    parser.add_argument(
+        "--block",
+        type=int,
+        default=BLOCK,
+        help="the block along i (default %(default)s)",
+    )
     arguments = parser.parse_args()
     chosen, repeat = arguments.extents, arguments.repeat
     if repeat < 1:
         parser.error(f"--repeat {repeat}: at least one run")
+    if arguments.block < 1:
+        parser.error(f"--block {arguments.block}: at least 1")
+    BLOCK = arguments.block
     try:
         EXTENTS.clear()
         EXTENTS.update(
