@@ -81,6 +81,7 @@ from axisflow.scheduling.evaluate import (
     run_part,
 )
 from axisflow.scheduling.memory import (
+    FAN_IN,
     Sizing,
     format_bytes,
     partial_sums,
@@ -108,8 +109,6 @@ from axisflow.sequant import Expression, Share
 Array = NDArray[np.float64]
 _ITEM_BYTES = np.dtype(np.float64).itemsize
 
-FAN_IN = 4
-"""Contributions merged per task of the tree that assembles a buffer."""
 
 ASSEMBLED_ON_EACH_BYTES = 1024**2
 """A root buffer of this many bytes or more that blocks on several
