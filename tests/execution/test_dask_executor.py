@@ -187,9 +187,9 @@ def test_a_worker_memory_limit_between_the_batched_and_unbatched_peaks() -> None
     assert re.fullmatch(
         r"@\w+ \(value\) needs 648 MiB by itself, above the room on worker "
         r"tcp://127\.0\.0\.1:\d+: Dask pauses it at 80% of its memory limit of "
-        r"600 MiB \(480 MiB; distributed\.worker\.memory\.pause\) and its process holds [\d.]+ MiB before the run, "
-        r"leaving [\d.]+ MiB, of which a run keeps 65\.53 MiB for the process's "
-        r"own use; batch over more spaces, use smaller blocks or give the workers "
+        r"600 MiB \(480 MiB; distributed\.worker\.memory\.pause\) and its process "
+        r"holds [\d.]+ MiB before the run, leaving [\d.]+ MiB, of which a run "
+        r"keeps 65\.53 MiB for the process's own use; batch over more spaces, use smaller blocks or give the workers "
         r"more memory",
         str(refused.value),
     ), str(refused.value)
@@ -221,8 +221,8 @@ def test_a_run_that_would_stop_its_worker_is_refused_naming_the_room() -> None:
         r"needs 128 MiB by itself), above the room on worker "
         r"tcp://127\.0\.0\.1:\d+: Dask spills its results to disk at 70% of its "
         r"memory limit of 300 MiB \(210 MiB; distributed\.worker\.memory\.spill\) "
-        r"and its process holds [\d.]+ MiB before the run, leaving [\d.]+ MiB, of which a run keeps 32 MiB for the "
-        r"process's own use; batch over more spaces, use smaller blocks or give "
+        r"and its process holds [\d.]+ MiB before the run, leaving [\d.]+ MiB, "
+        r"of which a run keeps 32 MiB for the process's own use; batch over more spaces, use smaller blocks or give "
         r"the workers more memory",
         str(refused.value),
     ), str(refused.value)
