@@ -591,8 +591,8 @@ class _PoolWatch:
     stayed paused: spilling its results to disk freed their arrays into
     the pool, which kept them (the CSV doubles at ``a=μ̃=64, Κ=128``, 164
     MiB predicted, on one worker limited to 300 or 320 MiB: paused at
-    its 80% with 158 to 169 MiB of free arrays, no task running, in 4 runs
-    of 7)."""
+    its 80% with 158 to 169 MiB of free arrays and no task running, in
+    about half the runs)."""
 
     key: str
     most: int
@@ -642,7 +642,8 @@ def keep_restrictions_loose(client: Any) -> None:
     waiting for a worker the nanny had replaced. The plugin drops the
     address when the worker leaves, and from a task waiting for a worker
     when it names none in the cluster. It is sent by value (it needs no
-    axisflow on the scheduler); registering it again replaces it."""
+    axisflow on the scheduler); registering it again does nothing (Dask's
+    ``idempotent`` plugins)."""
     from distributed.diagnostics.plugin import SchedulerPlugin
 
     class LooseRestrictions(SchedulerPlugin):
