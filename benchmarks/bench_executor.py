@@ -100,7 +100,7 @@ def matmul_gflops() -> float:
 
 
 def repeated(
-    text: str, data: dict[str, np.ndarray], repeat: int
+    text: str, data: dict[str, np.ndarray], repeat: int, block: int
 ) -> tuple[dict[int, list[Execution]], float]:
     """``repeat`` runs on a cluster of one worker, then on one of two (one
     cluster at a time: an idle one's processes would share the cores), and
@@ -114,7 +114,7 @@ def repeated(
             for _ in range(repeat):
                 executions.append(
                     execute_expression(
-                        text, data, batch=BATCH, block=BLOCK, scheduler=client
+                        text, data, batch=BATCH, block=block, scheduler=client
                     )
                 )
     return runs, max(rates)
@@ -125,7 +125,6 @@ def verdict(met: bool) -> str:
 
 
 def main() -> None:
-    global BLOCK  # --block: the runs read it
     parser = argparse.ArgumentParser(
         description="The Dask executor on the bundled CSV-CCSD doubles."
     )
@@ -152,7 +151,7 @@ def main() -> None:
         parser.error(f"--repeat {repeat}: at least one run")
     if arguments.block < 1:
         parser.error(f"--block {arguments.block}: at least 1")
-    BLOCK = arguments.block
+    block = arguments.block
     try:
         EXTENTS.clear()
         EXTENTS.update(
@@ -172,9 +171,9 @@ def main() -> None:
         text = file.read()
     data = inputs(text)
     extents = ", ".join(f"{k}={v}" for k, v in EXTENTS.items())
-    print(f"{EQUATION}: extents {extents}; batched over {BATCH}, blocks of {BLOCK}")
+    print(f"{EQUATION}: extents {extents}; batched over {BATCH}, blocks of {block}")
     print(f"inputs {format_bytes(sum(a.nbytes for a in data.values()))}")
-    runs, rate = repeated(text, data, repeat)
+    runs, rate = repeated(text, data, repeat, block)
     first = runs[1][0]
     assert first.residual is not None
     agree = max(

@@ -559,17 +559,27 @@ def _open_pool(key: str, allowance: int, dask_worker: Any) -> None:  # Dask's
     ``_PoolWatch`` letting the free arrays go above it: memory the pool
     keeps must not hold a worker paused (nothing would run to free it)."""
     manager = dask_worker.memory_manager
-    fractions = [
-        fraction
-        for fraction in (manager.memory_spill_fraction, manager.memory_pause_fraction)
-        if fraction
-    ]
+    fractions = _spill_and_pause(manager)
     most = None
     if manager.memory_limit and fractions:
-        most = int(manager.memory_limit * min(fractions))
+        most = int(manager.memory_limit * min(fractions)[0])
     pages.open_run(key, allowance, most=most)
     if most is not None:
         _PoolWatch(key, most).start(dask_worker)
+
+
+def _spill_and_pause(manager: Any) -> list[tuple[float, str]]:
+    """The fractions of a worker's memory limit at which Dask spills its
+    results and pauses it (``WorkerMemoryManager``), with their settings'
+    names, those that are set."""
+    return [
+        (float(fraction), name)
+        for fraction, name in (
+            (manager.memory_spill_fraction, "spill"),
+            (manager.memory_pause_fraction, "pause"),
+        )
+        if fraction
+    ]
 
 
 def _close_pool(key: str, dask_worker: Any) -> None:  # Dask's
@@ -1127,14 +1137,7 @@ def _worker_room(dask_worker: Any) -> tuple[int, float, str, int]:  # Dask's
 
     _release_freed_memory()
     manager = dask_worker.memory_manager
-    fractions = [
-        (float(fraction), name)
-        for fraction, name in (
-            (manager.memory_spill_fraction, "spill"),
-            (manager.memory_pause_fraction, "pause"),
-        )
-        if fraction
-    ]
+    fractions = _spill_and_pause(manager)
     if not fractions:
         terminate = dask.config.get("distributed.worker.memory.terminate", False)
         fractions = [(float(terminate), "terminate")] if terminate else [(1.0, "")]

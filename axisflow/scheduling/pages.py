@@ -205,15 +205,8 @@ class _Reuse:
         """Let free owners go until the owners, the live small arrays and
         ``size`` more bytes are within ``high`` (raised to what is live
         with them) and its slack. Called with the lock held."""
-        free = self.free_references
-        live = 0
-        idle: list[Array] = []
-        for members in self.owners.values():
-            for position in range(len(members)):
-                if _references(members, position) == free:
-                    idle.append(members[position])
-                else:
-                    live += members[position].nbytes
+        idle = self._idle()
+        live = self.held - sum(owner.nbytes for owner in idle)
         self.high = max(self.high, live + self.small + size)
         deficit = self.held + self.small + size - self.high - self.high // SLACK
         if deficit > 0 and self.ceiling is not None:
@@ -272,16 +265,21 @@ class _Reuse:
             self.count -= 1
             self.held -= victim.nbytes
 
+    def _idle(self) -> list[Array]:
+        """The free owners (only this pool refers to them). Called with the
+        lock held."""
+        free = self.free_references
+        return [
+            members[position]
+            for members in self.owners.values()
+            for position in range(len(members))
+            if _references(members, position) == free
+        ]
+
     def let_go_free(self) -> int:
         """Let every free owner go; the bytes let go."""
         with self.lock:
-            free = self.free_references
-            idle = [
-                members[position]
-                for members in self.owners.values()
-                for position in range(len(members))
-                if _references(members, position) == free
-            ]
+            idle = self._idle()
             total = sum(owner.nbytes for owner in idle)
             self._let_go(idle, total)
             idle.clear()
