@@ -2,9 +2,10 @@
 
 On ``examples/sequant/csv_ccsd_doubles_residual_df.txt`` at extents where
 one block's work dominates (``EXTENTS``), batched over ``i`` in blocks of
-``BLOCK`` (the guard's schedule; two blocks per root pass, one per worker
-of two; blocks of 1 make the CSV doubles' inner loops over pairs of ``i``
-run thousands of small contractions, whose Python steps then dominate),
+``BLOCK`` (four blocks per root pass, two per worker of two, each adding
+into its worker's lane; blocks of 1 make the CSV doubles' inner loops
+over pairs of ``i`` run thousands of small contractions, whose Python
+steps then dominate),
 the residual is run with
 ``axisflow.execution.execute_expression`` on the embedded cluster
 (``local_cluster``: worker processes on loopback, one thread and one BLAS
@@ -34,8 +35,8 @@ Run: .venv/bin/python benchmarks/bench_executor.py   (or make bench)
      [--extents i=8,a=128,μ̃=128,Κ=256]   (other extents: these, the
      default until 2026-12-06, run in 8 s on one worker)
      [--repeat 3]   (runs on each cluster)
-     [--block 4]   (the block along i: docs/benchmarks-executor.md has a
-     run with blocks of 2)
+     [--block 2]   (the block along i: docs/benchmarks-executor.md has
+     runs with blocks of 4, the default until 2026-12-06, 18:00 UTC)
 """
 
 from __future__ import annotations
@@ -66,7 +67,10 @@ EXTENTS = {"i": 8, "a": 256, "μ̃": 256, "Κ": 512}
 70 GFLOP/s: ``docs/benchmarks-executor.md``); a run takes about 75 s on
 one worker and holds 5.6 GiB there."""
 BATCH = "i"
-BLOCK = 4
+BLOCK = 2
+"""Since 2026-12-06, 18:00 UTC (4 before): with a worker's blocks adding
+into one lane, blocks of 2 hold less than blocks of 4 and a second block
+on a worker takes the memory the first freed (``docs/benchmarks-executor.md``)."""
 MATMUL_SIZE = 2048
 
 

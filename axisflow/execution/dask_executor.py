@@ -16,11 +16,14 @@ schedule onto tasks with a client of the schedule walker
   is computed once and moved to the workers that need it;
 * what a block writes into a root **buffer** (a LoopCarried value's slice,
   a Reduction's partial sum) and adds into the **residual** comes back as
-  its task's result, by target; when the pass closes each buffer is
-  assembled from its blocks' contributions (partial sums over one region
-  added, slices written; merged in a tree ``FAN_IN`` at a time first when
-  more blocks wrote it), and the later tasks read it: a large one on each
-  worker whose blocks read it (``ASSEMBLED_ON_EACH_BYTES``);
+  its task's result, by target; the blocks dealt to one worker form a
+  lane, each adding into the partial sums and residuals of the one before
+  it (``run_part``'s carry), so a worker holds one set however many
+  blocks it runs; when the pass closes each buffer is assembled from its
+  lanes' contributions (partial sums over one region added, slices
+  written; merged in a tree ``FAN_IN`` at a time first when more lanes
+  wrote it), and the later tasks read it: a large one on each worker
+  whose blocks read it (``ASSEMBLED_ON_EACH_BYTES``);
 * an **operator step** (``Ŝ``/``Â``/``P̂``) runs on the assembled residual
   of its group, as one task.
 
@@ -81,10 +84,9 @@ from axisflow.scheduling.evaluate import (
     run_part,
 )
 from axisflow.scheduling.memory import (
-    FAN_IN,
     Sizing,
     format_bytes,
-    partial_sums,
+    pass_writes,
     peak,
     releases,
     schedule_flops,
@@ -312,6 +314,11 @@ class _Plan:
         return self._run
 
 
+FAN_IN = 4
+"""Contributions one task merges at most (the tree that assembles a buffer
+or folds a residual from more lanes or root outputs than this)."""
+
+
 def _run_part(
     plan: _Plan,
     position: int,
@@ -320,12 +327,18 @@ def _run_part(
     inputs: Mapping[str, Aligned],
     pieces: Mapping[str, Aligned],
     buffers: Mapping[str, Aligned | None],
+    carry: Mapping[str, list[Contribution]] | None = None,
 ) -> dict[str, list[Contribution]]:
     """Block ``block`` of the loop pass at ``position``: its contributions
     to each of ``targets`` (the root buffers it writes, the residuals it
     adds into), picked in the task rather than by a task of their own.
-    Arrays travel between the tasks as ``Aligned`` (``aligned.py``)."""
-    result = _run(plan, position, block, inputs, pieces, buffers)
+    ``carry``: the result of the block before it in its lane (the blocks
+    a worker runs, one after the other), whose partial sums and residuals
+    it adds into in place and returns with its own: a lane holds one set
+    however many blocks it runs. Arrays travel between the tasks as
+    ``Aligned`` (``aligned.py``)."""
+    earlier = [c for found in (carry or {}).values() for c in found]
+    result = _run(plan, position, block, inputs, pieces, buffers, earlier)
     return _picked(result, targets)
 
 
@@ -336,9 +349,10 @@ def _run(
     inputs: Mapping[str, Aligned],
     pieces: Mapping[str, Aligned],
     buffers: Mapping[str, Aligned | None],
+    carry: Sequence[Contribution] = (),
 ) -> PartResult:
     """``run_part`` on the arrays the task's arguments hold (a buffer
-    ``None``: one the part writes)."""
+    ``None``: one the part writes), carrying on from ``carry``."""
     return run_part(
         plan.run,
         position,
@@ -346,6 +360,7 @@ def _run(
         plan.in_frame({name: held.array for name, held in inputs.items()}),
         {name: held.array for name, held in pieces.items()},
         {name: None if held is None else held.array for name, held in buffers.items()},
+        carry,
     )
 
 
@@ -564,8 +579,7 @@ def _open_pool(key: str, allowance: int, dask_worker: Any) -> None:  # Dask's
     if manager.memory_limit and fractions:
         most = int(manager.memory_limit * min(fractions)[0])
     pages.open_run(key, allowance, most=most)
-    if most is not None:
-        _PoolWatch(key, most).start(dask_worker)
+    _PoolWatch(key, most).start(dask_worker)
 
 
 def _spill_and_pause(manager: Any) -> list[tuple[float, str]]:
@@ -597,15 +611,19 @@ during a run (``_PoolWatch``): Dask's memory manager checks every 100 ms."""
 class _PoolWatch:
     """Lets the pool's free arrays go (``pages.let_go_free``) and the
     heap's free memory back whenever the worker's process holds more than
-    ``most`` bytes during run ``key``. Without it a worker Dask paused
+    ``most`` bytes during run ``key``, and lets go as many as bring it
+    back within the pool's ceiling (``pages.keep_within_ceiling``) when
+    it holds more than that. Without the first a worker Dask paused
     stayed paused: spilling its results to disk freed their arrays into
     the pool, which kept them (the CSV doubles at ``a=μ̃=64, Κ=128``, 164
     MiB predicted, on one worker limited to 300 or 320 MiB: paused at
     its 80% with 158 to 169 MiB of free arrays and no task running, in
-    about half the runs)."""
+    about half the runs). Without the second the pool kept free arrays
+    up to the predicted peak while the other worker's lanes arrived
+    beside them (two workers measured up to 1.17 of the prediction)."""
 
     key: str
-    most: int
+    most: int | None
 
     def start(self, dask_worker: Any) -> None:
         """Watch on ``dask_worker``'s event loop, every ``POOL_WATCH_MS``."""
@@ -615,7 +633,13 @@ class _PoolWatch:
 
         def check() -> None:
             resident = pages.resident()
-            if resident is not None and resident > most and pages.let_go_free():
+            if resident is None:
+                return
+            if most is not None and resident > most:
+                let_go = pages.let_go_free()
+            else:
+                let_go = pages.keep_within_ceiling()
+            if let_go:
                 _release_freed_memory()
 
         callback = PeriodicCallback(check, POOL_WATCH_MS)
@@ -901,6 +925,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         writes: Iterable[str] = (),
         worker: str | None = None,
         targets: tuple[str, ...] = (),
+        carry: Any = None,
     ) -> Any:
         inputs, pieces, buffers = self._operands(reads, writes, worker)
         position = self.positions[id(item)]
@@ -929,6 +954,7 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
             inputs,
             pieces,
             buffers,
+            carry,
             what=f"block {block[0]}:{block[1]} of a loop over {item.space}",
             worker=worker,
         )
@@ -959,19 +985,26 @@ class _Graph(ScheduleWalker[Any, _RootBuffer]):
         names = tuple(name for name, _ in buffers)
         names += tuple(residual_target(group) for group in sorted(groups))
         dealt = self._dealt(loop)
-        summed, _ = partial_sums(loop, self.root_buffers)
+        summed = pass_writes(loop, self.root_buffers).summed
+        lanes: dict[str | None, Any] = {}
+        """The last block dealt to each worker so far."""
         for number, start in enumerate(range(0, extent, loop.block)):
             block = (start, min(start + loop.block, extent))
             # the blocks of a pass dealt to the workers in turn, as the
             # memory model shares them out (Dask would run them where the
             # data they read lies: often all on one worker, one after the
-            # other, holding more than its share)
+            # other, holding more than its share); each block carries on
+            # from the one before it on its worker, adding into its partial
+            # sums rather than holding its own until the assembly
             worker = dealt[number]
-            picked = self._part(loop, block, reads, writes, worker, names)
-            for _, buffer in buffers:
-                buffer.data.parts.append(picked)
-            for group in groups:
-                self.residual_parts.setdefault(group, []).append(picked)
+            lanes[worker] = self._part(
+                loop, block, reads, writes, worker, names, lanes.get(worker)
+            )
+        ends = list(lanes.values())
+        for _, buffer in buffers:
+            buffer.data.parts.extend(ends)
+        for group in groups:
+            self.residual_parts.setdefault(group, []).extend(ends)
         for group in groups:  # the blocks' residuals added into one
             self.fold_residual(group)
         for name, buffer in targets:  # the pass closes: the buffers complete
@@ -1063,9 +1096,9 @@ def predicted_peak(
 ) -> int:
     """Bytes one worker is predicted to hold at once: every input (a
     worker may read them all) and the peak of what a worker running
-    the blocks holds (``memory.task_lifetimes``: the schedule's storage as
-    one process holds it, and the blocks' residuals and partial sums held
-    until their pass merges them), ``workers`` sharing the blocks."""
+    blocks holds (``memory.task_lifetimes``: the schedule's storage as
+    one process holds it, its lane's residuals, its operand copies and
+    the lanes of ``workers`` it merges where a pass closes)."""
     found = task_lifetimes(forest, schedule, sizing, workers)
     return input_bytes(forest, sizing) + peak(found).bytes
 
@@ -1102,10 +1135,10 @@ def _refuse(
     largest input or storage object above ``share`` by itself, else the
     largest one live at the peak."""
     found = peak(task_lifetimes(forest, schedule, sizing, workers))
-    objects = [  # values: not what the blocks of a pass hold apart
+    objects = [  # values: not what a pass's lanes hold, nor an operand's copy
         (life.bytes, f"@{life.value} ({life.kind})")
         for life in found.live
-        if life.kind != "blocks"
+        if life.kind not in ("blocks", "lanes", "copy")
     ]
     used = {site.value for site in forest.sites}
     objects += [
@@ -1184,7 +1217,6 @@ def check_room(
     working arrays, which Dask cannot spill, held the worker paused for
     good, or its nanny restarted it while spilling, with the run half
     done. Names the value that does not fit and the tightest worker."""
-    workers = len(rooms)
     limited = [
         (int(limit * fraction) - held, address, limit, fraction, name, held)
         for address, (limit, fraction, name, held) in rooms.items()
@@ -1211,7 +1243,7 @@ def check_room(
         forest,
         schedule,
         sizing,
-        workers,
+        len(rooms),
         needed,
         max(room - room_slack(needed), 0),
         where,

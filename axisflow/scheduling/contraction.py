@@ -666,7 +666,10 @@ def _laid_out(array: Array, last: Sequence[int]) -> Array:
     axes ``last`` innermost, in that order (the others outside them, in
     their order)."""
     order = [a for a in range(array.ndim) if a not in last] + list(last)
-    copy = np.ascontiguousarray(array.transpose(order))
+    # from the pool (``pages``): the executor's blocks copy the same operands
+    # again and again, and the pool's ceiling must see what they take
+    copy = pages.empty([array.shape[a] for a in order])
+    np.copyto(copy, array.transpose(order))
     return copy.transpose(np.argsort(order))
 
 

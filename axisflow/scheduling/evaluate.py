@@ -704,6 +704,7 @@ def run_part(
     inputs: Mapping[str, Array],
     pieces: Mapping[str, Array],
     buffers: Mapping[str, Array | None],
+    carry: Sequence[Contribution] = (),
 ) -> PartResult:
     """Run root item ``position`` of ``run``'s schedule on its own: a root
     build, output or operator-free item, or, with ``block``, one block of a
@@ -712,9 +713,16 @@ def run_part(
     root pieces it reads; ``buffers``: the root buffers it reads (complete:
     their array) or writes (``None``). What it writes into root buffers and
     adds into the residual is returned, not stored (``PartResult``): the
-    caller assembles the blocks."""
+    caller assembles the blocks.
+
+    ``carry``: the contributions of earlier blocks of the same pass (one
+    lane of an executor's blocks, run one after the other): the block adds
+    its partial sums and residuals into theirs in place, as a whole run
+    adds every block into one buffer, and returns them with its own. Their
+    arrays must be the caller's to change (nothing else may read them)."""
     item = run.schedule.items[position]
     runner = _PartRunner(run, inputs)
+    runner.carry_on(carry)
     root = runner.scopes[0]
     for name, array in pieces.items():
         root.pieces[name] = Piece(Build(name), _Stored(array, {}))
@@ -757,13 +765,46 @@ class _PartRunner(_Runner):
 
     def __init__(self, run: ScheduleRun, inputs: Mapping[str, Array]) -> None:
         super().__init__(run, inputs, keep_trees=False)
-        # a part's residuals are its own, one per block (``task_lifetimes``
+        # a part's residuals are its own, one per lane (``task_lifetimes``
         # counts them so): allocated at their first write
         self.openings = {}
         self.residual_modes = run.schedule.residual_modes() or ()
         self.contributions: list[Contribution] = []
         self.summing: dict[tuple[str, tuple[tuple[int, int], ...]], int] = {}
         """(root buffer, region) -> the contribution adding into it."""
+        self.run_items = run.schedule.items
+
+    def carry_on(self, carry: Sequence[Contribution]) -> None:
+        """Start from ``carry``, earlier blocks' contributions: residual
+        groups' become this part's residuals, the rest its contributions,
+        a region summed there summed into here (``store``)."""
+        groups = {
+            residual_target(item.group): item.group
+            for item in self.run_items
+            if isinstance(item, Residual)
+        }
+        for contribution in carry:
+            if not contribution.array.flags.writeable:
+                # arrived from another worker over read-only frames
+                contribution = Contribution(
+                    contribution.target,
+                    contribution.index,
+                    contribution.array.copy(order="K"),  # its layout kept
+                    contribution.accumulate,
+                )
+            group = groups.get(contribution.target)
+            if group is not None:
+                self.residuals[group] = contribution.array
+                continue
+            region = (
+                contribution.target,
+                tuple((part.start, part.stop) for part in contribution.index),
+            )
+            if contribution.accumulate:
+                self.summing.setdefault(region, len(self.contributions))
+            else:
+                self.summing.pop(region, None)
+            self.contributions.append(contribution)
 
     def store(
         self,
@@ -779,9 +820,9 @@ class _PartRunner(_Runner):
         region = (target, tuple((part.start, part.stop) for part in index))
         at = self.summing.get(region)
         if accumulate and at is not None:
-            # a partial sum of a region summed before (an inner loop's
-            # blocks): added into it, as a whole run adds into the buffer,
-            # so the part holds one array per region, not one per block
+            # a partial sum of a region summed before (an inner loop's or an
+            # earlier block's of its lane): added into it, as a whole run adds
+            # into the buffer, so the part holds one array per region
             summed = self.contributions[at].array
             summed += array
             return

@@ -38,6 +38,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import NamedTuple
 
 from axisflow.forest.model import Forest, Value, topological_order
 from axisflow.numerals import check_count, significant
@@ -303,6 +304,8 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
         self.iterations = iterations
         """Loop instance -> its blocks (absent: not known, taken as many)."""
         self.found: list[Lifetime] = []
+        self.builds: list[tuple[Build, int]] = []
+        """Every build with its position."""
         self.residuals: dict[int, Lifetime] = {}
         """Residual group -> its buffer, until an ``Apply`` adds it into 0."""
         self.loop_starts: list[int] = []
@@ -389,6 +392,7 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
         )
         self.keep_piece(build, life)
         self.found.append(life)
+        self.builds.append((build, self.position))
 
     def buffer(self, buffer: Buffer) -> None:
         value = self.forest.values[buffer.value]
@@ -462,12 +466,6 @@ class _Lifetimes(ScheduleWalker[Lifetime, Lifetime]):
             self.touch(output.into)
 
 
-FAN_IN = 4
-"""Block results a task-per-block executor merges per task (the tree that
-assembles a buffer or folds a residual): what ``task_lifetimes`` counts a
-worker holding at once."""
-
-
 def task_lifetimes(
     forest: Forest,
     schedule: Schedule,
@@ -476,21 +474,35 @@ def task_lifetimes(
 ) -> list[Lifetime]:
     """What one worker of a task-per-block executor holds
     (``axisflow.execution.dask_executor``): ``lifetimes``, run as one
-    process runs the schedule, and, over each root loop pass of more than
-    one block, what the blocks hold apart until the pass merges them (a
-    ``blocks`` object). A worker that runs ``k`` of the pass's blocks,
-    two or more, holds the results of ``min(k, FAN_IN)`` of them until
-    they are merged (``FAN_IN`` at a time, or by the assembly reading
-    them): for each, a residual of its own per group the pass adds into,
-    and for each root buffer the pass sums into over its own loop a
-    partial sum of the whole (not a slice), beside the assembled buffer
-    (the buffer's own lifetime; the residual's is the merged one). When
-    ``workers`` share the blocks so that each runs one, it holds its own
-    block's residual only. (Until 2026-12-06 the model counted the
-    running block and one finished before it only: with four blocks a
-    worker, runs measured 1.39 to 1.51 of its peak.)"""
-    accounting = _account(forest, schedule, sizing or Sizing(forest))
-    found, sizing = accounting.found, accounting.sizing
+    process runs the schedule, and
+
+    * over each root loop pass of more than one block, its residuals (a
+      ``blocks`` object): a worker runs the blocks dealt to it as one lane,
+      each block adding into the partial sums and residuals of the one
+      before it, so that it holds one set however many blocks it runs. The
+      partial sums are the root buffers' own lifetimes (one process adds
+      every block into the buffer); the residuals are the worker's own,
+      beside the one the passes fold into;
+    * where such a pass closes, the lanes a worker merges (``lanes``): of
+      ``workers`` sharing the blocks, it receives every other's lane
+      (one Dask result per block task) and holds them with its own beside
+      the buffers it assembles from them, until every assembly reading
+      them is done: each lane's partial sums and residuals, and all the
+      pass's slices;
+    * at each build of two factors, a ``copy`` of the smaller operand: the
+      executor's contractions copy it into a layout BLAS takes where its
+      summed axes do not group as it lies (``Contraction.copies``), freed
+      when the product returns. Which products copy depends on the
+      operands' layouts at run time, so every one is counted: at the
+      benchmark's peak a product copies a 256 MiB input.
+
+    (Until 2026-12-06, 19:00 UTC each block held its own partial sums until
+    the assembly, and the model counted ``min(k, 4)`` blocks' on a worker
+    running ``k``; it counted no copy, and no lane received.)"""
+    sizing = sizing or Sizing(forest)
+    accounting = _account(forest, schedule, sizing)
+    found = accounting.found
+    found += _operand_copies(forest, sizing, accounting.builds, accounting.blocks)
     residual_bytes = {
         item.group: item.bytes for item in schedule.items if isinstance(item, Residual)
     }
@@ -503,29 +515,74 @@ def task_lifetimes(
         if blocks < 2:
             continue
         start, end = accounting.spans[id(item)]
-        # Block results a worker holds at once: each of its blocks' until
-        # FAN_IN of them are merged, their partial sums beside the
-        # assembled buffer; with one block, its residual only.
-        per_worker = -(-blocks // workers)
-        summed, groups = partial_sums(item, root_buffers)
-        held_blocks = min(per_worker, FAN_IN) if per_worker > 1 else 1
-        held = (held_blocks if per_worker > 1 else 0) * sum(
-            sizing.full_bytes(forest.values[name]) for name in summed
-        )
-        held += held_blocks * sum(residual_bytes.get(group, 0) for group in groups)
-        if held:
-            found.append(Lifetime(f"loop {item.instance}", "blocks", held, start, end))
+        writes = pass_writes(item, root_buffers)
+        residuals = sum(residual_bytes.get(group, 0) for group in writes.groups)
+        if residuals:
+            found.append(
+                Lifetime(f"loop {item.instance}", "blocks", residuals, start, end)
+            )
+        # where the pass closes, a worker merging the lanes of ``lanes``
+        # workers holds them all beside what they assemble (the buffers'
+        # own lifetimes): each lane's partial sums and residuals, and the
+        # slices of them all
+        lanes = min(blocks, workers)
+        summed = sum(sizing.full_bytes(forest.values[n]) for n in writes.summed)
+        sliced = sum(sizing.full_bytes(forest.values[n]) for n in writes.sliced)
+        merging = lanes * (summed + residuals) + sliced - residuals
+        if merging > 0:
+            found.append(Lifetime(f"loop {item.instance}", "lanes", merging, end, end))
     return found
 
 
-def partial_sums(
-    loop: LoopPass, root_buffers: Iterable[str]
-) -> tuple[set[str], set[int]]:
-    """The root buffers (of ``root_buffers``) root pass ``loop`` sums into
-    over its own loop (each block adds a partial sum of the whole, not a
-    slice), and the residual groups it adds into."""
+def _operand_copies(
+    forest: Forest,
+    sizing: Sizing,
+    builds: Iterable[tuple[Build, int]],
+    blocks: Mapping[int, int],
+) -> list[Lifetime]:
+    """For each build of two factors, its smaller operand (the factor cut
+    to the blocks of the modes its build binds) as a ``copy`` live at the
+    build's position."""
+    copies: list[Lifetime] = []
+    for build, position in builds:
+        value = forest.values[build.value]
+        if len(value.factors) != 2:
+            continue
+        bound = {
+            b.mode: blocks.get(b.instance, 1) for b in (*build.slices, *build.sums)
+        }
+        sizes: list[int] = []
+        for factor, mapping in zip(value.factors, value.factor_maps, strict=True):
+            operand = forest.values[factor.value]
+            count = 1
+            for mode in operand.modes:
+                extent = sizing.mode_extent(mode)
+                block = bound.get(mapping[mode])
+                count *= extent if block is None else min(block, extent)
+            sizes.append(count * sizing.elem(operand))
+        copies.append(Lifetime(build.value, "copy", min(sizes), position, position))
+    return copies
+
+
+class PassWrites(NamedTuple):
+    """What a root loop pass writes outside itself (``pass_writes``)."""
+
+    summed: set[str]
+    """Root buffers it sums into over its own loop: each block adds a
+    partial sum of the whole, not a slice."""
+    sliced: set[str]
+    """The other root buffers it writes: each block its own slices."""
+    groups: set[int]
+    """Residual groups it adds into."""
+
+
+def pass_writes(loop: LoopPass, root_buffers: Iterable[str]) -> PassWrites:
+    """The root buffers (of ``root_buffers``) and residual groups root pass
+    ``loop`` writes (``PassWrites``): a write goes into the root's buffer
+    unless the pass allocates one of its own for the value."""
     roots = set(root_buffers)
     summed: set[str] = set()
+    written: set[str] = set()
     groups: set[int] = set()
     own: set[str] = set()  # buffers allocated inside the pass
     sliced: dict[str, bool] = {}  # value -> its last build sliced by the loop
@@ -542,14 +599,11 @@ def partial_sums(
         elif isinstance(inner, Write):
             if inner.into is not None:
                 groups.add(inner.into)
-            elif (
-                inner.accumulate
-                and inner.value in roots
-                and inner.value not in own
-                and not sliced.get(inner.value, False)
-            ):
-                summed.add(inner.value)
-    return summed, groups
+            elif inner.value in roots and inner.value not in own:
+                written.add(inner.value)
+                if inner.accumulate and not sliced.get(inner.value, False):
+                    summed.add(inner.value)
+    return PassWrites(summed, written - summed, groups)
 
 
 def residual_name(group: int) -> str:

@@ -276,6 +276,21 @@ class _Reuse:
             if _references(members, position) == free
         ]
 
+    def keep_within_ceiling(self) -> int:
+        """Let free owners go until the process's resident memory is back
+        within the ceiling, if it has one and is above it (memory taken
+        outside the pool while it kept its free arrays up to the ceiling:
+        arrays another process sent); the bytes let go."""
+        with self.lock:
+            held_now = resident()
+            if self.ceiling is None or held_now is None or held_now <= self.ceiling:
+                return 0
+            idle = self._idle()
+            before = self.held
+            self._let_go(idle, held_now - self.ceiling)
+            idle.clear()
+            return before - self.held
+
     def let_go_free(self) -> int:
         """Let every free owner go; the bytes let go."""
         with self.lock:
@@ -374,6 +389,13 @@ def let_go_free() -> int:
     which Dask pauses them: a paused worker runs no task, so no request
     would let them go, and the memory they keep would hold it paused)."""
     return _reuse.let_go_free()
+
+
+def keep_within_ceiling() -> int:
+    """Let the free arrays the open scopes keep go until the process's
+    resident memory is within the runs' ceiling (``open_run``): the bytes
+    let go (the executor's workers call it as they watch their memory)."""
+    return _reuse.keep_within_ceiling()
 
 
 def _lowest_ceiling() -> int | None:

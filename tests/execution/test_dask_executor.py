@@ -42,7 +42,7 @@ from axisflow.scheduling.evaluate import (
     relative_difference,
     run_part,
 )
-from axisflow.scheduling.memory import lifetimes, partial_sums, task_lifetimes
+from axisflow.scheduling.memory import lifetimes, pass_writes, task_lifetimes
 from axisflow.scheduling.schedule import Buffer, Build, LoopPass, Schedule
 from axisflow.sequant import parse
 from tests.conftest import EXAMPLES
@@ -100,9 +100,9 @@ def test_the_executor_agrees_with_numpy_and_the_oracle(
 
 
 SF_EXTENTS = {"i": 4, "a": 6}
-"""The spin-free doubles: batched over ``i`` its per-worker peak is 259248
-bytes on one worker (four blocks' partial sums held apart), unbatched
-190688 (inputs included)."""
+"""The spin-free doubles: batched over ``i`` its per-worker peak is 131936
+bytes on one worker, unbatched 195296 (inputs included). (When each block
+held its partial sums apart until the assembly, batched was 259248.)"""
 
 
 @pytest.fixture(scope="module")
@@ -110,12 +110,15 @@ def sf_inputs() -> dict[str, np.ndarray]:
     return oracle_inputs(parse(equation("ccsd_doubles_residual_sf")), SF_EXTENTS)
 
 
-def test_a_budget_between_the_batched_and_unbatched_peaks(dask_client: Client) -> None:
-    # at i=4, a=6 the blocks' partial sums held apart (four on one worker)
-    # outweigh what batching cuts: at a=12, blocks of 2, it cuts more
+def test_a_budget_between_the_batched_and_unbatched_peaks(
+    dask_client: Client, sf_inputs: dict[str, np.ndarray]
+) -> None:
+    # a worker's blocks add into one lane's partial sums: batching cuts the
+    # peak even at i=4, a=6 (with each block's held apart until the
+    # assembly, four on one worker outweighed what it cut there)
     text = equation("ccsd_doubles_residual_sf")
-    inputs = oracle_inputs(parse(text), {"i": 4, "a": 12})
-    policy = {"batch": "i", "block": 2}
+    inputs = sf_inputs
+    policy: dict[str, Any] = {"batch": "i"}
     peaks = {
         batch: predicted_peak(planned.forest, planned.schedule, planned.sizing)
         for batch, planned in (
@@ -124,7 +127,7 @@ def test_a_budget_between_the_batched_and_unbatched_peaks(dask_client: Client) -
         )
         if planned.schedule is not None
     }
-    budget = 890_000
+    budget = 160_000
     assert peaks["i"] < budget < peaks[""]
     run = execute_expression(
         text, inputs, budget=budget, scheduler=dask_client, **policy
@@ -189,7 +192,7 @@ def test_a_worker_memory_limit_between_the_batched_and_unbatched_peaks() -> None
         r"tcp://127\.0\.0\.1:\d+: Dask pauses it at 80% of its memory limit of "
         r"600 MiB \(480 MiB; distributed\.worker\.memory\.pause\) and its process "
         r"holds [\d.]+ MiB before the run, leaving [\d.]+ MiB, of which a run "
-        r"keeps 65\.53 MiB for the process's own use; batch over more spaces, use smaller blocks or give the workers "
+        r"keeps 66\.21 MiB for the process's own use; batch over more spaces, use smaller blocks or give the workers "
         r"more memory",
         str(refused.value),
     ), str(refused.value)
@@ -307,7 +310,7 @@ def test_the_budget_refusal_names_what_does_not_fit(
             text, sf_inputs, batch="i", budget="100KiB", scheduler="tcp://127.0.0.1:9"
         )
     assert str(refused.value) == (
-        "the plan needs 253.2 KiB per worker (the inputs and its peak, where "
+        "the plan needs 128.8 KiB per worker (the inputs and its peak, where "
         "input @g_4 is the largest value at 10.12 KiB), above the budget of "
         "100 KiB (100 KiB per worker, 1 worker); batch over more spaces, use "
         "smaller blocks or give a larger budget"
@@ -723,23 +726,17 @@ def root_passes(
         yield position, item, names, writes, groups
 
 
-def test_the_blocks_held_apart_are_what_a_block_task_returns() -> None:
-    """``memory.task_lifetimes`` counts, over each root pass of two
-    blocks on one worker, both blocks' residuals per group it adds into
-    and their partial sums of the root buffers it sums into over its own
-    loop. The oracle runs each pass's two blocks with the executor's part
-    runner (``run_part``, on zeros: sizes only): what both add into the
-    same regions of a root buffer are partial sums, each block's held
-    apart until the assembly; and a residual per group in each of the two
-    blocks (in its own only, with a worker per block)."""
+def test_a_lane_adds_its_blocks_into_one_set_and_the_model_counts_it() -> None:
+    """A worker runs the blocks dealt to it as one lane: each block carries
+    on from the one before (``run_part``'s carry). The oracle runs each
+    pass's two blocks apart and merges them as the assembly merges
+    separate blocks (``_merge``): the lane gives the same numbers, holds
+    one array per region the blocks sum into, and what it holds is what
+    ``memory.task_lifetimes`` counts: its residuals over the pass, and,
+    where the pass closes, every lane a worker merges beside the slices."""
     text = equation("csv_ccsd_doubles_residual_df")
     extents = {"i": 4, "a": 3, "μ̃": 3, "Κ": 5}
-    data = {}
-    signatures = input_signatures(parse(text))
-    keys = input_keys(signatures)
-    for signature in signatures:
-        shape = tuple(extents[k.split("<")[0]] for k in signature.axis_kinds)
-        data[keys[signature.exact_key]] = np.zeros(shape)
+    data = oracle_inputs(parse(text), extents)
     planned = plan_evaluation(
         text, data, batch="i", block=2, never_worse=False, scheduled=True
     )
@@ -747,67 +744,151 @@ def test_the_blocks_held_apart_are_what_a_block_task_returns() -> None:
     assert schedule is not None
     run = ScheduleRun(forest, schedule, sizing, copies=True)
     leaves = planned.inputs.leaf_arrays(forest)
+    rng = np.random.default_rng(3)
 
     def whole(name: str) -> np.ndarray:
-        return np.zeros([sizing.mode_extent(m) for m in forest.values[name].modes])
+        shape = [sizing.mode_extent(m) for m in forest.values[name].modes]
+        return rng.standard_normal(shape)
 
     roots = {item.value for item in schedule.items if isinstance(item, Build | Buffer)}
-    residual = np.zeros(
-        [sizing.mode_extent(m) for m in schedule.residual_modes() or ()]
-    )
-    expected: dict[int, int] = {}
-    expected_apart: dict[int, int] = {}
+    residual_modes = schedule.residual_modes() or ()
+    residual_shape = tuple(sizing.mode_extent(m) for m in residual_modes)
+    residual_bytes = 8 * int(np.prod(residual_shape))
+    expected: dict[str, list[int]] = {"blocks": [], "lanes 1": [], "lanes 2": []}
+    checked = 0
     for position, item, names, writes, groups in root_passes(forest, schedule):
         pieces = {n: whole(n) for n in names & roots if n not in writes}
         buffers: dict[str, np.ndarray | None] = dict.fromkeys(writes)
+        blocks = [(0, item.block), (item.block, 2 * item.block)]
         first, second = (
             run_part(run, position, block, leaves, pieces, buffers).contributions
-            for block in ((0, item.block), (item.block, 2 * item.block))
+            for block in blocks
         )
+        lane = run_part(
+            run,
+            position,
+            blocks[1],
+            leaves,
+            pieces,
+            buffers,
+            carry=list(
+                run_part(
+                    run, position, blocks[0], leaves, pieces, buffers
+                ).contributions
+            ),
+        ).contributions
+        targets = {c.target for c in first + second}
+        for target in targets:
+            shape = (
+                residual_shape
+                if target not in forest.values
+                else tuple(sizing.mode_extent(m) for m in forest.values[target].modes)
+            )
 
-        def regions(part: list[Contribution], target: str) -> set[object]:
+            def of(part: list[Contribution], name: str = target) -> list[Contribution]:
+                return [c for c in part if c.target == name]
+
+            apart = dask_executor._assembled(
+                shape, target, dask_executor._merge(target, of(first), of(second))
+            )
+            together = dask_executor._assembled(shape, target, of(lane))
+            assert np.allclose(together, apart, rtol=1e-12, atol=1e-12), target
+            checked += 1
+        regions = [
+            (c.target, tuple((x.start, x.stop) for x in c.index))
+            for c in lane
+            if c.accumulate
+        ]
+        assert len(regions) == len(set(regions))  # one array per summed region
+
+        # summed over the pass's own loop: both blocks add into the same
+        # regions (of the whole, or of an inner loop's slices)
+        def sums(part: list[Contribution], name: str) -> set[object]:
             return {
                 tuple((x.start, x.stop) for x in c.index)
                 for c in part
-                if c.target == target and c.accumulate
+                if c.target == name and c.accumulate
             }
 
-        # what both blocks add into the same regions of: partial sums
-        summed = {
+        summed_targets = {
             c.target
             for c in first
             if c.accumulate
             and c.target in forest.values
-            and regions(first, c.target) == regions(second, c.target)
+            and sums(first, c.target) == sums(second, c.target)
         }
-        # both blocks' results until the assembly reads them (two are within
-        # FAN_IN): their partial sums, beside the assembled buffer, and a
-        # residual per group each
-        held = 2 * sum(c.array.nbytes for c in first if c.target in summed)
-        held += 2 * residual.nbytes * len(groups)
-        if held:
-            expected[position] = held
-        if groups:  # two workers, a block each: its own residual only
-            expected_apart[position] = residual.nbytes * len(groups)
-    found = {
-        life.start: life.bytes
-        for life in task_lifetimes(forest, schedule, sizing)
-        if life.kind == "blocks"
-    }
-    assert expected and sorted(found.values()) == sorted(expected.values())
-    apart = [
-        life.bytes
-        for life in task_lifetimes(forest, schedule, sizing, workers=2)
-        if life.kind == "blocks"
-    ]
-    assert sorted(apart) == sorted(expected_apart.values())
+        summed = sum(c.array.nbytes for c in lane if c.target in summed_targets)
+        residuals = sum(c.array.nbytes for c in lane if c.target not in forest.values)
+        sliced = sum(c.array.nbytes for c in lane if c.target in forest.values) - summed
+        assert residuals == residual_bytes * len(groups)
+        if residuals:
+            expected["blocks"].append(residuals)
+        for workers in (1, 2):
+            merging = workers * (summed + residuals) + sliced - residuals
+            if merging:
+                expected[f"lanes {workers}"].append(merging)
+    assert checked > 20 and expected["blocks"]
+    for workers in (1, 2):
+        found = task_lifetimes(forest, schedule, sizing, workers)
+        assert sorted(x.bytes for x in found if x.kind == "blocks") == sorted(
+            expected["blocks"]
+        )
+        assert sorted(x.bytes for x in found if x.kind == "lanes") == sorted(
+            expected[f"lanes {workers}"]
+        )
     one_block = plan_evaluation(
         text, data, batch="i", block=4, never_worse=False, scheduled=True
     )
     assert one_block.schedule is not None
-    assert task_lifetimes(
-        one_block.forest, one_block.schedule, one_block.sizing
-    ) == lifetimes(one_block.forest, one_block.schedule, one_block.sizing)
+    copies = [
+        x
+        for x in task_lifetimes(one_block.forest, one_block.schedule, one_block.sizing)
+        if x.kind != "copy"
+    ]
+    assert copies == lifetimes(one_block.forest, one_block.schedule, one_block.sizing)
+
+
+def test_the_model_counts_a_copy_of_the_smaller_operand_of_each_product() -> None:
+    """At each build of two factors the executor's contraction may copy the
+    smaller operand (cut to the build's blocks) into a layout BLAS takes:
+    ``task_lifetimes`` counts it there. The oracle cuts each operand as
+    the part runner does."""
+    text = equation("csv_ccsd_doubles_residual_df")
+    extents = {"i": 4, "a": 3, "μ̃": 5, "Κ": 7}
+    data = oracle_inputs(parse(text), extents)
+    planned = plan_evaluation(
+        text, data, batch="i", block=2, never_worse=False, scheduled=True
+    )
+    forest, schedule, sizing = planned.forest, planned.schedule, planned.sizing
+    assert schedule is not None
+    blocks = schedule.blocks()
+    expected: list[tuple[str, int]] = []
+    for item, _ in schedule.walk():
+        if not isinstance(item, Build):
+            continue
+        value = forest.values[item.value]
+        if len(value.factors) != 2:
+            continue
+        bound = {b.mode: blocks[b.instance] for b in (*item.slices, *item.sums)}
+        operands = [
+            np.zeros(
+                [
+                    min(
+                        bound.get(mapping[m], sizing.mode_extent(m)),
+                        sizing.mode_extent(m),
+                    )
+                    for m in forest.values[factor.value].modes
+                ]
+            ).nbytes
+            for factor, mapping in zip(value.factors, value.factor_maps, strict=True)
+        ]
+        expected.append((item.value, min(operands)))
+    found = [
+        (x.value, x.bytes)
+        for x in task_lifetimes(forest, schedule, sizing)
+        if x.kind == "copy"
+    ]
+    assert len(expected) > 10 and found == expected
 
 
 @pytest.mark.parametrize(
@@ -1051,7 +1132,7 @@ def _assemblies(
         name
         for item in schedule.items
         if isinstance(item, LoopPass)
-        for name in partial_sums(item, roots)[0]
+        for name in pass_writes(item, roots).summed
     }
     workers = set(client.scheduler_info()["workers"])
     # the buffers' assemblies (a residual's has no workers given)
