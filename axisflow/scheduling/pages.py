@@ -48,7 +48,9 @@ array (512 MiB, a 4 GiB one at twice the extents) go between blocks for a
 request a few MiB over it. The run's scope has a *ceiling* as well: the
 plan's predicted peak per worker above the process's resident memory
 when the run began. While the process stays within it, free arrays are
-kept beyond the bound. Mapping memory again is dear on this project's
+kept beyond the bound; when memory taken outside the pool (arrays another
+worker sent) takes it above, the executor's workers let as many go as
+bring it back (``keep_within_ceiling``). Mapping memory again is dear on this project's
 machine: its host takes back the memory a guest frees (free page
 reporting), and a fresh 2 GiB array took 6.4 to 8.5 s to map after
 a few seconds free, against 0.07 s per 512 MiB when it was mapped before.

@@ -534,19 +534,23 @@ def _pool_state(dask_worker: Any) -> tuple[int, int | None, int]:
     )
 
 
-async def _watched_pool(watch: bool, dask_worker: Any) -> tuple[int, int]:
+async def _watched_pool(watch: str, dask_worker: Any) -> tuple[int, int]:
     """The bytes a worker's pool holds after a freed 32 MiB array, and
-    0.3 s later with (``watch``) or without a ``_PoolWatch`` whose ``most``
-    the process is above; on the worker's event loop, as the watch runs."""
+    0.3 s later with a ``_PoolWatch`` whose ``most`` the process is above
+    (``watch`` is ``most``), with one that has no ``most`` in a run whose
+    ceiling the process is above (``ceiling``: one byte above what it held
+    when the run began), or without one (``""``); on the worker's event
+    loop, as the watch runs."""
     import asyncio
 
-    pages.open_run("watched")
+    pages.open_run("watched", 1 if watch == "ceiling" else None)
     try:
         array = pages.empty((4 * 2**20,))
         del array
         kept = pages._reuse.held
         if watch:
-            dask_executor._PoolWatch("watched", 1).start(dask_worker)
+            most = 1 if watch == "most" else None
+            dask_executor._PoolWatch("watched", most).start(dask_worker)
         await asyncio.sleep(0.3)
         return kept, pages._reuse.held
     finally:
@@ -557,8 +561,10 @@ def test_the_pool_lets_its_free_arrays_go_above_the_watched_memory(
     dask_client: Client,
 ) -> None:
     # a paused worker runs no task, so no request would let the pool's free
-    # arrays go: the watch does, on the worker's event loop
-    for watch, after in ((False, 32 * 2**20), (True, 0)):
+    # arrays go: the watch does, on the worker's event loop; and it lets
+    # them go when memory the pool did not hand out takes the process above
+    # the run's ceiling
+    for watch, after in (("", 32 * 2**20), ("most", 0), ("ceiling", 0)):
         held = cast(dict[str, Any], dask_client.run(_watched_pool, watch))
         assert set(held.values()) == {(32 * 2**20, after)}, (watch, held)
     assert set(cast(dict[str, object], dask_client.run(_pool_state)).values()) == {

@@ -227,6 +227,34 @@ def test_a_run_keeps_a_freed_array_within_its_ceiling(
     assert pages._reuse.held == 0
 
 
+def test_memory_taken_outside_the_pool_lets_free_arrays_go_to_the_ceiling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the pool keeps free arrays up to the ceiling; when memory it did not
+    # hand out (arrays another worker sent) takes the process above it,
+    # the smallest free arrays that bring it back are let go, not all
+    resident = {"bytes": 100 * MIB}
+    monkeypatch.setattr(pages, "resident", lambda: resident["bytes"])
+    assert pages.keep_within_ceiling() == 0  # no run: no ceiling
+    pages.open_run("run", allowance=16 * MIB * 8)
+    try:
+        with pages.reusing():
+            live = pages.empty((1, MIB))
+            small, medium, large = (pages.empty((n, MIB)) for n in (2, 3, 5))
+            del small, medium, large
+        assert pages._reuse.held == 11 * MIB * 8
+        resident["bytes"] = 100 * MIB + 16 * MIB * 8  # at the ceiling
+        assert pages.keep_within_ceiling() == 0
+        resident["bytes"] += 3 * MIB * 8  # 3 MiB above it
+        assert pages.keep_within_ceiling() == 3 * MIB * 8  # the 3 MiB one
+        assert pages._reuse.held == 8 * MIB * 8 and pages._reuse.count == 3
+        resident["bytes"] += 6 * MIB * 8  # the free 2 and 5 MiB are not enough
+        assert pages.keep_within_ceiling() == 7 * MIB * 8
+        assert pages._reuse.held == live.nbytes  # the live one stays
+    finally:
+        pages.close_run("run")
+
+
 def test_runs_open_and_close_once_each_with_the_lowest_ceiling(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
