@@ -33,7 +33,7 @@ from axisflow.execution.dask_executor import (
     local_cluster,
     predicted_peak,
 )
-from axisflow.execution.evaluation import plan_evaluation
+from axisflow.execution.evaluation import PlannedEvaluation, plan_evaluation
 from axisflow.forest.model import Forest
 from axisflow.scheduling import pages
 from axisflow.scheduling.evaluate import (
@@ -732,6 +732,19 @@ def root_passes(
         yield position, item, names, writes, groups
 
 
+def csv_doubles_in_blocks_of_2(
+    extents: dict[str, int],
+) -> tuple[str, dict[str, np.ndarray], PlannedEvaluation]:
+    """The bundled CSV doubles' text, oracle inputs at ``extents`` and its
+    plan batched over ``i`` in blocks of 2, every loop kept."""
+    text = equation("csv_ccsd_doubles_residual_df")
+    data = oracle_inputs(parse(text), extents)
+    planned = plan_evaluation(
+        text, data, batch="i", block=2, never_worse=False, scheduled=True
+    )
+    return text, data, planned
+
+
 def test_a_lane_adds_its_blocks_into_one_set_and_the_model_counts_it() -> None:
     """A worker runs the blocks dealt to it as one lane: each block carries
     on from the one before (``run_part``'s carry). The oracle runs each
@@ -740,12 +753,7 @@ def test_a_lane_adds_its_blocks_into_one_set_and_the_model_counts_it() -> None:
     one array per region the blocks sum into, and what it holds is what
     ``memory.task_lifetimes`` counts: its residuals over the pass, and,
     where the pass closes, every lane a worker merges beside the slices."""
-    text = equation("csv_ccsd_doubles_residual_df")
-    extents = {"i": 4, "a": 3, "μ̃": 3, "Κ": 5}
-    data = oracle_inputs(parse(text), extents)
-    planned = plan_evaluation(
-        text, data, batch="i", block=2, never_worse=False, scheduled=True
-    )
+    text, data, planned = csv_doubles_in_blocks_of_2({"i": 4, "a": 3, "μ̃": 3, "Κ": 5})
     forest, schedule, sizing = planned.forest, planned.schedule, planned.sizing
     assert schedule is not None
     run = ScheduleRun(forest, schedule, sizing, copies=True)
@@ -859,12 +867,7 @@ def test_the_model_counts_a_copy_of_the_smaller_operand_of_each_product() -> Non
     smaller operand (cut to the build's blocks) into a layout BLAS takes:
     ``task_lifetimes`` counts it there. The oracle cuts each operand as
     the part runner does."""
-    text = equation("csv_ccsd_doubles_residual_df")
-    extents = {"i": 4, "a": 3, "μ̃": 5, "Κ": 7}
-    data = oracle_inputs(parse(text), extents)
-    planned = plan_evaluation(
-        text, data, batch="i", block=2, never_worse=False, scheduled=True
-    )
+    _, _, planned = csv_doubles_in_blocks_of_2({"i": 4, "a": 3, "μ̃": 5, "Κ": 7})
     forest, schedule, sizing = planned.forest, planned.schedule, planned.sizing
     assert schedule is not None
     blocks = schedule.blocks()
