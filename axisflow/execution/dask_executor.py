@@ -74,11 +74,13 @@ from axisflow.scheduling import pages
 from axisflow.scheduling.evaluate import (
     Contribution,
     PartResult,
+    Region,
     ScheduleRun,
     built_values,
     input_bytes,
     input_layouts,
     laid_out_zeros,
+    region,
     residual_order,
     residual_target,
     run_part,
@@ -416,19 +418,15 @@ def _of(source: Source, target: str) -> list[Contribution]:
     return source.get(target, []) if isinstance(source, Mapping) else source
 
 
-def _region(index: tuple[slice, ...]) -> tuple[tuple[int | None, int | None], ...]:
-    return tuple((part.start, part.stop) for part in index)
-
-
 def _merge(target: str, *sources: Source) -> list[Contribution]:
     """The contributions of ``sources`` to ``target`` in order, those that
     add into one region summed (a reduction's partial sums become one)."""
     merged: list[Contribution] = []
-    adding: dict[tuple[tuple[int | None, int | None], ...], int] = {}
+    adding: dict[Region, int] = {}
     for source in sources:
         for contribution in _of(source, target):
-            region = _region(contribution.index)
-            at = adding.get(region)
+            key = region(contribution.index)
+            at = adding.get(key)
             if contribution.accumulate and at is not None:
                 previous = merged[at]
                 merged[at] = Contribution(
@@ -439,9 +437,9 @@ def _merge(target: str, *sources: Source) -> list[Contribution]:
                 )
                 continue
             if contribution.accumulate:
-                adding[region] = len(merged)
+                adding[key] = len(merged)
             else:
-                adding.pop(region, None)
+                adding.pop(key, None)
             merged.append(contribution)
     return merged
 

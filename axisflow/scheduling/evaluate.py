@@ -671,6 +671,16 @@ def residual_target(group: int) -> str:
     return f"(residual {group})"
 
 
+Region = tuple[tuple[int | None, int | None], ...]
+"""A contribution's index as bounds (``region``)."""
+
+
+def region(index: Sequence[slice]) -> Region:
+    """The bounds of ``index``, hashable: what tells two contributions to
+    the same target that add into one region."""
+    return tuple((part.start, part.stop) for part in index)
+
+
 @dataclass(slots=True)
 class Contribution:
     """What a part adds to storage outside it: ``array`` scattered
@@ -722,7 +732,7 @@ def run_part(
     arrays must be the caller's to change (nothing else may read them)."""
     item = run.schedule.items[position]
     runner = _PartRunner(run, inputs)
-    runner.carry_on(carry)
+    runner.carry_on(carry, run.schedule)
     root = runner.scopes[0]
     for name, array in pieces.items():
         root.pieces[name] = Piece(Build(name), _Stored(array, {}))
@@ -770,17 +780,16 @@ class _PartRunner(_Runner):
         self.openings = {}
         self.residual_modes = run.schedule.residual_modes() or ()
         self.contributions: list[Contribution] = []
-        self.summing: dict[tuple[str, tuple[tuple[int, int], ...]], int] = {}
+        self.summing: dict[tuple[str, Region], int] = {}
         """(root buffer, region) -> the contribution adding into it."""
-        self.run_items = run.schedule.items
 
-    def carry_on(self, carry: Sequence[Contribution]) -> None:
+    def carry_on(self, carry: Sequence[Contribution], schedule: Schedule) -> None:
         """Start from ``carry``, earlier blocks' contributions: residual
-        groups' become this part's residuals, the rest its contributions,
-        a region summed there summed into here (``store``)."""
+        groups' (of ``schedule``) become this part's residuals, the rest its
+        contributions, a region summed there summed into here (``store``)."""
         groups = {
             residual_target(item.group): item.group
-            for item in self.run_items
+            for item in schedule.items
             if isinstance(item, Residual)
         }
         for contribution in carry:
@@ -796,14 +805,11 @@ class _PartRunner(_Runner):
             if group is not None:
                 self.residuals[group] = contribution.array
                 continue
-            region = (
-                contribution.target,
-                tuple((part.start, part.stop) for part in contribution.index),
-            )
+            key = (contribution.target, region(contribution.index))
             if contribution.accumulate:
-                self.summing.setdefault(region, len(self.contributions))
+                self.summing.setdefault(key, len(self.contributions))
             else:
-                self.summing.pop(region, None)
+                self.summing.pop(key, None)
             self.contributions.append(contribution)
 
     def store(
@@ -817,8 +823,8 @@ class _PartRunner(_Runner):
             super().store(buffer, index, array, accumulate)
             return
         target = buffer.item.value
-        region = (target, tuple((part.start, part.stop) for part in index))
-        at = self.summing.get(region)
+        key = (target, region(index))
+        at = self.summing.get(key)
         if accumulate and at is not None:
             # a partial sum of a region summed before (an inner loop's or an
             # earlier block's of its lane): added into it, as a whole run adds
@@ -829,9 +835,9 @@ class _PartRunner(_Runner):
         if accumulate:
             # later partial sums are added into this piece in place: it is
             # the part's own (built here, taken out of its scope by the write)
-            self.summing[region] = len(self.contributions)
+            self.summing[key] = len(self.contributions)
         else:
-            self.summing.pop(region, None)
+            self.summing.pop(key, None)
         self.contributions.append(Contribution(target, index, array, accumulate))
 
 
