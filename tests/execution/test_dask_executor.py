@@ -862,6 +862,47 @@ def test_a_lane_adds_its_blocks_into_one_set_and_the_model_counts_it() -> None:
     assert copies == lifetimes(one_block.forest, one_block.schedule, one_block.sizing)
 
 
+def test_a_carry_that_arrived_read_only_is_copied_not_changed() -> None:
+    """A carry unpickled over read-only frames cannot be added into in
+    place: the part adds into a copy of it (its layout kept) and leaves
+    the arrays it was given as they were."""
+    _, _, planned = csv_doubles_in_blocks_of_2({"i": 4, "a": 3, "μ̃": 3, "Κ": 5})
+    forest, schedule, sizing = planned.forest, planned.schedule, planned.sizing
+    assert schedule is not None
+    run = ScheduleRun(forest, schedule, sizing, copies=True)
+    leaves = planned.inputs.leaf_arrays(forest)
+    roots = {item.value for item in schedule.items if isinstance(item, Build | Buffer)}
+    checked = 0
+    for position, item, names, writes, _ in root_passes(forest, schedule):
+        pieces = {
+            n: np.ones([sizing.mode_extent(m) for m in forest.values[n].modes])
+            for n in names & roots
+            if n not in writes
+        }
+        buffers: dict[str, np.ndarray | None] = dict.fromkeys(writes)
+        blocks = [(0, item.block), (item.block, 2 * item.block)]
+
+        writable, frozen = (
+            run_part(run, position, blocks[0], leaves, pieces, buffers).contributions
+            for _ in range(2)
+        )
+        for contribution in frozen:
+            contribution.array.flags.writeable = False
+        before = [c.array.copy() for c in frozen]
+        lane = run_part(run, position, blocks[1], leaves, pieces, buffers, writable)
+        given = run_part(run, position, blocks[1], leaves, pieces, buffers, frozen)
+        assert all(
+            (c.array == kept).all() for c, kept in zip(frozen, before, strict=True)
+        )
+        assert len(given.contributions) == len(lane.contributions)
+        for ours, theirs in zip(given.contributions, lane.contributions, strict=True):
+            assert (ours.target, ours.index) == (theirs.target, theirs.index)
+            assert ours.array.strides == theirs.array.strides
+            assert np.array_equal(ours.array, theirs.array)
+            checked += 1
+    assert checked > 20
+
+
 def test_the_model_counts_a_copy_of_the_smaller_operand_of_each_product() -> None:
     """At each build of two factors the executor's contraction may copy the
     smaller operand (cut to the build's blocks) into a layout BLAS takes:
