@@ -65,7 +65,7 @@ EXTENTS = {"i": 8, "a": 256, "μ̃": 256, "Κ": 512}
 """Since 2026-12-06: the largest products' inner dimension is 256 (at
 ``a=128`` it was 128, where this machine's AVX-512 BLAS reaches 50 of its
 70 GFLOP/s: ``docs/benchmarks-executor.md``); a run takes about 75 s on
-one worker and holds 5.6 GiB there."""
+one worker and holds 2.4 GiB there in blocks of 2."""
 BATCH = "i"
 BLOCK = 2
 """Since 2026-12-06, 18:00 UTC (4 before): with a worker's blocks adding

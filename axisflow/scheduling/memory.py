@@ -496,7 +496,7 @@ def task_lifetimes(
       operands' layouts at run time, so every one is counted: at the
       benchmark's peak a product copies a 256 MiB input.
 
-    (Until 2026-12-06, 19:00 UTC each block held its own partial sums until
+    (Until 2026-12-06, 18:00 UTC each block held its own partial sums until
     the assembly, and the model counted ``min(k, 4)`` blocks' on a worker
     running ``k``; it counted no copy, and no lane received.)"""
     sizing = sizing or Sizing(forest)
