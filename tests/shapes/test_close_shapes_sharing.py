@@ -202,6 +202,87 @@ def test_a_failing_shared_call_reports_the_re_evaluation_diagnostic() -> None:
     assert "shape scheme" not in shared
 
 
+# A parameter read by a function and at module level, each read's result
+# used by the declared matrix %m; the function applied at two sites to
+# arguments of the same shape. Only %m decides %w's output: the closing
+# reads it through every row %w broadcasts to (a bias-less layer).
+OPEN_PARAMETER_PRELUDE = """
+%w = tprog.param "...->..."
+%m = tprog.leaf "5->3"
+%x0 = tprog.leaf "2|->4"
+%q = tprog.compose %w, %x0
+%z0 = tprog.compose %m, %q
+"""
+OPEN_PARAMETER_CALLS = (
+    OPEN_PARAMETER_PRELUDE
+    + """
+tprog.func @f(%x: !tprog.tensor) -> !tprog.tensor {
+  %u = tprog.compose %w, %x
+  %v = tprog.pointwise %u {fn = "relu"}
+  tprog.return %v
+}
+%x1 = tprog.leaf "2|->4"
+%y1 = tprog.call @f(%x1) at "s1" : !tprog.tensor
+%z1 = tprog.compose %m, %y1
+%x2 = tprog.leaf "2|->4"
+%y2 = tprog.call @f(%x2) at "s2" : !tprog.tensor
+%z2 = tprog.compose %m, %y2
+"""
+)
+# The two applications written out, each with its own %u ...
+OPEN_PARAMETER_OWN_ROWS = (
+    OPEN_PARAMETER_PRELUDE
+    + """
+%x1 = tprog.leaf "2|->4"
+%u1 = tprog.compose %w, %x1
+%v1 = tprog.pointwise %u1 {fn = "relu"}
+%z1 = tprog.compose %m, %v1
+%x2 = tprog.leaf "2|->4"
+%u2 = tprog.compose %w, %x2
+%v2 = tprog.pointwise %u2 {fn = "relu"}
+%z2 = tprog.compose %m, %v2
+"""
+)
+# ... and with the second application reusing the first one's %u, as an
+# application sharing the rows of an earlier one with the same arguments
+# would.
+OPEN_PARAMETER_SHARED_ROW = (
+    OPEN_PARAMETER_PRELUDE
+    + """
+%x1 = tprog.leaf "2|->4"
+%u1 = tprog.compose %w, %x1
+%v1 = tprog.pointwise %u1 {fn = "relu"}
+%z1 = tprog.compose %m, %v1
+%v2 = tprog.pointwise %u1 {fn = "relu"}
+%z2 = tprog.compose %m, %v2
+"""
+)
+W_CLOSED = '%w = tprog.param "...->..." : !tprog.tensor<"4->5">'
+
+
+def test_applications_keep_their_own_rows_above_an_open_parameter() -> None:
+    """Why an application's rows above a parameter still open are its own.
+
+    Each application's ``%u`` broadcasts to that application's ``%v`` alone,
+    so the closing merges the two and reads ``%m``'s bound on ``%v`` through
+    ``%u`` into ``%w``. A ``%u`` shared by both applications broadcasts to
+    two rows: nothing is merged, and ``%w``'s output is the hidden-dimension
+    error. So an application cannot take the rows of an earlier one with
+    the same arguments; what it can skip is the body (a scheme).
+    """
+    shared = outcome(OPEN_PARAMETER_CALLS, "shared")
+    assert shared == outcome(OPEN_PARAMETER_CALLS, "re-evaluate")
+    assert W_CLOSED in shared
+    module = parse(OPEN_PARAMETER_CALLS)
+    evaluator = ProgramEvaluator(module, share_calls=True)
+    evaluator.evaluate()
+    assert set(evaluator.shared) == {"f"}  # both sites served, no retry
+    assert W_CLOSED in outcome(OPEN_PARAMETER_OWN_ROWS, "re-evaluate")
+    merged = outcome(OPEN_PARAMETER_SHARED_ROW, "re-evaluate")
+    assert merged.startswith("error: ")
+    assert "hidden dimension(s) of parameter 'w'" in merged
+
+
 def traces_of(
     monkeypatch: pytest.MonkeyPatch, text: str
 ) -> tuple[ProgramEvaluator, list[str]]:
