@@ -73,9 +73,11 @@ from xdsl.passes import ModulePass
 
 from axisflow.dialects.tprog import CallOp, InstantiateOp, Tprog
 from axisflow.dialects.tprog_calls import BY_A_SCHEME, SERVED_ATTR, call_sites
+from axisflow.dialects.tprog_eval import ProgramEvaluator
 from axisflow.passes.close_shapes import CloseShapesPass
 from axisflow.passes.generalize_shapes import GeneralizeShapesPass
 from axisflow.shapes import Session, Tensor, scheme
+from axisflow.shapes.terms import Row, RowVar
 
 PAUSE_GC = True
 """Pause the cyclic collector inside measured regions (``--gc`` clears it)."""
@@ -421,6 +423,69 @@ def kb_per_site(make: object, low: int, high: int, calls: str) -> float:
     return (peaks[1] - peaks[0]) / (high - low) / 1e3
 
 
+def open_rows_of_an_application(sites: int, params: str) -> tuple[int, int, int]:
+    """What the last ``@encoder`` application of the generated module leaves
+    for the closing, measured just before it runs.
+
+    Counts the row variables the application minted that are still open
+    (each merged group once): all of them, those related through the
+    application's own open rows to a row made before it (a parameter's
+    open row: their values wait for the parameter's, which the closing
+    decides from every site), and those related that way to the
+    application's result rows (what the caller does with the result
+    reaches them at the closing, so they cannot be shared with another
+    application; see ``test_close_shapes_sharing``).
+    """
+    module = parse_module(nested_module_text(sites, params))
+    evaluator = ProgramEvaluator(module, share_calls=True)
+    session = evaluator.session
+    ops = list(module.ops)
+    last = [
+        op
+        for op in ops
+        if isinstance(op, CallOp) and op.callee.string_value() == "encoder"
+    ][-1]
+    mark = 0
+    for op in ops:
+        if op is last:
+            mark = session.var_mark()
+        evaluator.evaluate_op(op, evaluator.top)
+    solver = session.solver
+
+    def group(var: RowVar) -> RowVar | None:
+        return solver.norm_row(Row((), var)).var
+
+    own = {group(RowVar(var_id)) for var_id in solver.row_bounds if var_id >= mark}
+    minted = {var for var in own if var is not None and var.id >= mark}
+    related: dict[RowVar, set[RowVar]] = {var: set() for var in minted}
+    touching_older: list[RowVar] = []
+    for var in minted:
+        entry = session.row_entry(var)
+        for other in (*(row.var for row in entry.glbs), *entry.res, *entry.opnd):
+            found = None if other is None else group(other)
+            if found is None:
+                continue
+            if found in related:
+                related[var].add(found)
+                related[found].add(var)
+            elif found.id < mark:
+                touching_older.append(var)
+    result = evaluator.top.values[last.results[0]]
+    result_rows = [group(row.var) for row in result.shape.rows() if row.var is not None]
+
+    def reached(start: Sequence[RowVar | None]) -> int:
+        seen = {var for var in start if var is not None and var in related}
+        stack = list(seen)
+        while stack:
+            for other in related[stack.pop()]:
+                if other not in seen:
+                    seen.add(other)
+                    stack.append(other)
+        return len(seen)
+
+    return len(minted), reached(touching_older), reached(result_rows)
+
+
 def nested_report(sites_list: list[int], memory_sites: list[int], repeat: int) -> None:
     """The nested and convolutional modules' section of the benchmark."""
     example = EXAMPLE.read_text("utf-8")
@@ -489,6 +554,18 @@ def nested_report(sites_list: list[int], memory_sites: list[int], repeat: int) -
         print(
             f"{label:>8} parameters: calls=shared {shared_kb:.1f}, "
             f"calls=re-evaluate {re_kb:.1f}"
+        )
+    print()
+    print(
+        f"# rows the last @encoder application leaves open for the closing "
+        f"({low} sites, calls=shared): all; related through them to a parameter's "
+        f"open row; related through them to its result"
+    )
+    for label in PARAMS:
+        left, waiting, to_result = open_rows_of_an_application(low, label)
+        print(
+            f"{label:>8} parameters: {left} open, {waiting} wait for a parameter, "
+            f"{to_result} reach the result"
         )
 
 
