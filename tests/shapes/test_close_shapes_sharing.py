@@ -229,34 +229,26 @@ tprog.func @f(%x: !tprog.tensor) -> !tprog.tensor {
 %z2 = tprog.compose %m, %y2
 """
 )
-# The two applications written out, each with its own %u ...
-OPEN_PARAMETER_OWN_ROWS = (
-    OPEN_PARAMETER_PRELUDE
-    + """
-%x1 = tprog.leaf "2|->4"
-%u1 = tprog.compose %w, %x1
-%v1 = tprog.pointwise %u1 {fn = "relu"}
-%z1 = tprog.compose %m, %v1
-%x2 = tprog.leaf "2|->4"
-%u2 = tprog.compose %w, %x2
-%v2 = tprog.pointwise %u2 {fn = "relu"}
-%z2 = tprog.compose %m, %v2
-"""
-)
-# ... and with the second application reusing the first one's %u, as an
-# application sharing the rows of an earlier one with the same arguments
-# would.
-OPEN_PARAMETER_SHARED_ROW = (
-    OPEN_PARAMETER_PRELUDE
-    + """
-%x1 = tprog.leaf "2|->4"
-%u1 = tprog.compose %w, %x1
-%v1 = tprog.pointwise %u1 {fn = "relu"}
-%z1 = tprog.compose %m, %v1
-%v2 = tprog.pointwise %u1 {fn = "relu"}
-%z2 = tprog.compose %m, %v2
-"""
-)
+
+
+def written_out(second_hidden: str) -> str:
+    """The two applications written out, the second one's relu reading
+    ``second_hidden``."""
+    second_own = (
+        '%x2 = tprog.leaf "2|->4"\n%u2 = tprog.compose %w, %x2\n'
+        if second_hidden == "%u2"
+        else ""
+    )
+    return (
+        OPEN_PARAMETER_PRELUDE
+        + '%x1 = tprog.leaf "2|->4"\n%u1 = tprog.compose %w, %x1\n'
+        + '%v1 = tprog.pointwise %u1 {fn = "relu"}\n%z1 = tprog.compose %m, %v1\n'
+        + second_own
+        + f'%v2 = tprog.pointwise {second_hidden} {{fn = "relu"}}\n'
+        + "%z2 = tprog.compose %m, %v2\n"
+    )
+
+
 W_CLOSED = '%w = tprog.param "...->..." : !tprog.tensor<"4->5">'
 
 
@@ -277,8 +269,11 @@ def test_applications_keep_their_own_rows_above_an_open_parameter() -> None:
     evaluator = ProgramEvaluator(module, share_calls=True)
     evaluator.evaluate()
     assert set(evaluator.shared) == {"f"}  # both sites served, no retry
-    assert W_CLOSED in outcome(OPEN_PARAMETER_OWN_ROWS, "re-evaluate")
-    merged = outcome(OPEN_PARAMETER_SHARED_ROW, "re-evaluate")
+    # Each application with its own hidden row, as re-evaluation has them ...
+    assert W_CLOSED in outcome(written_out("%u2"), "re-evaluate")
+    # ... and the second reusing the first one's, as an application sharing
+    # the rows of an earlier one with the same arguments would.
+    merged = outcome(written_out("%u1"), "re-evaluate")
     assert merged.startswith("error: ")
     assert "hidden dimension(s) of parameter 'w'" in merged
 
