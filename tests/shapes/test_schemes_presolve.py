@@ -521,3 +521,61 @@ def test_a_row_tied_to_the_result_keeps_its_tail_open(
 
     monkeypatch.setattr(scheme_module, "plan_presolve", untied)
     assert_disagrees(monkeypatch, program, expected)
+
+
+def test_a_presolved_application_registers_only_its_open_internal_shapes() -> None:
+    s = Session()
+    sc, _ = traced(s)
+    applied = scheme.instantiate(
+        sc, application="c", args=[s.leaf("x1", "5|->8")], results=[s.fresh("y")]
+    )
+    # The internal shapes presolving made concrete leave the closing nothing
+    # to decide: only the open one (tied to the result) is registered.
+    assert [shape.name for shape in applied.internal if s.is_registered(shape)] == [
+        "out"
+    ]
+    # With an open argument, and in a rewind window (a trace reads what its
+    # window registers), every internal shape is registered.
+    unsolved = scheme.instantiate(
+        sc, application="d", args=[s.fresh("x2")], results=[s.fresh("z")]
+    )
+    assert all(s.is_registered(shape) for shape in unsolved.internal)
+    with s.rewind():
+        inside = scheme.instantiate(
+            sc, application="e", args=[s.leaf("x3", "5|->8")], results=[s.fresh("v")]
+        )
+        assert all(s.is_registered(shape) for shape in inside.internal)
+    s.close()
+    assert [shape.dims()[0] for shape in applied.internal] == [(5,)] * len(
+        applied.internal
+    )
+
+
+def test_a_concrete_padded_internal_shape_is_registered_for_its_margins() -> None:
+    """A constant image inside the function, convolved with the argument:
+    concrete at every application, yet registered, so that the closing
+    publishes its margins as it does for the einsum's own image."""
+    s = Session()
+    with s.rewind():
+        mark = s.var_mark()
+        kernel = s.fresh("kernel")
+
+        def body() -> list[Tensor]:
+            image = s.leaf("image", "4|8")
+            return [s.einsum("y", "... | 2*o=+k; k => ... | o", image, kernel)]
+
+        sc = scheme.trace(s, var_mark=mark, label="conv", args=[kernel], f=body)
+    applied = scheme.instantiate(
+        sc, application="c", args=[s.leaf("k", "3")], results=[s.fresh("y")]
+    )
+    (image,) = [shape for shape in applied.internal if shape.name == "image"]
+    assert all(row.is_concrete() for row in image.rows())
+    assert s.is_registered(image)
+    s.close()
+    reference = Session()
+    expected = reference.leaf("image", "4|8")
+    reference.einsum(
+        "y", "... | 2*o=+k; k => ... | o", expected, reference.leaf("k", "3")
+    )
+    reference.close()
+    assert image.padding("output") == expected.shape.padding("output") == ((1, 2),)

@@ -48,8 +48,10 @@ from axisflow.shapes.scheme.model import (
     Scheme,
 )
 from axisflow.shapes.scheme.presolve import (
+    Solved,
     Value,
     Var,
+    concrete_internal,
     facts_to_add,
     presolve_plan,
     presolved,
@@ -340,16 +342,25 @@ def _apply(
         # One tick for all: the shapes are made together (an int each would
         # cost memory per internal tensor of every call site).
         tick = session.tick()
+        made = [
+            (item.name, row(item.rows[0]), row(item.rows[1]), row(item.rows[2]))
+            for item in sc.internal
+        ]
+        settled = (
+            concrete_internal(sc, solved, made)
+            if register and isinstance(solved, Solved)
+            else frozenset()
+        )
         internal = tuple(
             new_shape(
-                item.name,
-                row(item.rows[0]),
-                row(item.rows[1]),
-                row(item.rows[2]),
-                register=register,
+                name,
+                batch,
+                input_,
+                output,
+                register=register and index not in settled,
                 created_at=tick,
             )
-            for item in sc.internal
+            for index, (name, batch, input_, output) in enumerate(made)
         )
         # Register before solving: a contradiction leaves them registered,
         # with the session tainted, as a failed construction would.
@@ -788,7 +799,8 @@ def instantiate(
     Adds the scheme's renamed constraints and the equalities of its boundary
     rows with ``args`` and ``results`` (and of its anchored shapes with their
     current rows), solves them at Stage 1, and registers the boundary shapes
-    and the internal rows with the next closing. Every added constraint's
+    and the internal shapes with the next closing (but those presolving made
+    concrete: they have nothing to close). Every added constraint's
     origin names the scheme and the application (and ``site``, if given, for
     tools placing diagnostics), so a closing-time failure names them too.
 

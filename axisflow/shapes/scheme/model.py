@@ -147,7 +147,9 @@ class Application:
     """What :func:`instantiate` made: the application's internal shapes.
 
     ``internal[i]`` has the renamed rows of ``scheme.internal[i]``; it is
-    registered with the next closing unless ``NO_INTERNAL_ROWS`` was given.
+    registered with the next closing unless ``NO_INTERNAL_ROWS`` was given
+    or presolving made it concrete (nothing to close; see
+    :func:`~axisflow.shapes.scheme.presolve.concrete_internal`).
     """
 
     scheme: Scheme

@@ -497,13 +497,42 @@ class Solved(dict[Var, Value]):
     application mints.
     """
 
-    __slots__ = ("facts", "rows", "templated")
+    __slots__ = ("concrete_shapes", "facts", "rows", "templated")
 
     def __init__(self) -> None:
         super().__init__()
         self.rows: dict[int, Row] = {}
         self.facts: Sequence[tuple[Any, ...]] | None = None
         self.templated: dict[Var, int] = {}
+        self.concrete_shapes: frozenset[int] | None = None
+
+
+def concrete_internal(
+    sc: Scheme, solved: Solved, made: Sequence[tuple[str, Row, Row, Row]]
+) -> frozenset[int]:
+    """The internal shapes (indices into ``sc.internal``) an application with
+    these presolved values makes concrete, but the padded ones.
+
+    Such a shape leaves the closing nothing to decide, so the application,
+    which presolves outside rewind windows only (where no trace reads the
+    shapes it registers), does not register it: the shape then lives only as
+    long as its reader keeps it. A padded one is registered all the same,
+    since its closing publishes its margins. ``made``: the application's
+    internal shapes' names and rows. The answer depends on the presolved
+    values alone, so it is kept on ``solved``, which applications with the
+    same sources share.
+    """
+    found = solved.concrete_shapes
+    if found is None:
+        padded = {
+            padding.index for padding in sc.paddings if padding.where == "internal"
+        }
+        found = solved.concrete_shapes = frozenset(
+            index
+            for index, (_name, *rows) in enumerate(made)
+            if index not in padded and all(row.is_concrete() for row in rows)
+        )
+    return found
 
 
 def facts_to_add(
