@@ -100,6 +100,60 @@ class Frame:
     application: str | None = None
 
 
+class BodyShapes:
+    """What the applications of a function gave one of its body's values,
+    as far as the value's type needs it.
+
+    The value is typed with the shape every application agrees on, else
+    left unknown (``close-shapes``). ``first``: the first application's
+    shape. A later shape whose stored rows are concrete, as are the first
+    one's, is compared at once (concrete rows are final): an equal one is
+    not kept, and one that differs makes the type unknown whatever comes
+    later (``differs``), so no shape is kept from then on. ``pending``: the
+    shapes compared at the closing. ``count``: the applications seen.
+    Keeping only these lets the shapes of the applications that agree or
+    no longer matter be freed (a presolved application's concrete internal
+    shapes are not registered with the closing either).
+    """
+
+    __slots__ = ("count", "differs", "first", "pending")
+
+    def __init__(self, first: Shape) -> None:
+        self.first = first
+        self.pending: list[Shape] = []
+        self.differs = False
+        self.count = 1
+
+    def add(self, shape: Shape) -> None:
+        """One more application's shape of the value."""
+        self.count += 1
+        if self.differs or shape is self.first:
+            return
+        settled = True
+        for mine, theirs in zip(self.first.rows(), shape.rows(), strict=True):
+            if mine is theirs:
+                continue
+            if mine.is_concrete() and theirs.is_concrete():
+                if mine != theirs:
+                    self.differs = True
+                    self.pending.clear()
+                    return
+            else:
+                settled = False
+        if not settled:
+            self.pending.append(shape)
+
+    def agreed(self) -> Shape | None:
+        """The shape every application agrees on, read after the closing
+        (``None``: they differ)."""
+        if self.differs:
+            return None
+        first = self.first.rows()
+        if all(shape.rows() == first for shape in self.pending):
+            return self.first
+        return None
+
+
 @dataclass
 class SharedBody:
     """A function's body traced once, applied at each of its module-level calls.
@@ -141,7 +195,7 @@ class ProgramEvaluator:
     handlers: dict[type[Operation], Callable[[Operation, Frame], None]] = field(
         default_factory=dict
     )
-    body_shapes: dict[SSAValue, list[Shape]] = field(default_factory=dict)
+    body_shapes: dict[SSAValue, BodyShapes] = field(default_factory=dict)
     top: Frame = field(default_factory=lambda: Frame({}))
     bytes_per_element: int = 4
     schemes: dict[str, tuple[Scheme, SchemeOp]] = field(default_factory=dict)
@@ -236,7 +290,11 @@ class ProgramEvaluator:
         if self._trace_values:
             self._trace_values[-1].append((value, shape))
             return
-        self.body_shapes.setdefault(value, []).append(shape)
+        seen = self.body_shapes.get(value)
+        if seen is None:
+            self.body_shapes[value] = BodyShapes(shape)
+        else:
+            seen.add(shape)
 
     def _plan_sharing(self) -> None:
         """Which functions may be applied through a trace, before evaluating.

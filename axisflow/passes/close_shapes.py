@@ -99,15 +99,9 @@ class CloseShapesPass(ModulePass):
         ]
         if self.annotate_functions:
             for value, shapes in evaluator.body_shapes.items():
-                # Compare the (closed) rows, stopping at the first disagreement;
-                # build a type only for the one agreed on.
-                first = shapes[0].rows()
-                agreed = (
-                    types.of(shapes[0])
-                    if all(shape.rows() == first for shape in shapes)
-                    else UNKNOWN
-                )
-                updates.append((value, agreed))
+                # Build a type only for the shape every application agrees on.
+                agreed = shapes.agreed()
+                updates.append((value, UNKNOWN if agreed is None else types.of(agreed)))
         forward = _forward_referenced(op)
         for value, new_type in updates:
             if value.type != new_type and value not in forward:

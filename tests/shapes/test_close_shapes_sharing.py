@@ -20,10 +20,11 @@ from xdsl.context import Context
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException
 
-from axisflow.dialects.tprog_eval import ProgramEvaluator
+from axisflow.dialects.tprog_eval import BodyShapes, ProgramEvaluator
 from axisflow.passes.close_shapes import CloseShapesPass
 from axisflow.passes.generalize_shapes import GeneralizeShapesPass
-from axisflow.shapes import scheme
+from axisflow.shapes import Session, Shape, scheme
+from axisflow.shapes.terms import Row, Size
 from tests.conftest import parse
 from tests.shapes.test_schemes_ir_oracle import SPECS, Module, bodies, modules
 
@@ -170,7 +171,32 @@ def test_a_function_called_at_many_sites_is_traced_once(
         for op in module.ops
         if op.name == "tprog.call"
     ] == [(2,), (5,), (7,)]
-    assert sorted(len(shapes) for shapes in evaluator.body_shapes.values()) == [3] * 5
+    assert [shapes.count for shapes in evaluator.body_shapes.values()] == [3] * 5
+
+
+def test_a_body_value_keeps_only_the_shapes_its_type_still_needs() -> None:
+    """Concrete rows are final, so they are compared as the applications
+    come: an application equal to the first is not kept, one that differs
+    makes the type unknown and nothing is kept from then on; a shape with
+    an open row waits for the closing."""
+    s = Session()
+
+    def shape(batch: Row) -> Shape:
+        return s.new_shape("v", batch, Row(()), Row((Size(4),)))
+
+    two = Row((Size(2),))
+    seen = BodyShapes(shape(two))
+    seen.add(shape(Row((Size(2),))))
+    assert (seen.count, seen.differs, seen.pending) == (2, False, [])
+    waiting = shape(Row((Size(2),), s.fresh_row_var()))
+    seen.add(waiting)
+    assert seen.pending == [waiting]
+    s.close()  # the open tail closes to no axes: [2], as the first
+    assert seen.agreed() is seen.first
+    seen.add(shape(Row((Size(5),))))
+    assert (seen.count, seen.differs, seen.pending) == (4, True, [])
+    seen.add(shape(two))
+    assert (seen.count, seen.pending, seen.agreed()) == (5, [], None)
 
 
 def minted_per_site(calls: str, generalize: bool = False) -> int:

@@ -198,7 +198,8 @@ def test_evaluator_exposes_the_session_for_extensions() -> None:
     evaluator.evaluate()
     assert evaluator.session.closings == 1
     (body_value,) = [v for v in evaluator.body_shapes if v.name_hint == "t"]
-    (shape,) = evaluator.body_shapes[body_value]
-    assert shape.dims() == ((2,), (3,), ())
+    seen = evaluator.body_shapes[body_value]
+    assert seen.count == 1
+    assert seen.first.dims() == ((2,), (3,), ())
     origins = [c.origin for c in evaluator.session.log if c.origin.tensor == "t"]
     assert origins and all(o.application == "one" for o in origins)
