@@ -494,7 +494,8 @@ class Solved(dict[Var, Value]):
     (see :func:`facts_to_add`), once computed. ``templated``: the tied
     variables among them (:func:`_tied`), each with its tail's template
     depth: their values are the axes of a template whose tail each
-    application mints.
+    application mints. ``concrete_shapes``: the internal shapes such an
+    application makes concrete (:func:`concrete_internal`), once computed.
     """
 
     __slots__ = ("concrete_shapes", "facts", "rows", "templated")
