@@ -455,8 +455,13 @@ def open_rows_of_an_application(sites: int, params: str) -> tuple[int, int, int]
     def group(var: RowVar) -> RowVar | None:
         return solver.norm_row(Row((), var)).var
 
-    own = {group(RowVar(var_id)) for var_id in solver.row_bounds if var_id >= mark}
-    minted = {var for var in own if var is not None and var.id >= mark}
+    minted = {
+        var
+        for var_id in solver.row_bounds
+        if var_id >= mark
+        and (var := group(RowVar(var_id))) is not None
+        and var.id >= mark
+    }
     related: dict[RowVar, set[RowVar]] = {var: set() for var in minted}
     touching_older: list[RowVar] = []
     for var in minted:

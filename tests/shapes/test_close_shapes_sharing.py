@@ -257,22 +257,26 @@ tprog.func @f(%x: !tprog.tensor) -> !tprog.tensor {
 )
 
 
-def written_out(second_hidden: str) -> str:
-    """The two applications written out, the second one's relu reading
-    ``second_hidden``."""
-    second_own = (
-        '%x2 = tprog.leaf "2|->4"\n%u2 = tprog.compose %w, %x2\n'
-        if second_hidden == "%u2"
-        else ""
-    )
-    return (
-        OPEN_PARAMETER_PRELUDE
-        + '%x1 = tprog.leaf "2|->4"\n%u1 = tprog.compose %w, %x1\n'
-        + '%v1 = tprog.pointwise %u1 {fn = "relu"}\n%z1 = tprog.compose %m, %v1\n'
-        + second_own
-        + f'%v2 = tprog.pointwise {second_hidden} {{fn = "relu"}}\n'
-        + "%z2 = tprog.compose %m, %v2\n"
-    )
+def written_out(*, second_reuses_first_hidden: bool) -> str:
+    """The two applications written out; the second one's relu reads its
+    own hidden row, or the first application's."""
+    lines = [
+        OPEN_PARAMETER_PRELUDE,
+        '%x1 = tprog.leaf "2|->4"',
+        "%u1 = tprog.compose %w, %x1",
+        '%v1 = tprog.pointwise %u1 {fn = "relu"}',
+        "%z1 = tprog.compose %m, %v1",
+    ]
+    if second_reuses_first_hidden:
+        hidden = "%u1"
+    else:
+        hidden = "%u2"
+        lines += ['%x2 = tprog.leaf "2|->4"', "%u2 = tprog.compose %w, %x2"]
+    lines += [
+        f'%v2 = tprog.pointwise {hidden} {{fn = "relu"}}',
+        "%z2 = tprog.compose %m, %v2",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 W_CLOSED = '%w = tprog.param "...->..." : !tprog.tensor<"4->5">'
@@ -296,10 +300,12 @@ def test_applications_keep_their_own_rows_above_an_open_parameter() -> None:
     evaluator.evaluate()
     assert set(evaluator.shared) == {"f"}  # both sites served, no retry
     # Each application with its own hidden row, as re-evaluation has them ...
-    assert W_CLOSED in outcome(written_out("%u2"), "re-evaluate")
+    assert W_CLOSED in outcome(
+        written_out(second_reuses_first_hidden=False), "re-evaluate"
+    )
     # ... and the second reusing the first one's, as an application sharing
     # the rows of an earlier one with the same arguments would.
-    merged = outcome(written_out("%u1"), "re-evaluate")
+    merged = outcome(written_out(second_reuses_first_hidden=True), "re-evaluate")
     assert merged.startswith("error: ")
     assert "hidden dimension(s) of parameter 'w'" in merged
 
